@@ -1,0 +1,130 @@
+// Manifest: the module hierarchy of the PyTorch model an ONNX file came from.
+//
+// A manifest is the JSON document written by semmap's Python exporter
+// (`python -m semmap_manifest manifest ...`), schema in
+// schema/manifest.schema.json and docs/manifest.md. It lists every module of
+// `model.named_modules()` with its class, parent, children and own
+// parameters and buffers.
+//
+//   absl::StatusOr<semmap::Manifest> m = semmap::Manifest::Load("manifest.json");
+//   if (!m.ok()) { std::cerr << m.status() << "\n"; return 2; }
+//   semmap::ModuleId id = m->find("encoder.layer.0.attention.self.query");
+//   if (id != semmap::kNoModule) std::cout << m->module(id).class_name;
+//
+// A Manifest is immutable after loading and safe to share between threads.
+#ifndef SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_
+#define SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace semmap {
+
+// Index of a module in Manifest::modules(); the root is 0.
+using ModuleId = std::int32_t;
+inline constexpr ModuleId kNoModule = -1;
+
+// The schema version this build reads.
+inline constexpr int kManifestSchemaVersion = 1;
+
+struct TensorSpec {
+  std::string name;  // local name inside its module ("weight")
+  std::vector<std::int64_t> shape;
+  std::string dtype;  // "float32", "int64", ...
+};
+
+struct ModuleInfo {
+  std::string path;             // "encoder.layer.0"; "" for the root
+  std::string class_name;       // "BertLayer"
+  std::string qualified_class;  // "transformers.models.bert.modeling_bert.BertLayer"
+  ModuleId parent = kNoModule;  // kNoModule only for the root
+  std::vector<ModuleId> children;  // registration order
+  std::vector<TensorSpec> parameters;
+  std::vector<TensorSpec> buffers;
+  int depth = 0;  // root = 0
+  // The name torch's TorchScript exporter gives this module's scope: the
+  // path's trailing atoms back to the first non-numeric one
+  // ("encoder.layer.0" -> "layer.0", "layer1.0" -> "layer1.0").
+  std::string variable_name;
+};
+
+struct ManifestOptions {
+  // Files above this size are refused (InvalidArgument).
+  std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
+  // More modules than this are refused (InvalidArgument).
+  std::size_t max_modules = 10'000'000;
+};
+
+class Manifest {
+ public:
+  // Reads and validates a manifest file. Errors (messages start with the
+  // file name): NotFound (missing file), InvalidArgument (not JSON, not a
+  // manifest, a field of the wrong type or missing, with its JSON pointer;
+  // duplicate paths; a parent/children inconsistency), FailedPrecondition
+  // (a schema version this build does not read).
+  static absl::StatusOr<Manifest> Load(const std::string& path,
+                                       const ManifestOptions& options = {});
+  // Same, from JSON text; `origin` names the source in messages.
+  static absl::StatusOr<Manifest> Parse(absl::string_view json,
+                                        absl::string_view origin,
+                                        const ManifestOptions& options = {});
+
+  // A class-less manifest holding `paths` and all their ancestors (the root
+  // included), for mapping when no manifest file exists. Paths are dotted;
+  // empty atoms are dropped.
+  static Manifest FromModulePaths(const std::vector<std::string>& paths);
+
+  int schema_version() const { return schema_version_; }
+  const std::string& model_class() const { return model_class_; }
+  const std::string& model_qualified_class() const { return model_qualified_class_; }
+  const std::string& model_type() const { return model_type_; }
+  // Scalar config fields, rendered as JSON text, in file order.
+  const std::vector<std::pair<std::string, std::string>>& config() const {
+    return config_;
+  }
+
+  std::size_t size() const { return modules_.size(); }
+  const std::vector<ModuleInfo>& modules() const { return modules_; }
+  const ModuleInfo& module(ModuleId id) const { return modules_[id]; }
+  ModuleId root() const { return 0; }
+
+  // Module with exactly this dotted path, or kNoModule. O(1).
+  ModuleId find(absl::string_view path) const;
+  // Modules whose variable_name is `name` (see ModuleInfo), in manifest order.
+  const std::vector<ModuleId>& withVariableName(absl::string_view name) const;
+  // The module owning the parameter or buffer with this full dotted name
+  // ("encoder.layer.0.output.dense.weight"), or kNoModule.
+  ModuleId ownerOfTensor(absl::string_view full_name) const;
+
+  // True when `ancestor` is `id` or one of its ancestors.
+  bool isAncestorOrSelf(ModuleId ancestor, ModuleId id) const;
+  // Lowest common ancestor; kNoModule when either is kNoModule.
+  ModuleId lowestCommonAncestor(ModuleId a, ModuleId b) const;
+
+ private:
+  Manifest() = default;
+  absl::Status Index(absl::string_view origin);
+
+  int schema_version_ = 0;
+  std::string model_class_;
+  std::string model_qualified_class_;
+  std::string model_type_;
+  std::vector<std::pair<std::string, std::string>> config_;
+  std::vector<ModuleInfo> modules_;
+  absl::flat_hash_map<std::string, ModuleId> by_path_;
+  absl::flat_hash_map<std::string, std::vector<ModuleId>> by_variable_name_;
+  absl::flat_hash_map<std::string, ModuleId> tensor_owner_;
+};
+
+// The TorchScript scope variable name of a module path (see ModuleInfo).
+std::string VariableNameOf(absl::string_view path);
+
+}  // namespace semmap
+
+#endif  // SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_

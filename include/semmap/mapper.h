@@ -1,0 +1,110 @@
+// SemanticMapper: which module produced each ONNX node.
+//
+//   absl::StatusOr<semmap::Graph> graph = semmap::Graph::Load("model.onnx");
+//   absl::StatusOr<semmap::Manifest> manifest = semmap::Manifest::Load("manifest.json");
+//   absl::StatusOr<semmap::SemanticMapper> mapper =
+//       semmap::SemanticMapper::Create(*graph, &*manifest);
+//   absl::StatusOr<semmap::Mapping> m =
+//       mapper->moduleFor("/bert/encoder/layer.0/attention/self/query/MatMul");
+//   // m->module_path == "bert.encoder.layer.0.attention.self.query",
+//   // m->class_name == "Linear", m->strategy == Strategy::kExactScope
+//
+// Every node is mapped once, in Create(); moduleFor() is a lookup. An
+// unresolved node is not an error: its Mapping has confidence 0.
+//
+// How it works (details in docs/mapping.md):
+//  1. Root binding. The ONNX root scope may be the manifest's root, a
+//     submodule of it (an encoder exported alone), or a wrapper around it
+//     (a task model's "/bert/..." names against a base-model manifest). All
+//     candidate bindings are scored on the distinct scopes of the graph and
+//     the best one is used for every node.
+//  2. Scope resolution. Each segment is matched to a module by the variable
+//     name torch gives its scope: directly under the current module, or
+//     deeper (a ModuleList child "layer.0", a called container's "layer1.0"),
+//     retrying without a "_N" call suffix ("relu_1" -> "relu").
+//  3. Neighbourhood. Nodes without a usable scope take the module their
+//     consumers agree on (constants), or the lowest common ancestor of their
+//     producers' and consumers' modules, iterated to a fixed point.
+//
+// Without a manifest the mapper derives module paths from the scopes alone
+// (class names unknown) and lowers its confidence accordingly.
+//
+// Lifetime: the Graph and Manifest passed to Create() must outlive the
+// mapper. Thread-safety: const methods are safe to call concurrently.
+#ifndef SEMMAP_INCLUDE_SEMMAP_MAPPER_H_
+#define SEMMAP_INCLUDE_SEMMAP_MAPPER_H_
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+#include "semmap/mapping.h"
+
+namespace semmap {
+
+struct MapperOptions {
+  // Upper bound on neighbourhood passes; each pass is linear in the graph.
+  int max_neighbourhood_passes = 64;
+  // Longest ONNX-only scope prefix tried as a wrapper around the manifest.
+  int max_wrapper_segments = 2;
+};
+
+// How the ONNX root scope was matched to the manifest.
+struct RootBinding {
+  ModuleId root = 0;                 // manifest module the ONNX root maps to
+  std::vector<std::string> wrapper;  // leading ONNX segments outside the manifest
+  std::size_t scoped_nodes = 0;      // nodes with a scoped name
+  std::size_t resolved_nodes = 0;    // of those, fully resolved under this binding
+};
+
+class SemanticMapper {
+ public:
+  // Maps every node of `graph`. `manifest` may be null (see above).
+  // Errors: none today for well-formed inputs; the StatusOr leaves room for
+  // limits without breaking callers.
+  static absl::StatusOr<SemanticMapper> Create(const Graph& graph,
+                                               const Manifest* manifest,
+                                               const MapperOptions& options = {});
+
+  SemanticMapper(SemanticMapper&&) noexcept;
+  SemanticMapper& operator=(SemanticMapper&&) noexcept;
+  ~SemanticMapper();
+
+  // The mapping of a node by index. `node` must be < graph.size().
+  const Mapping& moduleFor(NodeId node) const { return mappings_[node]; }
+  // The mapping of a node by id or unique name; NotFound when the graph has
+  // no such node (the message quotes the name).
+  absl::StatusOr<Mapping> moduleFor(absl::string_view node) const;
+
+  // One Mapping per node, indexed like Graph::nodes().
+  const std::vector<Mapping>& mapAll() const { return mappings_; }
+  // Nodes per strategy, indexed by the Strategy's value.
+  std::array<std::size_t, kStrategyCount> strategyCounts() const;
+  // Nodes with confidence > 0.
+  std::size_t mappedCount() const;
+
+  const RootBinding& rootBinding() const { return binding_; }
+  // The manifest used: the caller's, or the scope-derived one when none was
+  // given (class names empty).
+  const Manifest& manifest() const { return *manifest_; }
+  bool hasManifest() const { return owned_manifest_ == nullptr; }
+  const Graph& graph() const { return *graph_; }
+
+ private:
+  SemanticMapper() = default;
+
+  const Graph* graph_ = nullptr;
+  const Manifest* manifest_ = nullptr;
+  std::unique_ptr<Manifest> owned_manifest_;
+  RootBinding binding_;
+  std::vector<Mapping> mappings_;
+};
+
+}  // namespace semmap
+
+#endif  // SEMMAP_INCLUDE_SEMMAP_MAPPER_H_

@@ -1,0 +1,13 @@
+// semmap: map ONNX nodes exported from PyTorch / HuggingFace models back to
+// the modules that produced them. Include this header for the whole API.
+#ifndef SEMMAP_INCLUDE_SEMMAP_SEMMAP_H_
+#define SEMMAP_INCLUDE_SEMMAP_SEMMAP_H_
+
+#include "semmap/graph.h"     // IWYU pragma: export
+#include "semmap/manifest.h"  // IWYU pragma: export
+#include "semmap/mapper.h"    // IWYU pragma: export
+#include "semmap/mapping.h"   // IWYU pragma: export
+#include "semmap/scope_path.h"  // IWYU pragma: export
+#include "semmap/version.h"   // IWYU pragma: export
+
+#endif  // SEMMAP_INCLUDE_SEMMAP_SEMMAP_H_

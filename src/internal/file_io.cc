@@ -1,0 +1,58 @@
+#include "internal/file_io.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace semmap {
+namespace internal {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     std::uint64_t max_bytes) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+    }
+    return absl::InternalError(absl::StrCat(path, ": ", std::strerror(err)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is a directory, not a file"));
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": file is ", st.st_size,
+                     " bytes, above the limit of ", max_bytes, " bytes"));
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(
+      std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (file == nullptr) {
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
+  }
+  std::string data;
+  data.resize(static_cast<std::size_t>(st.st_size));
+  const std::size_t got =
+      data.empty() ? 0 : std::fread(&data[0], 1, data.size(), file.get());
+  if (got != data.size()) {
+    return absl::DataLossError(absl::StrCat(path, ": read ", got, " of ",
+                                            data.size(), " bytes"));
+  }
+  return data;
+}
+
+std::string Abbreviate(const std::string& text, std::size_t max) {
+  if (text.size() <= max) return text;
+  return absl::StrCat(text.substr(0, max), "... (", text.size(), " bytes)");
+}
+
+}  // namespace internal
+}  // namespace semmap

@@ -1,0 +1,26 @@
+// Reading whole files with a size cap and errors that name the file.
+#ifndef SEMMAP_SRC_INTERNAL_FILE_IO_H_
+#define SEMMAP_SRC_INTERNAL_FILE_IO_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace semmap {
+namespace internal {
+
+// Reads `path` into a string. NotFound when it does not exist,
+// InvalidArgument when it is a directory or larger than `max_bytes`,
+// Internal for other I/O failures. Messages start with the path.
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     std::uint64_t max_bytes);
+
+// Returns `text` shortened to at most `max` bytes with an ellipsis, for
+// quoting untrusted names in messages.
+std::string Abbreviate(const std::string& text, std::size_t max = 120);
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_INTERNAL_FILE_IO_H_

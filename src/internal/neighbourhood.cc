@@ -1,0 +1,99 @@
+#include "internal/neighbourhood.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+struct Side {
+  ModuleId lca = kNoModule;
+  std::size_t count = 0;
+  bool agree = true;
+  double weakest = 1.0;
+
+  void Add(const Manifest& manifest, const Mapping& m) {
+    if (!m.mapped()) return;
+    if (lca == kNoModule) {
+      lca = m.module;
+    } else if (m.module != lca) {
+      agree = false;
+      lca = manifest.lowestCommonAncestor(lca, m.module);
+    }
+    ++count;
+    weakest = std::min(weakest, m.confidence);
+  }
+};
+
+}  // namespace
+
+int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
+                           int max_passes, std::vector<Mapping>* mappings) {
+  std::vector<Mapping>& out = *mappings;
+  int passes = 0;
+  // One-sided evidence (only producers, or only consumers of a node that
+  // also has unmapped producers) is used only once two-sided evidence has
+  // reached its fixed point, so it never pre-empts a better answer.
+  bool one_sided = false;
+  bool changed = true;
+  while (passes < max_passes) {
+    if (!changed) {
+      if (one_sided) break;
+      one_sided = true;
+    }
+    changed = false;
+    ++passes;
+    for (std::size_t i = 0; i < graph.size(); ++i) {
+      if (out[i].mapped()) continue;
+      const Node& n = graph.node(static_cast<NodeId>(i));
+      Side producers;
+      Side consumers;
+      bool has_producer = false;
+      for (const std::string& in : n.inputs) {
+        if (in.empty()) continue;
+        const NodeId p = graph.producer(in, n.subgraph);
+        if (p == kNoNode) continue;
+        has_producer = true;
+        producers.Add(manifest, out[p]);
+      }
+      for (const std::string& value : n.outputs) {
+        if (value.empty()) continue;
+        for (NodeId c : graph.consumers(value, n.subgraph)) {
+          if (c != static_cast<NodeId>(i)) consumers.Add(manifest, out[c]);
+        }
+      }
+      Mapping& m = out[i];
+      if (!has_producer && consumers.count > 0) {
+        m.module = consumers.lca;
+        m.confidence = std::min(consumers.agree ? 0.9 : 0.6, consumers.weakest);
+        m.evidence = absl::StrCat(consumers.agree ? "source node; all " : "source node; lowest common ancestor of ",
+                                  consumers.count, " consumers");
+      } else if (producers.count > 0 && consumers.count > 0) {
+        m.module = manifest.lowestCommonAncestor(producers.lca, consumers.lca);
+        m.confidence = std::min({0.5, producers.weakest, consumers.weakest});
+        m.evidence = absl::StrCat("lowest common ancestor of ", producers.count,
+                                  " producers and ", consumers.count, " consumers");
+      } else if (!one_sided) {
+        continue;
+      } else if (consumers.count > 0) {
+        m.module = consumers.lca;
+        m.confidence = std::min(0.4, consumers.weakest);
+        m.evidence = absl::StrCat("from ", consumers.count, " consumers only");
+      } else if (producers.count > 0) {
+        m.module = producers.lca;
+        m.confidence = std::min(0.4, producers.weakest);
+        m.evidence = absl::StrCat("from ", producers.count, " producers only");
+      } else {
+        continue;
+      }
+      m.strategy = Strategy::kNeighbourhood;
+      changed = true;
+    }
+  }
+  return passes;
+}
+
+}  // namespace internal
+}  // namespace semmap

@@ -1,0 +1,31 @@
+// Graph-neighbourhood inference for nodes whose names carry no usable scope.
+#ifndef SEMMAP_SRC_INTERNAL_NEIGHBOURHOOD_H_
+#define SEMMAP_SRC_INTERNAL_NEIGHBOURHOOD_H_
+
+#include <vector>
+
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+#include "semmap/mapping.h"
+
+namespace semmap {
+namespace internal {
+
+// Fills unmapped entries of `mappings` (module and confidence only; the
+// caller fills the string views) from their mapped neighbours, pass after
+// pass until nothing changes or `max_passes` is reached:
+//  - a node whose inputs come from no mapped producer (constants,
+//    initializer-fed Identity/Cast) takes the lowest common ancestor of its
+//    consumers' modules: 0.9 when they all agree, 0.6 otherwise;
+//  - any other node takes the lowest common ancestor of its mapped
+//    producers and consumers (0.5), or of one side only (0.4).
+// Confidence is also capped by the weakest neighbour used. Terminates on
+// any graph, cycles included: a node is assigned at most once.
+// Returns the number of passes run.
+int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
+                           int max_passes, std::vector<Mapping>* mappings);
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_INTERNAL_NEIGHBOURHOOD_H_

@@ -1,0 +1,253 @@
+#include "semmap/mapper.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/container/node_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "internal/file_io.h"
+#include "internal/neighbourhood.h"
+#include "internal/scope_resolver.h"
+#include "semmap/scope_path.h"
+
+namespace semmap {
+namespace {
+
+// Confidence of each outcome. Calibrated against the fixture corpus by
+// semmap-eval; see docs/mapping.md.
+constexpr double kExact = 1.0;
+constexpr double kExactCallSuffix = 0.97;
+constexpr double kExactAmbiguous = 0.6;
+constexpr double kPrefix = 0.7;
+constexpr double kNoManifestFactor = 0.8;
+constexpr std::size_t kMaxBindingCandidates = 256;
+
+// The distinct scopes of a graph: the part of each scoped name before its
+// last '/', with the parsed segments and how many nodes share it.
+struct Scope {
+  ScopePath path;
+  std::size_t nodes = 0;
+  internal::ScopeResolution resolution;
+};
+
+absl::string_view ScopeKey(absl::string_view name) {
+  return name.substr(0, name.rfind('/'));
+}
+
+// Module paths implied by the scopes alone, for mapping without a manifest:
+// DottedPath() of each scope, with a "_N" call suffix folded into its base
+// when the base also occurs as a scope ("relu_1" beside "relu").
+std::vector<std::string> ScopeDerivedPaths(
+    const absl::node_hash_map<absl::string_view, Scope>& scopes) {
+  absl::flat_hash_set<std::string> raw;
+  for (const auto& entry : scopes) raw.insert(entry.second.path.DottedPath());
+  std::vector<std::string> out;
+  out.reserve(raw.size());
+  for (const std::string& path : raw) {
+    std::string rewritten;
+    for (absl::string_view atom : absl::StrSplit(path, '.')) {
+      absl::string_view base;
+      long call = 0;
+      const std::string prefix = rewritten.empty() ? "" : rewritten + ".";
+      if (SplitCallSuffix(atom, &base, &call) && raw.contains(absl::StrCat(prefix, base))) {
+        atom = base;
+      }
+      rewritten = absl::StrCat(prefix, atom);
+    }
+    out.push_back(std::move(rewritten));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every plausible way to bind the ONNX root scope to the manifest.
+std::vector<RootBinding> BindingCandidates(
+    const Manifest& manifest,
+    const absl::node_hash_map<absl::string_view, Scope>& scopes,
+    int max_wrapper_segments) {
+  std::vector<RootBinding> out;
+  out.emplace_back();  // ONNX root == manifest root
+  absl::flat_hash_set<ModuleId> roots = {0};
+  absl::flat_hash_set<std::string> wrappers;
+  for (const auto& entry : scopes) {
+    const auto& segments = entry.second.path.segments();
+    if (segments.empty()) continue;
+    absl::string_view first = segments[0];
+    std::vector<ModuleId> matches = manifest.withVariableName(first);
+    absl::string_view base;
+    long call = 0;
+    if (SplitCallSuffix(first, &base, &call)) {
+      const auto& more = manifest.withVariableName(base);
+      matches.insert(matches.end(), more.begin(), more.end());
+    }
+    for (ModuleId c : matches) {
+      const ModuleId parent = manifest.module(c).parent;
+      if (parent != kNoModule && roots.insert(parent).second) {
+        RootBinding b;
+        b.root = parent;
+        out.push_back(std::move(b));
+      }
+    }
+    // Leading segments that name no module: a wrapper around the manifest.
+    std::vector<std::string> wrapper;
+    for (std::size_t i = 0; i < segments.size() &&
+                            static_cast<int>(i) < max_wrapper_segments;
+         ++i) {
+      if (!manifest.withVariableName(segments[i]).empty()) break;
+      wrapper.emplace_back(segments[i]);
+      if (wrappers.insert(absl::StrJoin(wrapper, "/")).second) {
+        RootBinding b;
+        b.wrapper = wrapper;
+        out.push_back(std::move(b));
+      }
+    }
+    if (out.size() >= kMaxBindingCandidates) break;
+  }
+  return out;
+}
+
+RootBinding ChooseBinding(const Manifest& manifest,
+                          absl::node_hash_map<absl::string_view, Scope>& scopes,
+                          int max_wrapper_segments) {
+  const internal::ScopeResolver resolver(manifest);
+  std::vector<RootBinding> candidates =
+      BindingCandidates(manifest, scopes, max_wrapper_segments);
+  RootBinding best;
+  bool have_best = false;
+  for (RootBinding& c : candidates) {
+    for (const auto& entry : scopes) {
+      const Scope& s = entry.second;
+      c.scoped_nodes += s.nodes;
+      const auto r = resolver.Resolve(s.path.segments(), c.root, c.wrapper);
+      if (r.complete()) c.resolved_nodes += s.nodes;
+    }
+    const auto key = [&manifest](const RootBinding& b) {
+      // More resolved nodes, then fewer wrapper segments, then a shallower root.
+      return std::make_tuple(b.resolved_nodes, -static_cast<long>(b.wrapper.size()),
+                             -manifest.module(b.root).depth);
+    };
+    if (!have_best || key(c) > key(best)) {
+      best = c;
+      have_best = true;
+    }
+  }
+  return best;
+}
+
+std::string ScopeEvidence(const Scope& s, absl::string_view what) {
+  return absl::StrCat(what, " /", internal::Abbreviate(
+      absl::StrJoin(s.path.segments(), "/"), 80));
+}
+
+}  // namespace
+
+SemanticMapper::SemanticMapper(SemanticMapper&&) noexcept = default;
+SemanticMapper& SemanticMapper::operator=(SemanticMapper&&) noexcept = default;
+SemanticMapper::~SemanticMapper() = default;
+
+absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
+                                                      const Manifest* manifest,
+                                                      const MapperOptions& options) {
+  SemanticMapper mapper;
+  mapper.graph_ = &graph;
+  mapper.mappings_.resize(graph.size());
+
+  // Parse every name once; group scoped nodes by their scope.
+  absl::node_hash_map<absl::string_view, Scope> scopes;
+  std::vector<Scope*> node_scope(graph.size(), nullptr);
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    const std::string& name = graph.node(static_cast<NodeId>(i)).name;
+    if (name.empty() || name.front() != '/') continue;
+    auto inserted = scopes.try_emplace(ScopeKey(name));
+    Scope& s = inserted.first->second;
+    if (inserted.second) s.path = ScopePath::Parse(name);
+    ++s.nodes;
+    node_scope[i] = &s;
+  }
+
+  if (manifest == nullptr) {
+    mapper.owned_manifest_ =
+        std::make_unique<Manifest>(Manifest::FromModulePaths(ScopeDerivedPaths(scopes)));
+    manifest = mapper.owned_manifest_.get();
+  }
+  mapper.manifest_ = manifest;
+  const bool derived = mapper.owned_manifest_ != nullptr;
+  mapper.binding_ = derived ? RootBinding{}
+                            : ChooseBinding(*manifest, scopes, options.max_wrapper_segments);
+
+  const internal::ScopeResolver resolver(*manifest);
+  for (auto& entry : scopes) {
+    Scope& s = entry.second;
+    s.resolution = resolver.Resolve(s.path.segments(), mapper.binding_.root,
+                                    mapper.binding_.wrapper);
+    if (derived) mapper.binding_.scoped_nodes += s.nodes;
+    if (derived && s.resolution.complete()) mapper.binding_.resolved_nodes += s.nodes;
+  }
+
+  const std::size_t wrapper_len = mapper.binding_.wrapper.size();
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    const Scope* s = node_scope[i];
+    if (s == nullptr) continue;
+    const internal::ScopeResolution& r = s->resolution;
+    Mapping& m = mapper.mappings_[i];
+    if (r.complete()) {
+      m.module = r.module;
+      m.strategy = Strategy::kExactScope;
+      m.confidence = r.ambiguous ? kExactAmbiguous : r.call_suffix ? kExactCallSuffix : kExact;
+      m.evidence = ScopeEvidence(*s, r.call_suffix ? "scope (call suffix folded)" : "scope");
+    } else if (r.module != kNoModule && r.resolved > wrapper_len) {
+      m.module = r.module;
+      m.strategy = Strategy::kScopePrefix;
+      m.confidence = kPrefix;
+      m.evidence = absl::StrCat(ScopeEvidence(*s, "scope"), " resolved ", r.resolved - wrapper_len,
+                                " of ", r.total - wrapper_len, " segments");
+    } else {
+      continue;
+    }
+    if (derived) m.confidence *= kNoManifestFactor;
+  }
+
+  internal::InferFromNeighbourhood(graph, *manifest, options.max_neighbourhood_passes,
+                                   &mapper.mappings_);
+
+  for (Mapping& m : mapper.mappings_) {
+    if (!m.mapped()) {
+      m.confidence = 0.0;
+      m.strategy = Strategy::kUnmapped;
+      if (m.evidence.empty()) m.evidence = "no scope and no mapped neighbour";
+      continue;
+    }
+    const ModuleInfo& info = manifest->module(m.module);
+    m.module_path = info.path;
+    m.class_name = info.class_name;
+    m.qualified_class = info.qualified_class;
+  }
+  return mapper;
+}
+
+absl::StatusOr<Mapping> SemanticMapper::moduleFor(absl::string_view node) const {
+  const NodeId id = graph_->find(node);
+  if (id == kNoNode) {
+    return absl::NotFoundError(absl::StrCat(
+        "no node named \"", internal::Abbreviate(std::string(node)), "\" in the graph"));
+  }
+  return mappings_[id];
+}
+
+std::array<std::size_t, kStrategyCount> SemanticMapper::strategyCounts() const {
+  std::array<std::size_t, kStrategyCount> counts{};
+  for (const Mapping& m : mappings_) ++counts[static_cast<std::size_t>(m.strategy)];
+  return counts;
+}
+
+std::size_t SemanticMapper::mappedCount() const {
+  return static_cast<std::size_t>(std::count_if(
+      mappings_.begin(), mappings_.end(), [](const Mapping& m) { return m.confidence > 0; }));
+}
+
+}  // namespace semmap

@@ -1,0 +1,26 @@
+#include "semmap/mapping.h"
+
+namespace semmap {
+namespace {
+
+constexpr absl::string_view kStrategyNames[kStrategyCount] = {
+    "unmapped", "exact_scope", "scope_prefix", "neighbourhood"};
+
+}  // namespace
+
+absl::string_view StrategyName(Strategy s) {
+  const auto index = static_cast<std::size_t>(s);
+  return index < kStrategyCount ? kStrategyNames[index] : "invalid";
+}
+
+bool ParseStrategy(absl::string_view name, Strategy* out) {
+  for (std::size_t i = 0; i < kStrategyCount; ++i) {
+    if (kStrategyNames[i] == name) {
+      *out = static_cast<Strategy>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace semmap
