@@ -265,12 +265,22 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
   return m;
 }
 
-Manifest Manifest::FromModulePaths(const std::vector<std::string>& paths) {
+Manifest Manifest::FromModulePaths(
+    const std::vector<std::pair<std::string, std::string>>& paths_and_classes) {
   Manifest m;
   m.schema_version_ = kManifestSchemaVersion;
   m.modules_.emplace_back();  // root
   m.by_path_.emplace("", 0);
-  for (const std::string& full : paths) {
+  auto set_class = [&m](ModuleId id, const std::string& qualified) {
+    ModuleInfo& info = m.modules_[id];
+    if (qualified.empty() || !info.qualified_class.empty()) return;
+    info.qualified_class = qualified;
+    const std::size_t dot = qualified.rfind('.');
+    info.class_name = dot == std::string::npos ? qualified : qualified.substr(dot + 1);
+  };
+  for (const auto& entry : paths_and_classes) {
+    const std::string& full = entry.first;
+    if (full.empty()) set_class(0, entry.second);
     ModuleId parent = 0;
     std::string path;
     for (absl::string_view atom : absl::StrSplit(full, '.', absl::SkipEmpty())) {
@@ -293,6 +303,7 @@ Manifest Manifest::FromModulePaths(const std::vector<std::string>& paths) {
       m.modules_.push_back(std::move(info));
       parent = id;
     }
+    if (parent != 0) set_class(parent, entry.second);
   }
   return m;
 }

@@ -7,9 +7,11 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "internal/exporter_metadata.h"
 #include "internal/file_io.h"
 #include "internal/neighbourhood.h"
 #include "internal/scope_resolver.h"
@@ -24,33 +26,49 @@ constexpr double kExact = 1.0;
 constexpr double kExactCallSuffix = 0.97;
 constexpr double kExactAmbiguous = 0.6;
 constexpr double kPrefix = 0.7;
+constexpr double kClassMismatch = 0.7;
 constexpr double kNoManifestFactor = 0.8;
 constexpr std::size_t kMaxBindingCandidates = 256;
 
-// The distinct scopes of a graph: the part of each scoped name before its
-// last '/', with the parsed segments and how many nodes share it.
+// A distinct module scope of the graph: the scope part of a TorchScript node
+// name ("/bert/encoder/layer.0/attention/self"), or the deepest module path
+// of a dynamo module stack split into atoms. Nodes sharing it share its
+// resolution.
 struct Scope {
-  ScopePath path;
+  bool from_metadata = false;
+  std::string text;  // owns the metadata path the segments point into
+  ScopePath::Segments segments;
+  std::string qualified_class;  // from metadata, when present
   std::size_t nodes = 0;
   internal::ScopeResolution resolution;
 };
+using ScopeMap = absl::node_hash_map<std::string, Scope>;
 
 absl::string_view ScopeKey(absl::string_view name) {
   return name.substr(0, name.rfind('/'));
 }
 
-// Module paths implied by the scopes alone, for mapping without a manifest:
-// DottedPath() of each scope, with a "_N" call suffix folded into its base
-// when the base also occurs as a scope ("relu_1" beside "relu").
-std::vector<std::string> ScopeDerivedPaths(
-    const absl::node_hash_map<absl::string_view, Scope>& scopes) {
-  absl::flat_hash_set<std::string> raw;
-  for (const auto& entry : scopes) raw.insert(entry.second.path.DottedPath());
-  std::vector<std::string> out;
+// The manifest-free module path of a scope: the metadata path as written,
+// or ScopePath::DottedPath() rules for names.
+std::string DottedPath(const Scope& s) {
+  if (s.from_metadata) return s.text;
+  return DottedPathOf(s.segments);
+}
+
+// Module paths implied by the scopes alone, for mapping without a manifest,
+// with a "_N" call suffix folded into its base when the base also occurs
+// ("relu_1" beside "relu").
+std::vector<std::pair<std::string, std::string>> ScopeDerivedPaths(const ScopeMap& scopes) {
+  absl::flat_hash_map<std::string, std::string> raw;  // path -> class
+  for (const auto& entry : scopes) {
+    std::string& cls = raw[DottedPath(entry.second)];
+    if (cls.empty()) cls = entry.second.qualified_class;
+  }
+  std::vector<std::pair<std::string, std::string>> out;
   out.reserve(raw.size());
-  for (const std::string& path : raw) {
+  for (const auto& entry : raw) {
     std::string rewritten;
-    for (absl::string_view atom : absl::StrSplit(path, '.')) {
+    for (absl::string_view atom : absl::StrSplit(entry.first, '.')) {
       absl::string_view base;
       long call = 0;
       const std::string prefix = rewritten.empty() ? "" : rewritten + ".";
@@ -59,7 +77,7 @@ std::vector<std::string> ScopeDerivedPaths(
       }
       rewritten = absl::StrCat(prefix, atom);
     }
-    out.push_back(std::move(rewritten));
+    out.emplace_back(std::move(rewritten), entry.second);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -67,15 +85,14 @@ std::vector<std::string> ScopeDerivedPaths(
 
 // Every plausible way to bind the ONNX root scope to the manifest.
 std::vector<RootBinding> BindingCandidates(
-    const Manifest& manifest,
-    const absl::node_hash_map<absl::string_view, Scope>& scopes,
+    const Manifest& manifest, const ScopeMap& scopes,
     int max_wrapper_segments) {
   std::vector<RootBinding> out;
   out.emplace_back();  // ONNX root == manifest root
   absl::flat_hash_set<ModuleId> roots = {0};
   absl::flat_hash_set<std::string> wrappers;
   for (const auto& entry : scopes) {
-    const auto& segments = entry.second.path.segments();
+    const auto& segments = entry.second.segments;
     if (segments.empty()) continue;
     absl::string_view first = segments[0];
     std::vector<ModuleId> matches = manifest.withVariableName(first);
@@ -111,8 +128,7 @@ std::vector<RootBinding> BindingCandidates(
   return out;
 }
 
-RootBinding ChooseBinding(const Manifest& manifest,
-                          absl::node_hash_map<absl::string_view, Scope>& scopes,
+RootBinding ChooseBinding(const Manifest& manifest, const ScopeMap& scopes,
                           int max_wrapper_segments) {
   const internal::ScopeResolver resolver(manifest);
   std::vector<RootBinding> candidates =
@@ -123,7 +139,7 @@ RootBinding ChooseBinding(const Manifest& manifest,
     for (const auto& entry : scopes) {
       const Scope& s = entry.second;
       c.scoped_nodes += s.nodes;
-      const auto r = resolver.Resolve(s.path.segments(), c.root, c.wrapper);
+      const auto r = resolver.Resolve(s.segments, c.root, c.wrapper);
       if (r.complete()) c.resolved_nodes += s.nodes;
     }
     const auto key = [&manifest](const RootBinding& b) {
@@ -139,9 +155,38 @@ RootBinding ChooseBinding(const Manifest& manifest,
   return best;
 }
 
-std::string ScopeEvidence(const Scope& s, absl::string_view what) {
-  return absl::StrCat(what, " /", internal::Abbreviate(
-      absl::StrJoin(s.path.segments(), "/"), 80));
+std::string ScopeEvidence(const Scope& s) {
+  return s.from_metadata
+             ? absl::StrCat("module stack ", internal::Abbreviate(s.text, 80))
+             : absl::StrCat("scope /", internal::Abbreviate(absl::StrJoin(s.segments, "/"), 80));
+}
+
+// Registers the scope a node's name or metadata gives, or returns null.
+Scope* ScopeOf(const Node& node, ScopeMap* scopes) {
+  if (!node.name.empty() && node.name.front() == '/') {
+    const absl::string_view key = ScopeKey(node.name);
+    auto it = scopes->find(key);
+    if (it == scopes->end()) {
+      it = scopes->try_emplace(std::string(key)).first;
+      it->second.segments = ScopePath::Parse(node.name).segments();
+    }
+    ++it->second.nodes;
+    return &it->second;
+  }
+  internal::ModuleStack stack;
+  if (!internal::ReadModuleStack(node.metadata, &stack)) return nullptr;
+  auto inserted = scopes->try_emplace(absl::StrCat("\x1e", stack.deepest()));
+  Scope& s = inserted.first->second;
+  if (inserted.second) {
+    s.from_metadata = true;
+    s.text = stack.deepest();
+    s.qualified_class = stack.deepestClass();
+    for (absl::string_view atom : absl::StrSplit(s.text, '.', absl::SkipEmpty())) {
+      s.segments.push_back(atom);
+    }
+  }
+  ++s.nodes;
+  return &s;
 }
 
 }  // namespace
@@ -157,17 +202,11 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   mapper.graph_ = &graph;
   mapper.mappings_.resize(graph.size());
 
-  // Parse every name once; group scoped nodes by their scope.
-  absl::node_hash_map<absl::string_view, Scope> scopes;
-  std::vector<Scope*> node_scope(graph.size(), nullptr);
+  // Parse every name (or module stack) once; group nodes by scope.
+  ScopeMap scopes;
+  std::vector<const Scope*> node_scope(graph.size(), nullptr);
   for (std::size_t i = 0; i < graph.size(); ++i) {
-    const std::string& name = graph.node(static_cast<NodeId>(i)).name;
-    if (name.empty() || name.front() != '/') continue;
-    auto inserted = scopes.try_emplace(ScopeKey(name));
-    Scope& s = inserted.first->second;
-    if (inserted.second) s.path = ScopePath::Parse(name);
-    ++s.nodes;
-    node_scope[i] = &s;
+    node_scope[i] = ScopeOf(graph.node(static_cast<NodeId>(i)), &scopes);
   }
 
   if (manifest == nullptr) {
@@ -183,8 +222,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   const internal::ScopeResolver resolver(*manifest);
   for (auto& entry : scopes) {
     Scope& s = entry.second;
-    s.resolution = resolver.Resolve(s.path.segments(), mapper.binding_.root,
-                                    mapper.binding_.wrapper);
+    s.resolution = resolver.Resolve(s.segments, mapper.binding_.root, mapper.binding_.wrapper);
     if (derived) mapper.binding_.scoped_nodes += s.nodes;
     if (derived && s.resolution.complete()) mapper.binding_.resolved_nodes += s.nodes;
   }
@@ -197,14 +235,20 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     Mapping& m = mapper.mappings_[i];
     if (r.complete()) {
       m.module = r.module;
-      m.strategy = Strategy::kExactScope;
+      m.strategy = s->from_metadata ? Strategy::kExporterMetadata : Strategy::kExactScope;
       m.confidence = r.ambiguous ? kExactAmbiguous : r.call_suffix ? kExactCallSuffix : kExact;
-      m.evidence = ScopeEvidence(*s, r.call_suffix ? "scope (call suffix folded)" : "scope");
+      m.evidence = ScopeEvidence(*s);
+      if (r.call_suffix) absl::StrAppend(&m.evidence, " (call suffix folded)");
+      const std::string& manifest_class = manifest->module(r.module).qualified_class;
+      if (!derived && !s->qualified_class.empty() && s->qualified_class != manifest_class) {
+        m.confidence = std::min(m.confidence, kClassMismatch);
+        absl::StrAppend(&m.evidence, "; exporter says ", s->qualified_class);
+      }
     } else if (r.module != kNoModule && r.resolved > wrapper_len) {
       m.module = r.module;
       m.strategy = Strategy::kScopePrefix;
       m.confidence = kPrefix;
-      m.evidence = absl::StrCat(ScopeEvidence(*s, "scope"), " resolved ", r.resolved - wrapper_len,
+      m.evidence = absl::StrCat(ScopeEvidence(*s), ": resolved ", r.resolved - wrapper_len,
                                 " of ", r.total - wrapper_len, " segments");
     } else {
       continue;

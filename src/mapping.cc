@@ -4,7 +4,7 @@ namespace semmap {
 namespace {
 
 constexpr absl::string_view kStrategyNames[kStrategyCount] = {
-    "unmapped", "exact_scope", "scope_prefix", "neighbourhood"};
+    "unmapped", "exact_scope", "exporter_metadata", "scope_prefix", "neighbourhood"};
 
 }  // namespace
 

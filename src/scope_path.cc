@@ -91,10 +91,12 @@ ScopePath ScopePath::Parse(absl::string_view name, std::size_t max_segments) {
   return p;
 }
 
-std::string ScopePath::DottedPath() const {
+std::string ScopePath::DottedPath() const { return DottedPathOf(segments_); }
+
+std::string DottedPathOf(absl::Span<const absl::string_view> segments) {
   std::string out;
   absl::string_view previous;
-  for (absl::string_view seg : segments_) {
+  for (absl::string_view seg : segments) {
     // "/layer1/layer1.0": the called container repeats its own name.
     if (!previous.empty() && seg.size() > previous.size() &&
         absl::StartsWith(seg, previous) && seg[previous.size()] == '.' &&

@@ -75,10 +75,12 @@ class Manifest {
                                         absl::string_view origin,
                                         const ManifestOptions& options = {});
 
-  // A class-less manifest holding `paths` and all their ancestors (the root
-  // included), for mapping when no manifest file exists. Paths are dotted;
-  // empty atoms are dropped.
-  static Manifest FromModulePaths(const std::vector<std::string>& paths);
+  // A manifest holding the given module paths and all their ancestors (the
+  // root included), for mapping when no manifest file exists. Each entry is
+  // a dotted path and its qualified class ("" when unknown; class_name is
+  // then empty too). Empty atoms are dropped.
+  static Manifest FromModulePaths(
+      const std::vector<std::pair<std::string, std::string>>& paths_and_classes);
 
   int schema_version() const { return schema_version_; }
   const std::string& model_class() const { return model_class_; }

@@ -14,15 +14,18 @@ namespace semmap {
 // How a node's module was found. The numeric values and the names returned
 // by StrategyName() are stable: tools print them and files store them.
 enum class Strategy : std::uint8_t {
-  kUnmapped = 0,      // nothing found; confidence 0
-  kExactScope = 1,    // every scope segment of the name resolved
-  kScopePrefix = 2,   // a leading part of the scope resolved, the rest is
-                      // deeper than the manifest or unknown to it
-  kNeighbourhood = 3, // no usable scope: inferred from producers/consumers
+  kUnmapped = 0,          // nothing found; confidence 0
+  kExactScope = 1,        // every scope segment of the node name resolved
+  kExporterMetadata = 2,  // the dynamo exporter's module stack in the node's
+                          // metadata_props resolved
+  kScopePrefix = 3,       // a leading part of the scope (name or metadata)
+                          // resolved; the rest is unknown to the manifest
+  kNeighbourhood = 4,     // no usable scope: inferred from neighbours
 };
-inline constexpr std::size_t kStrategyCount = 4;
+inline constexpr std::size_t kStrategyCount = 5;
 
-// "unmapped", "exact_scope", "scope_prefix", "neighbourhood".
+// "unmapped", "exact_scope", "exporter_metadata", "scope_prefix",
+// "neighbourhood".
 absl::string_view StrategyName(Strategy s);
 // Inverse of StrategyName; false when `name` is unknown.
 bool ParseStrategy(absl::string_view name, Strategy* out);

@@ -27,6 +27,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace semmap {
 
@@ -85,6 +86,10 @@ class ScopePath {
   long ordinal_ = -1;
   bool truncated_ = false;
 };
+
+// The manifest-free module path of a list of scope segments (see
+// ScopePath::DottedPath()).
+std::string DottedPathOf(absl::Span<const absl::string_view> segments);
 
 // Splits "relu_1" into base "relu" and call index 1; returns false (and
 // leaves the outputs alone) when the segment has no "_<digits>" ending.

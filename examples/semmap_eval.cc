@@ -1,0 +1,182 @@
+// semmap-eval: measure semmap's mappings against a ground-truth file.
+//
+//   semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json
+//               [--json] [--errors N]
+//
+// TRUTH.json is {"nodes": {"<node id>": "<module path>", ...},
+// "unknown": [...]} as written by the fixture corpus tools.
+// Exit codes: 0 success, 2 bad usage or input.
+#include <array>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli_util.h"
+#include "nlohmann/json.hpp"
+#include "semmap/semmap.h"
+
+namespace {
+
+constexpr char kTool[] = "semmap-eval";
+constexpr char kUsage[] =
+    "usage: semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json\n"
+    "                   [--json] [--errors N]\n"
+    "\n"
+    "Compares semmap's mapping of every node with a ground-truth file and prints\n"
+    "accuracy, coverage, per-strategy accuracy and calibration.\n"
+    "  --errors N  also list up to N wrong answers (text mode; default 0)\n"
+    "Exit codes: 0 ok, 2 bad usage or input.\n";
+
+struct Bucket {
+  double lo, hi;
+  std::size_t count = 0, correct = 0;
+};
+
+absl::StatusOr<absl::flat_hash_map<std::string, std::string>> LoadTruth(
+    const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open truth file"));
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  }
+  auto nodes = doc.find("nodes");
+  if (nodes == doc.end() || !nodes->is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": /nodes: missing or not an object"));
+  }
+  absl::flat_hash_map<std::string, std::string> truth;
+  for (auto it = nodes->begin(); it != nodes->end(); ++it) {
+    if (!it.value().is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": /nodes/", it.key(), ": expected a module path string"));
+    }
+    truth.emplace(it.key(), it.value().get<std::string>());
+  }
+  return truth;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto args = semmap_cli::ParseArgs(argc, argv, {"--manifest", "--truth", "--errors"},
+                                    {"--json", "--help", "-h"});
+  if (!args.ok()) {
+    std::cerr << kTool << ": " << args.status().message() << "\n" << kUsage;
+    return semmap_cli::kExitBadInput;
+  }
+  if (args->has("--help") || args->has("-h")) {
+    std::cout << kUsage;
+    return semmap_cli::kExitOk;
+  }
+  const std::string* truth_path = args->option("--truth");
+  if (args->positional.size() != 1 || truth_path == nullptr) {
+    std::cerr << kTool << ": expected MODEL.onnx and --truth TRUTH.json\n" << kUsage;
+    return semmap_cli::kExitBadInput;
+  }
+  int max_errors = 0;
+  if (const std::string* e = args->option("--errors")) {
+    if (!absl::SimpleAtoi(*e, &max_errors) || max_errors < 0) {
+      std::cerr << kTool << ": --errors needs a non-negative integer\n";
+      return semmap_cli::kExitBadInput;
+    }
+  }
+  auto graph = semmap::Graph::Load(args->positional[0]);
+  if (!graph.ok()) return semmap_cli::Fail(kTool, graph.status());
+  const std::string* manifest_path = args->option("--manifest");
+  absl::StatusOr<semmap::Manifest> manifest = absl::NotFoundError("no manifest");
+  if (manifest_path) {
+    manifest = semmap::Manifest::Load(*manifest_path);
+    if (!manifest.ok()) return semmap_cli::Fail(kTool, manifest.status());
+  }
+  auto truth = LoadTruth(*truth_path);
+  if (!truth.ok()) return semmap_cli::Fail(kTool, truth.status());
+  auto mapper = semmap::SemanticMapper::Create(*graph, manifest_path ? &*manifest : nullptr);
+  if (!mapper.ok()) return semmap_cli::Fail(kTool, mapper.status());
+
+  std::size_t known = 0, correct = 0, covered = 0;
+  std::array<std::size_t, semmap::kStrategyCount> by_strategy{}, by_strategy_correct{};
+  std::vector<Bucket> buckets = {{0.9, 1.0}, {0.7, 0.9}, {0.5, 0.7}, {0.0, 0.5}};
+  std::vector<std::string> errors;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph->size()); ++i) {
+    const semmap::Mapping& m = mapper->moduleFor(i);
+    if (m.confidence > 0) ++covered;
+    auto t = truth->find(graph->node(i).id);
+    if (t == truth->end()) continue;
+    ++known;
+    const bool ok = m.mapped() && m.module_path == t->second;
+    correct += ok;
+    const auto s = static_cast<std::size_t>(m.strategy);
+    ++by_strategy[s];
+    by_strategy_correct[s] += ok;
+    for (Bucket& b : buckets) {
+      if (m.confidence >= b.lo && (m.confidence < b.hi || (b.hi == 1.0 && m.confidence <= 1.0))) {
+        ++b.count;
+        b.correct += ok;
+        break;
+      }
+    }
+    if (!ok && static_cast<int>(errors.size()) < max_errors) {
+      errors.push_back(absl::StrCat(graph->node(i).id, " [", graph->node(i).op_type,
+                                    "]: expected \"", t->second, "\", got \"",
+                                    m.mapped() ? std::string(m.module_path) : "(unmapped)",
+                                    "\" (", semmap::StrategyName(m.strategy), " ",
+                                    m.confidence, ": ", m.evidence, ")"));
+    }
+  }
+  const double accuracy = known ? static_cast<double>(correct) / known : 0.0;
+  const double coverage = graph->size() ? static_cast<double>(covered) / graph->size() : 0.0;
+  if (args->has("--json")) {
+    nlohmann::json j;
+    j["model"] = args->positional[0];
+    j["nodes"] = graph->size();
+    j["known"] = known;
+    j["correct"] = correct;
+    j["accuracy"] = accuracy;
+    j["coverage"] = coverage;
+    nlohmann::json strategies = nlohmann::json::object();
+    for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
+      if (by_strategy[s] == 0) continue;
+      strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = {
+          {"count", by_strategy[s]},
+          {"correct", by_strategy_correct[s]},
+          {"accuracy", static_cast<double>(by_strategy_correct[s]) / by_strategy[s]}};
+    }
+    j["strategies"] = strategies;
+    nlohmann::json cal = nlohmann::json::array();
+    for (const Bucket& b : buckets) {
+      cal.push_back({{"lo", b.lo}, {"hi", b.hi}, {"count", b.count}, {"correct", b.correct}});
+    }
+    j["calibration"] = cal;
+    std::cout << j.dump() << "\n";
+    return semmap_cli::kExitOk;
+  }
+  std::cout << std::fixed << std::setprecision(2);
+  std::cout << "nodes:     " << graph->size() << "\n"
+            << "known:     " << known << "\n"
+            << "correct:   " << correct << "\n"
+            << "accuracy:  " << 100.0 * accuracy << "%\n"
+            << "coverage:  " << 100.0 * coverage << "% (confidence > 0)\n"
+            << "per strategy:\n";
+  for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
+    if (by_strategy[s] == 0) continue;
+    std::cout << "  " << std::left << std::setw(14)
+              << semmap::StrategyName(static_cast<semmap::Strategy>(s)) << std::right
+              << std::setw(7) << by_strategy_correct[s] << " / " << std::setw(7)
+              << by_strategy[s] << "  " << 100.0 * by_strategy_correct[s] / by_strategy[s]
+              << "%\n";
+  }
+  std::cout << "calibration (confidence bucket: correct / answers):\n";
+  for (const Bucket& b : buckets) {
+    std::cout << "  [" << b.lo << ", " << b.hi << (b.hi == 1.0 ? "]" : ")") << "  "
+              << b.correct << " / " << b.count;
+    if (b.count) std::cout << "  " << 100.0 * b.correct / b.count << "%";
+    std::cout << "\n";
+  }
+  for (const std::string& e : errors) std::cout << "wrong: " << e << "\n";
+  return semmap_cli::kExitOk;
+}
