@@ -1,0 +1,212 @@
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "catch2/catch.hpp"
+#include "semmap/graph.h"
+#include "test_util.h"
+
+using semmap::Graph;
+using semmap::kNoNode;
+using semmap_test::AddNode;
+using semmap_test::Fixture;
+using semmap_test::MakeModel;
+using semmap_test::Serialize;
+
+namespace {
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("A real TorchScript export loads with indexes", "[graph]") {
+  auto g = Graph::Load(Fixture("bert-seqcls.torchscript", "model.onnx"));
+  REQUIRE(g.ok());
+  CHECK(g->size() > 100);
+  CHECK(g->producer_name() == "pytorch");
+  CHECK(g->opset() == 17);
+  const semmap::NodeId q = g->find("/bert/encoder/layer.0/attention/self/query/MatMul");
+  REQUIRE(q != kNoNode);
+  const semmap::Node& n = g->node(q);
+  CHECK(n.op_type == "MatMul");
+  CHECK(n.id == n.name);
+  REQUIRE(n.outputs.size() == 1);
+  CHECK(g->producer(n.outputs[0]) == q);
+  REQUIRE_FALSE(g->consumers(n.outputs[0]).empty());
+  for (semmap::NodeId c : g->consumers(n.outputs[0])) {
+    const auto& inputs = g->node(c).inputs;
+    CHECK(std::find(inputs.begin(), inputs.end(), n.outputs[0]) != inputs.end());
+  }
+  // Initializers: names and shapes, not payloads.
+  const semmap::TensorInfo* emb = g->initializer("bert.embeddings.word_embeddings.weight");
+  REQUIRE(emb != nullptr);
+  CHECK(emb->dims.size() == 2);
+  CHECK(emb->elem_type == 1);
+  // torch de-duplicates identical initializers (all-zero biases of a fresh
+  // model): the query bias is an Identity of another module's bias.
+  CHECK(g->initializer("bert.encoder.layer.0.attention.self.query.bias") == nullptr);
+  const semmap::NodeId identity = g->producer("bert.encoder.layer.0.attention.self.query.bias");
+  REQUIRE(identity != kNoNode);
+  CHECK(g->node(identity).op_type == "Identity");
+  REQUIRE(g->node(identity).inputs.size() == 1);
+  CHECK(g->initializer(g->node(identity).inputs[0]) != nullptr);
+  CHECK_FALSE(g->inputs().empty());
+  CHECK_FALSE(g->outputs().empty());
+  CHECK(g->producer(g->inputs()[0]) == kNoNode);
+}
+
+TEST_CASE("A real dynamo export exposes node metadata_props", "[graph]") {
+  auto g = Graph::Load(Fixture("bert-seqcls.dynamo", "model.onnx"));
+  REQUIRE(g.ok());
+  std::size_t with_scopes = 0;
+  for (const semmap::Node& n : g->nodes()) {
+    for (const auto& kv : n.metadata) with_scopes += kv.first == "pkg.torch.onnx.name_scopes";
+  }
+  CHECK(with_scopes > g->size() / 2);
+}
+
+TEST_CASE("Node ids are unique; duplicates and empty names get #index", "[graph]") {
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("x");
+  AddNode(graph, "a", "Relu", {"x"}, {"y"});
+  AddNode(graph, "dup", "Relu", {"y"}, {"z"});
+  AddNode(graph, "dup", "Relu", {"z"}, {"w"});
+  AddNode(graph, "", "Relu", {"w"}, {"v"});
+  auto g = Graph::Parse(Serialize(model), "mem.onnx");
+  REQUIRE(g.ok());
+  CHECK(g->node(0).id == "a");
+  CHECK(g->node(1).id == "dup#1");
+  CHECK(g->node(2).id == "dup#2");
+  CHECK(g->node(3).id == "#3");
+  CHECK(g->find("dup") == kNoNode);
+  CHECK(g->find("dup#2") == 2);
+  CHECK(g->find("a") == 0);
+}
+
+TEST_CASE("Subgraph nodes are traversed after their owner, with outer-scope uses", "[graph]") {
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("cond");
+  graph->add_input()->set_name("x");
+  AddNode(graph, "/pre/Relu", "Relu", {"x"}, {"h"});
+  onnx::NodeProto* if_node = AddNode(graph, "/If", "If", {"cond"}, {"out"});
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    onnx::AttributeProto* attr = if_node->add_attribute();
+    attr->set_name(branch);
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* body = attr->mutable_g();
+    body->set_name(branch);
+    AddNode(body, "/inner/Neg", "Neg", {"h"}, {"t"});  // same name in both branches
+    AddNode(body, "/inner/Abs", "Abs", {"t"}, {"b_out"});
+  }
+  AddNode(graph, "/post/Relu", "Relu", {"out"}, {"y"});
+  auto g = Graph::Parse(Serialize(model), "if.onnx");
+  REQUIRE(g.ok());
+  REQUIRE(g->size() == 7);
+  CHECK(g->node(2).id == "/inner/Neg#2");
+  CHECK(g->node(4).id == "/inner/Neg#4");
+  CHECK(g->node(6).name == "/post/Relu");
+  REQUIRE(g->subgraphs().size() == 3);
+  CHECK(g->subgraphs()[1].owner == 1);
+  CHECK(g->subgraphs()[1].attribute == "then_branch");
+  CHECK(g->node(2).subgraph == 1);
+  CHECK(g->node(4).subgraph == 2);
+  // "t" is branch-local: each branch sees its own producer.
+  CHECK(g->producer("t", 1) == 2);
+  CHECK(g->producer("t", 2) == 4);
+  CHECK(g->producer("t", 0) == kNoNode);
+  // "h" is used inside both branches: the inner nodes and the If consume it.
+  auto consumers = g->consumers("h");
+  CHECK(std::find(consumers.begin(), consumers.end(), 1) != consumers.end());
+  CHECK(std::find(consumers.begin(), consumers.end(), 2) != consumers.end());
+  CHECK(std::find(consumers.begin(), consumers.end(), 4) != consumers.end());
+}
+
+TEST_CASE("Bad ONNX input gives statuses naming the file and the cause", "[graph]") {
+  const std::string real = ReadBytes(Fixture("bert-seqcls.torchscript", "model.onnx"));
+  REQUIRE(real.size() > 1000);
+  SECTION("missing file") {
+    auto g = Graph::Load("/nonexistent/model.onnx");
+    REQUIRE_FALSE(g.ok());
+    CHECK(g.status().code() == absl::StatusCode::kNotFound);
+    CHECK(std::string(g.status().message()).find("/nonexistent/model.onnx") != std::string::npos);
+  }
+  SECTION("empty") {
+    auto g = Graph::Parse("", "empty.onnx");
+    REQUIRE_FALSE(g.ok());
+    CHECK(std::string(g.status().message()) == "empty.onnx: empty file, expected an ONNX model");
+  }
+  SECTION("random bytes") {
+    std::string bytes;
+    std::uint32_t state = 12345;
+    for (int i = 0; i < 4096; ++i) {
+      state = state * 1664525u + 1013904223u;
+      bytes.push_back(static_cast<char>(state >> 24));
+    }
+    auto g = Graph::Parse(bytes, "random.onnx");
+    REQUIRE_FALSE(g.ok());
+    CHECK(g.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(g.status().message()).rfind("random.onnx: ", 0) == 0);
+  }
+  SECTION("truncated at many offsets") {
+    for (std::size_t cut : {std::size_t{1}, std::size_t{7}, std::size_t{100}, real.size() / 3,
+                            real.size() / 2, real.size() - 1}) {
+      CAPTURE(cut);
+      auto g = Graph::Parse(absl::string_view(real).substr(0, cut), "cut.onnx");
+      REQUIRE_FALSE(g.ok());
+      CHECK(std::string(g.status().message()).rfind("cut.onnx: ", 0) == 0);
+    }
+  }
+  SECTION("a valid protobuf of another message") {
+    onnx::TensorProto t;
+    t.set_name("not a model");
+    t.add_dims(3);
+    std::string bytes;
+    t.SerializeToString(&bytes);
+    auto g = Graph::Parse(bytes, "tensor.pb");
+    REQUIRE_FALSE(g.ok());
+    CHECK(std::string(g.status().message()).find("tensor.pb: ") == 0);
+  }
+  SECTION("a directory") {
+    auto g = Graph::Load(SEMMAP_FIXTURES_DIR);
+    REQUIRE_FALSE(g.ok());
+    CHECK(std::string(g.status().message()).find("is a directory") != std::string::npos);
+  }
+  SECTION("over the node limit") {
+    semmap::GraphOptions options;
+    options.max_nodes = 10;
+    auto g = Graph::Parse(real, "big.onnx", options);
+    REQUIRE_FALSE(g.ok());
+    CHECK(std::string(g.status().message()).find("more than 10 nodes") != std::string::npos);
+  }
+}
+
+TEST_CASE("A 1 MB node name and deep subgraph nesting are handled", "[graph]") {
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  const std::string huge = "/" + std::string(1 << 20, 'a') + "/Relu";
+  AddNode(graph, huge, "Relu", {"x"}, {"y"});
+  auto g = Graph::Parse(Serialize(model), "huge.onnx");
+  REQUIRE(g.ok());
+  CHECK(g->node(0).name.size() == huge.size());
+
+  auto deep = MakeModel();
+  onnx::GraphProto* body = deep.mutable_graph();
+  for (int i = 0; i < 200; ++i) {
+    onnx::NodeProto* n = AddNode(body, "/If", "If", {"c"}, {"o"});
+    onnx::AttributeProto* attr = n->add_attribute();
+    attr->set_name("then_branch");
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    body = attr->mutable_g();
+  }
+  auto d = Graph::Parse(Serialize(deep), "deep.onnx");
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(d.status().message()).rfind("deep.onnx: ", 0) == 0);
+}

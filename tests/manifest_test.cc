@@ -1,0 +1,127 @@
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "catch2/catch.hpp"
+#include "semmap/manifest.h"
+#include "test_util.h"
+
+using semmap::Manifest;
+using semmap_test::Fixture;
+using semmap_test::ManifestJson;
+
+TEST_CASE("A real manifest loads and indexes every module", "[manifest]") {
+  const std::string path = Fixture("bert-seqcls.torchscript", "manifest.json");
+  auto m = Manifest::Load(path);
+  REQUIRE(m.ok());
+  CHECK(m->schema_version() == 1);
+  CHECK(m->model_class() == "BertForSequenceClassification");
+  CHECK(m->model_type() == "bert");
+  CHECK(m->module(m->root()).path.empty());
+
+  const semmap::ModuleId q = m->find("bert.encoder.layer.0.attention.self.query");
+  REQUIRE(q != semmap::kNoModule);
+  const semmap::ModuleInfo& query = m->module(q);
+  CHECK(query.class_name == "Linear");
+  CHECK(query.qualified_class == "torch.nn.modules.linear.Linear");
+  CHECK(m->module(query.parent).path == "bert.encoder.layer.0.attention.self");
+  CHECK(query.variable_name == "query");
+  REQUIRE(query.parameters.size() == 2);
+  CHECK(query.parameters[0].name == "weight");
+  CHECK(query.parameters[0].shape.size() == 2);
+  CHECK(query.parameters[0].dtype == "float32");
+
+  const semmap::ModuleId layer0 = m->find("bert.encoder.layer.0");
+  REQUIRE(layer0 != semmap::kNoModule);
+  CHECK(m->module(layer0).variable_name == "layer.0");
+  CHECK(m->module(layer0).class_name == "BertLayer");
+  CHECK(m->ownerOfTensor("bert.encoder.layer.0.attention.self.query.bias") == q);
+  CHECK(m->ownerOfTensor("bert.encoder.layer.0.attention.self.query") == semmap::kNoModule);
+  CHECK(m->isAncestorOrSelf(layer0, q));
+  CHECK_FALSE(m->isAncestorOrSelf(q, layer0));
+  CHECK(m->lowestCommonAncestor(q, m->find("bert.encoder.layer.0.output.dense")) == layer0);
+  CHECK(m->find("no.such.module") == semmap::kNoModule);
+}
+
+TEST_CASE("VariableNameOf keeps trailing numeric atoms", "[manifest]") {
+  auto row = GENERATE(table<std::string, std::string>({
+      {"encoder.layer.0", "layer.0"},
+      {"layer1.0", "layer1.0"},
+      {"blocks.0.1", "blocks.0.1"},
+      {"model.layers.3.mlp", "mlp"},
+      {"0", "0"},
+      {"0.1", "0.1"},
+      {"", ""},
+  }));
+  CAPTURE(std::get<0>(row));
+  CHECK(semmap::VariableNameOf(std::get<0>(row)) == std::get<1>(row));
+}
+
+TEST_CASE("Bad manifests give statuses naming the file and the cause", "[manifest]") {
+  const std::string good = ManifestJson({"a", "a.b"});
+  REQUIRE(Manifest::Parse(good, "m.json").ok());
+
+  auto row = GENERATE_COPY(table<std::string, absl::StatusCode, std::string>({
+      {"", absl::StatusCode::kInvalidArgument, "empty file"},
+      {"\x89PNG\r\n\x1a\n garbage", absl::StatusCode::kInvalidArgument, "not valid JSON"},
+      {"{\"format\": ", absl::StatusCode::kInvalidArgument, "not valid JSON"},
+      {"[1,2,3]", absl::StatusCode::kInvalidArgument, "expected a JSON object"},
+      {"{\"nodes\": {}}", absl::StatusCode::kInvalidArgument, "not a semmap manifest"},
+      {R"({"format":"semmap.manifest","schema_version":99,"model":{},"modules":[]})",
+       absl::StatusCode::kFailedPrecondition, "schema version 99"},
+      {R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"}})",
+       absl::StatusCode::kInvalidArgument, "missing required field \"modules\""},
+      {R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[{"path":"","class":5,"qualified_class":"q","parent":null,"children":[],"parameters":[],"buffers":[]}]})",
+       absl::StatusCode::kInvalidArgument, "/modules/0/class: expected a string"},
+      {R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[{"path":"","class":"M","qualified_class":"q","parent":null,"children":[],"parameters":[{"name":"w","shape":[-1],"dtype":"f"}],"buffers":[]}]})",
+       absl::StatusCode::kInvalidArgument, "/modules/0/parameters/0/shape/0"},
+      {R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[{"path":"","class":"M","qualified_class":"q","parent":null,"children":["a"],"parameters":[],"buffers":[]},{"path":"a","class":"M","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]},{"path":"a","class":"M","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]}]})",
+       absl::StatusCode::kInvalidArgument, "duplicate module path \"a\""},
+      {R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[{"path":"","class":"M","qualified_class":"q","parent":null,"children":["b"],"parameters":[],"buffers":[]},{"path":"a","class":"M","qualified_class":"q","parent":"b","children":[],"parameters":[],"buffers":[]},{"path":"b","class":"M","qualified_class":"q","parent":"a","children":["a"],"parameters":[],"buffers":[]}]})",
+       absl::StatusCode::kInvalidArgument, "cyclic or out-of-order parents"},
+      {R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[{"path":"","class":"M","qualified_class":"q","parent":null,"children":[],"parameters":[],"buffers":[]},{"path":"a","class":"M","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]}]})",
+       absl::StatusCode::kInvalidArgument, "parent does not list this module"},
+      {R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[{"path":"x","class":"M","qualified_class":"q","parent":null,"children":[],"parameters":[],"buffers":[]}]})",
+       absl::StatusCode::kInvalidArgument, "only the root (the first module, path \"\") has no parent"},
+      {std::string(100000, '['), absl::StatusCode::kInvalidArgument, "nested deeper"},
+  }));
+  const std::string& text = std::get<0>(row);
+  CAPTURE(text.substr(0, 200));
+  auto m = Manifest::Parse(text, "bad.json");
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().code() == std::get<1>(row));
+  const std::string message(m.status().message());
+  CAPTURE(message);
+  CHECK(message.rfind("bad.json", 0) == 0);
+  CHECK(message.find(std::get<2>(row)) != std::string::npos);
+}
+
+TEST_CASE("Missing and unreadable manifest files", "[manifest]") {
+  auto missing = Manifest::Load("/nonexistent/dir/manifest.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+  CHECK(std::string(missing.status().message()).find("/nonexistent/dir/manifest.json") !=
+        std::string::npos);
+
+  auto dir = Manifest::Load(SEMMAP_FIXTURES_DIR);
+  REQUIRE_FALSE(dir.ok());
+  CHECK(std::string(dir.status().message()).find("is a directory") != std::string::npos);
+
+  semmap::ManifestOptions small;
+  small.max_file_bytes = 10;
+  auto big = Manifest::Load(Fixture("bert-seqcls.torchscript", "manifest.json"), small);
+  REQUIRE_FALSE(big.ok());
+  CHECK(std::string(big.status().message()).find("above the limit") != std::string::npos);
+}
+
+TEST_CASE("FromModulePaths builds the ancestors and keeps classes", "[manifest]") {
+  const Manifest m = Manifest::FromModulePaths(
+      {{"a.b.c", "pkg.C"}, {"a.d", ""}, {"", "pkg.Root"}});
+  CHECK(m.size() == 5);
+  REQUIRE(m.find("a.b") != semmap::kNoModule);
+  CHECK(m.module(m.find("a.b.c")).class_name == "C");
+  CHECK(m.module(m.find("a.b.c")).qualified_class == "pkg.C");
+  CHECK(m.module(m.find("a.d")).class_name.empty());
+  CHECK(m.module(0).class_name == "Root");
+  CHECK(m.module(m.find("a.b")).parent == m.find("a"));
+}

@@ -1,0 +1,77 @@
+// Helpers for semmap's tests: fixture paths and small ONNX models built in
+// memory for edge cases real exports do not produce.
+#ifndef SEMMAP_TESTS_TEST_UTIL_H_
+#define SEMMAP_TESTS_TEST_UTIL_H_
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+
+namespace semmap_test {
+
+// Path of a file of a fixture directory, e.g.
+// Fixture("bert-seqcls.torchscript", "model.onnx").
+inline std::string Fixture(const std::string& dir, const std::string& file) {
+  return std::string(SEMMAP_FIXTURES_DIR) + "/" + dir + "/" + file;
+}
+
+// A model with one graph; nodes are added with AddNode.
+inline onnx::ModelProto MakeModel() {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("semmap-test");
+  auto* opset = model.add_opset_import();
+  opset->set_version(17);
+  model.mutable_graph()->set_name("g");
+  return model;
+}
+
+inline onnx::NodeProto* AddNode(onnx::GraphProto* graph, const std::string& name,
+                                const std::string& op,
+                                std::initializer_list<std::string> inputs,
+                                std::initializer_list<std::string> outputs) {
+  onnx::NodeProto* n = graph->add_node();
+  n->set_name(name);
+  n->set_op_type(op);
+  for (const auto& i : inputs) n->add_input(i);
+  for (const auto& o : outputs) n->add_output(o);
+  return n;
+}
+
+inline std::string Serialize(const onnx::ModelProto& model) {
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  return bytes;
+}
+
+// Minimal manifest JSON for `paths` (parents derived from the dots; every
+// class "M"). Paths must list parents before children; "" is added first.
+inline std::string ManifestJson(const std::vector<std::string>& paths) {
+  std::string out = R"({"format":"semmap.manifest","schema_version":1,)"
+                    R"("model":{"class":"M","qualified_class":"t.M"},"modules":[)";
+  std::vector<std::string> all = {""};
+  all.insert(all.end(), paths.begin(), paths.end());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::string& p = all[i];
+    const std::size_t dot = p.rfind('.');
+    const std::string parent = i == 0 ? "null" : "\"" + (dot == std::string::npos ? "" : p.substr(0, dot)) + "\"";
+    std::string children;
+    for (const std::string& c : all) {
+      if (c.empty() || c == p) continue;
+      const std::size_t cd = c.rfind('.');
+      const std::string cp = cd == std::string::npos ? "" : c.substr(0, cd);
+      if (cp == p) children += (children.empty() ? "\"" : ",\"") + c + "\"";
+    }
+    out += (i ? "," : "") + std::string(R"({"path":")") + p +
+           R"(","class":"M","qualified_class":"t.M","parent":)" + parent +
+           R"(,"children":[)" + children + R"(],"parameters":[],"buffers":[]})";
+  }
+  return out + "]}";
+}
+
+}  // namespace semmap_test
+
+#endif  // SEMMAP_TESTS_TEST_UTIL_H_
