@@ -15,6 +15,7 @@
 #include "internal/file_io.h"
 #include "internal/neighbourhood.h"
 #include "internal/scope_resolver.h"
+#include "internal/tensor_evidence.h"
 #include "semmap/scope_path.h"
 
 namespace semmap {
@@ -95,21 +96,25 @@ std::vector<RootBinding> BindingCandidates(
     const auto& segments = entry.second.segments;
     if (segments.empty()) continue;
     absl::string_view first = segments[0];
-    std::vector<ModuleId> matches = manifest.withVariableName(first);
+    // The module that calls a match of the first segment directly: the
+    // match's path without the segment ("encoder.layer.0" - "layer.0").
+    auto add_callers_of = [&](absl::string_view segment) {
+      for (ModuleId c : manifest.withVariableName(segment)) {
+        const std::string& path = manifest.module(c).path;
+        if (path.size() == segment.size()) continue;  // the root's own child
+        const ModuleId caller =
+            manifest.find(absl::string_view(path).substr(0, path.size() - segment.size() - 1));
+        if (caller != kNoModule && roots.insert(caller).second) {
+          RootBinding b;
+          b.root = caller;
+          out.push_back(std::move(b));
+        }
+      }
+    };
+    add_callers_of(first);
     absl::string_view base;
     long call = 0;
-    if (SplitCallSuffix(first, &base, &call)) {
-      const auto& more = manifest.withVariableName(base);
-      matches.insert(matches.end(), more.begin(), more.end());
-    }
-    for (ModuleId c : matches) {
-      const ModuleId parent = manifest.module(c).parent;
-      if (parent != kNoModule && roots.insert(parent).second) {
-        RootBinding b;
-        b.root = parent;
-        out.push_back(std::move(b));
-      }
-    }
+    if (SplitCallSuffix(first, &base, &call)) add_callers_of(base);
     // Leading segments that name no module: a wrapper around the manifest.
     std::vector<std::string> wrapper;
     for (std::size_t i = 0; i < segments.size() &&
@@ -141,10 +146,14 @@ RootBinding ChooseBinding(const Manifest& manifest, const ScopeMap& scopes,
       c.scoped_nodes += s.nodes;
       const auto r = resolver.Resolve(s.segments, c.root, c.wrapper);
       if (r.complete()) c.resolved_nodes += s.nodes;
+      c.indirect_steps += r.indirect * s.nodes;
     }
     const auto key = [&manifest](const RootBinding& b) {
-      // More resolved nodes, then fewer wrapper segments, then a shallower root.
-      return std::make_tuple(b.resolved_nodes, -static_cast<long>(b.wrapper.size()),
+      // More resolved nodes, then scopes that follow the module tree step by
+      // step (an ancestor bound as root resolves through indirect searches),
+      // then fewer wrapper segments, then a shallower root.
+      return std::make_tuple(b.resolved_nodes, -static_cast<long>(b.indirect_steps),
+                             -static_cast<long>(b.wrapper.size()),
                              -manifest.module(b.root).depth);
     };
     if (!have_best || key(c) > key(best)) {
@@ -162,8 +171,10 @@ std::string ScopeEvidence(const Scope& s) {
 }
 
 // Registers the scope a node's name or metadata gives, or returns null.
-Scope* ScopeOf(const Node& node, ScopeMap* scopes) {
-  if (!node.name.empty() && node.name.front() == '/') {
+// Names built from value names ("<value>_QuantizeLinear") describe the
+// value's producer, not the node: they give no scope.
+Scope* ScopeOf(const Node& node, const Rules& rules, ScopeMap* scopes) {
+  if (!node.name.empty() && node.name.front() == '/' && !rules.isDerivedNodeName(node.name)) {
     const absl::string_view key = ScopeKey(node.name);
     auto it = scopes->find(key);
     if (it == scopes->end()) {
@@ -198,6 +209,7 @@ SemanticMapper::~SemanticMapper() = default;
 absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
                                                       const Manifest* manifest,
                                                       const MapperOptions& options) {
+  const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
   SemanticMapper mapper;
   mapper.graph_ = &graph;
   mapper.mappings_.resize(graph.size());
@@ -206,7 +218,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   ScopeMap scopes;
   std::vector<const Scope*> node_scope(graph.size(), nullptr);
   for (std::size_t i = 0; i < graph.size(); ++i) {
-    node_scope[i] = ScopeOf(graph.node(static_cast<NodeId>(i)), &scopes);
+    node_scope[i] = ScopeOf(graph.node(static_cast<NodeId>(i)), rules, &scopes);
   }
 
   if (manifest == nullptr) {
@@ -256,8 +268,27 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     if (derived) m.confidence *= kNoManifestFactor;
   }
 
-  internal::InferFromNeighbourhood(graph, *manifest, options.max_neighbourhood_passes,
+  // Nodes with neither scope nor metadata: the names of their tensors.
+  const internal::TensorEvidence tensors(graph, *manifest, rules, mapper.binding_);
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    Mapping& m = mapper.mappings_[i];
+    const Node& node = graph.node(static_cast<NodeId>(i));
+    if (m.mapped() || rules.followsConsumers(node.op_type)) continue;
+    internal::TensorFinding finding;
+    if (!tensors.ForNode(static_cast<NodeId>(i), &finding)) continue;
+    m.module = finding.module;
+    m.confidence = derived ? finding.confidence * kNoManifestFactor : finding.confidence;
+    m.strategy = Strategy::kTensorNames;
+    m.evidence = std::move(finding.evidence);
+  }
+
+  internal::InferFromNeighbourhood(graph, *manifest, rules, options.max_neighbourhood_passes,
                                    &mapper.mappings_);
+
+  mapper.categories_.reserve(manifest->size());
+  for (std::size_t i = 0; i < manifest->size(); ++i) {
+    mapper.categories_.push_back(rules.categoryOf(*manifest, static_cast<ModuleId>(i)));
+  }
 
   for (Mapping& m : mapper.mappings_) {
     if (!m.mapped()) {
@@ -270,6 +301,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     m.module_path = info.path;
     m.class_name = info.class_name;
     m.qualified_class = info.qualified_class;
+    m.category = mapper.categories_[m.module];
   }
   return mapper;
 }

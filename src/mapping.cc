@@ -4,7 +4,8 @@ namespace semmap {
 namespace {
 
 constexpr absl::string_view kStrategyNames[kStrategyCount] = {
-    "unmapped", "exact_scope", "exporter_metadata", "scope_prefix", "neighbourhood"};
+    "unmapped",     "exact_scope", "exporter_metadata", "tensor_names",
+    "scope_prefix", "op_rule",     "neighbourhood"};
 
 }  // namespace
 

@@ -213,7 +213,7 @@ TEST_CASE("Unscoped nodes: constants follow their consumers, joins take the LCA"
   auto mapper = SemanticMapper::Create(*g, &*manifest);
   REQUIRE(mapper.ok());
   CHECK(mapper->moduleFor(0).module_path == "a.x");
-  CHECK(mapper->moduleFor(0).strategy == Strategy::kNeighbourhood);
+  CHECK(mapper->moduleFor(0).strategy == Strategy::kOpRule);
   CHECK(mapper->moduleFor(0).confidence >= 0.8);
   CHECK(mapper->moduleFor(3).module_path == "a");
   CHECK(mapper->moduleFor(3).confidence <= 0.5);

@@ -22,9 +22,15 @@
 //     name torch gives its scope: directly under the current module, or
 //     deeper (a ModuleList child "layer.0", a called container's "layer1.0"),
 //     retrying without a "_N" call suffix ("relu_1" -> "relu").
-//  3. Neighbourhood. Nodes without a usable scope take the module their
-//     consumers agree on (constants), or the lowest common ancestor of their
-//     producers' and consumers' modules, iterated to a fixed point.
+//  3. Exporter metadata. Dynamo exports carry each node's module stack in
+//     metadata_props; it is resolved like a scope.
+//  4. Tensor names. Nodes without either read weights named after their
+//     module's parameters, produce such names (torch's de-duplication
+//     Identity nodes), or keep scoped output names after an optimizer fused
+//     them: the lowest common ancestor of those modules.
+//  5. Op rules and neighbourhood. Quantize/cast/constant nodes follow their
+//     consumers (rule data); the rest take the lowest common ancestor of
+//     their producers' and consumers' modules, iterated to a fixed point.
 //
 // Without a manifest the mapper derives module paths from the scopes alone
 // (class names unknown) and lowers its confidence accordingly.
@@ -44,10 +50,13 @@
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
+#include "semmap/rules.h"
 
 namespace semmap {
 
 struct MapperOptions {
+  // Inference rules; null means Rules::Default(). Must outlive the mapper.
+  const Rules* rules = nullptr;
   // Upper bound on neighbourhood passes; each pass is linear in the graph.
   int max_neighbourhood_passes = 64;
   // Longest ONNX-only scope prefix tried as a wrapper around the manifest.
@@ -60,6 +69,7 @@ struct RootBinding {
   std::vector<std::string> wrapper;  // leading ONNX segments outside the manifest
   std::size_t scoped_nodes = 0;      // nodes with a scoped name
   std::size_t resolved_nodes = 0;    // of those, fully resolved under this binding
+  std::size_t indirect_steps = 0;    // resolution steps that skipped modules
 };
 
 class SemanticMapper {
@@ -103,6 +113,7 @@ class SemanticMapper {
   std::unique_ptr<Manifest> owned_manifest_;
   RootBinding binding_;
   std::vector<Mapping> mappings_;
+  std::vector<std::string> categories_;  // per manifest module
 };
 
 }  // namespace semmap

@@ -18,14 +18,19 @@ enum class Strategy : std::uint8_t {
   kExactScope = 1,        // every scope segment of the node name resolved
   kExporterMetadata = 2,  // the dynamo exporter's module stack in the node's
                           // metadata_props resolved
-  kScopePrefix = 3,       // a leading part of the scope (name or metadata)
+  kTensorNames = 3,       // names of the values the node reads or writes:
+                          // parameters it reads or produces, scoped output
+                          // names kept by fused/rewritten nodes
+  kScopePrefix = 4,       // a leading part of the scope (name or metadata)
                           // resolved; the rest is unknown to the manifest
-  kNeighbourhood = 4,     // no usable scope: inferred from neighbours
+  kOpRule = 5,            // an op-type rule of the rule file (e.g. quantize
+                          // and cast nodes belong with their consumers)
+  kNeighbourhood = 6,     // inferred from producers and consumers
 };
-inline constexpr std::size_t kStrategyCount = 5;
+inline constexpr std::size_t kStrategyCount = 7;
 
-// "unmapped", "exact_scope", "exporter_metadata", "scope_prefix",
-// "neighbourhood".
+// "unmapped", "exact_scope", "exporter_metadata", "tensor_names",
+// "scope_prefix", "op_rule", "neighbourhood".
 absl::string_view StrategyName(Strategy s);
 // Inverse of StrategyName; false when `name` is unknown.
 bool ParseStrategy(absl::string_view name, Strategy* out);
@@ -38,6 +43,9 @@ struct Mapping {
   absl::string_view module_path;
   absl::string_view class_name;
   absl::string_view qualified_class;
+  // The module's semantic category from the rule file ("attention",
+  // "projection", "normalization", ...); empty when no rule matches.
+  absl::string_view category;
   // In [0, 1]: how sure the strategy is. 0 exactly when unmapped.
   double confidence = 0.0;
   Strategy strategy = Strategy::kUnmapped;

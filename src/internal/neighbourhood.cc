@@ -30,7 +30,8 @@ struct Side {
 }  // namespace
 
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
-                           int max_passes, std::vector<Mapping>* mappings) {
+                           const Rules& rules, int max_passes,
+                           std::vector<Mapping>* mappings) {
   std::vector<Mapping>& out = *mappings;
   int passes = 0;
   // One-sided evidence (only producers, or only consumers of a node that
@@ -65,7 +66,13 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
         }
       }
       Mapping& m = out[i];
-      if (!has_producer && consumers.count > 0) {
+      m.strategy = Strategy::kNeighbourhood;
+      if (consumers.count > 0 && rules.followsConsumers(n.op_type)) {
+        m.module = consumers.lca;
+        m.confidence = std::min(consumers.agree ? 0.85 : 0.6, consumers.weakest);
+        m.strategy = Strategy::kOpRule;
+        m.evidence = absl::StrCat(n.op_type, " follows its ", consumers.count, " consumers");
+      } else if (!has_producer && consumers.count > 0) {
         m.module = consumers.lca;
         m.confidence = std::min(consumers.agree ? 0.9 : 0.6, consumers.weakest);
         m.evidence = absl::StrCat(consumers.agree ? "source node; all " : "source node; lowest common ancestor of ",
@@ -86,9 +93,9 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
         m.confidence = std::min(0.4, producers.weakest);
         m.evidence = absl::StrCat("from ", producers.count, " producers only");
       } else {
+        m.strategy = Strategy::kUnmapped;
         continue;
       }
-      m.strategy = Strategy::kNeighbourhood;
       changed = true;
     }
   }

@@ -7,6 +7,7 @@
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
+#include "semmap/rules.h"
 
 namespace semmap {
 namespace internal {
@@ -14,6 +15,9 @@ namespace internal {
 // Fills unmapped entries of `mappings` (module and confidence only; the
 // caller fills the string views) from their mapped neighbours, pass after
 // pass until nothing changes or `max_passes` is reached:
+//  - a node whose op the rules say follows its consumers (quantize, cast,
+//    constants) takes their lowest common ancestor (kOpRule): 0.85 when
+//    they agree, 0.6 otherwise;
 //  - a node whose inputs come from no mapped producer (constants,
 //    initializer-fed Identity/Cast) takes the lowest common ancestor of its
 //    consumers' modules: 0.9 when they all agree, 0.6 otherwise;
@@ -23,7 +27,8 @@ namespace internal {
 // any graph, cycles included: a node is assigned at most once.
 // Returns the number of passes run.
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
-                           int max_passes, std::vector<Mapping>* mappings);
+                           const Rules& rules, int max_passes,
+                           std::vector<Mapping>* mappings);
 
 }  // namespace internal
 }  // namespace semmap

@@ -7,13 +7,14 @@ namespace semmap {
 namespace internal {
 
 ModuleId ScopeResolver::Step(ModuleId parent, absl::string_view segment,
-                             bool* ambiguous) const {
+                             bool* ambiguous, bool* indirect) const {
   const ModuleInfo& p = manifest_.module(parent);
   // The common case: the segment is the child's own attribute name, or a
   // ModuleList child ("layer.0") right under the module that called it.
   const ModuleId direct = manifest_.find(
       p.path.empty() ? std::string(segment) : absl::StrCat(p.path, ".", segment));
   if (direct != kNoModule) return direct;
+  *indirect = true;
   // Otherwise a descendant with that variable name: a called container
   // repeating its name ("layer1" then "layer1.0"), or a module called by an
   // ancestor of its parent. The shallowest such descendant wins.
@@ -44,17 +45,20 @@ ScopeResolution ScopeResolver::Resolve(absl::Span<const absl::string_view> segme
   ModuleId current = root;
   std::size_t i = wrapper.size();
   for (; i < segments.size(); ++i) {
-    ModuleId next = Step(current, segments[i], &r.ambiguous);
+    bool indirect = false;
+    ModuleId next = Step(current, segments[i], &r.ambiguous, &indirect);
     if (next == kNoModule) {
       // A module called more than once: "relu_1" is the second call of "relu".
       absl::string_view base;
       long call = 0;
       if (SplitCallSuffix(segments[i], &base, &call)) {
-        next = Step(current, base, &r.ambiguous);
+        indirect = false;
+        next = Step(current, base, &r.ambiguous, &indirect);
         if (next != kNoModule) r.call_suffix = true;
       }
     }
     if (next == kNoModule) break;
+    r.indirect += indirect;
     current = next;
   }
   r.module = current;

@@ -19,6 +19,7 @@ struct ScopeResolution {
   std::size_t total = 0;        // segments in the scope
   bool call_suffix = false;     // a "_N" call suffix was stripped on the way
   bool ambiguous = false;       // some step had several equally good matches
+  std::size_t indirect = 0;     // steps that skipped modules to match
   bool complete() const { return module != kNoModule && resolved == total; }
 };
 
@@ -34,8 +35,9 @@ class ScopeResolver {
                           absl::Span<const std::string> wrapper) const;
 
   // One step: the module under `parent` whose scope is named `segment`.
-  ModuleId Step(ModuleId parent, absl::string_view segment,
-                bool* ambiguous) const;
+  // Sets *indirect when the match is not the parent's own attribute.
+  ModuleId Step(ModuleId parent, absl::string_view segment, bool* ambiguous,
+                bool* indirect) const;
 
  private:
   const Manifest& manifest_;

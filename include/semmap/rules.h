@@ -1,0 +1,64 @@
+// Rules: the user-extendable data behind semmap's inference.
+//
+// Everything semmap knows beyond the graph and the manifest lives in a rule
+// file (JSON with RE2 patterns), never in code: which node names are built
+// from value names, which suffixes optimizers append to value names, which
+// ops carry weights or belong with their consumers, and how module classes
+// map to semantic categories (attention, projection, normalization, ...).
+// rules/default.json is compiled in; Rules::Load reads a user's file in the
+// same format (docs/rules.md).
+//
+//   absl::StatusOr<semmap::Rules> rules = semmap::Rules::Load("my_rules.json");
+//   semmap::MapperOptions options;
+//   options.rules = &*rules;
+//
+// Immutable after loading; safe to share between threads.
+#ifndef SEMMAP_INCLUDE_SEMMAP_RULES_H_
+#define SEMMAP_INCLUDE_SEMMAP_RULES_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "semmap/manifest.h"
+
+namespace semmap {
+
+class Rules {
+ public:
+  // The compiled-in default rules (rules/default.json).
+  static const Rules& Default();
+  // Reads a rule file. Errors name the file and the JSON pointer:
+  // NotFound, InvalidArgument (bad JSON, wrong field types, an RE2 pattern
+  // that does not compile or exceeds the program-size budget),
+  // FailedPrecondition (unknown format version).
+  static absl::StatusOr<Rules> Load(const std::string& path);
+  static absl::StatusOr<Rules> Parse(absl::string_view json, absl::string_view origin);
+
+  Rules(Rules&&) noexcept;
+  Rules& operator=(Rules&&) noexcept;
+  ~Rules();
+
+  // A node name built from a value name ("<value>_QuantizeLinear"): its
+  // scope describes the value's producer, not the node.
+  bool isDerivedNodeName(absl::string_view name) const;
+  // `value` without the optimizer/exporter suffixes of value names
+  // ("/a/MatMul_output_0_quantized" -> "/a/MatMul").
+  absl::string_view stripValueSuffixes(absl::string_view value) const;
+  // Ops that pass a weight through unchanged in meaning (Transpose, Cast...).
+  bool isWeightPassthrough(absl::string_view op_type) const;
+  // Ops that belong with their consumers (quantize, cast, constants...).
+  bool followsConsumers(absl::string_view op_type) const;
+  // The semantic category of a manifest module ("" when no rule matches).
+  std::string categoryOf(const Manifest& manifest, ModuleId module) const;
+
+ private:
+  struct Impl;
+  explicit Rules(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace semmap
+
+#endif  // SEMMAP_INCLUDE_SEMMAP_RULES_H_

@@ -1,0 +1,102 @@
+#include "internal/tensor_evidence.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "semmap/scope_path.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// Confidence by kind of evidence; calibrated on the corpus (docs/mapping.md).
+constexpr double kProducedParameter = 0.9;
+constexpr double kOutputScope = 0.85;
+constexpr double kWeightRead = 0.8;
+constexpr double kDisagree = 0.6;
+constexpr double kViaIdentity = 0.6;  // torch shares identical tensors
+constexpr int kMaxChain = 4;
+
+}  // namespace
+
+TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
+                               const Rules& rules, const RootBinding& binding)
+    : graph_(graph), manifest_(manifest), rules_(rules), binding_(binding), resolver_(manifest) {
+  const std::string& root = manifest.module(binding.root).path;
+  if (!root.empty()) root_prefix_ = root + ".";
+  if (!binding.wrapper.empty()) wrapper_prefix_ = absl::StrJoin(binding.wrapper, ".") + ".";
+}
+
+ModuleId TensorEvidence::ParameterOwner(absl::string_view value) const {
+  value = rules_.stripValueSuffixes(value);
+  if (value.empty() || value.front() == '/') return kNoModule;
+  if (!wrapper_prefix_.empty()) {
+    if (!absl::ConsumePrefix(&value, wrapper_prefix_)) return kNoModule;
+  }
+  if (root_prefix_.empty()) return manifest_.ownerOfTensor(value);
+  return manifest_.ownerOfTensor(absl::StrCat(root_prefix_, value));
+}
+
+ModuleId TensorEvidence::ValueScope(absl::string_view value) const {
+  if (value.empty() || value.front() != '/') return kNoModule;
+  value = rules_.stripValueSuffixes(value);
+  const absl::string_view scope = value.substr(0, value.rfind('/'));
+  auto it = scope_cache_.find(scope);
+  if (it != scope_cache_.end()) return it->second;
+  const ScopePath path = ScopePath::Parse(value);
+  const ScopeResolution r = resolver_.Resolve(path.segments(), binding_.root, binding_.wrapper);
+  const ModuleId module = r.complete() ? r.module : kNoModule;
+  scope_cache_.emplace(std::string(scope), module);
+  return module;
+}
+
+ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int depth,
+                                     bool* via_identity) const {
+  const ModuleId owner = ParameterOwner(value);
+  if (owner != kNoModule || depth >= kMaxChain) return owner;
+  const NodeId p = graph_.producer(value, subgraph);
+  if (p == kNoNode) return kNoModule;
+  const Node& producer = graph_.node(p);
+  if (!rules_.isWeightPassthrough(producer.op_type) || producer.inputs.empty()) return kNoModule;
+  if (producer.op_type == "Identity") *via_identity = true;
+  return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1, via_identity);
+}
+
+bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
+  const Node& n = graph_.node(id);
+  ModuleId lca = kNoModule;
+  double confidence = 1.0;
+  std::size_t sources = 0;
+  bool disagree = false;
+  std::string first;
+  auto add = [&](ModuleId m, double c, absl::string_view what, absl::string_view name) {
+    if (m == kNoModule) return;
+    if (lca != kNoModule && lca != m) disagree = true;
+    lca = lca == kNoModule ? m : manifest_.lowestCommonAncestor(lca, m);
+    confidence = std::min(confidence, c);
+    if (sources++ == 0) first = absl::StrCat(what, " ", name);
+  };
+  for (const std::string& o : n.outputs) {
+    add(ParameterOwner(o), kProducedParameter, "produces parameter", o);
+    add(ValueScope(o), kOutputScope, "output named", o);
+  }
+  for (const std::string& i : n.inputs) {
+    if (i.empty()) continue;
+    bool via_identity = false;
+    const ModuleId owner = WeightOwner(i, n.subgraph, 0, &via_identity);
+    add(owner, via_identity ? kViaIdentity : kWeightRead, "reads weight", i);
+  }
+  if (sources == 0) return false;
+  out->module = lca;
+  out->confidence = disagree ? std::min(confidence, kDisagree) : confidence;
+  out->evidence = sources == 1 ? first
+                               : absl::StrCat(disagree ? "lowest common ancestor of " : "",
+                                              sources, " tensor names, e.g. ", first);
+  return true;
+}
+
+}  // namespace internal
+}  // namespace semmap

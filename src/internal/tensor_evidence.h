@@ -1,0 +1,63 @@
+// Module evidence carried by the names of the values a node reads and
+// writes: parameter names ("encoder.layer.0.output.dense.bias") and the
+// scoped names TorchScript gives intermediate values
+// ("/encoder/layer.0/attention/self/Reshape_3_output_0"), which fused and
+// rewritten nodes usually keep on their outputs.
+#ifndef SEMMAP_SRC_INTERNAL_TENSOR_EVIDENCE_H_
+#define SEMMAP_SRC_INTERNAL_TENSOR_EVIDENCE_H_
+
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "internal/scope_resolver.h"
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+#include "semmap/mapper.h"
+#include "semmap/rules.h"
+
+namespace semmap {
+namespace internal {
+
+struct TensorFinding {
+  ModuleId module = kNoModule;
+  double confidence = 0.0;
+  std::string evidence;
+};
+
+class TensorEvidence {
+ public:
+  TensorEvidence(const Graph& graph, const Manifest& manifest, const Rules& rules,
+                 const RootBinding& binding);
+
+  // Combines, for one node: the modules owning parameters it produces
+  // (strongest: an Identity named after the parameter it stands for), the
+  // modules of the scopes its output values are named after, and the
+  // modules owning the weights it reads, directly or through pass-through
+  // ops (Transpose, Cast, DequantizeLinear...). The answer is their lowest
+  // common ancestor. Returns false when no name carries evidence.
+  bool ForNode(NodeId node, TensorFinding* out) const;
+
+  // The module owning the parameter or buffer named `value` under the root
+  // binding (suffixes of rules stripped), or kNoModule.
+  ModuleId ParameterOwner(absl::string_view value) const;
+  // The module of the scope a value name carries, or kNoModule.
+  ModuleId ValueScope(absl::string_view value) const;
+
+ private:
+  ModuleId WeightOwner(absl::string_view value, int subgraph, int depth,
+                       bool* via_identity) const;
+
+  const Graph& graph_;
+  const Manifest& manifest_;
+  const Rules& rules_;
+  const RootBinding& binding_;
+  ScopeResolver resolver_;
+  std::string root_prefix_;     // "<root path>." or ""
+  std::string wrapper_prefix_;  // "<wrapper atoms joined by .>." or ""
+  mutable absl::flat_hash_map<std::string, ModuleId> scope_cache_;
+};
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_INTERNAL_TENSOR_EVIDENCE_H_

@@ -1,0 +1,233 @@
+#include "semmap/rules.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "internal/default_rules.h"
+#include "internal/file_io.h"
+#include "internal/json_nesting.h"
+#include "internal/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "re2/re2.h"
+
+namespace semmap {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kRulesVersion = 1;
+constexpr std::size_t kMaxPatternBytes = 4096;
+constexpr std::int64_t kMaxProgramMemory = 1 << 20;  // per pattern, as RE2 caps it
+constexpr std::uint64_t kMaxRuleFileBytes = 16 << 20;
+
+re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
+
+bool IsNumericAtom(absl::string_view path) {
+  const std::size_t dot = path.rfind('.');
+  const absl::string_view atom = dot == absl::string_view::npos ? path : path.substr(dot + 1);
+  if (atom.empty()) return false;
+  for (char c : atom) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+struct Rules::Impl {
+  struct Category {
+    std::string name;
+    std::unique_ptr<RE2> class_re, qualified_re, path_re;
+    bool repeated_child = false;
+  };
+  std::vector<std::unique_ptr<RE2>> derived_names;
+  std::vector<std::unique_ptr<RE2>> value_suffixes;
+  std::unique_ptr<RE2> passthrough_ops;
+  std::unique_ptr<RE2> follow_consumers_ops;
+  std::vector<Category> categories;
+};
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<RE2>> Compile(const json& value, const std::string& pointer,
+                                             absl::string_view origin) {
+  if (!value.is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pointer, ": expected a pattern string"));
+  }
+  const std::string pattern = value.get<std::string>();
+  if (pattern.empty() || pattern.size() > kMaxPatternBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": ", pointer, ": pattern must be 1 to ", kMaxPatternBytes, " bytes"));
+  }
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(kMaxProgramMemory);
+  auto re = std::make_unique<RE2>(pattern, options);
+  if (!re->ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pointer, ": invalid pattern \"",
+                                                   internal::Abbreviate(pattern, 80), "\": ", re->error()));
+  }
+  return re;
+}
+
+absl::Status CompileList(const json& doc, const char* key, absl::string_view origin,
+                         std::vector<std::unique_ptr<RE2>>* out) {
+  auto it = doc.find(key);
+  if (it == doc.end()) return absl::OkStatus();
+  const std::string where = absl::StrCat("/", key);
+  if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", where, ": expected an array"));
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const json& entry = (*it)[i];
+    const std::string p = absl::StrCat(where, "/", i);
+    if (!entry.is_object() || !entry.contains("pattern")) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": ", p, ": expected {\"pattern\": ...}"));
+    }
+    SEMMAP_ASSIGN_OR_RETURN(auto re, Compile(entry["pattern"], p + "/pattern", origin));
+    out->push_back(std::move(re));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<RE2>> CompileSingle(const json& doc, const char* key,
+                                                   absl::string_view origin) {
+  auto it = doc.find(key);
+  if (it == doc.end()) return std::unique_ptr<RE2>();
+  const std::string where = absl::StrCat("/", key);
+  if (!it->is_object() || !it->contains("pattern")) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", where, ": expected {\"pattern\": ...}"));
+  }
+  return Compile((*it)["pattern"], where + "/pattern", origin);
+}
+
+}  // namespace
+
+Rules::Rules(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Rules::Rules(Rules&&) noexcept = default;
+Rules& Rules::operator=(Rules&&) noexcept = default;
+Rules::~Rules() = default;
+
+const Rules& Rules::Default() {
+  static const Rules* rules = [] {
+    auto parsed = Parse(internal::kDefaultRulesJson, "rules/default.json");
+    // The default rules are tested; failing here is a build defect.
+    if (!parsed.ok()) std::abort();
+    return new Rules(*std::move(parsed));
+  }();
+  return *rules;
+}
+
+absl::StatusOr<Rules> Rules::Load(const std::string& path) {
+  SEMMAP_ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path, kMaxRuleFileBytes));
+  return Parse(text, path);
+}
+
+absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view origin) {
+  SEMMAP_RETURN_IF_ERROR(internal::CheckJsonNesting(text, 64, origin));
+  json doc;
+  try {
+    doc = json::parse(text.begin(), text.end());
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": not valid JSON: ", e.what()));
+  }
+  if (!doc.is_object() || doc.value("format", "") != "semmap.rules") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": /format: not a semmap rule file (expected \"format\": \"semmap.rules\")"));
+  }
+  if (!doc.contains("version") || !doc["version"].is_number_integer() ||
+      doc["version"].get<int>() != kRulesVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(origin, ": /version: this build reads rule files of version ", kRulesVersion));
+  }
+  auto impl = std::make_unique<Impl>();
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", origin, &impl->derived_names));
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", origin, &impl->value_suffixes));
+  SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops, CompileSingle(doc, "weight_passthrough_ops", origin));
+  SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops, CompileSingle(doc, "follow_consumers_ops", origin));
+  if (auto it = doc.find("categories"); it != doc.end()) {
+    if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": /categories: expected an array"));
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& c = (*it)[i];
+      const std::string p = absl::StrCat("/categories/", i);
+      if (!c.is_object() || !c.contains("category") || !c["category"].is_string()) {
+        return absl::InvalidArgumentError(absl::StrCat(origin, ": ", p, ": expected {\"category\": \"...\", ...}"));
+      }
+      Impl::Category cat;
+      cat.name = c["category"].get<std::string>();
+      if (c.contains("class")) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.class_re, Compile(c["class"], p + "/class", origin));
+      }
+      if (c.contains("qualified_class")) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.qualified_re, Compile(c["qualified_class"], p + "/qualified_class", origin));
+      }
+      if (c.contains("path")) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(c["path"], p + "/path", origin));
+      }
+      cat.repeated_child = c.value("repeated_child", false);
+      if (!cat.class_re && !cat.qualified_re && !cat.path_re && !cat.repeated_child) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": ", p, ": a category needs class, qualified_class, path or repeated_child"));
+      }
+      impl->categories.push_back(std::move(cat));
+    }
+  }
+  return Rules(std::move(impl));
+}
+
+bool Rules::isDerivedNodeName(absl::string_view name) const {
+  for (const auto& re : impl_->derived_names) {
+    if (RE2::PartialMatch(Piece(name), *re)) return true;
+  }
+  return false;
+}
+
+absl::string_view Rules::stripValueSuffixes(absl::string_view value) const {
+  // Suffixes stack ("_output_0_quantized"): strip until none applies.
+  for (int round = 0; round < 8; ++round) {
+    bool stripped = false;
+    for (const auto& re : impl_->value_suffixes) {
+      re2::StringPiece match;
+      if (re->Match(Piece(value), 0, value.size(), RE2::UNANCHORED, &match, 1) &&
+          match.data() + match.size() == value.data() + value.size() && !match.empty()) {
+        value.remove_suffix(match.size());
+        stripped = true;
+      }
+    }
+    if (!stripped) break;
+  }
+  return value;
+}
+
+bool Rules::isWeightPassthrough(absl::string_view op_type) const {
+  return impl_->passthrough_ops && RE2::PartialMatch(Piece(op_type), *impl_->passthrough_ops);
+}
+
+bool Rules::followsConsumers(absl::string_view op_type) const {
+  return impl_->follow_consumers_ops &&
+         RE2::PartialMatch(Piece(op_type), *impl_->follow_consumers_ops);
+}
+
+std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {
+  if (module == kNoModule) return std::string();
+  const ModuleInfo& info = manifest.module(module);
+  for (const auto& cat : impl_->categories) {
+    bool ok = true;
+    if (cat.class_re) ok = ok && RE2::PartialMatch(Piece(info.class_name), *cat.class_re);
+    if (cat.qualified_re) ok = ok && RE2::PartialMatch(Piece(info.qualified_class), *cat.qualified_re);
+    if (cat.path_re) ok = ok && RE2::PartialMatch(Piece(info.path), *cat.path_re);
+    if (cat.repeated_child) {
+      ok = ok && info.parent != kNoModule && IsNumericAtom(info.path);
+      if (ok) {
+        for (ModuleId sibling : manifest.module(info.parent).children) {
+          ok = ok && IsNumericAtom(manifest.module(sibling).path);
+        }
+      }
+    }
+    if (ok) return cat.name;
+  }
+  return std::string();
+}
+
+}  // namespace semmap
