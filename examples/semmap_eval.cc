@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
             << "per strategy:\n";
   for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
     if (by_strategy[s] == 0) continue;
-    std::cout << "  " << std::left << std::setw(14)
+    std::cout << "  " << std::left << std::setw(18)
               << semmap::StrategyName(static_cast<semmap::Strategy>(s)) << std::right
               << std::setw(7) << by_strategy_correct[s] << " / " << std::setw(7)
               << by_strategy[s] << "  " << 100.0 * by_strategy_correct[s] / by_strategy[s]

@@ -141,7 +141,7 @@ int Summary(const std::string& model_path, const std::string* manifest_path,
             << (graph.size() ? 100.0 * mapped / graph.size() : 0.0) << "%)\n";
   std::cout << "strategies:\n";
   for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
-    std::cout << "  " << std::left << std::setw(14)
+    std::cout << "  " << std::left << std::setw(18)
               << semmap::StrategyName(static_cast<semmap::Strategy>(s)) << std::right
               << std::setw(8) << counts[s] << "\n";
   }

@@ -1,0 +1,101 @@
+#include <string>
+
+#include "catch2/catch.hpp"
+#include "semmap/manifest.h"
+#include "semmap/rules.h"
+#include "test_util.h"
+
+using semmap::Rules;
+
+namespace {
+
+std::string RulesWith(const std::string& body) {
+  return R"({"format":"semmap.rules","version":1,)" + body + "}";
+}
+
+}  // namespace
+
+TEST_CASE("The default rules classify real modules", "[rules][fixture]") {
+  auto m = semmap::Manifest::Load(semmap_test::Fixture("bert-seqcls.torchscript", "manifest.json"));
+  REQUIRE(m.ok());
+  const Rules& rules = Rules::Default();
+  auto category = [&](const std::string& path) {
+    const semmap::ModuleId id = m->find(path);
+    REQUIRE(id != semmap::kNoModule);
+    return rules.categoryOf(*m, id);
+  };
+  CHECK(category("bert.encoder.layer.0.attention.self.query") == "projection");
+  CHECK(category("bert.encoder.layer.0.attention.self") == "attention");
+  CHECK(category("bert.encoder.layer.0.attention.output.LayerNorm") == "normalization");
+  CHECK(category("bert.embeddings.word_embeddings") == "embedding");
+  CHECK(category("bert.encoder.layer.0") == "block");
+  CHECK(category("bert.encoder.layer.0.intermediate") == "mlp");
+  CHECK(category("classifier") == "head");
+  CHECK(category("bert.pooler") == "head");
+  CHECK(rules.categoryOf(*m, semmap::kNoModule).empty());
+}
+
+TEST_CASE("Default value-name and op rules", "[rules]") {
+  const Rules& rules = Rules::Default();
+  CHECK(rules.isDerivedNodeName("/a/b/LayerNormalization_output_0_QuantizeLinear"));
+  CHECK_FALSE(rules.isDerivedNodeName("/a/b/MatMul_quant"));
+  CHECK_FALSE(rules.isDerivedNodeName("/a/b/MatMul_1"));
+  CHECK(rules.stripValueSuffixes("/a/MatMul_output_0") == "/a/MatMul");
+  CHECK(rules.stripValueSuffixes("/a/MatMul_output_0_quantized") == "/a/MatMul");
+  CHECK(rules.stripValueSuffixes("enc.fc.weight_scale") == "enc.fc.weight");
+  CHECK(rules.stripValueSuffixes("enc.fc.weight") == "enc.fc.weight");
+  CHECK(rules.isWeightPassthrough("Transpose"));
+  CHECK(rules.isWeightPassthrough("DequantizeLinear"));
+  CHECK_FALSE(rules.isWeightPassthrough("MatMul"));
+  CHECK(rules.followsConsumers("DynamicQuantizeLinear"));
+  CHECK(rules.followsConsumers("Constant"));
+  CHECK_FALSE(rules.followsConsumers("Add"));
+}
+
+TEST_CASE("User rules extend the behaviour without code", "[rules]") {
+  auto rules = Rules::Parse(RulesWith(R"("follow_consumers_ops":{"pattern":"^MyPack$"},)"
+                                      R"("categories":[{"category":"gizmo","class":"^M$"}])"),
+                            "user.json");
+  REQUIRE(rules.ok());
+  CHECK(rules->followsConsumers("MyPack"));
+  CHECK_FALSE(rules->followsConsumers("Constant"));
+  auto m = semmap::Manifest::Parse(semmap_test::ManifestJson({"a"}), "m.json");
+  REQUIRE(m.ok());
+  CHECK(rules->categoryOf(*m, m->find("a")) == "gizmo");
+}
+
+TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
+  auto row = GENERATE(table<std::string, absl::StatusCode, std::string>({
+      {"not json", absl::StatusCode::kInvalidArgument, "not valid JSON"},
+      {R"({"format":"other"})", absl::StatusCode::kInvalidArgument, "not a semmap rule file"},
+      {R"({"format":"semmap.rules","version":9})", absl::StatusCode::kFailedPrecondition, "version 1"},
+      {RulesWith(R"("derived_node_names":[{"pattern":"(unclosed"}])"),
+       absl::StatusCode::kInvalidArgument, "/derived_node_names/0/pattern: invalid pattern"},
+      {RulesWith(R"("derived_node_names":[{"pattern":""}])"),
+       absl::StatusCode::kInvalidArgument, "pattern must be 1 to"},
+      {RulesWith(R"("derived_node_names":{"pattern":"x"})"),
+       absl::StatusCode::kInvalidArgument, "/derived_node_names: expected an array"},
+      {RulesWith(R"("categories":[{"category":"x"}])"),
+       absl::StatusCode::kInvalidArgument, "needs class, qualified_class, path or repeated_child"},
+      // Pathological: a program far beyond the memory budget.
+      {RulesWith(R"x("weight_passthrough_ops":{"pattern":"((((((((((a{1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100})"})x"),
+       absl::StatusCode::kInvalidArgument, "invalid pattern"},
+  }));
+  CAPTURE(std::get<0>(row));
+  auto rules = Rules::Parse(std::get<0>(row), "bad-rules.json");
+  REQUIRE_FALSE(rules.ok());
+  CHECK(rules.status().code() == std::get<1>(row));
+  const std::string message(rules.status().message());
+  CAPTURE(message);
+  CHECK(message.rfind("bad-rules.json: ", 0) == 0);
+  CHECK(message.find(std::get<2>(row)) != std::string::npos);
+}
+
+TEST_CASE("The rule file shipped in rules/ is the compiled-in one", "[rules]") {
+  auto loaded = Rules::Load(std::string(SEMMAP_SOURCE_DIR) + "/rules/default.json");
+  REQUIRE(loaded.ok());
+  CHECK(loaded->isDerivedNodeName("/x/Add_output_0_QuantizeLinear"));
+  auto missing = Rules::Load("/nonexistent/rules.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+}
