@@ -39,6 +39,10 @@ TEST_CASE("Module stacks come from name_scopes, else namespace", "[metadata]") {
   CHECK(s.paths == std::vector<std::string>{"", "avgpool"});
   CHECK(s.deepestClass() == "torch.nn.AdaptiveAvgPool2d");
 
+  // semmap's own annotation is not exporter evidence.
+  CHECK_FALSE(ReadModuleStack(
+      {{"namespace", ": t.ResNet/avgpool: torch.nn.AdaptiveAvgPool2d/Op: Op"}, {"semmap.module", "avgpool"}},
+      &s));
   CHECK_FALSE(ReadModuleStack({}, &s));
   CHECK_FALSE(ReadModuleStack({{"pkg.torch.onnx.name_scopes",
                                 "['_empty_nn_module_stack_from_metadata_hook', 'sym_size']"}},

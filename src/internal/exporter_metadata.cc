@@ -11,6 +11,7 @@ namespace {
 constexpr absl::string_view kNameScopes = "pkg.torch.onnx.name_scopes";
 constexpr absl::string_view kClassHierarchy = "pkg.torch.onnx.class_hierarchy";
 constexpr absl::string_view kNamespace = "namespace";
+constexpr absl::string_view kSemmapModule = "semmap.module";
 // Written by torch.export when a node has no module stack.
 constexpr absl::string_view kEmptyStackMarker = "_empty_nn_module_stack_from_metadata_hook";
 
@@ -100,7 +101,9 @@ bool ReadModuleStack(const std::vector<std::pair<std::string, std::string>>& met
       out->paths.clear();
     }
   }
-  if (out->paths.empty()) {
+  // A namespace next to semmap.* entries was written by `semmap annotate`:
+  // semmap's own answer, not the exporter's evidence.
+  if (out->paths.empty() && Find(metadata, kSemmapModule) == nullptr) {
     const std::string* ns = Find(metadata, kNamespace);
     if (ns == nullptr || !ParseNamespace(*ns, out)) return false;
   }
