@@ -3,11 +3,15 @@
 #ifndef SEMMAP_INCLUDE_SEMMAP_SEMMAP_H_
 #define SEMMAP_INCLUDE_SEMMAP_SEMMAP_H_
 
+#include "semmap/annotate.h"  // IWYU pragma: export
 #include "semmap/graph.h"     // IWYU pragma: export
 #include "semmap/manifest.h"  // IWYU pragma: export
 #include "semmap/mapper.h"    // IWYU pragma: export
 #include "semmap/mapping.h"   // IWYU pragma: export
+#include "semmap/query.h"     // IWYU pragma: export
 #include "semmap/scope_path.h"  // IWYU pragma: export
+#include "semmap/sidecar.h"   // IWYU pragma: export
+#include "semmap/tree.h"      // IWYU pragma: export
 #include "semmap/version.h"   // IWYU pragma: export
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_SEMMAP_H_

@@ -1,0 +1,235 @@
+#include "map_report.h"
+
+#include <iomanip>
+#include <iostream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cli_util.h"
+
+namespace semmap_cli {
+namespace {
+
+struct ModuleCounts {
+  std::vector<std::size_t> own;
+  std::vector<std::size_t> total;
+};
+
+ModuleCounts CountNodes(const semmap::SemanticMapper& mapper) {
+  const semmap::Manifest& manifest = mapper.manifest();
+  ModuleCounts c{std::vector<std::size_t>(manifest.size()),
+                 std::vector<std::size_t>(manifest.size())};
+  for (const semmap::Mapping& m : mapper.mapAll()) {
+    if (m.mapped()) ++c.own[m.module];
+  }
+  // Parents precede children in a manifest: accumulate bottom-up.
+  c.total = c.own;
+  for (std::size_t i = manifest.size(); i-- > 1;) {
+    c.total[manifest.module(static_cast<semmap::ModuleId>(i)).parent] += c.total[i];
+  }
+  return c;
+}
+
+void PrintTree(std::ostream& out, const semmap::Manifest& manifest, const ModuleCounts& counts,
+               semmap::ModuleId id, int depth, int max_depth) {
+  const semmap::ModuleInfo& info = manifest.module(id);
+  if (counts.total[id] == 0) return;
+  out << std::string(2 + 2 * depth, ' ') << (info.path.empty() ? "<root>" : info.path);
+  if (!info.class_name.empty()) out << " (" << info.class_name << ")";
+  out << "  " << counts.total[id] << " nodes";
+  if (counts.own[id] != counts.total[id]) out << ", " << counts.own[id] << " own";
+  out << "\n";
+  if (depth + 1 >= max_depth) return;
+  for (semmap::ModuleId child : info.children) {
+    PrintTree(out, manifest, counts, child, depth + 1, max_depth);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_path,
+                                                      const std::string* manifest_path) {
+  auto loaded = std::make_unique<LoadedModel>();
+  loaded->model_path = model_path;
+  auto graph = semmap::Graph::Load(model_path);
+  if (!graph.ok()) return graph.status();
+  loaded->graph.emplace(*std::move(graph));
+  if (manifest_path != nullptr) {
+    loaded->manifest_path = *manifest_path;
+    auto manifest = semmap::Manifest::Load(*manifest_path);
+    if (!manifest.ok()) return manifest.status();
+    loaded->manifest.emplace(*std::move(manifest));
+  }
+  auto mapper = semmap::SemanticMapper::Create(
+      *loaded->graph, loaded->manifest ? &*loaded->manifest : nullptr);
+  if (!mapper.ok()) return mapper.status();
+  loaded->mapper.emplace(*std::move(mapper));
+  return loaded;
+}
+
+nlohmann::json MappingJson(const semmap::Graph& graph, semmap::NodeId id,
+                           const semmap::Mapping& m) {
+  const semmap::Node& n = graph.node(id);
+  nlohmann::json j;
+  j["node"] = n.id;
+  j["name"] = n.name;
+  j["op_type"] = n.op_type;
+  j["domain"] = n.domain;
+  j["module"] = m.mapped() ? nlohmann::json(std::string(m.module_path)) : nlohmann::json();
+  j["class"] = std::string(m.class_name);
+  j["qualified_class"] = std::string(m.qualified_class);
+  j["confidence"] = m.confidence;
+  j["strategy"] = std::string(semmap::StrategyName(m.strategy));
+  j["evidence"] = m.evidence;
+  return j;
+}
+
+void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,
+                  const semmap::Mapping& m) {
+  out << "node:       " << graph.node(id).id << "\n"
+      << "op_type:    " << graph.node(id).op_type << "\n"
+      << "module:     " << (m.mapped() ? std::string(m.module_path) : "(unmapped)") << "\n"
+      << "class:      " << m.class_name << "\n"
+      << "qualified:  " << m.qualified_class << "\n"
+      << "confidence: " << m.confidence << "\n"
+      << "strategy:   " << semmap::StrategyName(m.strategy) << "\n"
+      << "evidence:   " << m.evidence << "\n";
+}
+
+void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bool json) {
+  const semmap::SemanticMapper& mapper = *model.mapper;
+  const semmap::Graph& graph = mapper.graph();
+  const semmap::Manifest& manifest = mapper.manifest();
+  const auto counts = mapper.strategyCounts();
+  const std::size_t mapped = mapper.mappedCount();
+  const semmap::RootBinding& b = mapper.rootBinding();
+  const ModuleCounts per_module = CountNodes(mapper);
+  if (json) {
+    nlohmann::json j;
+    j["model"] = model.model_path;
+    j["manifest"] = model.manifest_path ? nlohmann::json(*model.manifest_path) : nlohmann::json();
+    j["nodes"] = graph.size();
+    j["mapped"] = mapped;
+    nlohmann::json strategies = nlohmann::json::object();
+    for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
+      strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = counts[s];
+    }
+    j["strategies"] = strategies;
+    j["root_binding"] = {{"root", manifest.module(b.root).path},
+                         {"wrapper", b.wrapper},
+                         {"scoped_nodes", b.scoped_nodes},
+                         {"resolved_nodes", b.resolved_nodes}};
+    nlohmann::json modules = nlohmann::json::array();
+    for (std::size_t i = 0; i < manifest.size(); ++i) {
+      if (per_module.total[i] == 0) continue;
+      const semmap::ModuleInfo& info = manifest.module(static_cast<semmap::ModuleId>(i));
+      modules.push_back({{"path", info.path},
+                         {"class", info.class_name},
+                         {"nodes", per_module.own[i]},
+                         {"subtree_nodes", per_module.total[i]}});
+    }
+    j["modules"] = modules;
+    out << j.dump(2) << "\n";
+    return;
+  }
+  out << "model:    " << model.model_path << " (" << graph.size() << " nodes, "
+      << graph.producer_name() << " " << graph.producer_version() << ", opset "
+      << graph.opset() << ")\n";
+  if (model.manifest_path) {
+    out << "manifest: " << *model.manifest_path << " (" << manifest.model_class() << ", "
+        << manifest.size() << " modules)\n";
+  } else {
+    out << "manifest: none (module paths from node names; classes unknown)\n";
+  }
+  out << "root:     ONNX root = "
+      << (manifest.module(b.root).path.empty() ? "manifest root"
+                                               : "module " + manifest.module(b.root).path);
+  if (!b.wrapper.empty()) {
+    out << ", under the ONNX-only wrapper scope /";
+    for (std::size_t i = 0; i < b.wrapper.size(); ++i) out << (i ? "/" : "") << b.wrapper[i];
+  }
+  out << "\n";
+  out << "mapped:   " << mapped << " of " << graph.size() << " nodes (" << std::fixed
+      << std::setprecision(1) << (graph.size() ? 100.0 * mapped / graph.size() : 0.0) << "%)\n";
+  out.unsetf(std::ios::floatfield);
+  out << std::setprecision(6);
+  out << "strategies:\n";
+  for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
+    out << "  " << std::left << std::setw(14)
+        << semmap::StrategyName(static_cast<semmap::Strategy>(s)) << std::right << std::setw(8)
+        << counts[s] << "\n";
+  }
+  if (max_depth > 0) {
+    out << "modules (nodes per subtree, depth " << max_depth << "):\n";
+    PrintTree(out, manifest, per_module, manifest.root(), 0, max_depth);
+  }
+}
+
+namespace {
+
+std::string MapUsage(const std::string& tool) {
+  const std::string pad(tool.size(), ' ');
+  return absl::StrCat(
+      "usage: ", tool, " MODEL.onnx [--manifest MANIFEST.json] [--node NAME]\n",
+      "       ", pad, " [--depth N] [--json]\n",
+      "\n"
+      "Maps every node of MODEL.onnx to the module that produced it.\n"
+      "  --manifest F  hierarchy manifest written by `python -m semmap_manifest`;\n"
+      "                without it, module paths come from the node names alone\n"
+      "  --node NAME   print the mapping of one node (its name or semmap id)\n"
+      "  --depth N     module tree depth in the summary (default 3, 0 = no tree)\n"
+      "  --json        machine-readable output\n"
+      "Exit codes: 0 ok, 1 no such node, 2 bad usage or input.\n");
+}
+
+}  // namespace
+
+int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load) {
+  const std::string usage = MapUsage(tool);
+  auto args = ParseArgs(argc, argv, {"--manifest", "--node", "--depth"},
+                        {"--json", "--help", "-h"});
+  if (!args.ok()) {
+    std::cerr << tool << ": " << args.status().message() << "\n" << usage;
+    return kExitBadInput;
+  }
+  if (args->has("--help") || args->has("-h")) {
+    std::cout << usage;
+    return kExitOk;
+  }
+  if (args->positional.size() != 1) {
+    std::cerr << tool << ": expected exactly one MODEL.onnx\n" << usage;
+    return kExitBadInput;
+  }
+  int depth = 3;
+  if (const std::string* d = args->option("--depth")) {
+    if (!absl::SimpleAtoi(*d, &depth) || depth < 0 || depth > 1000) {
+      std::cerr << tool << ": --depth needs an integer from 0 to 1000, got \"" << *d << "\"\n";
+      return kExitBadInput;
+    }
+  }
+  auto model = load(args->positional[0], args->option("--manifest"));
+  if (!model.ok()) return Fail(tool.c_str(), model.status());
+  const semmap::Graph& graph = *(*model)->graph;
+  const bool json = args->has("--json");
+  if (const std::string* node = args->option("--node")) {
+    const semmap::NodeId id = graph.find(*node);
+    if (id == semmap::kNoNode) {
+      return Fail(tool.c_str(),
+                  absl::NotFoundError(absl::StrCat((*model)->model_path, ": no node named \"",
+                                                   *node, "\"")),
+                  kExitNotFound);
+    }
+    const semmap::Mapping& m = (*model)->mapper->moduleFor(id);
+    if (json) {
+      std::cout << MappingJson(graph, id, m).dump(2) << "\n";
+    } else {
+      PrintMapping(std::cout, graph, id, m);
+    }
+    return kExitOk;
+  }
+  PrintSummary(std::cout, **model, depth, json);
+  return kExitOk;
+}
+
+}  // namespace semmap_cli

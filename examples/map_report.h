@@ -1,0 +1,55 @@
+// What `semmap-query` and `semmap map` print: one node's mapping, or a
+// summary of the whole model (counts, strategies, module tree).
+#ifndef SEMMAP_EXAMPLES_MAP_REPORT_H_
+#define SEMMAP_EXAMPLES_MAP_REPORT_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "semmap/semmap.h"
+
+namespace semmap_cli {
+
+// A model, its optional manifest and the mapper over both, kept together
+// because the mapper points into the other two.
+struct LoadedModel {
+  std::string model_path;
+  std::optional<std::string> manifest_path;
+  std::optional<semmap::Graph> graph;
+  std::optional<semmap::Manifest> manifest;
+  std::optional<semmap::SemanticMapper> mapper;
+};
+
+// Loads and maps; errors name the file at fault.
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_path,
+                                                      const std::string* manifest_path);
+
+// {"node", "name", "op_type", "domain", "module", "class", "qualified_class",
+//  "confidence", "strategy", "evidence"}
+nlohmann::json MappingJson(const semmap::Graph& graph, semmap::NodeId id,
+                           const semmap::Mapping& m);
+
+// The aligned "node: ... evidence: ..." block.
+void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,
+                  const semmap::Mapping& m);
+
+// Model, manifest, root binding, coverage, strategies and the module tree to
+// `max_depth` (0 = no tree); or the same as JSON.
+void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bool json);
+
+using ModelLoader = std::function<absl::StatusOr<std::unique_ptr<LoadedModel>>(
+    const std::string& model_path, const std::string* manifest_path)>;
+
+// The whole `semmap-query` / `semmap map` command: parses argv (argv[0] is
+// the command name), loads with `load`, prints, returns the exit code.
+// `tool` names the command in usage and errors.
+int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load = LoadModel);
+
+}  // namespace semmap_cli
+
+#endif  // SEMMAP_EXAMPLES_MAP_REPORT_H_

@@ -1,0 +1,35 @@
+// Writing output files so that readers never see half a file and inputs
+// are never clobbered by accident.
+#ifndef SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_
+#define SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace semmap {
+namespace internal {
+
+// Checks, before any work is done, that `output` can be written: its
+// directory exists and is writable and `output` is not a directory.
+// NotFound (missing directory), PermissionDenied (read-only directory),
+// InvalidArgument (output is a directory). Messages start with `output`.
+absl::Status CheckOutputPath(const std::string& output);
+
+// InvalidArgument when `output` and `input` name the same existing file
+// (symlinks and other spellings included); `what` names the input in the
+// message ("the input model").
+absl::Status CheckNotSameFile(const std::string& output, const std::string& input,
+                              absl::string_view what);
+
+// Writes `bytes` to a temporary file in `path`'s directory, flushes and
+// fsyncs it, then renames it over `path`: readers see the old file or the
+// new one, never a mix. An existing file's permission bits are kept. On
+// failure the temporary file is removed and `path` is untouched.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_

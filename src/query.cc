@@ -1,0 +1,245 @@
+#include "semmap/query.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "re2/re2.h"
+
+namespace semmap {
+namespace {
+
+// The last dotted atom of a module path.
+absl::string_view LastAtom(absl::string_view path) {
+  const std::size_t dot = path.rfind('.');
+  return dot == absl::string_view::npos ? path : path.substr(dot + 1);
+}
+
+std::string Quoted(absl::string_view path) { return absl::StrCat("\"", path, "\""); }
+
+}  // namespace
+
+SemanticQuery::SemanticQuery(const SemanticMapper& mapper) : mapper_(&mapper) {
+  own_nodes_.resize(mapper.manifest().size());
+  const std::vector<Mapping>& all = mapper.mapAll();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].mapped()) own_nodes_[all[i].module].push_back(static_cast<NodeId>(i));
+  }
+  DetectContainers();
+}
+
+void SemanticQuery::DetectContainers() {
+  const Manifest& manifest = mapper_->manifest();
+  for (std::size_t id = 0; id < manifest.size(); ++id) {
+    const ModuleInfo& info = manifest.module(static_cast<ModuleId>(id));
+    if (info.children.empty()) continue;
+    RepeatedContainer c;
+    c.module = static_cast<ModuleId>(id);
+    bool repeated = true;
+    bool blocks = true;
+    for (ModuleId child : info.children) {
+      const ModuleInfo& item = manifest.module(child);
+      long index = 0;
+      if (!absl::SimpleAtoi(LastAtom(item.path), &index) || index < 0 ||
+          item.qualified_class != manifest.module(info.children.front()).qualified_class) {
+        repeated = false;
+        break;
+      }
+      blocks = blocks && !item.children.empty();
+      c.items.push_back(child);
+      c.indices.push_back(index);
+    }
+    if (!repeated) continue;
+    // Registration order is index order for a ModuleList, but sort anyway:
+    // the atom, not the position, names the layer.
+    std::vector<std::size_t> order(c.items.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return c.indices[a] < c.indices[b]; });
+    RepeatedContainer sorted = c;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      sorted.items[i] = c.items[order[i]];
+      sorted.indices[i] = c.indices[order[i]];
+    }
+    const ModuleInfo& first = manifest.module(sorted.items.front());
+    sorted.item_class = first.class_name;
+    sorted.item_qualified_class = first.qualified_class;
+    sorted.layer = blocks;
+    containers_.push_back(std::move(sorted));
+  }
+  // A container inside an item of another (ResNet's stages.0.layers inside
+  // stages) is a detail of that item, not a layer of the model.
+  for (RepeatedContainer& inner : containers_) {
+    for (const RepeatedContainer& outer : containers_) {
+      if (&inner == &outer) continue;
+      for (ModuleId item : outer.items) {
+        if (manifest.isAncestorOrSelf(item, inner.module)) inner.outermost = false;
+      }
+    }
+    inner.layer = inner.layer && inner.outermost;
+  }
+}
+
+std::vector<const RepeatedContainer*> SemanticQuery::layerContainers() const {
+  std::vector<const RepeatedContainer*> out;
+  for (const RepeatedContainer& c : containers_) {
+    if (c.layer) out.push_back(&c);
+  }
+  return out;
+}
+
+const RepeatedContainer* SemanticQuery::findContainer(absl::string_view path) const {
+  const ModuleId id = mapper_->manifest().find(path);
+  for (const RepeatedContainer& c : containers_) {
+    if (c.module == id) return &c;
+  }
+  return nullptr;
+}
+
+std::vector<NodeId> SemanticQuery::SubtreeNodes(const std::vector<ModuleId>& roots) const {
+  const Manifest& manifest = mapper_->manifest();
+  std::vector<NodeId> out;
+  std::vector<ModuleId> stack(roots.begin(), roots.end());
+  while (!stack.empty()) {
+    const ModuleId id = stack.back();
+    stack.pop_back();
+    out.insert(out.end(), own_nodes_[id].begin(), own_nodes_[id].end());
+    const auto& children = manifest.module(id).children;
+    stack.insert(stack.end(), children.begin(), children.end());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfModule(absl::string_view path,
+                                                                 bool subtree) const {
+  const ModuleId id = mapper_->manifest().find(path);
+  if (id == kNoModule) {
+    return absl::NotFoundError(absl::StrCat("no module ", Quoted(path), " in the manifest"));
+  }
+  if (!subtree) return own_nodes_[id];
+  return SubtreeNodes({id});
+}
+
+absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfLayer(long index) const {
+  if (index < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("layer index ", index, " is negative"));
+  }
+  const Manifest& manifest = mapper_->manifest();
+  std::vector<ModuleId> items;
+  std::vector<std::string> sizes;
+  for (const RepeatedContainer* c : layerContainers()) {
+    sizes.push_back(absl::StrCat(Quoted(manifest.module(c->module).path), " (",
+                                 c->items.size(), " items)"));
+    for (std::size_t i = 0; i < c->items.size(); ++i) {
+      if (c->indices[i] == index) items.push_back(c->items[i]);
+    }
+  }
+  if (sizes.empty()) {
+    return absl::NotFoundError(
+        "the manifest has no layer container (a module whose children are numbered "
+        "blocks of one class)");
+  }
+  if (items.empty()) {
+    return absl::NotFoundError(absl::StrCat("no layer ", index, " in the layer containers ",
+                                            absl::StrJoin(sizes, ", ")));
+  }
+  return SubtreeNodes(items);
+}
+
+absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfLayer(absl::string_view container,
+                                                                long index) const {
+  if (index < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("layer index ", index, " is negative"));
+  }
+  if (mapper_->manifest().find(container) == kNoModule) {
+    return absl::NotFoundError(absl::StrCat("no module ", Quoted(container), " in the manifest"));
+  }
+  const RepeatedContainer* c = findContainer(container);
+  if (c == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "module ", Quoted(container),
+        " is not a repeated container (its children are not numbered modules of one class)"));
+  }
+  for (std::size_t i = 0; i < c->items.size(); ++i) {
+    if (c->indices[i] == index) return SubtreeNodes({c->items[i]});
+  }
+  return absl::NotFoundError(absl::StrCat("no layer ", index, " in ", Quoted(container), " (",
+                                          c->items.size(), " items)"));
+}
+
+absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfClass(absl::string_view cls) const {
+  if (cls.empty()) return absl::InvalidArgumentError("empty class name");
+  const Manifest& manifest = mapper_->manifest();
+  bool known = false;
+  std::vector<NodeId> out;
+  for (std::size_t id = 0; id < manifest.size(); ++id) {
+    const ModuleInfo& info = manifest.module(static_cast<ModuleId>(id));
+    if (info.class_name != cls && info.qualified_class != cls) continue;
+    known = true;
+    out.insert(out.end(), own_nodes_[id].begin(), own_nodes_[id].end());
+  }
+  if (!known) {
+    return absl::NotFoundError(absl::StrCat("no module of class ", Quoted(cls), " in the manifest"));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesMatching(absl::string_view pattern) const {
+  if (pattern.empty()) {
+    return absl::InvalidArgumentError("empty module path pattern");
+  }
+  RE2::Options options;
+  options.set_log_errors(false);
+  const RE2 re(re2::StringPiece(pattern.data(), pattern.size()), options);
+  if (!re.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid pattern ", Quoted(pattern), ": ", re.error()));
+  }
+  const Manifest& manifest = mapper_->manifest();
+  std::vector<NodeId> out;
+  for (std::size_t id = 0; id < manifest.size(); ++id) {
+    const std::string& path = manifest.module(static_cast<ModuleId>(id)).path;
+    if (!RE2::PartialMatch(re2::StringPiece(path.data(), path.size()), re)) continue;
+    out.insert(out.end(), own_nodes_[id].begin(), own_nodes_[id].end());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<ModuleId> SemanticQuery::modulesWithoutNodes(bool subtree) const {
+  const Manifest& manifest = mapper_->manifest();
+  std::vector<std::size_t> total(manifest.size());
+  for (std::size_t id = 0; id < manifest.size(); ++id) total[id] = own_nodes_[id].size();
+  // Parents precede children in a manifest: accumulate bottom-up.
+  for (std::size_t id = manifest.size(); id-- > 1;) {
+    total[manifest.module(static_cast<ModuleId>(id)).parent] += total[id];
+  }
+  std::vector<ModuleId> out;
+  for (std::size_t id = 1; id < manifest.size(); ++id) {
+    if ((subtree ? total[id] : own_nodes_[id].size()) == 0) out.push_back(static_cast<ModuleId>(id));
+  }
+  return out;
+}
+
+std::vector<NodeId> SemanticQuery::nodesBelowConfidence(double threshold) const {
+  return nodesWhere([threshold](NodeId, const Mapping& m) { return m.confidence < threshold; });
+}
+
+std::vector<NodeId> SemanticQuery::nodesWhere(
+    const std::function<bool(NodeId, const Mapping&)>& predicate) const {
+  std::vector<NodeId> out;
+  const std::vector<Mapping>& all = mapper_->mapAll();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (predicate(static_cast<NodeId>(i), all[i])) out.push_back(static_cast<NodeId>(i));
+  }
+  return out;
+}
+
+}  // namespace semmap

@@ -1,0 +1,94 @@
+#include "semmap/tree.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace semmap {
+
+bool IsTorchLeaf(const ModuleInfo& info) {
+  return info.children.empty() && absl::StartsWith(info.qualified_class, "torch.nn.");
+}
+
+std::string QualifiedOpType(const Node& node) {
+  if (node.domain.empty() || node.domain == "ai.onnx") return node.op_type;
+  return absl::StrCat(node.domain, ".", node.op_type);
+}
+
+ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& options) {
+  ModuleTree tree;
+  const Manifest& manifest = mapper.manifest();
+  tree.manifest_ = &manifest;
+  tree.model_specific_only_ = options.model_specific_only;
+  tree.index_of_module_.assign(manifest.size(), -1);
+
+  // Lay out the visible modules in pre-order.
+  std::vector<std::pair<ModuleId, int>> stack = {{manifest.root(), -1}};
+  while (!stack.empty()) {
+    const auto [id, parent] = stack.back();
+    stack.pop_back();
+    const int index = static_cast<int>(tree.modules_.size());
+    TreeModule m;
+    m.module = id;
+    m.parent = parent;
+    m.depth = parent < 0 ? 0 : tree.modules_[parent].depth + 1;
+    tree.modules_.push_back(std::move(m));
+    tree.index_of_module_[id] = index;
+    if (parent >= 0) tree.modules_[parent].children.push_back(index);
+    const auto& children = manifest.module(id).children;
+    for (auto it = children.rbegin(); it != children.rend(); ++it) {
+      if (options.model_specific_only && IsTorchLeaf(manifest.module(*it))) continue;
+      stack.emplace_back(*it, index);
+    }
+  }
+  // A folded leaf's host is its parent, which has children and so is shown.
+  auto host = [&](ModuleId id) {
+    const int index = tree.index_of_module_[id];
+    return index >= 0 ? index : tree.index_of_module_[manifest.module(id).parent];
+  };
+  for (std::size_t id = 0; id < manifest.size(); ++id) {
+    const ModuleInfo& info = manifest.module(static_cast<ModuleId>(id));
+    TreeModule& m = tree.modules_[host(static_cast<ModuleId>(id))];
+    if (tree.index_of_module_[id] < 0) m.folded.push_back(static_cast<ModuleId>(id));
+    for (const TensorSpec& p : info.parameters) {
+      std::int64_t elements = 1;
+      for (std::int64_t d : p.shape) elements *= d;
+      m.own_parameters += elements;
+    }
+  }
+  const std::vector<Mapping>& mappings = mapper.mapAll();
+  for (std::size_t i = 0; i < mappings.size(); ++i) {
+    const Mapping& mapping = mappings[i];
+    if (options.node_filter && !options.node_filter(static_cast<NodeId>(i), mapping)) continue;
+    ++tree.counted_nodes_;
+    if (!mapping.mapped()) {
+      ++tree.unmapped_nodes_;
+      continue;
+    }
+    TreeModule& m = tree.modules_[host(mapping.module)];
+    ++m.own_nodes;
+    ++m.own_op_types[QualifiedOpType(mapper.graph().node(static_cast<NodeId>(i)))];
+  }
+  // Pre-order puts children after parents: accumulate in reverse.
+  for (TreeModule& m : tree.modules_) {
+    m.subtree_nodes = m.own_nodes;
+    m.subtree_parameters = m.own_parameters;
+    m.subtree_op_types = m.own_op_types;
+  }
+  for (std::size_t i = tree.modules_.size(); i-- > 1;) {
+    const TreeModule& child = tree.modules_[i];
+    TreeModule& parent = tree.modules_[child.parent];
+    parent.subtree_nodes += child.subtree_nodes;
+    parent.subtree_parameters += child.subtree_parameters;
+    for (const auto& [op, count] : child.subtree_op_types) parent.subtree_op_types[op] += count;
+  }
+  return tree;
+}
+
+int ModuleTree::find(absl::string_view path) const {
+  const ModuleId id = manifest_->find(path);
+  return id == kNoModule ? -1 : index_of_module_[id];
+}
+
+}  // namespace semmap

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The `semmap` tool's contract: subcommands, exit codes 0/1/2, one-line
+# errors naming the file and the cause, inputs never touched on refusal.
+#   semmap_cli_test.sh SEMMAP_BINARY FIXTURES_DIR
+set -uo pipefail
+bin="$1"
+fx="$2/bert-seqcls.torchscript"
+t5="$2/t5-seq2seq-lm.torchscript"
+tmp="$(mktemp -d)"
+trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+failures=0
+passes=0
+model=("$fx/model.onnx" --manifest "$fx/manifest.json")
+
+fail() { echo "FAIL: semmap $1"; failures=$((failures + 1)); }
+
+# expect CODE STDERR_FRAGMENT ARGS...: exit code, stderr fragment; errors
+# (code != 0) are exactly one line unless the fragment is "usage:".
+expect() {
+  local code="$1" fragment="$2"
+  shift 2
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [ "$got" -ne "$code" ]; then
+    fail "$*: exit $got, expected $code; stderr: $(cat "$tmp/err")"; return
+  fi
+  if [ -n "$fragment" ] && ! grep -qF -- "$fragment" "$tmp/err"; then
+    fail "$*: stderr lacks '$fragment': $(cat "$tmp/err")"; return
+  fi
+  if [ "$code" -ne 0 ] && ! grep -q "^usage:" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+    fail "$*: error is not one line: $(cat "$tmp/err")"; return
+  fi
+  if [ "$code" -eq 0 ] && [ -s "$tmp/err" ]; then
+    fail "$*: unexpected stderr: $(cat "$tmp/err")"; return
+  fi
+  passes=$((passes + 1))
+}
+
+# expect_stdout FRAGMENT ARGS...: exit 0 and stdout contains FRAGMENT.
+expect_stdout() {
+  local fragment="$1"
+  shift
+  if ! "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; then fail "$*: exit $?: $(cat "$tmp/err")"; return; fi
+  if ! grep -qF -- "$fragment" "$tmp/out"; then fail "$*: stdout lacks '$fragment'"; return; fi
+  passes=$((passes + 1))
+}
+
+# Help for the tool and every subcommand.
+expect 0 "" --help
+expect 0 "" --version
+for sub in map query tree annotate sidecar; do
+  expect_stdout "usage: semmap $sub" "$sub" --help
+done
+expect 2 "missing command"
+expect 2 "unknown command \"frobnicate\"" frobnicate
+
+# map: the semmap-query behaviour.
+expect_stdout "mapped:" map "${model[@]}"
+expect_stdout '"module": "bert.encoder.layer.0.attention.self.query"' map "${model[@]}" --json \
+  --node /bert/encoder/layer.0/attention/self/query/MatMul
+expect 1 "no node named" map "${model[@]}" --node /no/Such
+
+# query: each selector, then the errors.
+expect_stdout "/bert/encoder/layer.0/attention/self/query/MatMul" query "${model[@]}" \
+  --module bert.encoder.layer.0.attention.self.query
+expect_stdout "/bert/encoder/layer.1/attention/self/key/MatMul" query "${model[@]}" --layer 1
+expect_stdout '"kind": "layer"' query "${model[@]}" --layer 0 --json
+expect_stdout "encoder.block" query "$t5/model.onnx" --manifest "$t5/manifest.json" --containers
+expect_stdout "query/MatMul" query "${model[@]}" --class Linear
+expect_stdout "value/MatMul" query "${model[@]}" --pattern 'self\.(key|value)$'
+expect_stdout "bert.embeddings.dropout" query "${model[@]}" --empty-modules
+expect 0 "" query "${model[@]}" --below 0.5
+# Layer counts per container add up to the union (T5: encoder + decoder).
+union=$("$bin" query "$t5/model.onnx" --manifest "$t5/manifest.json" --layer 0 --count)
+enc=$("$bin" query "$t5/model.onnx" --manifest "$t5/manifest.json" --layer 0 --container encoder.block --count)
+dec=$("$bin" query "$t5/model.onnx" --manifest "$t5/manifest.json" --layer 0 --container decoder.block --count)
+if [ "$union" -gt 0 ] && [ "$union" -eq $((enc + dec)) ] && [ "$enc" -gt 0 ] && [ "$dec" -gt 0 ]; then
+  passes=$((passes + 1))
+else
+  fail "query --layer 0 on t5: union $union != encoder $enc + decoder $dec"
+fi
+expect 1 "$fx/manifest.json: no module \"bert.nope\"" query "${model[@]}" --module bert.nope
+expect 1 "no module of class \"Nope\"" query "${model[@]}" --class Nope
+expect 1 "no layer 9" query "${model[@]}" --layer 9
+expect 2 "empty module path pattern" query "${model[@]}" --pattern ''
+expect 2 "invalid pattern \"a(\": missing )" query "${model[@]}" --pattern 'a('
+expect 2 "layer index -1 is negative" query "${model[@]}" --layer -1
+expect 2 "give exactly one of" query "${model[@]}"
+expect 2 "give exactly one of" query "${model[@]}" --layer 1 --class Linear
+expect 2 "--below needs a number" query "${model[@]}" --below high
+expect 2 "$tmp/missing.onnx: no such file" query "$tmp/missing.onnx" --layer 0
+
+# tree
+expect_stdout "bert.encoder.layer.0 (BertLayer)" tree "${model[@]}"
+expect_stdout "attention.self.query (Linear)" tree "${model[@]}"
+"$bin" tree "${model[@]}" --model-specific >"$tmp/specific"
+if grep -q "(Linear)" "$tmp/specific"; then fail "tree --model-specific shows Linear"; else passes=$((passes + 1)); fi
+expect_stdout '"view": "model_specific"' tree "${model[@]}" --model-specific --json
+expect 2 "--depth needs an integer" tree "${model[@]}" --depth x
+
+# annotate
+cp "$fx/model.onnx" "$tmp/model.onnx"
+before=$(sha256sum <"$tmp/model.onnx")
+expect_stdout "annotated 257 nodes" annotate "$tmp/model.onnx" --manifest "$fx/manifest.json" -o "$tmp/out.onnx"
+expect_stdout '"namespaces_written": 257' annotate "$tmp/model.onnx" --manifest "$fx/manifest.json" -o "$tmp/out2.onnx" --json
+if cmp -s "$tmp/out.onnx" "$tmp/out2.onnx"; then passes=$((passes + 1)); else fail "annotate is not deterministic"; fi
+expect 2 "refusing to overwrite" annotate "$tmp/model.onnx" --manifest "$fx/manifest.json" -o "$tmp/model.onnx"
+expect 2 "refusing to overwrite" annotate "$tmp/model.onnx" --manifest "$fx/manifest.json" -o "$tmp/./model.onnx"
+expect 2 "$tmp/nodir/out.onnx: output directory $tmp/nodir does not exist" \
+  annotate "$tmp/model.onnx" --manifest "$fx/manifest.json" -o "$tmp/nodir/out.onnx"
+expect 2 "missing -o" annotate "$tmp/model.onnx" --manifest "$fx/manifest.json"
+if [ "$(id -u)" -ne 0 ]; then
+  mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
+  expect 2 "$tmp/ro/out.onnx: output directory $tmp/ro is not writable" \
+    annotate "$tmp/model.onnx" --manifest "$fx/manifest.json" -o "$tmp/ro/out.onnx"
+else
+  echo "note: running as root; read-only directory case not checked"
+fi
+if [ "$(sha256sum <"$tmp/model.onnx")" = "$before" ]; then passes=$((passes + 1)); else fail "annotate touched its input"; fi
+expect_stdout "annotated 257 nodes" annotate "$tmp/model.onnx" --manifest "$fx/manifest.json" -o "$tmp/model.onnx" --allow-overwrite
+if cmp -s "$tmp/model.onnx" "$tmp/out.onnx"; then passes=$((passes + 1)); else fail "in-place annotate differs from a copy"; fi
+
+# sidecar
+expect_stdout '"format": "semmap.sidecar"' sidecar "${model[@]}"
+expect_stdout "sidecar with 257 nodes" sidecar "${model[@]}" -o "$tmp/side.json"
+expect 2 "refusing to overwrite" sidecar "$tmp/out.onnx" --manifest "$fx/manifest.json" -o "$tmp/out.onnx"
+expect 2 "output directory $tmp/nodir does not exist" sidecar "${model[@]}" -o "$tmp/nodir/s.json"
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]

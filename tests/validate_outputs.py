@@ -1,0 +1,92 @@
+"""Checks semmap's files with the reference tools: every annotated model
+passes onnx.checker and carries semmap.* metadata the onnx library itself
+reads; every sidecar validates against schema/sidecar.schema.json.
+
+    validate_outputs.py SEMMAP_BINARY FIXTURES_DIR SCHEMA_FILE
+"""
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import jsonschema
+import onnx
+
+FIXTURES = [
+    "bert-seqcls.torchscript",
+    "t5-seq2seq-lm.torchscript",
+    "bert-seqcls.dynamo",
+    "gpt2-causal-lm.optimum.optimum-with-past",
+]
+SEMMAP_KEYS = {"semmap.module", "semmap.class", "semmap.confidence", "semmap.strategy"}
+
+
+def run(binary, *args):
+    done = subprocess.run([binary, *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"semmap {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def all_nodes(graph):
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                yield from all_nodes(attr.g)
+            for body in attr.graphs:
+                yield from all_nodes(body)
+
+
+def check_annotated(fixture_dir, annotated, sidecar):
+    original = onnx.load(fixture_dir / "model.onnx", load_external_data=False)
+    model = onnx.load(annotated, load_external_data=False)
+    onnx.checker.check_model(model, full_check=True)
+    before, after = list(all_nodes(original.graph)), list(all_nodes(model.graph))
+    assert len(before) == len(after), f"{annotated}: node count changed"
+    assert [t.name for t in original.graph.initializer] == [t.name for t in model.graph.initializer]
+    for i, (b, a, entry) in enumerate(zip(before, after, sidecar["nodes"])):
+        assert (a.name, a.op_type, list(a.input), list(a.output)) == (
+            b.name, b.op_type, list(b.input), list(b.output)), f"{annotated}: node {i} changed"
+        props = {p.key: p.value for p in a.metadata_props}
+        missing = SEMMAP_KEYS - props.keys()
+        assert not missing, f"{annotated}: node {a.name!r} lacks {sorted(missing)}"
+        assert props["semmap.module"] == (entry["module"] or ""), (
+            f"{annotated}: node {a.name!r}: semmap.module {props['semmap.module']!r} "
+            f"!= sidecar {entry['module']!r}")
+        # The exporter's own entries survive.
+        for p in b.metadata_props:
+            if not p.key.startswith("semmap."):
+                assert props.get(p.key) == p.value, f"{annotated}: node {a.name!r} lost {p.key}"
+
+
+def main():
+    binary, fixtures, schema_file = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    schema = json.loads(schema_file.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in FIXTURES:
+            d = fixtures / name
+            args = [str(d / "model.onnx"), "--manifest", str(d / "manifest.json")]
+            for view in ([], ["--model-specific"]):
+                side = Path(tmp) / f"{name}{''.join(view)}.json"
+                run(binary, "sidecar", *args, "-o", str(side), *view)
+                doc = json.loads(side.read_text())
+                errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+                if errors:
+                    e = errors[0]
+                    sys.exit(f"{side}: /{'/'.join(map(str, e.path))}: {e.message}")
+            # Without a manifest the sidecar still validates (manifest: null).
+            bare = json.loads(run(binary, "sidecar", str(d / "model.onnx"), "--compact"))
+            validator.validate(bare)
+            assert bare["manifest"] is None
+            annotated = Path(tmp) / f"{name}.onnx"
+            run(binary, "annotate", *args, "-o", str(annotated), "--doc-string")
+            check_annotated(d, annotated, doc)
+            print(f"ok {name}: sidecar valid, annotated model passes onnx.checker")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+// The subcommands of the `semmap` tool. Each takes argv with its own name
+// in argv[0] and returns the process exit code (cli_util.h).
+#ifndef SEMMAP_TOOLS_SEMMAP_COMMANDS_H_
+#define SEMMAP_TOOLS_SEMMAP_COMMANDS_H_
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cli_util.h"
+#include "map_report.h"
+
+namespace semmap_cli {
+
+int RunQueryCommand(int argc, char** argv);
+int RunTreeCommand(int argc, char** argv);
+int RunAnnotateCommand(int argc, char** argv);
+int RunSidecarCommand(int argc, char** argv);
+
+// LoadModel() with a progress indicator on a terminal.
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string& model_path,
+                                                             const std::string* manifest_path);
+
+// Parses argv for a subcommand that takes exactly one MODEL.onnx; --help
+// and -h are added. Returns nullopt after printing usage (--help: stdout,
+// exit 0; bad usage: stderr, exit 2) with the exit code in *exit_code.
+std::optional<Args> ParseCommandArgs(const std::string& tool, const std::string& usage,
+                                      int argc, char** argv,
+                                      std::set<std::string> value_options,
+                                      std::set<std::string> flag_options, int* exit_code);
+
+}  // namespace semmap_cli
+
+#endif  // SEMMAP_TOOLS_SEMMAP_COMMANDS_H_

@@ -1,0 +1,62 @@
+// semmap: map ONNX nodes to the HuggingFace modules that produced them, and
+// query, summarise, annotate or export the result.
+//
+//   semmap map      MODEL.onnx [--manifest M] [--node NAME] [--depth N] [--json]
+//   semmap query    MODEL.onnx --manifest M (--module P [--subtree] | --layer N ...)
+//   semmap tree     MODEL.onnx --manifest M [--model-specific] [--json]
+//   semmap annotate MODEL.onnx --manifest M -o OUT.onnx
+//   semmap sidecar  MODEL.onnx --manifest M [-o OUT.json]
+//
+// Exit codes: 0 ok, 1 not found (node, module, class, layer), 2 bad usage
+// or input.
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "commands.h"
+#include "semmap/version.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: semmap COMMAND MODEL.onnx [--manifest MANIFEST.json] [options]\n"
+    "\n"
+    "Maps every ONNX node to the PyTorch / HuggingFace module that produced it.\n"
+    "Commands:\n"
+    "  map       summary of the mapping, or one node's mapping (--node)\n"
+    "  query     nodes of a module, a layer, a class, a path pattern; empty\n"
+    "            modules; low-confidence nodes\n"
+    "  tree      module hierarchy with node, op and parameter counts\n"
+    "  annotate  copy of the model with semmap.* metadata on every node\n"
+    "  sidecar   JSON file with every node's mapping and the module tree\n"
+    "Run `semmap COMMAND --help` for a command's options.\n"
+    "Exit codes: 0 ok, 1 not found, 2 bad usage or input.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "semmap: missing command\n" << kUsage;
+    return semmap_cli::kExitBadInput;
+  }
+  const std::string command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return semmap_cli::kExitOk;
+  }
+  if (command == "--version") {
+    std::cout << "semmap " << SEMMAP_VERSION_STRING << "\n";
+    return semmap_cli::kExitOk;
+  }
+  // Subcommands see their own name as argv[0].
+  const int sub_argc = argc - 1;
+  char** sub_argv = argv + 1;
+  if (command == "map") return semmap_cli::RunMap("semmap map", sub_argc, sub_argv,
+                                                  semmap_cli::LoadWithProgress);
+  if (command == "query") return semmap_cli::RunQueryCommand(sub_argc, sub_argv);
+  if (command == "tree") return semmap_cli::RunTreeCommand(sub_argc, sub_argv);
+  if (command == "annotate") return semmap_cli::RunAnnotateCommand(sub_argc, sub_argv);
+  if (command == "sidecar") return semmap_cli::RunSidecarCommand(sub_argc, sub_argv);
+  std::cerr << "semmap: unknown command \"" << command << "\"\n" << kUsage;
+  return semmap_cli::kExitBadInput;
+}

@@ -1,0 +1,190 @@
+// semmap query: which nodes belong to a module, layer, class or pattern.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "commands.h"
+#include "nlohmann/json.hpp"
+#include "semmap/semmap.h"
+
+namespace semmap_cli {
+namespace {
+
+constexpr char kTool[] = "semmap query";
+constexpr char kUsage[] =
+    "usage: semmap query MODEL.onnx [--manifest MANIFEST.json] SELECTOR [--json | --count]\n"
+    "\n"
+    "Lists the nodes (id, op type, module, confidence, strategy; tab-separated)\n"
+    "chosen by exactly one SELECTOR:\n"
+    "  --module PATH [--subtree]  nodes of the module (\"\" = root); --subtree adds\n"
+    "                             its descendants'\n"
+    "  --layer N [--container P]  nodes of layer N: item N of every layer container\n"
+    "                             (encoder and decoder alike), or of container P only\n"
+    "  --class C                  nodes of modules of class C (\"Linear\" or qualified)\n"
+    "  --pattern RE               nodes whose module path matches the RE2 pattern\n"
+    "                             (unanchored; use ^...$ for the whole path)\n"
+    "  --below CONF               nodes with confidence below CONF (0..1)\n"
+    "  --empty-modules            modules with no node in their subtree\n"
+    "  --containers               the repeated containers found in the manifest\n"
+    "Layer containers are found from the manifest's shape: modules whose children\n"
+    "are numbered modules of one class (encoder.layer.0..N, h.0..N).\n"
+    "  --json    machine-readable output;  --count  print only the number of results\n"
+    "Exit codes: 0 ok (also for an empty result), 1 no such module, class or\n"
+    "layer, 2 bad usage, input or pattern.\n";
+
+const char* const kSelectors[] = {"--module", "--layer",      "--class",     "--pattern",
+                                  "--below",  "--empty-modules", "--containers"};
+
+int Usage(const std::string& message) {
+  std::cerr << kTool << ": " << message << "\n" << kUsage;
+  return kExitBadInput;
+}
+
+int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
+               const std::vector<semmap::NodeId>& nodes, bool json, bool count) {
+  const semmap::Graph& graph = *model.graph;
+  if (count) {
+    std::cout << nodes.size() << "\n";
+  } else if (json) {
+    nlohmann::json out = {{"model", model.model_path}, {"query", query}, {"count", nodes.size()}};
+    out["nodes"] = nlohmann::json::array();
+    for (semmap::NodeId n : nodes) {
+      out["nodes"].push_back(MappingJson(graph, n, model.mapper->moduleFor(n)));
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (semmap::NodeId n : nodes) {
+      const semmap::Mapping& m = model.mapper->moduleFor(n);
+      std::cout << graph.node(n).id << "\t" << graph.node(n).op_type << "\t"
+                << (m.mapped() ? std::string(m.module_path) : "(unmapped)") << "\t"
+                << m.confidence << "\t" << semmap::StrategyName(m.strategy) << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+int PrintModules(const LoadedModel& model, const std::vector<semmap::ModuleId>& modules,
+                 bool json, bool count) {
+  const semmap::Manifest& manifest = model.mapper->manifest();
+  if (count) {
+    std::cout << modules.size() << "\n";
+  } else if (json) {
+    nlohmann::json out = {{"model", model.model_path},
+                          {"query", {{"kind", "empty_modules"}}},
+                          {"count", modules.size()}};
+    out["modules"] = nlohmann::json::array();
+    for (semmap::ModuleId id : modules) {
+      const semmap::ModuleInfo& info = manifest.module(id);
+      out["modules"].push_back({{"path", info.path},
+                                {"class", info.class_name},
+                                {"qualified_class", info.qualified_class}});
+    }
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (semmap::ModuleId id : modules) {
+      std::cout << manifest.module(id).path << "\t" << manifest.module(id).class_name << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+int PrintContainers(const LoadedModel& model, const semmap::SemanticQuery& query, bool json,
+                    bool count) {
+  const auto& containers = query.repeatedContainers();
+  const semmap::Manifest& manifest = model.mapper->manifest();
+  if (count) {
+    std::cout << containers.size() << "\n";
+    return kExitOk;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const semmap::RepeatedContainer& c : containers) {
+    const std::string role = c.layer ? "layers" : !c.outermost ? "nested" : "leaf items";
+    if (!json) {
+      std::cout << manifest.module(c.module).path << "\t" << c.items.size() << " x "
+                << c.item_class << "\t" << role << "\n";
+      continue;
+    }
+    out.push_back({{"path", manifest.module(c.module).path},
+                   {"items", c.items.size()},
+                   {"item_class", c.item_class},
+                   {"item_qualified_class", c.item_qualified_class},
+                   {"outermost", c.outermost},
+                   {"layer", c.layer}});
+  }
+  if (json) {
+    std::cout << nlohmann::json{{"model", model.model_path}, {"containers", out}}.dump(2) << "\n";
+  }
+  return kExitOk;
+}
+
+// Query errors: a name that is not there is "not found" (1); a malformed
+// request is bad input (2).
+int QueryFailure(const LoadedModel& model, const absl::Status& status) {
+  const std::string& file = model.manifest_path ? *model.manifest_path : model.model_path;
+  return Fail(kTool, absl::Status(status.code(), absl::StrCat(file, ": ", status.message())),
+              status.code() == absl::StatusCode::kNotFound ? kExitNotFound : kExitBadInput);
+}
+
+}  // namespace
+
+int RunQueryCommand(int argc, char** argv) {
+  int exit_code = 0;
+  auto args = ParseCommandArgs(
+      kTool, kUsage, argc, argv,
+      {"--manifest", "--module", "--layer", "--container", "--class", "--pattern", "--below"},
+      {"--subtree", "--empty-modules", "--containers", "--json", "--count"}, &exit_code);
+  if (!args) return exit_code;
+  int selectors = 0;
+  for (const char* s : kSelectors) selectors += (args->option(s) || args->has(s)) ? 1 : 0;
+  if (selectors != 1) return Usage("give exactly one of --module, --layer, --class, --pattern, "
+                                   "--below, --empty-modules, --containers");
+  if (args->has("--subtree") && !args->option("--module")) return Usage("--subtree needs --module");
+  if (args->option("--container") && !args->option("--layer")) {
+    return Usage("--container needs --layer");
+  }
+  long layer = 0;
+  if (const std::string* n = args->option("--layer")) {
+    if (!absl::SimpleAtoi(*n, &layer)) return Usage(absl::StrCat("--layer needs an integer, got \"", *n, "\""));
+  }
+  double below = 0;
+  if (const std::string* c = args->option("--below")) {
+    if (!absl::SimpleAtod(*c, &below) || !(below >= 0 && below <= 1)) {
+      return Usage(absl::StrCat("--below needs a number from 0 to 1, got \"", *c, "\""));
+    }
+  }
+
+  auto model = LoadWithProgress(args->positional[0], args->option("--manifest"));
+  if (!model.ok()) return Fail(kTool, model.status());
+  const semmap::SemanticQuery query(*(*model)->mapper);
+  const bool json = args->has("--json");
+  const bool count = args->has("--count");
+
+  if (args->has("--empty-modules")) return PrintModules(**model, query.modulesWithoutNodes(), json, count);
+  if (args->has("--containers")) return PrintContainers(**model, query, json, count);
+  absl::StatusOr<std::vector<semmap::NodeId>> nodes;
+  nlohmann::json description;
+  if (const std::string* p = args->option("--module")) {
+    nodes = query.nodesOfModule(*p, args->has("--subtree"));
+    description = {{"kind", "module"}, {"module", *p}, {"subtree", args->has("--subtree")}};
+  } else if (args->option("--layer")) {
+    const std::string* container = args->option("--container");
+    nodes = container ? query.nodesOfLayer(*container, layer) : query.nodesOfLayer(layer);
+    description = {{"kind", "layer"}, {"layer", layer}};
+    if (container) description["container"] = *container;
+  } else if (const std::string* c = args->option("--class")) {
+    nodes = query.nodesOfClass(*c);
+    description = {{"kind", "class"}, {"class", *c}};
+  } else if (const std::string* re = args->option("--pattern")) {
+    nodes = query.nodesMatching(*re);
+    description = {{"kind", "pattern"}, {"pattern", *re}};
+  } else {
+    nodes = query.nodesBelowConfidence(below);
+    description = {{"kind", "below"}, {"confidence", below}};
+  }
+  if (!nodes.ok()) return QueryFailure(**model, nodes.status());
+  return PrintNodes(**model, description, *nodes, json, count);
+}
+
+}  // namespace semmap_cli

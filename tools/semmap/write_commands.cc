@@ -1,0 +1,140 @@
+// semmap annotate and semmap sidecar: the commands that write files.
+#include <iostream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "commands.h"
+#include "nlohmann/json.hpp"
+#include "progress.h"
+#include "semmap/semmap.h"
+
+namespace semmap_cli {
+namespace {
+
+constexpr char kAnnotateTool[] = "semmap annotate";
+constexpr char kAnnotateUsage[] =
+    "usage: semmap annotate MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
+    "                       [--allow-overwrite] [--overwrite-namespace]\n"
+    "                       [--no-namespace] [--doc-string] [--json]\n"
+    "\n"
+    "Writes a copy of MODEL.onnx whose nodes carry metadata_props semmap.module,\n"
+    "semmap.class, semmap.confidence, semmap.strategy and a dynamo-style\n"
+    "`namespace` (\": <root class>/<path>: <class>/...\") that viewers show as a\n"
+    "module hierarchy. Annotating an annotated file replaces the semmap.* entries.\n"
+    "  -o, --output OUT       the annotated model (written atomically)\n"
+    "  --allow-overwrite      allow OUT to be MODEL.onnx itself\n"
+    "  --overwrite-namespace  replace a namespace the exporter wrote (kept by default)\n"
+    "  --no-namespace         do not write namespace entries\n"
+    "  --doc-string           also set each node's doc_string to the JSON form\n"
+    "  --json                 print the result counts as JSON\n"
+    "Exit codes: 0 ok, 2 bad usage or input, OUT not writable, or OUT == MODEL\n"
+    "without --allow-overwrite (the input is never touched then).\n";
+
+constexpr char kSidecarTool[] = "semmap sidecar";
+constexpr char kSidecarUsage[] =
+    "usage: semmap sidecar MODEL.onnx [--manifest MANIFEST.json] [-o OUT.json]\n"
+    "                      [--model-specific] [--compact] [--allow-overwrite]\n"
+    "\n"
+    "Writes every node's mapping and the module tree as JSON (format\n"
+    "semmap.sidecar, schema_version 1; schema/sidecar.schema.json,\n"
+    "docs/sidecar.md) to OUT.json, or to stdout without -o.\n"
+    "  -o, --output OUT   the sidecar file (written atomically)\n"
+    "  --model-specific   tree without torch.nn leaf modules\n"
+    "  --compact          one line instead of indented JSON\n"
+    "  --allow-overwrite  allow OUT to be the model or manifest file\n"
+    "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n";
+
+const std::string* OutputOption(const Args& args) {
+  if (const std::string* o = args.option("-o")) return o;
+  return args.option("--output");
+}
+
+std::string DirectoryOf(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace
+
+int RunAnnotateCommand(int argc, char** argv) {
+  int exit_code = 0;
+  auto args = ParseCommandArgs(
+      kAnnotateTool, kAnnotateUsage, argc, argv, {"--manifest", "-o", "--output"},
+      {"--allow-overwrite", "--overwrite-namespace", "--no-namespace", "--doc-string", "--json"},
+      &exit_code);
+  if (!args) return exit_code;
+  const std::string* output = OutputOption(*args);
+  if (output == nullptr) {
+    std::cerr << kAnnotateTool << ": missing -o OUT.onnx\n" << kAnnotateUsage;
+    return kExitBadInput;
+  }
+  const std::string& input = args->positional[0];
+  semmap::AnnotateOptions options;
+  options.allow_overwrite = args->has("--allow-overwrite");
+  options.overwrite_namespace = args->has("--overwrite-namespace");
+  options.write_namespace = !args->has("--no-namespace");
+  options.doc_string_json = args->has("--doc-string");
+
+  auto model = LoadWithProgress(input, args->option("--manifest"));
+  if (!model.ok()) return Fail(kAnnotateTool, model.status());
+  absl::StatusOr<semmap::AnnotateResult> result;
+  {
+    Progress progress("writing " + *output);
+    result = semmap::Annotate(*(*model)->mapper, input, *output, options);
+  }
+  if (!result.ok()) return Fail(kAnnotateTool, result.status());
+  if (result->external_tensors > 0 && DirectoryOf(*output) != DirectoryOf(input)) {
+    std::cerr << kAnnotateTool << ": note: " << result->external_tensors
+              << " initializers keep their external data paths, relative to "
+              << DirectoryOf(*output) << "; copy the data files there\n";
+  }
+  if (args->has("--json")) {
+    nlohmann::json j = {{"model", input},
+                        {"output", *output},
+                        {"nodes", result->nodes},
+                        {"mapped", result->mapped},
+                        {"namespaces_written", result->namespaces_written},
+                        {"namespaces_kept", result->namespaces_kept},
+                        {"external_tensors", result->external_tensors},
+                        {"bytes", result->bytes_written}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << *output << ": annotated " << result->nodes << " nodes (" << result->mapped
+              << " mapped); namespace written on " << result->namespaces_written
+              << ", exporter's kept on " << result->namespaces_kept << "\n";
+  }
+  return kExitOk;
+}
+
+int RunSidecarCommand(int argc, char** argv) {
+  int exit_code = 0;
+  auto args = ParseCommandArgs(kSidecarTool, kSidecarUsage, argc, argv,
+                               {"--manifest", "-o", "--output"},
+                               {"--model-specific", "--compact", "--allow-overwrite"}, &exit_code);
+  if (!args) return exit_code;
+  semmap::SidecarOptions options;
+  options.model_path = args->positional[0];
+  if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
+  options.model_specific_tree = args->has("--model-specific");
+  options.allow_overwrite = args->has("--allow-overwrite");
+  options.indent = args->has("--compact") ? -1 : 1;
+
+  auto model = LoadWithProgress(options.model_path, args->option("--manifest"));
+  if (!model.ok()) return Fail(kSidecarTool, model.status());
+  const std::string* output = OutputOption(*args);
+  if (output == nullptr || *output == "-") {
+    std::cout << semmap::SidecarJson(*(*model)->mapper, options);
+    return kExitOk;
+  }
+  absl::Status written;
+  {
+    Progress progress("writing " + *output);
+    written = semmap::WriteSidecar(*(*model)->mapper, *output, options);
+  }
+  if (!written.ok()) return Fail(kSidecarTool, written);
+  std::cout << *output << ": sidecar with " << (*model)->graph->size() << " nodes, "
+            << (*model)->mapper->mappedCount() << " mapped\n";
+  return kExitOk;
+}
+
+}  // namespace semmap_cli
