@@ -79,6 +79,7 @@ nlohmann::json MappingJson(const semmap::Graph& graph, semmap::NodeId id,
   j["module"] = m.mapped() ? nlohmann::json(std::string(m.module_path)) : nlohmann::json();
   j["class"] = std::string(m.class_name);
   j["qualified_class"] = std::string(m.qualified_class);
+  j["category"] = std::string(m.category);
   j["confidence"] = m.confidence;
   j["strategy"] = std::string(semmap::StrategyName(m.strategy));
   j["evidence"] = m.evidence;
@@ -92,6 +93,7 @@ void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId 
       << "module:     " << (m.mapped() ? std::string(m.module_path) : "(unmapped)") << "\n"
       << "class:      " << m.class_name << "\n"
       << "qualified:  " << m.qualified_class << "\n"
+      << "category:   " << m.category << "\n"
       << "confidence: " << m.confidence << "\n"
       << "strategy:   " << semmap::StrategyName(m.strategy) << "\n"
       << "evidence:   " << m.evidence << "\n";

@@ -209,6 +209,7 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
     AddMetadata(node, "semmap.class", std::string(m.qualified_class));
     AddMetadata(node, "semmap.confidence", ConfidenceText(m.confidence));
     AddMetadata(node, "semmap.strategy", std::string(StrategyName(m.strategy)));
+    if (!m.category.empty()) AddMetadata(node, "semmap.category", std::string(m.category));
     if (options.doc_string_json) {
       nlohmann::json doc = {{"semmap",
                              {{"module", std::string(m.module_path)},

@@ -228,6 +228,10 @@ std::vector<ModuleId> SemanticQuery::modulesWithoutNodes(bool subtree) const {
   return out;
 }
 
+std::vector<NodeId> SemanticQuery::nodesOfCategory(absl::string_view category) const {
+  return nodesWhere([category](NodeId, const Mapping& m) { return m.mapped() && m.category == category; });
+}
+
 std::vector<NodeId> SemanticQuery::nodesBelowConfidence(double threshold) const {
   return nodesWhere([threshold](NodeId, const Mapping& m) { return m.confidence < threshold; });
 }

@@ -28,6 +28,7 @@ json NodesJson(const SemanticMapper& mapper) {
                      {"module", m.mapped() ? json(std::string(m.module_path)) : json()},
                      {"class", std::string(m.class_name)},
                      {"qualified_class", std::string(m.qualified_class)},
+                     {"category", std::string(m.category)},
                      {"confidence", m.confidence},
                      {"strategy", std::string(StrategyName(m.strategy))},
                      {"evidence", m.evidence}});

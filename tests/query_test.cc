@@ -269,3 +269,21 @@ TEST_CASE("Tree node filter: the hook for category views", "[tree][fixture]") {
   CHECK(tree.counted_nodes() == matmuls);
   CHECK(tree.root().subtree_op_types.size() == 1);
 }
+
+TEST_CASE("Category queries follow the rule file's classification", "[query][fixture]") {
+  auto f = semmap_test::LoadMapped("bert-seqcls.torchscript");
+  const SemanticQuery q(*f->mapper);
+  const std::vector<NodeId> attention = q.nodesOfCategory("attention");
+  REQUIRE_FALSE(attention.empty());
+  for (NodeId n : attention) {
+    const semmap::Mapping& m = f->mapper->moduleFor(n);
+    CAPTURE(f->graph->node(n).id, m.module_path);
+    CHECK(m.category == "attention");
+    CHECK(m.class_name.find("Attention") != absl::string_view::npos);
+  }
+  // Every projection node's module is a Linear (rule: torch.nn Linear/Conv).
+  const std::vector<NodeId> projections = q.nodesOfCategory("projection");
+  REQUIRE(projections.size() >= 12);  // q, k, v, o, up, down per layer, two layers
+  for (NodeId n : projections) CHECK(f->mapper->moduleFor(n).class_name == "Linear");
+  CHECK(q.nodesOfCategory("no-such-category").empty());
+}

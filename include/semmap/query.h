@@ -88,6 +88,10 @@ class SemanticQuery {
   // listed. In manifest order.
   std::vector<ModuleId> modulesWithoutNodes(bool subtree = true) const;
 
+  // Nodes of modules of a semantic category ("attention", "projection"...:
+  // Mapping::category, from the rule file). An empty result is not an error.
+  std::vector<NodeId> nodesOfCategory(absl::string_view category) const;
+
   // Nodes whose confidence is strictly below `threshold` (unmapped nodes
   // have confidence 0 and are included for any threshold > 0).
   std::vector<NodeId> nodesBelowConfidence(double threshold) const;

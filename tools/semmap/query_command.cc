@@ -23,6 +23,8 @@ constexpr char kUsage[] =
     "  --layer N [--container P]  nodes of layer N: item N of every layer container\n"
     "                             (encoder and decoder alike), or of container P only\n"
     "  --class C                  nodes of modules of class C (\"Linear\" or qualified)\n"
+    "  --category NAME            nodes of modules of a semantic category (attention,\n"
+    "                             projection, normalization, mlp, ...: rules/default.json)\n"
     "  --pattern RE               nodes whose module path matches the RE2 pattern\n"
     "                             (unanchored; use ^...$ for the whole path)\n"
     "  --below CONF               nodes with confidence below CONF (0..1)\n"
@@ -34,8 +36,8 @@ constexpr char kUsage[] =
     "Exit codes: 0 ok (also for an empty result), 1 no such module, class or\n"
     "layer, 2 bad usage, input or pattern.\n";
 
-const char* const kSelectors[] = {"--module", "--layer",      "--class",     "--pattern",
-                                  "--below",  "--empty-modules", "--containers"};
+const char* const kSelectors[] = {"--module", "--layer",         "--class",     "--category",
+                                  "--pattern", "--below", "--empty-modules", "--containers"};
 
 int Usage(const std::string& message) {
   std::cerr << kTool << ": " << message << "\n" << kUsage;
@@ -133,13 +135,14 @@ int RunQueryCommand(int argc, char** argv) {
   int exit_code = 0;
   auto args = ParseCommandArgs(
       kTool, kUsage, argc, argv,
-      {"--manifest", "--module", "--layer", "--container", "--class", "--pattern", "--below"},
+      {"--manifest", "--module", "--layer", "--container", "--class", "--category", "--pattern",
+       "--below"},
       {"--subtree", "--empty-modules", "--containers", "--json", "--count"}, &exit_code);
   if (!args) return exit_code;
   int selectors = 0;
   for (const char* s : kSelectors) selectors += (args->option(s) || args->has(s)) ? 1 : 0;
-  if (selectors != 1) return Usage("give exactly one of --module, --layer, --class, --pattern, "
-                                   "--below, --empty-modules, --containers");
+  if (selectors != 1) return Usage("give exactly one of --module, --layer, --class, --category, "
+                                   "--pattern, --below, --empty-modules, --containers");
   if (args->has("--subtree") && !args->option("--module")) return Usage("--subtree needs --module");
   if (args->option("--container") && !args->option("--layer")) {
     return Usage("--container needs --layer");
@@ -176,6 +179,9 @@ int RunQueryCommand(int argc, char** argv) {
   } else if (const std::string* c = args->option("--class")) {
     nodes = query.nodesOfClass(*c);
     description = {{"kind", "class"}, {"class", *c}};
+  } else if (const std::string* cat = args->option("--category")) {
+    nodes = query.nodesOfCategory(*cat);
+    description = {{"kind", "category"}, {"category", *cat}};
   } else if (const std::string* re = args->option("--pattern")) {
     nodes = query.nodesMatching(*re);
     description = {{"kind", "pattern"}, {"pattern", *re}};
