@@ -1,0 +1,119 @@
+"""Command line: ``python -m semmap_manifest {manifest,export} ...`` (also ``semmap-manifest``).
+
+Exit status 0 on success; 2 for bad arguments; 1 when the model cannot be
+built or exported, with the underlying error on stderr. Output files are
+written atomically: on failure none of them is created or changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Sequence
+
+from semmap_manifest.models import TASKS
+
+
+def _parse_config(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"--config is not valid JSON: {e}") from e
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("--config must be a JSON object")
+    return value
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model-type", help="transformers model type, e.g. bert, gpt2, llama (built from config)")
+    src.add_argument("--model-id", help="local directory saved with save_pretrained, or a hub id")
+    p.add_argument("--task", default="auto", choices=sorted(TASKS), help="which auto class to build (default: auto)")
+    p.add_argument("--config", type=_parse_config, default={}, help="JSON object of config overrides")
+    p.add_argument("--attn-implementation", default=None, help="e.g. eager or sdpa")
+    p.add_argument("--seed", type=int, default=0, help="torch.manual_seed before building (default 0)")
+    p.add_argument("-o", "--output-dir", type=Path, default=Path("."), help="directory for the output files")
+    p.add_argument("--no-config-summary", action="store_true", help="omit model.config from the manifest")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="semmap-manifest",
+        description="Write semmap manifests (module hierarchy) and ONNX exports of HuggingFace models.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("manifest", help="write manifest.json for a model")
+    _add_model_options(m)
+    e = sub.add_parser("export", help="write manifest.json and model.onnx (torch.onnx.export)")
+    _add_model_options(e)
+    e.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript")
+    e.add_argument("--opset", type=int, default=None, help="opset (default: 17 for torchscript, the exporter's default (20) for dynamo)")
+    e.add_argument("--static", action="store_true", help="do not declare dynamic batch/sequence axes")
+    e.add_argument(
+        "--vmap-free-masks",
+        action="store_true",
+        help="build attention masks without torch.vmap while exporting (Optimum's functions); needed by "
+        "transformers >= 4.53 causal LMs and Whisper with torch 2.9",
+    )
+    e.add_argument("--batch", type=int, default=2)
+    e.add_argument("--sequence", type=int, default=8)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> None:
+    from semmap_manifest.manifest import build_manifest
+    from semmap_manifest.atomic import write_json
+    from semmap_manifest.models import build_model, example_inputs
+
+    config = dict(args.config)
+    if args.command == "export":
+        # an export without past key/value inputs must not return a cache object
+        config.setdefault("use_cache", False)
+    model = build_model(
+        model_type=args.model_type,
+        model_id=args.model_id,
+        task=args.task,
+        config=config,
+        attn_implementation=args.attn_implementation,
+        seed=args.seed,
+    )
+    manifest = build_manifest(model, config_summary=not args.no_config_summary)
+    out_dir: Path = args.output_dir
+    if args.command == "export":
+        import contextlib
+
+        from semmap_manifest.export import export_onnx, traceable_masks
+
+        inputs = example_inputs(model, batch=args.batch, seq=args.sequence)
+        with traceable_masks() if args.vmap_free_masks else contextlib.nullcontext():
+            export_onnx(
+                model,
+                inputs,
+                out_dir / "model.onnx",
+                exporter=args.exporter,
+                opset=args.opset,
+                dynamic=not args.static,
+            )
+    write_json(out_dir / "manifest.json", manifest)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        _run(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # report the underlying error, not a bare traceback
+        if "SEMMAP_TRACEBACK" in os.environ:
+            traceback.print_exc()
+        print(f"semmap-manifest: error: {type(e).__name__}: {e}", file=sys.stderr)
+        cause = e.__cause__ or e.__context__
+        if cause is not None and str(cause) not in str(e):
+            print(f"  caused by {type(cause).__name__}: {cause}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.output_dir}", file=sys.stderr)
+    return 0

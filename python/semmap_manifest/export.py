@@ -1,0 +1,108 @@
+"""Export a model to ONNX with ``torch.onnx.export``, the way users do.
+
+``exporter="torchscript"`` is ``dynamo=False`` (default opset 17 here),
+``exporter="dynamo"`` is ``dynamo=True`` (the exporter's own default opset,
+20 in torch 2.9, unless ``opset`` is given). Dynamic batch and sequence axes
+are declared as a user would: ``dynamic_axes`` for TorchScript, ``dynamic_shapes`` for dynamo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import warnings
+from typing import Iterator, Literal
+
+import torch
+
+from semmap_manifest.atomic import atomic_path
+from semmap_manifest.models import dynamic_axes
+
+Exporter = Literal["torchscript", "dynamo"]
+TORCHSCRIPT_DEFAULT_OPSET = 17
+DYNAMO_DEFAULT_OPSET = None  # torch's own default: 20 in torch 2.9 (torchlib builds 18, then converts)
+
+
+def _dynamic_shapes(inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, object]]:
+    # Dim.DYNAMIC lets torch.export specialise where the model requires it
+    # (a named Dim fails on guards such as "batch != 1" or "sequence <= max positions").
+    return {name: {i: torch.export.Dim.DYNAMIC for i in axes} for name, axes in dynamic_axes(inputs).items()}
+
+
+def export_onnx(
+    model: torch.nn.Module,
+    inputs: dict[str, torch.Tensor],
+    path: str | os.PathLike[str],
+    *,
+    exporter: Exporter = "torchscript",
+    opset: int | None = None,
+    dynamic: bool = True,
+    quiet: bool = True,
+    modules_as_functions: set[type[torch.nn.Module]] | None = None,
+) -> None:
+    """Export ``model(**inputs)`` to ``path`` atomically (a temp file renamed into place).
+
+    ``modules_as_functions`` (TorchScript only) exports modules of these
+    classes as ONNX model-local functions (``export_modules_as_functions``).
+    Raises whatever the exporter raises; ``path`` is then left untouched.
+    """
+    if exporter not in ("torchscript", "dynamo"):
+        raise ValueError(f"unknown exporter {exporter!r}; use 'torchscript' or 'dynamo'")
+    sink = io.StringIO()
+    redirect = contextlib.ExitStack()
+    with redirect, atomic_path(path) as tmp, torch.no_grad(), warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore")
+            redirect.enter_context(contextlib.redirect_stdout(sink))
+        if exporter == "torchscript":
+            torch.onnx.export(
+                model,
+                (),
+                str(tmp),
+                kwargs=dict(inputs),
+                input_names=list(inputs),
+                dynamic_axes=dynamic_axes(inputs) if dynamic else None,
+                opset_version=opset or TORCHSCRIPT_DEFAULT_OPSET,
+                dynamo=False,
+                **({"export_modules_as_functions": modules_as_functions} if modules_as_functions else {}),
+            )
+        else:
+            program = torch.onnx.export(
+                model,
+                (),
+                kwargs=dict(inputs),
+                input_names=list(inputs),
+                dynamic_shapes=_dynamic_shapes(inputs) if dynamic else None,
+                **({"opset_version": opset} if opset else {}),
+                dynamo=True,
+                verbose=False,
+            )
+            program.save(str(tmp))
+
+
+@contextlib.contextmanager
+def traceable_masks() -> Iterator[None]:
+    """Use Optimum's vmap-free attention-mask functions while exporting.
+
+    transformers >= 4.53 builds causal masks with ``torch.vmap``, which the
+    TorchScript tracer cannot record (``RuntimeError: unordered_map::at``).
+    Optimum's exporter swaps in vectorised equivalents for the duration of an
+    export; this does the same, using Optimum's functions, and restores the
+    originals afterwards.
+    """
+    import transformers.masking_utils as mu
+    from optimum.exporters.onnx import model_patcher as mp
+
+    saved_sdpa = mu.ALL_MASK_ATTENTION_FUNCTIONS["sdpa"]
+    saved_eager = mu.ALL_MASK_ATTENTION_FUNCTIONS["eager"]
+    saved_packed = mu.find_packed_sequence_indices
+    mu.ALL_MASK_ATTENTION_FUNCTIONS.register("sdpa", mp.sdpa_mask_without_vmap)
+    mu.ALL_MASK_ATTENTION_FUNCTIONS.register("eager", mp.eager_mask_without_vmap)
+    mu.find_packed_sequence_indices = mp.find_packed_sequence_indices_patched
+    try:
+        yield
+    finally:
+        mu.ALL_MASK_ATTENTION_FUNCTIONS.register("sdpa", saved_sdpa)
+        mu.ALL_MASK_ATTENTION_FUNCTIONS.register("eager", saved_eager)
+        mu.find_packed_sequence_indices = saved_packed

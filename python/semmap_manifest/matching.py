@@ -1,0 +1,165 @@
+"""Carry a ground truth over from an export to a post-processed copy of it.
+
+Rules, applied in order to each node of the processed model (P), given the
+original export (O) and its truth:
+
+1. same-name: a node whose name is a node name of O gets that node's module.
+2. fused: a node with inputs and outputs that are both values of O replaced
+   the O nodes lying between them (backward-reachable from its outputs,
+   stopping at its inputs, and forward-reachable from its inputs); it gets
+   the lowest common ancestor (module tree) of their known modules.
+   A node that outputs values of O but reads none (its inputs were all
+   renamed or are new initializers) completes the computation of those values:
+   it gets the lowest common ancestor of their O producers' modules.
+3. derived name: a name that extends an O node name by ``_<suffix>`` (the
+   quantizer's ``<node>_quant``, ``<node>_quant_scales_mul``, ...) gets that
+   node's module (longest such O name). Names that extend an O *value* name
+   (``<value>_QuantizeLinear``, ``<value>_output_quantized_cast``) skip this rule.
+4. consumers: a data-movement node (Constant, Identity, Cast, Reshape and the
+   quantizer's DynamicQuantizeLinear / QuantizeLinear / DequantizeLinear) whose
+   consumers all have a module gets their lowest common ancestor (iterated to a
+   fixed point). Compute nodes never take their consumers' module: a fused
+   ``Attention`` whose inputs were all renamed stays unknown rather than being
+   handed to the projection after it.
+5. anything else is unknown.
+
+:func:`positional_truth` handles copies that keep node order (the stripped variant).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import onnx
+
+from semmap_manifest.graph_index import GraphIndex
+from semmap_manifest.truth import Truth, make_truth
+
+MATCH_RULES = (
+    "derived from the unmodified export '{source}': (1) same node name -> same module; (2) a node whose inputs "
+    "and outputs are values of the original replaced the original nodes between them (backward-reachable "
+    "from its outputs up to its inputs, forward-reachable from its inputs) -> lowest common ancestor of their "
+    "modules; a node that outputs original values but reads none -> lowest common ancestor of those values' original producers; (3) a name extending an original node name by '_<suffix>' (quantizer: '<node>_quant', "
+    "'<node>_quant_scales_mul') -> that node's module, unless it extends an original value name; (4) all "
+    "consumers known -> lowest common ancestor of their modules (fixed point); otherwise unknown."
+)
+POSITION_RULES = (
+    "derived from the unmodified export '{source}' by node position: the stripped copy keeps node order and "
+    "count, so node i has the module of original node i (unknown stays unknown)."
+)
+
+
+def lowest_common_ancestor(paths: Iterable[str]) -> str:
+    """Deepest module path that is an ancestor-or-self of every path ("" = root)."""
+    atoms_list = [p.split(".") if p else [] for p in paths]
+    if not atoms_list:
+        raise ValueError("no paths")
+    common = atoms_list[0]
+    for atoms in atoms_list[1:]:
+        n = 0
+        while n < len(common) and n < len(atoms) and common[n] == atoms[n]:
+            n += 1
+        common = common[:n]
+    return ".".join(common)
+
+
+def _original_modules(index: GraphIndex, truth: Truth) -> list[str | None]:
+    return [truth["nodes"].get(node_id) for node_id in index.ids]
+
+
+def _between(orig: GraphIndex, ins: set[str], outs: set[str]) -> set[int]:
+    """O nodes on paths from ``ins`` to ``outs``."""
+    back: set[int] = set()
+    stack = [orig.producer[v] for v in outs if v in orig.producer]
+    while stack:
+        i = stack.pop()
+        if i in back:
+            continue
+        back.add(i)
+        for v in orig.nodes[i].input:
+            if v and v not in ins and v in orig.producer:
+                stack.append(orig.producer[v])
+    forward: set[int] = set()
+    stack = [c for v in ins for c in orig.consumers.get(v, [])]
+    while stack:
+        i = stack.pop()
+        if i in forward or i not in back:
+            continue
+        forward.add(i)
+        for v in orig.nodes[i].output:
+            stack.extend(orig.consumers.get(v, []))
+    return forward
+
+
+def matched_truth(processed: onnx.ModelProto, original: onnx.ModelProto, truth: Truth, source: str) -> Truth:
+    """Truth for ``processed`` (ORT-optimized or quantized ``original``)."""
+    orig = GraphIndex(original)
+    orig_modules = _original_modules(orig, truth)
+    by_name: dict[str, str | None] = {}
+    for node, module in zip(orig.nodes, orig_modules):
+        if node.name:
+            by_name.setdefault(node.name, module)
+    orig_values = orig.values()
+    new = GraphIndex(processed)
+    modules: list[str | None] = [None] * len(new.nodes)
+    pending: set[int] = set()
+    node_names_by_length = sorted((n for n in by_name), key=len, reverse=True)
+    value_names = {v for v in orig_values if v}
+    for i, node in enumerate(new.nodes):
+        if node.name in by_name:
+            modules[i] = by_name[node.name]
+            continue
+        ins = {v for v in node.input if v in orig_values} - orig.initializers
+        outs = {v for v in node.output if v in orig.producer}
+        if ins and outs:
+            known = [orig_modules[j] for j in _between(orig, ins, outs) if orig_modules[j] is not None]
+            if known:
+                modules[i] = lowest_common_ancestor(known)
+                continue
+        elif outs:
+            known = [orig_modules[orig.producer[v]] for v in outs]
+            if all(k is not None for k in known):
+                modules[i] = lowest_common_ancestor(known)  # type: ignore[arg-type]
+                continue
+        if node.name and not any(node.name.startswith(v + "_") for v in value_names if v in node.name):
+            for name in node_names_by_length:
+                if node.name.startswith(name + "_"):
+                    modules[i] = by_name[name]
+                    break
+            if modules[i] is not None:
+                continue
+        pending.add(i)
+    _consumer_lca(new, modules, pending)
+    return make_truth(new, modules, MATCH_RULES.format(source=source))
+
+
+CONSUMER_RULE_OPS = frozenset(
+    {"Constant", "Identity", "Cast", "Reshape", "DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"}
+)
+
+
+def _consumer_lca(index: GraphIndex, modules: list[str | None], pending: set[int]) -> None:
+    pending = {i for i in pending if index.nodes[i].op_type in CONSUMER_RULE_OPS}
+    changed = True
+    while changed:
+        changed = False
+        for i in sorted(pending):
+            if modules[i] is not None:
+                continue
+            outputs = [o for o in index.nodes[i].output if o]
+            if not outputs or any(o in index.graph_outputs for o in outputs):
+                continue
+            consumers = [c for o in outputs for c in index.consumers.get(o, [])]
+            if consumers and all(modules[c] is not None for c in consumers):
+                modules[i] = lowest_common_ancestor(modules[c] for c in consumers)  # type: ignore[misc]
+                changed = True
+
+
+def positional_truth(stripped: onnx.ModelProto, original: onnx.ModelProto, truth: Truth, source: str) -> Truth:
+    """Truth for a copy with the same nodes in the same order (names changed)."""
+    orig = GraphIndex(original)
+    new = GraphIndex(stripped)
+    if [n.op_type for n in orig.nodes] != [n.op_type for n in new.nodes]:
+        raise ValueError("stripped copy does not keep the original node order")
+    modules = _original_modules(orig, truth)
+    return make_truth(new, modules, POSITION_RULES.format(source=source))

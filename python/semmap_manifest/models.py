@@ -1,0 +1,145 @@
+"""Build HuggingFace models from a model type and a small config, and make example inputs.
+
+Models are built from configs (``AutoConfig.for_model`` + ``AutoModel*.from_config``)
+with ``torch.manual_seed(0)`` and in eval mode, so the same arguments always give
+the same weights. ``--model-id`` loads a local directory or a hub id instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+# task name -> transformers auto class name
+TASKS: dict[str, str] = {
+    "auto": "AutoModel",
+    "feature-extraction": "AutoModel",
+    "sequence-classification": "AutoModelForSequenceClassification",
+    "token-classification": "AutoModelForTokenClassification",
+    "question-answering": "AutoModelForQuestionAnswering",
+    "masked-lm": "AutoModelForMaskedLM",
+    "causal-lm": "AutoModelForCausalLM",
+    "seq2seq-lm": "AutoModelForSeq2SeqLM",
+    "speech-seq2seq": "AutoModelForSpeechSeq2Seq",
+    "ctc": "AutoModelForCTC",
+    "audio-classification": "AutoModelForAudioClassification",
+    "image-classification": "AutoModelForImageClassification",
+    "zero-shot-image-classification": "AutoModelForZeroShotImageClassification",
+}
+
+
+class ModelBuildError(RuntimeError):
+    """The model type, task or config could not be turned into a model."""
+
+
+def auto_class(task: str) -> Any:
+    """The transformers auto class for ``task`` (see :data:`TASKS`)."""
+    import transformers
+
+    try:
+        return getattr(transformers, TASKS[task])
+    except KeyError:
+        raise ModelBuildError(f"unknown task {task!r}; known tasks: {', '.join(sorted(TASKS))}") from None
+
+
+def build_model(
+    *,
+    model_type: str | None = None,
+    task: str = "auto",
+    config: dict[str, Any] | None = None,
+    model_id: str | None = None,
+    attn_implementation: str | None = None,
+    seed: int = 0,
+) -> torch.nn.Module:
+    """Build a model in eval mode.
+
+    Exactly one of ``model_type`` (build from config, random weights drawn
+    after ``torch.manual_seed(seed)``) and ``model_id`` (a local directory or
+    hub id, via ``from_pretrained``) must be given. ``config`` overrides
+    config fields in both cases.
+    """
+    from transformers import AutoConfig
+
+    if (model_type is None) == (model_id is None):
+        raise ModelBuildError("give exactly one of model_type and model_id")
+    cls = auto_class(task)
+    extra: dict[str, Any] = {}
+    if attn_implementation is not None:
+        extra["attn_implementation"] = attn_implementation
+    overrides = dict(config or {})
+    if model_id is not None:
+        model = cls.from_pretrained(model_id, **overrides, **extra)
+    else:
+        try:
+            cfg = AutoConfig.for_model(model_type, **overrides)
+        except ValueError as e:
+            raise ModelBuildError(f"cannot make a config for model type {model_type!r}: {e}") from e
+        torch.manual_seed(seed)
+        model = cls.from_config(cfg, **extra)
+    model.eval()
+    return model
+
+
+def _forward_params(model: torch.nn.Module) -> set[str]:
+    return set(inspect.signature(model.forward).parameters)
+
+
+def example_inputs(model: torch.nn.Module, *, batch: int = 2, seq: int = 8) -> dict[str, torch.Tensor]:
+    """Deterministic example inputs for ``model.forward``, chosen from its signature.
+
+    Text models get ``input_ids`` and ``attention_mask`` (int64, ``batch x seq``),
+    encoder-decoders also ``decoder_input_ids``, vision models ``pixel_values``
+    at the config's image size, audio models ``input_features`` or
+    ``input_values``.
+    """
+    cfg = model.config
+    params = _forward_params(model)
+    gen = torch.Generator().manual_seed(0)
+    inputs: dict[str, torch.Tensor] = {}
+    vocab = getattr(cfg, "vocab_size", None) or getattr(getattr(cfg, "text_config", None), "vocab_size", 100)
+    main = getattr(model, "main_input_name", "input_ids")
+    if "input_ids" in params and main in ("input_ids", "pixel_values") and (
+        main == "input_ids" or "pixel_values" in params
+    ):
+        # low ids avoid special tokens such as eos being needed at the end
+        inputs["input_ids"] = torch.randint(3, min(int(vocab), 100), (batch, seq), generator=gen)
+        if "attention_mask" in params:
+            inputs["attention_mask"] = torch.ones(batch, seq, dtype=torch.int64)
+    if "pixel_values" in params:
+        vcfg = getattr(cfg, "vision_config", cfg)
+        size = getattr(vcfg, "image_size", 32)
+        size = size[0] if isinstance(size, (list, tuple)) else size
+        channels = getattr(vcfg, "num_channels", 3)
+        inputs["pixel_values"] = torch.randn(batch, channels, size, size, generator=gen)
+    if main == "input_features":
+        frames = 2 * int(getattr(cfg, "max_source_positions", 1500))
+        inputs["input_features"] = torch.randn(batch, int(cfg.num_mel_bins), frames, generator=gen)
+    if main == "input_values":
+        inputs["input_values"] = torch.randn(batch, 1600, generator=gen)
+        # HF: models with feat_extract_norm == "group" (wav2vec2-base) must not get a mask
+        if "attention_mask" in params and getattr(cfg, "feat_extract_norm", "layer") == "layer":
+            inputs["attention_mask"] = torch.ones(batch, 1600, dtype=torch.int64)
+    if getattr(cfg, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+        dec_vocab = min(int(vocab), 100)
+        inputs["decoder_input_ids"] = torch.randint(3, dec_vocab, (batch, max(seq // 2, 2)), generator=gen)
+    if not inputs:
+        raise ModelBuildError(f"no example inputs known for {type(model).__name__} (main input {main!r})")
+    return inputs
+
+
+def dynamic_axes(inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, str]]:
+    """The dynamic axes a user would declare: batch everywhere, plus the sequence
+    axis of token inputs (image and audio inputs keep their spatial sizes)."""
+    axes: dict[str, dict[int, str]] = {}
+    for name, tensor in inputs.items():
+        if name in ("input_ids", "attention_mask", "token_type_ids") and tensor.dim() == 2 and name != "input_values":
+            axes[name] = {0: "batch", 1: "sequence"}
+        elif name == "decoder_input_ids":
+            axes[name] = {0: "batch", 1: "decoder_sequence"}
+        else:
+            axes[name] = {0: "batch"}
+    if "input_values" in inputs and "attention_mask" in inputs:
+        axes["attention_mask"] = {0: "batch"}
+    return axes

@@ -1,0 +1,37 @@
+"""Shared fixtures for the semmap_manifest tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"
+SCHEMA = REPO / "schema" / "manifest.schema.json"
+
+
+def fixture_dirs() -> list[Path]:
+    """Every fixture directory of the corpus (those holding a model.onnx)."""
+    return sorted(p.parent for p in FIXTURES.glob("*/model.onnx"))
+
+
+@pytest.fixture(scope="session")
+def index() -> dict:
+    return json.loads((FIXTURES / "index.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def schema() -> dict:
+    return json.loads(SCHEMA.read_text())
+
+
+TINY_BERT = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "vocab_size": 100,
+    "max_position_embeddings": 32,
+}
