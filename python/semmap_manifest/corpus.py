@@ -175,6 +175,7 @@ def build_for(arch: Arch, options: dict[str, Any]) -> torch.nn.Module:
         task=arch.task,
         config=config,
         attn_implementation=options.get("attn_implementation"),
+        trained_like=not arch.extra.get("fresh_init", False),
     )
 
 

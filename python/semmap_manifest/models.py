@@ -52,6 +52,7 @@ def build_model(
     model_id: str | None = None,
     attn_implementation: str | None = None,
     seed: int = 0,
+    trained_like: bool = False,
 ) -> torch.nn.Module:
     """Build a model in eval mode.
 
@@ -59,6 +60,14 @@ def build_model(
     after ``torch.manual_seed(seed)``) and ``model_id`` (a local directory or
     hub id, via ``from_pretrained``) must be given. ``config`` overrides
     config fields in both cases.
+
+    ``trained_like`` adds small seeded noise to every parameter of a model
+    built from a config. A fresh model's LayerNorm weights are all ones and its
+    biases all zeros; torch's exporter de-duplicates identical initializers, so
+    a fresh model's ONNX graph shares one tensor among dozens of modules
+    through ``Identity`` nodes, which a trained model's graph never does.
+    Noise gives the graph structure and initializer names of a trained model.
+    Tied parameters (one ``Parameter`` under two names) stay tied.
     """
     from transformers import AutoConfig
 
@@ -78,8 +87,19 @@ def build_model(
             raise ModelBuildError(f"cannot make a config for model type {model_type!r}: {e}") from e
         torch.manual_seed(seed)
         model = cls.from_config(cfg, **extra)
+        if trained_like:
+            perturb_parameters(model, seed)
     model.eval()
     return model
+
+
+def perturb_parameters(model: torch.nn.Module, seed: int, scale: float = 0.02) -> None:
+    """Add N(0, scale) noise to every floating-point parameter, deterministically."""
+    gen = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for _, param in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+            if param.is_floating_point():
+                param.add_(torch.randn(param.shape, generator=gen, dtype=param.dtype) * scale)
 
 
 def _forward_params(model: torch.nn.Module) -> set[str]:

@@ -41,6 +41,15 @@ ARCHS: tuple[Arch, ...] = (
         variants=("ort-optimized", "quantized", "stripped", "functions"), dynamo_variants=("stripped",),
         function_modules=("bert.encoder.layer.0",),
     ),
+    # The same BERT with freshly initialised weights: identical LayerNorm and
+    # bias tensors are de-duplicated by the exporter into Identity nodes.
+    Arch(
+        "bert-seqcls-fresh-init", "bert", "sequence-classification",
+        dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+             type_vocab_size=2, num_labels=2, **_TEXT),
+        variants=("stripped",),
+        extra={"fresh_init": True},
+    ),
     Arch(
         "distilbert-seqcls", "distilbert", "sequence-classification",
         dict(dim=32, n_layers=2, n_heads=2, hidden_dim=64, num_labels=2, **_TEXT),

@@ -68,7 +68,7 @@ def _truth(name: str) -> dict[str, str]:
         ("bert-seqcls.torchscript.ort-optimized", "Attention_1", "bert.encoder.layer.1.attention.self"),
         ("bert-seqcls.torchscript.quantized", "/bert/encoder/layer.0/attention/self/query/MatMul_quant",
          "bert.encoder.layer.0.attention.self.query"),
-        ("bert-seqcls.torchscript.stripped", "n0", "bert.pooler.dense"),
+        ("bert-seqcls-fresh-init.torchscript.stripped", "n0", "bert.pooler.dense"),
         # dynamo: the module comes from metadata_props["pkg.torch.onnx.name_scopes"]
         ("bert-seqcls.dynamo", "node_layer_norm", "bert.embeddings.LayerNorm"),
         ("bert-seqcls.dynamo", "node_gelu", "bert.encoder.layer.0.intermediate.intermediate_act_fn"),
