@@ -17,7 +17,7 @@ constexpr double kProducedParameter = 0.9;
 constexpr double kOutputScope = 0.85;
 constexpr double kWeightRead = 0.8;
 constexpr double kDisagree = 0.6;
-constexpr double kViaIdentity = 0.6;  // torch shares identical tensors
+constexpr double kViaIdentity = 0.3;  // torch shares identical tensors
 constexpr int kMaxChain = 4;
 
 }  // namespace
