@@ -47,6 +47,7 @@ struct Rules::Impl {
   std::vector<std::unique_ptr<RE2>> value_suffixes;
   std::unique_ptr<RE2> passthrough_ops;
   std::unique_ptr<RE2> follow_consumers_ops;
+  std::unique_ptr<RE2> shape_source_ops;
   std::vector<Category> categories;
 };
 
@@ -132,12 +133,14 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": not valid JSON: ", e.what()));
   }
-  if (!doc.is_object() || doc.value("format", "") != "semmap.rules") {
+  // Type checks before value()/get(): nlohmann throws on a type mismatch.
+  if (!doc.is_object() || !doc.contains("format") || !doc["format"].is_string() ||
+      doc["format"].get<std::string>() != "semmap.rules") {
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": /format: not a semmap rule file (expected \"format\": \"semmap.rules\")"));
   }
   if (!doc.contains("version") || !doc["version"].is_number_integer() ||
-      doc["version"].get<int>() != kRulesVersion) {
+      doc["version"].get<std::int64_t>() != kRulesVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat(origin, ": /version: this build reads rule files of version ", kRulesVersion));
   }
@@ -146,6 +149,7 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
   SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", origin, &impl->value_suffixes));
   SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops, CompileSingle(doc, "weight_passthrough_ops", origin));
   SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops, CompileSingle(doc, "follow_consumers_ops", origin));
+  SEMMAP_ASSIGN_OR_RETURN(impl->shape_source_ops, CompileSingle(doc, "shape_source_ops", origin));
   if (auto it = doc.find("categories"); it != doc.end()) {
     if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": /categories: expected an array"));
     for (std::size_t i = 0; i < it->size(); ++i) {
@@ -165,7 +169,13 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
       if (c.contains("path")) {
         SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(c["path"], p + "/path", origin));
       }
-      cat.repeated_child = c.value("repeated_child", false);
+      if (c.contains("repeated_child")) {
+        if (!c["repeated_child"].is_boolean()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(origin, ": ", p, "/repeated_child: expected true or false"));
+        }
+        cat.repeated_child = c["repeated_child"].get<bool>();
+      }
       if (!cat.class_re && !cat.qualified_re && !cat.path_re && !cat.repeated_child) {
         return absl::InvalidArgumentError(absl::StrCat(
             origin, ": ", p, ": a category needs class, qualified_class, path or repeated_child"));
@@ -207,6 +217,10 @@ bool Rules::isWeightPassthrough(absl::string_view op_type) const {
 bool Rules::followsConsumers(absl::string_view op_type) const {
   return impl_->follow_consumers_ops &&
          RE2::PartialMatch(Piece(op_type), *impl_->follow_consumers_ops);
+}
+
+bool Rules::isShapeSource(absl::string_view op_type) const {
+  return impl_->shape_source_ops && RE2::PartialMatch(Piece(op_type), *impl_->shape_source_ops);
 }
 
 std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {

@@ -29,11 +29,15 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace semmap {
+namespace internal {
+class GraphBuilder;
+}  // namespace internal
 
 // Index of a node in Graph::nodes().
 using NodeId = std::int32_t;
@@ -73,20 +77,37 @@ struct TensorInfo {
   int subgraph = 0;
 };
 
+// How Graph::Load and Graph::Parse read the file.
+enum class Loader {
+  // Walks the protobuf wire format over a read-only memory mapping and reads
+  // only the fields above: tensor payloads are skipped by length (their
+  // pages are never touched), external-data files are never opened, and
+  // files above 2 GB load. Default; gives the same Graph as kProtobuf.
+  kWireScan,
+  // Parses the whole ModelProto with protobuf (payloads included). Refuses
+  // files above 2 GB (protobuf's message limit).
+  kProtobuf,
+};
+
 struct GraphOptions {
   // Files above this size are refused (InvalidArgument).
-  std::uint64_t max_file_bytes = std::uint64_t{2} << 30;
+  std::uint64_t max_file_bytes = std::uint64_t{1} << 40;
   // Subgraphs nested deeper than this are refused (InvalidArgument).
   int max_subgraph_depth = 64;
   // More nodes than this (all subgraphs together) are refused.
   std::size_t max_nodes = 50'000'000;
+  Loader loader = Loader::kWireScan;
 };
 
 class Graph {
  public:
   // Reads an ONNX model file. Errors (messages start with the file name):
   // NotFound (missing), InvalidArgument (empty, not an ONNX ModelProto,
-  // truncated or corrupt protobuf, above a limit of GraphOptions).
+  // truncated or corrupt protobuf, above a limit of GraphOptions). The wire
+  // scan names the byte offset of the malformed field; it checks the
+  // structure of every message it reads but only the lengths of those it
+  // skips (tensor payloads, value types), so it accepts some files whose
+  // skipped parts protobuf would reject.
   static absl::StatusOr<Graph> Load(const std::string& path,
                                     const GraphOptions& options = {});
   // Same, from the serialized bytes; `origin` names the source in messages.
@@ -129,9 +150,38 @@ class Graph {
     return model_metadata_;
   }
 
+ // Copies rebuild the indexes (they point into the copied strings).
+  Graph(const Graph& other);
+  Graph& operator=(const Graph& other);
+  Graph(Graph&&) noexcept = default;
+  Graph& operator=(Graph&&) noexcept = default;
+  ~Graph() = default;
+
  private:
-  friend class GraphBuilder;
+  friend class internal::GraphBuilder;
   Graph() = default;
+
+  // A value or initializer name as seen in one subgraph. The view points
+  // into a string owned by this Graph (node outputs, initializers_,
+  // defined_values_), whose buffers do not move once loading has finished.
+  struct ScopedName {
+    int scope;
+    absl::string_view name;
+    friend bool operator==(const ScopedName& a, const ScopedName& b) {
+      return a.scope == b.scope && a.name == b.name;
+    }
+    template <typename H>
+    friend H AbslHashValue(H h, const ScopedName& k) {
+      return H::combine(std::move(h), k.scope, k.name);
+    }
+  };
+
+  // Builds every index below from nodes_, subgraphs_, initializers_ and
+  // defined_values_; ids must be assigned. by_id_ is kept when filled.
+  void BuildIndexes();
+  // The index in values_ of `value` as used in `subgraph` (ONNX scoping),
+  // or -1; `*scope` is set to the defining subgraph.
+  std::int64_t resolve(absl::string_view value, int subgraph, int* scope) const;
 
   std::vector<Node> nodes_;
   std::vector<Subgraph> subgraphs_;
@@ -143,17 +193,20 @@ class Graph {
   std::string producer_name_;
   std::string producer_version_;
   std::vector<std::pair<std::string, std::string>> model_metadata_;
+  // Values defined without a producer other than initializers: graph inputs
+  // of every subgraph and function inputs, with the subgraph defining them.
+  std::vector<std::pair<int, std::string>> defined_values_;
 
-  absl::flat_hash_map<std::string, NodeId> by_id_;
-  absl::flat_hash_map<std::string, NodeId> by_unique_name_;
-  // Keyed by ScopedKey(defining subgraph, value name), see graph.cc.
-  absl::flat_hash_map<std::string, NodeId> producer_;
-  absl::flat_hash_map<std::string, std::vector<NodeId>> consumers_;
-  // Values defined without a producer (inputs, initializers) per subgraph.
-  absl::flat_hash_map<std::string, bool> defined_;
-  // The subgraph a value used in `subgraph` resolves to, or -1.
-  int resolveScope(absl::string_view value, int subgraph) const;
-  absl::flat_hash_map<std::string, std::size_t> initializer_index_;
+  absl::flat_hash_map<absl::string_view, NodeId> by_id_;
+  // Every value defined in a scope: produced by a node, a graph or function
+  // input, or an initializer. Index into value_producer_ (kNoNode when not
+  // produced) and into consumer_offsets_: the consumers of value v are
+  // consumer_nodes_[consumer_offsets_[v] .. consumer_offsets_[v + 1]).
+  absl::flat_hash_map<ScopedName, std::uint32_t> values_;
+  std::vector<NodeId> value_producer_;
+  std::vector<std::uint32_t> consumer_offsets_;
+  std::vector<NodeId> consumer_nodes_;
+  absl::flat_hash_map<absl::string_view, std::size_t> initializer_index_;
 };
 
 }  // namespace semmap

@@ -50,6 +50,9 @@ class Rules {
   bool isWeightPassthrough(absl::string_view op_type) const;
   // Ops that belong with their consumers (quantize, cast, constants...).
   bool followsConsumers(absl::string_view op_type) const;
+  // Ops that read only their input's shape (Shape, Size): the start of a
+  // shape computation, which belongs with the node using the shape.
+  bool isShapeSource(absl::string_view op_type) const;
   // The semantic category of a manifest module ("" when no rule matches).
   std::string categoryOf(const Manifest& manifest, ModuleId module) const;
 

@@ -18,6 +18,7 @@ constexpr double kSourceAgreeing = 0.9;
 constexpr double kDisagreeing = 0.6;
 constexpr double kBothSides = 0.15;
 constexpr double kOneSide = 0.1;
+constexpr double kWeightToConsumer = 0.7;
 
 struct Side {
   ModuleId lca = kNoModule;
@@ -38,6 +39,58 @@ struct Side {
   }
 };
 
+// Marks shape computations: Shape/Size nodes and nodes whose inputs all come
+// from shape computations, constants or initializers (at least one from a
+// shape computation). They compute the shape some other node uses.
+std::vector<bool> ShapeComputations(const Graph& graph, const Rules& rules) {
+  std::vector<bool> shape(graph.size(), false);
+  // Main-graph nodes are topologically ordered; a second sweep settles
+  // subgraph nodes that read outer values defined later in the list.
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    for (std::size_t i = 0; i < graph.size(); ++i) {
+      const Node& n = graph.node(static_cast<NodeId>(i));
+      if (shape[i]) continue;
+      if (rules.isShapeSource(n.op_type)) {
+        shape[i] = true;
+        continue;
+      }
+      bool from_shape = false;
+      bool only_shape = !n.inputs.empty();
+      for (const std::string& in : n.inputs) {
+        if (in.empty() || graph.initializer(in) != nullptr) continue;
+        const NodeId p = graph.producer(in, n.subgraph);
+        if (p == kNoNode) {
+          only_shape = false;  // a graph input: real data
+        } else if (shape[p]) {
+          from_shape = true;
+        } else if (!graph.node(p).inputs.empty()) {
+          only_shape = false;  // not a constant
+        }
+      }
+      shape[i] = from_shape && only_shape;
+    }
+  }
+  return shape;
+}
+
+// A module holding parameters (Linear, LayerNorm, Embedding) computes
+// nothing outside its own ops: a node that merely touches its output runs in
+// the enclosing module's forward.
+ModuleId Lift(const Manifest& manifest, ModuleId m) {
+  if (m == kNoModule) return m;
+  const ModuleInfo& info = manifest.module(m);
+  return !info.parameters.empty() && info.parent != kNoModule ? info.parent : m;
+}
+
+// True when the node reads an initializer of rank 2 or more: a weight.
+bool ReadsWeight(const Graph& graph, const Node& n) {
+  for (const std::string& in : n.inputs) {
+    const TensorInfo* t = in.empty() ? nullptr : graph.initializer(in);
+    if (t != nullptr && t->dims.size() >= 2) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
@@ -50,6 +103,7 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
   // reached its fixed point, so it never pre-empts a better answer.
   bool one_sided = false;
   bool changed = true;
+  const std::vector<bool> shape = ShapeComputations(graph, rules);
   while (passes < max_passes) {
     if (!changed) {
       if (one_sided) break;
@@ -83,24 +137,35 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
         m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
         m.strategy = Strategy::kOpRule;
         m.evidence = absl::StrCat(n.op_type, " follows its ", consumers.count, " consumers");
+      } else if (consumers.count > 0 && shape[i]) {
+        m.module = consumers.lca;
+        m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
+        m.strategy = Strategy::kOpRule;
+        m.evidence = absl::StrCat("shape computation follows its ", consumers.count, " consumers");
+      } else if (consumers.count > 0 && consumers.agree && ReadsWeight(graph, n) &&
+                 !manifest.module(consumers.lca).parameters.empty()) {
+        m.module = consumers.lca;
+        m.confidence = kWeightToConsumer * consumers.weakest;
+        m.evidence = "reads an unnamed weight; its consumers' module holds the parameters";
       } else if (!has_producer && consumers.count > 0) {
         m.module = consumers.lca;
         m.confidence = (consumers.agree ? kSourceAgreeing : kDisagreeing) * consumers.weakest;
         m.evidence = absl::StrCat(consumers.agree ? "source node; all " : "source node; lowest common ancestor of ",
                                   consumers.count, " consumers");
       } else if (producers.count > 0 && consumers.count > 0) {
-        m.module = manifest.lowestCommonAncestor(producers.lca, consumers.lca);
+        m.module = manifest.lowestCommonAncestor(Lift(manifest, producers.lca),
+                                                 Lift(manifest, consumers.lca));
         m.confidence = kBothSides * std::min(producers.weakest, consumers.weakest);
         m.evidence = absl::StrCat("lowest common ancestor of ", producers.count,
                                   " producers and ", consumers.count, " consumers");
       } else if (!one_sided) {
         continue;
       } else if (consumers.count > 0) {
-        m.module = consumers.lca;
+        m.module = Lift(manifest, consumers.lca);
         m.confidence = kOneSide * consumers.weakest;
         m.evidence = absl::StrCat("from ", consumers.count, " consumers only");
       } else if (producers.count > 0) {
-        m.module = producers.lca;
+        m.module = Lift(manifest, producers.lca);
         m.confidence = kOneSide * producers.weakest;
         m.evidence = absl::StrCat("from ", producers.count, " producers only");
       } else {

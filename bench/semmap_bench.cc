@@ -1,0 +1,125 @@
+// semmap_bench: one measurement of semmap on one model, in a fresh process
+// so peak RSS belongs to that measurement alone.
+//
+//   semmap_bench MODEL.onnx MANIFEST.json [--loader wire|protobuf]
+//                [--repeat N] [--no-map]
+//
+// Loads the graph, loads the manifest, maps every node, and prints one JSON
+// line: nodes, load_s, manifest_s, map_s, total_s, nodes/s of each step,
+// mapped nodes, peak_rss_mb (VmHWM) and the file size. With --repeat the
+// fastest of N rounds is reported. Exit codes: 0 ok, 2 bad usage or input.
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <string>
+
+#include "semmap/semmap.h"
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Peak resident set size in MiB: VmHWM, or getrusage where /proc is absent.
+double PeakRssMb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+int Usage() {
+  std::cerr << "usage: semmap_bench MODEL.onnx MANIFEST.json [--loader wire|protobuf] "
+               "[--repeat N] [--no-map]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model, manifest_path, loader_name = "wire";
+  int repeat = 1;
+  bool map = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--loader" && i + 1 < argc) {
+      loader_name = argv[++i];
+    } else if (arg == "--repeat" && i + 1 < argc) {
+      repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--no-map") {
+      map = false;
+    } else if (!arg.empty() && arg[0] != '-' && model.empty()) {
+      model = arg;
+    } else if (!arg.empty() && arg[0] != '-' && manifest_path.empty()) {
+      manifest_path = arg;
+    } else {
+      return Usage();
+    }
+  }
+  if (model.empty() || manifest_path.empty()) return Usage();
+  semmap::GraphOptions options;
+  if (loader_name == "wire") {
+    options.loader = semmap::Loader::kWireScan;
+  } else if (loader_name == "protobuf") {
+    options.loader = semmap::Loader::kProtobuf;
+  } else {
+    return Usage();
+  }
+
+  const double inf = std::numeric_limits<double>::infinity();
+  double load_s = inf, manifest_s = inf, map_s = inf, total_s = inf;
+  std::size_t nodes = 0, mapped = 0;
+  for (int round = 0; round < repeat; ++round) {
+    const double t0 = Now();
+    auto graph = semmap::Graph::Load(model, options);
+    const double t1 = Now();
+    if (!graph.ok()) {
+      std::cerr << "semmap_bench: " << graph.status().message() << "\n";
+      return 2;
+    }
+    nodes = graph->size();
+    double t2 = t1, t3 = t1;
+    if (map) {
+      auto manifest = semmap::Manifest::Load(manifest_path);
+      t2 = Now();
+      if (!manifest.ok()) {
+        std::cerr << "semmap_bench: " << manifest.status().message() << "\n";
+        return 2;
+      }
+      auto mapper = semmap::SemanticMapper::Create(*graph, &*manifest);
+      t3 = Now();
+      if (!mapper.ok()) {
+        std::cerr << "semmap_bench: " << mapper.status().message() << "\n";
+        return 2;
+      }
+      mapped = mapper->mappedCount();
+    }
+    load_s = std::min(load_s, t1 - t0);
+    manifest_s = std::min(manifest_s, t2 - t1);
+    map_s = std::min(map_s, t3 - t2);
+    total_s = std::min(total_s, t3 - t0);
+  }
+  struct stat st;
+  const double file_mb = stat(model.c_str(), &st) == 0 ? st.st_size / 1048576.0 : 0.0;
+  const double n = static_cast<double>(nodes);
+  std::printf(
+      "{\"loader\":\"%s\",\"nodes\":%zu,\"mapped\":%zu,\"load_s\":%.6f,\"manifest_s\":%.6f,"
+      "\"map_s\":%.6f,\"total_s\":%.6f,\"load_nodes_per_s\":%.0f,\"map_nodes_per_s\":%.0f,"
+      "\"peak_rss_mb\":%.1f,\"file_mb\":%.1f}\n",
+      loader_name.c_str(), nodes, mapped, load_s, manifest_s, map_s, total_s,
+      load_s > 0 ? n / load_s : 0.0, map && map_s > 0 ? n / map_s : 0.0, PeakRssMb(), file_mb);
+  return 0;
+}

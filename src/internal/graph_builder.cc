@@ -1,0 +1,91 @@
+#include "internal/graph_builder.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace semmap {
+namespace internal {
+
+void GraphBuilder::SetModelInfo(std::int64_t ir_version, std::string producer_name,
+                                std::string producer_version, std::int64_t opset,
+                                std::vector<std::pair<std::string, std::string>> metadata) {
+  g_.ir_version_ = ir_version;
+  g_.producer_name_ = std::move(producer_name);
+  g_.producer_version_ = std::move(producer_version);
+  g_.opset_ = opset;
+  g_.model_metadata_ = std::move(metadata);
+}
+
+absl::Status GraphBuilder::CheckNesting(int parent) const {
+  if (g_.subgraphs_[static_cast<std::size_t>(parent)].depth + 1 > options_.max_subgraph_depth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin_, ": subgraphs nested deeper than ", options_.max_subgraph_depth,
+        " levels (GraphOptions::max_subgraph_depth)"));
+  }
+  return absl::OkStatus();
+}
+
+int GraphBuilder::AddSubgraph(Subgraph s) {
+  if (s.kind == Subgraph::Kind::kAttribute) {
+    s.depth = g_.subgraphs_[static_cast<std::size_t>(s.parent)].depth + 1;
+  }
+  g_.subgraphs_.push_back(std::move(s));
+  return static_cast<int>(g_.subgraphs_.size()) - 1;
+}
+
+absl::Status GraphBuilder::AddNode(int subgraph, NodeId* id) {
+  if (g_.nodes_.size() >= options_.max_nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin_, ": more than ", options_.max_nodes, " nodes (GraphOptions::max_nodes)"));
+  }
+  *id = static_cast<NodeId>(g_.nodes_.size());
+  g_.nodes_.emplace_back();
+  g_.nodes_.back().subgraph = subgraph;
+  return absl::OkStatus();
+}
+
+Graph GraphBuilder::Finish() {
+  std::vector<Node>& nodes = g_.nodes_;
+  // A name is its node's id when non-empty and unique in the model; the
+  // by-id index is built on the way (one hash probe per node).
+  auto& by_id = g_.by_id_;
+  by_id.reserve(nodes.size());
+  std::vector<bool> duplicate(nodes.size(), false);
+  bool any_duplicate = false;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const std::string& name = nodes[i].name;
+    if (name.empty()) continue;
+    auto inserted = by_id.try_emplace(name, static_cast<NodeId>(i));
+    if (!inserted.second) {
+      duplicate[static_cast<std::size_t>(inserted.first->second)] = true;
+      duplicate[i] = true;
+      any_duplicate = true;
+    }
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    Node& n = nodes[i];
+    if (!n.name.empty() && !duplicate[i]) {
+      n.id = n.name;
+    } else {
+      if (!n.name.empty()) by_id.erase(absl::string_view(n.name));
+      n.id = absl::StrCat(n.name, "#", i);
+      any_duplicate = true;
+    }
+  }
+  if (any_duplicate) {
+    // Generated ids may repeat a name ("a#3" named so on purpose): the
+    // first node in order holds the id.
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      Node& n = nodes[i];
+      if (!n.name.empty() && !duplicate[i]) continue;
+      auto inserted = by_id.try_emplace(n.id, static_cast<NodeId>(i));
+      if (!inserted.second && inserted.first->second > static_cast<NodeId>(i)) {
+        inserted.first->second = static_cast<NodeId>(i);
+      }
+    }
+  }
+  g_.BuildIndexes();
+  return std::move(g_);
+}
+
+}  // namespace internal
+}  // namespace semmap

@@ -1,0 +1,155 @@
+#include "internal/protobuf_loader.h"
+
+#include <climits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/unknown_field_set.h"
+#include "internal/status_macros.h"
+#include "onnx/onnx_pb.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// NodeProto.metadata_props is field 9 since onnx 1.16; Debian's onnx 1.12
+// keeps it among the unknown fields, so it is read from there.
+constexpr int kNodeMetadataPropsField = 9;
+
+class ProtoWalker {
+ public:
+  ProtoWalker(GraphBuilder* b) : b_(b) {}
+
+  absl::Status Walk(const onnx::ModelProto& model) {
+    std::int64_t opset = 0;
+    for (const auto& op : model.opset_import()) {
+      if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
+    }
+    std::vector<std::pair<std::string, std::string>> metadata;
+    for (const auto& kv : model.metadata_props()) metadata.emplace_back(kv.key(), kv.value());
+    b_->SetModelInfo(model.ir_version(), model.producer_name(), model.producer_version(), opset,
+                     std::move(metadata));
+    Subgraph main;
+    main.name = model.graph().name();
+    b_->AddSubgraph(std::move(main));
+    for (const auto& v : model.graph().input()) b_->AddMainInput(v.name());
+    for (const auto& v : model.graph().output()) b_->AddMainOutput(v.name());
+    SEMMAP_RETURN_IF_ERROR(AddGraph(model.graph(), 0));
+    for (const auto& fn : model.functions()) {
+      Subgraph s;
+      s.kind = Subgraph::Kind::kFunction;
+      s.name = fn.name();
+      s.domain = fn.domain();
+      const int index = b_->AddSubgraph(std::move(s));
+      for (const auto& in : fn.input()) b_->DefineValue(index, in);
+      for (const auto& node : fn.node()) SEMMAP_RETURN_IF_ERROR(AddNode(node, index));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status AddGraph(const onnx::GraphProto& graph, int index) {
+    for (const auto& t : graph.initializer()) AddInitializer(t, index);
+    for (const auto& st : graph.sparse_initializer()) AddInitializer(st.values(), index);
+    for (const auto& v : graph.input()) b_->DefineValue(index, v.name());
+    for (const auto& node : graph.node()) SEMMAP_RETURN_IF_ERROR(AddNode(node, index));
+    return absl::OkStatus();
+  }
+
+  void AddInitializer(const onnx::TensorProto& t, int index) {
+    TensorInfo info;
+    info.name = t.name();
+    info.elem_type = t.data_type();
+    info.dims.assign(t.dims().begin(), t.dims().end());
+    info.external = t.data_location() == onnx::TensorProto::EXTERNAL;
+    info.subgraph = index;
+    b_->AddInitializer(std::move(info));
+  }
+
+  absl::Status AddNode(const onnx::NodeProto& proto, int subgraph) {
+    NodeId id;
+    SEMMAP_RETURN_IF_ERROR(b_->AddNode(subgraph, &id));
+    Node& n = b_->node(id);
+    n.name = proto.name();
+    n.op_type = proto.op_type();
+    n.domain = proto.domain();
+    n.inputs.assign(proto.input().begin(), proto.input().end());
+    n.outputs.assign(proto.output().begin(), proto.output().end());
+    n.doc_string = proto.doc_string();
+    ReadMetadata(proto, &n.metadata);
+    for (const auto& attr : proto.attribute()) n.attribute_names.push_back(attr.name());
+    // Descend right after the owning node, in attribute order.
+    for (const auto& attr : proto.attribute()) {
+      if (attr.type() == onnx::AttributeProto::GRAPH || attr.has_g()) {
+        SEMMAP_RETURN_IF_ERROR(AddSubgraph(attr.g(), id, attr.name(), subgraph));
+      }
+      for (const auto& body : attr.graphs()) {
+        SEMMAP_RETURN_IF_ERROR(AddSubgraph(body, id, attr.name(), subgraph));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddSubgraph(const onnx::GraphProto& graph, NodeId owner,
+                           const std::string& attribute, int parent) {
+    SEMMAP_RETURN_IF_ERROR(b_->CheckNesting(parent));
+    Subgraph s;
+    s.kind = Subgraph::Kind::kAttribute;
+    s.name = graph.name();
+    s.owner = owner;
+    s.attribute = attribute;
+    s.parent = parent;
+    return AddGraph(graph, b_->AddSubgraph(std::move(s)));
+  }
+
+  static void ReadMetadata(const onnx::NodeProto& proto,
+                           std::vector<std::pair<std::string, std::string>>* out) {
+    const auto& unknown = proto.GetReflection()->GetUnknownFields(proto);
+    for (int i = 0; i < unknown.field_count(); ++i) {
+      const auto& field = unknown.field(i);
+      if (field.number() != kNodeMetadataPropsField ||
+          field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
+        continue;
+      }
+      onnx::StringStringEntryProto entry;
+      if (entry.ParseFromString(field.length_delimited())) {
+        out->emplace_back(entry.key(), entry.value());
+      }
+    }
+  }
+
+  GraphBuilder* b_;
+};
+
+}  // namespace
+
+absl::Status LoadWithProtobuf(absl::string_view bytes, absl::string_view origin,
+                              const GraphOptions& options, GraphBuilder* builder) {
+  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": ", bytes.size(), " bytes is above protobuf's 2 GB message limit"));
+  }
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const std::uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(INT_MAX);
+  // Each subgraph level costs three message levels (Graph, Node, Attribute).
+  stream.SetRecursionLimit(options.max_subgraph_depth * 3 + 16);
+  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": not a valid ONNX model (protobuf parse failed: truncated, corrupt, "
+                "nested too deep, or not an ONNX file)"));
+  }
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": not an ONNX model (", model.has_graph() ? "no ir_version" : "no graph",
+        "; is this a different protobuf message?)"));
+  }
+  return ProtoWalker(builder).Walk(model);
+}
+
+}  // namespace internal
+}  // namespace semmap

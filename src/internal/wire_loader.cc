@@ -1,0 +1,445 @@
+#include "internal/wire_loader.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "internal/status_macros.h"
+#include "internal/wire_reader.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// Field numbers of onnx.proto (onnx 1.16 for NodeProto.metadata_props).
+namespace model_field {
+constexpr std::uint32_t kIrVersion = 1, kProducerName = 2, kProducerVersion = 3, kGraph = 7,
+                        kOpsetImport = 8, kMetadataProps = 14, kFunctions = 25;
+}
+namespace graph_field {
+constexpr std::uint32_t kNode = 1, kName = 2, kInitializer = 5, kInput = 11, kOutput = 12,
+                        kSparseInitializer = 15;
+}
+namespace node_field {
+constexpr std::uint32_t kInput = 1, kOutput = 2, kName = 3, kOpType = 4, kAttribute = 5,
+                        kDocString = 6, kDomain = 7, kMetadataProps = 9;
+}
+namespace attribute_field {
+constexpr std::uint32_t kName = 1, kG = 6, kGraphs = 11, kType = 20;
+constexpr std::int32_t kTypeGraph = 5, kMaxKnownType = 14;  // AttributeProto.AttributeType
+}
+namespace tensor_field {
+constexpr std::uint32_t kDims = 1, kDataType = 2, kName = 8, kDataLocation = 14;
+constexpr std::int32_t kExternal = 1;  // TensorProto.DataLocation
+}
+namespace function_field {
+constexpr std::uint32_t kName = 1, kInput = 4, kNode = 7, kDomain = 10;
+}
+constexpr std::uint32_t kSparseValues = 1;    // SparseTensorProto.values
+constexpr std::uint32_t kValueInfoName = 1;   // ValueInfoProto.name
+constexpr std::uint32_t kEntryKey = 1, kEntryValue = 2;  // StringStringEntryProto
+constexpr std::uint32_t kOpsetDomain = 1, kOpsetVersion = 2;  // OperatorSetIdProto
+
+// The occurrences of one singular message field: protobuf merges them, which
+// is the same as reading their fields in order.
+using Spans = absl::InlinedVector<absl::string_view, 1>;
+
+bool IsLen(const WireField& f) { return f.type == WireType::kLen; }
+bool IsVarint(const WireField& f) { return f.type == WireType::kVarint; }
+std::string Str(absl::string_view v) { return std::string(v.data(), v.size()); }
+
+struct Attribute {
+  absl::string_view name;
+  std::int32_t type = 0;
+  Spans g;
+  absl::InlinedVector<absl::string_view, 1> graphs;
+  bool hasBody() const {
+    return type == attribute_field::kTypeGraph || !g.empty() || !graphs.empty();
+  }
+};
+
+class WireWalker {
+ public:
+  WireWalker(absl::string_view file, absl::string_view origin, GraphBuilder* b)
+      : file_(file), origin_(origin), b_(b) {}
+
+  absl::Status Walk() {
+    std::int64_t ir_version = 0, opset = 0;
+    std::string producer_name, producer_version;
+    std::vector<std::pair<std::string, std::string>> metadata;
+    Spans graph;
+    std::vector<absl::string_view> functions;
+    WireReader r(file_);
+    WireField f;
+    while (r.Next(&f)) {
+      switch (f.number) {
+        case model_field::kIrVersion:
+          if (IsVarint(f)) ir_version = static_cast<std::int64_t>(f.varint);
+          break;
+        case model_field::kProducerName:
+          if (IsLen(f)) producer_name = Str(f.bytes);
+          break;
+        case model_field::kProducerVersion:
+          if (IsLen(f)) producer_version = Str(f.bytes);
+          break;
+        case model_field::kGraph:
+          if (IsLen(f)) graph.push_back(f.bytes);
+          break;
+        case model_field::kOpsetImport:
+          if (IsLen(f)) SEMMAP_RETURN_IF_ERROR(ReadOpset(f.bytes, &opset));
+          break;
+        case model_field::kMetadataProps:
+          if (IsLen(f)) {
+            std::pair<std::string, std::string> kv;
+            WireReader entry(f.bytes);
+            if (!ReadEntry(&entry, &kv)) return Malformed(entry, "StringStringEntryProto");
+            metadata.push_back(std::move(kv));
+          }
+          break;
+        case model_field::kFunctions:
+          if (IsLen(f)) functions.push_back(f.bytes);
+          break;
+        default:
+          break;
+      }
+    }
+    if (!r.ok()) return Malformed(r, "ModelProto");
+    if (graph.empty() || ir_version <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin_, ": not an ONNX model (", graph.empty() ? "no graph" : "no ir_version",
+          "; is this a different protobuf message?)"));
+    }
+    b_->SetModelInfo(ir_version, std::move(producer_name), std::move(producer_version), opset,
+                     std::move(metadata));
+    SEMMAP_RETURN_IF_ERROR(AddGraph(graph, Subgraph()));
+    for (absl::string_view fn : functions) SEMMAP_RETURN_IF_ERROR(AddFunction(fn));
+    return absl::OkStatus();
+  }
+
+ private:
+  // `s` describes the graph (kind, owner, attribute, parent); its name is
+  // read here. Initializers, then sparse initializers, then inputs define
+  // values; then the nodes, each followed by its subgraphs.
+  absl::Status AddGraph(const Spans& spans, Subgraph s) {
+    const int index = b_->subgraphCount();
+    const bool main = s.kind == Subgraph::Kind::kMain;
+    std::vector<absl::string_view> sparse;
+    absl::string_view name;
+    std::size_t nodes = 0;
+    for (absl::string_view span : spans) {
+      WireReader r(span);
+      WireField f;
+      while (r.Next(&f)) {
+        if (!IsLen(f)) continue;
+        switch (f.number) {
+          case graph_field::kNode:
+            ++nodes;
+            break;
+          case graph_field::kName:
+            name = f.bytes;
+            break;
+          case graph_field::kInitializer:
+            SEMMAP_RETURN_IF_ERROR(AddTensor(Spans{f.bytes}, index));
+            break;
+          case graph_field::kSparseInitializer:
+            sparse.push_back(f.bytes);
+            break;
+          case graph_field::kInput: {
+            absl::string_view value;
+            SEMMAP_RETURN_IF_ERROR(ReadValueName(f.bytes, &value));
+            if (main) b_->AddMainInput(Str(value));
+            b_->DefineValue(index, Str(value));
+            break;
+          }
+          case graph_field::kOutput:
+            if (main) {
+              absl::string_view value;
+              SEMMAP_RETURN_IF_ERROR(ReadValueName(f.bytes, &value));
+              b_->AddMainOutput(Str(value));
+            }
+            break;
+          default:
+            break;
+        }
+      }
+      if (!r.ok()) return Malformed(r, "GraphProto");
+    }
+    s.name = Str(name);
+    b_->AddSubgraph(std::move(s));
+    if (main) b_->ReserveNodes(nodes);
+    for (absl::string_view st : sparse) {
+      Spans values;
+      WireReader r(st);
+      WireField f;
+      while (r.Next(&f)) {
+        if (f.number == kSparseValues && IsLen(f)) values.push_back(f.bytes);
+      }
+      if (!r.ok()) return Malformed(r, "SparseTensorProto");
+      SEMMAP_RETURN_IF_ERROR(AddTensor(values, index));
+    }
+    for (absl::string_view span : spans) {
+      WireReader r(span);
+      WireField f;
+      while (r.Next(&f)) {
+        if (f.number == graph_field::kNode && IsLen(f)) {
+          SEMMAP_RETURN_IF_ERROR(AddNode(f.bytes, index));
+        }
+      }
+      // Already walked once without error.
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddNode(absl::string_view bytes, int subgraph) {
+    NodeId id;
+    SEMMAP_RETURN_IF_ERROR(b_->AddNode(subgraph, &id));
+    Node& n = b_->node(id);
+    inputs_.clear();
+    outputs_.clear();
+    bool descend = false;
+    WireReader r(bytes);
+    WireField f;
+    while (r.Next(&f)) {
+      if (!IsLen(f)) continue;
+      switch (f.number) {
+        case node_field::kInput:
+          inputs_.push_back(f.bytes);
+          break;
+        case node_field::kOutput:
+          outputs_.push_back(f.bytes);
+          break;
+        case node_field::kName:
+          n.name.assign(f.bytes.data(), f.bytes.size());
+          break;
+        case node_field::kOpType:
+          n.op_type.assign(f.bytes.data(), f.bytes.size());
+          break;
+        case node_field::kAttribute: {
+          Attribute a;
+          SEMMAP_RETURN_IF_ERROR(ReadAttribute(f.bytes, &a));
+          n.attribute_names.emplace_back(a.name.data(), a.name.size());
+          descend = descend || a.hasBody();
+          break;
+        }
+        case node_field::kDocString:
+          n.doc_string.assign(f.bytes.data(), f.bytes.size());
+          break;
+        case node_field::kDomain:
+          n.domain.assign(f.bytes.data(), f.bytes.size());
+          break;
+        case node_field::kMetadataProps: {
+          // Unknown to older onnx.proto: an entry protobuf cannot parse is
+          // dropped, as the protobuf loader does.
+          std::pair<std::string, std::string> kv;
+          WireReader entry(f.bytes);
+          if (ReadEntry(&entry, &kv)) n.metadata.push_back(std::move(kv));
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    if (!r.ok()) return Malformed(r, "NodeProto");
+    n.inputs.reserve(inputs_.size());
+    for (absl::string_view v : inputs_) n.inputs.emplace_back(v.data(), v.size());
+    n.outputs.reserve(outputs_.size());
+    for (absl::string_view v : outputs_) n.outputs.emplace_back(v.data(), v.size());
+    if (!descend) return absl::OkStatus();
+    // Descend right after the owning node, in attribute order. `n` may
+    // dangle from here on: subgraph nodes grow the node vector.
+    WireReader again(bytes);
+    while (again.Next(&f)) {
+      if (f.number != node_field::kAttribute || !IsLen(f)) continue;
+      Attribute a;
+      SEMMAP_RETURN_IF_ERROR(ReadAttribute(f.bytes, &a));
+      if (a.type == attribute_field::kTypeGraph || !a.g.empty()) {
+        SEMMAP_RETURN_IF_ERROR(AddAttributeGraph(a.g, id, a.name, subgraph));
+      }
+      for (absl::string_view body : a.graphs) {
+        SEMMAP_RETURN_IF_ERROR(AddAttributeGraph(Spans{body}, id, a.name, subgraph));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddAttributeGraph(const Spans& spans, NodeId owner, absl::string_view attribute,
+                                 int parent) {
+    SEMMAP_RETURN_IF_ERROR(b_->CheckNesting(parent));
+    Subgraph s;
+    s.kind = Subgraph::Kind::kAttribute;
+    s.owner = owner;
+    s.attribute = Str(attribute);
+    s.parent = parent;
+    return AddGraph(spans, std::move(s));
+  }
+
+  absl::Status AddFunction(absl::string_view bytes) {
+    Subgraph s;
+    s.kind = Subgraph::Kind::kFunction;
+    std::vector<absl::string_view> inputs;
+    WireReader r(bytes);
+    WireField f;
+    while (r.Next(&f)) {
+      if (!IsLen(f)) continue;
+      if (f.number == function_field::kName) s.name = Str(f.bytes);
+      if (f.number == function_field::kDomain) s.domain = Str(f.bytes);
+      if (f.number == function_field::kInput) inputs.push_back(f.bytes);
+    }
+    if (!r.ok()) return Malformed(r, "FunctionProto");
+    const int index = b_->AddSubgraph(std::move(s));
+    for (absl::string_view in : inputs) b_->DefineValue(index, Str(in));
+    WireReader nodes(bytes);
+    while (nodes.Next(&f)) {
+      if (f.number == function_field::kNode && IsLen(f)) {
+        SEMMAP_RETURN_IF_ERROR(AddNode(f.bytes, index));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status AddTensor(const Spans& spans, int subgraph) {
+    TensorInfo info;
+    info.subgraph = subgraph;
+    std::int32_t location = 0;
+    for (absl::string_view span : spans) {
+      WireReader r(span);
+      WireField f;
+      while (r.Next(&f)) {
+        switch (f.number) {
+          case tensor_field::kDims:
+            if (IsVarint(f)) {
+              info.dims.push_back(static_cast<std::int64_t>(f.varint));
+            } else if (IsLen(f) &&
+                       !ForEachPackedVarint(f.bytes, [&info](std::uint64_t v) {
+                         info.dims.push_back(static_cast<std::int64_t>(v));
+                       })) {
+              return MalformedAt(f.bytes.data(), "malformed packed dims in TensorProto");
+            }
+            break;
+          case tensor_field::kDataType:
+            if (IsVarint(f)) info.elem_type = static_cast<std::int32_t>(f.varint);
+            break;
+          case tensor_field::kName:
+            if (IsLen(f)) info.name = Str(f.bytes);
+            break;
+          case tensor_field::kDataLocation:
+            if (IsVarint(f)) {
+              const auto v = static_cast<std::int32_t>(f.varint);
+              if (v == 0 || v == tensor_field::kExternal) location = v;
+            }
+            break;
+          default:
+            break;  // payloads (raw_data, *_data, external_data) skipped by length
+        }
+      }
+      if (!r.ok()) return Malformed(r, "TensorProto");
+    }
+    info.external = location == tensor_field::kExternal;
+    b_->AddInitializer(std::move(info));
+    return absl::OkStatus();
+  }
+
+  absl::Status ReadAttribute(absl::string_view bytes, Attribute* a) {
+    WireReader r(bytes);
+    WireField f;
+    while (r.Next(&f)) {
+      switch (f.number) {
+        case attribute_field::kName:
+          if (IsLen(f)) a->name = f.bytes;
+          break;
+        case attribute_field::kType:
+          if (IsVarint(f)) {
+            const auto v = static_cast<std::int32_t>(f.varint);
+            if (v >= 0 && v <= attribute_field::kMaxKnownType) a->type = v;
+          }
+          break;
+        case attribute_field::kG:
+          if (IsLen(f)) a->g.push_back(f.bytes);
+          break;
+        case attribute_field::kGraphs:
+          if (IsLen(f)) a->graphs.push_back(f.bytes);
+          break;
+        default:
+          break;
+      }
+    }
+    return r.ok() ? absl::OkStatus() : Malformed(r, "AttributeProto");
+  }
+
+  absl::Status ReadValueName(absl::string_view bytes, absl::string_view* name) {
+    *name = absl::string_view();
+    WireReader r(bytes);
+    WireField f;
+    while (r.Next(&f)) {
+      if (f.number == kValueInfoName && IsLen(f)) *name = f.bytes;
+    }
+    return r.ok() ? absl::OkStatus() : Malformed(r, "ValueInfoProto");
+  }
+
+  absl::Status ReadOpset(absl::string_view bytes, std::int64_t* opset) {
+    absl::string_view domain;
+    std::int64_t version = 0;
+    WireReader r(bytes);
+    WireField f;
+    while (r.Next(&f)) {
+      if (f.number == kOpsetDomain && IsLen(f)) domain = f.bytes;
+      if (f.number == kOpsetVersion && IsVarint(f)) version = static_cast<std::int64_t>(f.varint);
+    }
+    if (!r.ok()) return Malformed(r, "OperatorSetIdProto");
+    if (domain.empty() || domain == "ai.onnx") *opset = version;
+    return absl::OkStatus();
+  }
+
+  static bool ReadEntry(WireReader* r, std::pair<std::string, std::string>* kv) {
+    WireField f;
+    while (r->Next(&f)) {
+      if (!IsLen(f)) continue;
+      if (f.number == kEntryKey) kv->first = Str(f.bytes);
+      if (f.number == kEntryValue) kv->second = Str(f.bytes);
+    }
+    return r->ok();
+  }
+
+  std::uint64_t OffsetOf(const char* at) const {
+    return static_cast<std::uint64_t>(at - file_.data());
+  }
+
+  absl::Status Malformed(const WireReader& r, const char* message) const {
+    const WireError& e = r.error();
+    std::string text = absl::StrCat(origin_, ": not a valid ONNX model: byte offset ",
+                                    OffsetOf(e.at), ": ", e.what, " in ", message);
+    if (e.field != 0) absl::StrAppend(&text, " (field ", e.field, ")");
+    if (e.length != 0 || e.left != 0) {
+      absl::StrAppend(&text, ": claims ", e.length, " bytes, ", e.left, " left");
+      if (e.end == file_.data() + file_.size()) {
+        absl::StrAppend(&text, " (file truncated?)");
+      }
+    }
+    return absl::InvalidArgumentError(text);
+  }
+
+  absl::Status MalformedAt(const char* at, const char* what) const {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin_, ": not a valid ONNX model: byte offset ", OffsetOf(at), ": ", what));
+  }
+
+  absl::string_view file_;
+  absl::string_view origin_;
+  GraphBuilder* b_;
+  // Reused by AddNode before it recurses.
+  std::vector<absl::string_view> inputs_;
+  std::vector<absl::string_view> outputs_;
+};
+
+}  // namespace
+
+absl::Status LoadWithWireScan(absl::string_view bytes, absl::string_view origin,
+                              const GraphOptions& options, GraphBuilder* builder) {
+  return WireWalker(bytes, origin, builder).Walk();
+}
+
+}  // namespace internal
+}  // namespace semmap
