@@ -216,7 +216,8 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
                               {"class", std::string(m.qualified_class)},
                               {"confidence", m.confidence},
                               {"strategy", std::string(StrategyName(m.strategy))}}}};
-      node->set_doc_string(doc.dump());
+      // Module paths may come from non-UTF-8 node names: replace, never throw.
+      node->set_doc_string(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
     result.mapped += m.mapped() ? 1 : 0;
     ++next;

@@ -1,6 +1,8 @@
 #include "semmap/manifest.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -24,6 +26,22 @@ bool IsNumericAtom(absl::string_view atom) {
   return std::all_of(atom.begin(), atom.end(), [](char c) {
     return absl::ascii_isdigit(static_cast<unsigned char>(c));
   });
+}
+
+// Sets ModuleInfo::numbered_children once the children are linked.
+void MarkNumberedChildren(std::vector<ModuleInfo>* modules) {
+  for (ModuleInfo& m : *modules) {
+    m.numbered_children = !m.children.empty();
+    for (ModuleId c : m.children) {
+      const std::string& path = (*modules)[c].path;
+      const std::size_t dot = path.rfind('.');
+      if (!IsNumericAtom(dot == std::string::npos ? absl::string_view(path)
+                                                  : absl::string_view(path).substr(dot + 1))) {
+        m.numbered_children = false;
+        break;
+      }
+    }
+  }
 }
 
 // Field access with errors that carry the JSON pointer of the field.
@@ -182,9 +200,11 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
     doc = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
     return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": not valid JSON at byte ", e.byte, ": ", e.what()));
+        origin, ": not valid JSON at byte ", e.byte, ": ",
+        internal::Abbreviate(e.what(), 200)));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": cannot parse JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": cannot parse JSON: ",
+                                                   internal::Abbreviate(e.what(), 200)));
   }
   const Reader r(origin);
   if (!doc.is_object()) {
@@ -200,12 +220,17 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
     return r.Error("/schema_version", "missing or not an integer");
   }
   Manifest m;
-  m.schema_version_ = version->get<int>();
-  if (m.schema_version_ != kManifestSchemaVersion) {
+  // Compared as read: get<int>() would wrap 2^32 + 1 to 1.
+  const std::int64_t schema_version = version->is_number_unsigned()
+                                          ? static_cast<std::int64_t>(std::min<std::uint64_t>(
+                                                version->get<std::uint64_t>(), INT64_MAX))
+                                          : version->get<std::int64_t>();
+  if (schema_version != kManifestSchemaVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
-        origin, ": manifest schema version ", m.schema_version_,
+        origin, ": manifest schema version ", version->dump(),
         " is not supported (this build reads version ", kManifestSchemaVersion, ")"));
   }
+  m.schema_version_ = kManifestSchemaVersion;
   SEMMAP_ASSIGN_OR_RETURN(const json* model, r.Field(doc, "", "model"));
   if (!model->is_object()) return r.Error("/model", "expected an object");
   SEMMAP_ASSIGN_OR_RETURN(m.model_class_, r.String(*model, "/model", "class", false));
@@ -241,6 +266,7 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
     m.modules_[i].parent = parent;
     m.modules_[i].depth = m.modules_[parent].depth + 1;
   }
+  std::vector<bool> listed(m.modules_.size(), false);
   for (std::size_t i = 0; i < m.modules_.size(); ++i) {
     for (std::size_t c = 0; c < links[i].second.size(); ++c) {
       const ModuleId child = m.find(links[i].second[c]);
@@ -252,16 +278,22 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
       if (m.modules_[child].parent != static_cast<ModuleId>(i)) {
         return r.Error(where, "child does not name this module as its parent");
       }
+      // Only its parent may list a child, so once overall means once there.
+      if (listed[child]) {
+        return r.Error(where, absl::StrCat("child \"", internal::Abbreviate(links[i].second[c]),
+                                           "\" is listed twice"));
+      }
+      listed[child] = true;
       m.modules_[i].children.push_back(child);
     }
   }
   for (std::size_t i = 1; i < m.modules_.size(); ++i) {
-    const auto& siblings = m.modules_[m.modules_[i].parent].children;
-    if (std::find(siblings.begin(), siblings.end(), static_cast<ModuleId>(i)) == siblings.end()) {
+    if (!listed[i]) {  // O(1): a linear search of siblings is quadratic on flat models
       return r.Error(absl::StrCat("/modules/", i, "/parent"),
                      "parent does not list this module among its children");
     }
   }
+  MarkNumberedChildren(&m.modules_);
   return m;
 }
 
@@ -305,6 +337,7 @@ Manifest Manifest::FromModulePaths(
     }
     if (parent != 0) set_class(parent, entry.second);
   }
+  MarkNumberedChildren(&m.modules_);
   return m;
 }
 

@@ -42,6 +42,7 @@ struct Scope {
   std::string qualified_class;  // from metadata, when present
   std::size_t nodes = 0;
   internal::ScopeResolution resolution;
+  Mapping outcome;  // what every node of this scope gets (unmapped if none)
 };
 using ScopeMap = absl::node_hash_map<std::string, Scope>;
 
@@ -231,41 +232,42 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   mapper.binding_ = derived ? RootBinding{}
                             : ChooseBinding(*manifest, scopes, options.max_wrapper_segments);
 
+  // Resolve each distinct scope once; its nodes copy the outcome.
   const internal::ScopeResolver resolver(*manifest);
+  const std::size_t wrapper_len = mapper.binding_.wrapper.size();
   for (auto& entry : scopes) {
     Scope& s = entry.second;
     s.resolution = resolver.Resolve(s.segments, mapper.binding_.root, mapper.binding_.wrapper);
+    const internal::ScopeResolution& r = s.resolution;
     if (derived) mapper.binding_.scoped_nodes += s.nodes;
-    if (derived && s.resolution.complete()) mapper.binding_.resolved_nodes += s.nodes;
-  }
-
-  const std::size_t wrapper_len = mapper.binding_.wrapper.size();
-  for (std::size_t i = 0; i < graph.size(); ++i) {
-    const Scope* s = node_scope[i];
-    if (s == nullptr) continue;
-    const internal::ScopeResolution& r = s->resolution;
-    Mapping& m = mapper.mappings_[i];
+    if (derived && r.complete()) mapper.binding_.resolved_nodes += s.nodes;
+    Mapping& m = s.outcome;
     if (r.complete()) {
       m.module = r.module;
-      m.strategy = s->from_metadata ? Strategy::kExporterMetadata : Strategy::kExactScope;
+      m.strategy = s.from_metadata ? Strategy::kExporterMetadata : Strategy::kExactScope;
       m.confidence = r.ambiguous ? kExactAmbiguous : r.call_suffix ? kExactCallSuffix : kExact;
-      m.evidence = ScopeEvidence(*s);
+      m.evidence = ScopeEvidence(s);
       if (r.call_suffix) absl::StrAppend(&m.evidence, " (call suffix folded)");
       const std::string& manifest_class = manifest->module(r.module).qualified_class;
-      if (!derived && !s->qualified_class.empty() && s->qualified_class != manifest_class) {
+      if (!derived && !s.qualified_class.empty() && s.qualified_class != manifest_class) {
         m.confidence = std::min(m.confidence, kClassMismatch);
-        absl::StrAppend(&m.evidence, "; exporter says ", s->qualified_class);
+        absl::StrAppend(&m.evidence, "; exporter says ", s.qualified_class);
       }
     } else if (r.module != kNoModule && r.resolved > wrapper_len) {
       m.module = r.module;
       m.strategy = Strategy::kScopePrefix;
       m.confidence = kPrefix;
-      m.evidence = absl::StrCat(ScopeEvidence(*s), ": resolved ", r.resolved - wrapper_len,
+      m.evidence = absl::StrCat(ScopeEvidence(s), ": resolved ", r.resolved - wrapper_len,
                                 " of ", r.total - wrapper_len, " segments");
     } else {
       continue;
     }
     if (derived) m.confidence *= kNoManifestFactor;
+  }
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    if (node_scope[i] != nullptr && node_scope[i]->outcome.mapped()) {
+      mapper.mappings_[i] = node_scope[i]->outcome;
+    }
   }
 
   // Nodes with neither scope nor metadata: the names of their tensors.

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "internal/default_rules.h"
 #include "internal/file_io.h"
@@ -24,16 +23,6 @@ constexpr std::int64_t kMaxProgramMemory = 1 << 20;  // per pattern, as RE2 caps
 constexpr std::uint64_t kMaxRuleFileBytes = 16 << 20;
 
 re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
-
-bool IsNumericAtom(absl::string_view path) {
-  const std::size_t dot = path.rfind('.');
-  const absl::string_view atom = dot == absl::string_view::npos ? path : path.substr(dot + 1);
-  if (atom.empty()) return false;
-  for (char c : atom) {
-    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -69,7 +58,8 @@ absl::StatusOr<std::unique_ptr<RE2>> Compile(const json& value, const std::strin
   auto re = std::make_unique<RE2>(pattern, options);
   if (!re->ok()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pointer, ": invalid pattern \"",
-                                                   internal::Abbreviate(pattern, 80), "\": ", re->error()));
+                                                   internal::Abbreviate(pattern, 80), "\": ",
+                                                   internal::Abbreviate(re->error(), 200)));
   }
   return re;
 }
@@ -131,7 +121,8 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
   try {
     doc = json::parse(text.begin(), text.end());
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": not valid JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": not valid JSON: ",
+                                                   internal::Abbreviate(e.what(), 200)));
   }
   // Type checks before value()/get(): nlohmann throws on a type mismatch.
   if (!doc.is_object() || !doc.contains("format") || !doc["format"].is_string() ||
@@ -232,12 +223,7 @@ std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {
     if (cat.qualified_re) ok = ok && RE2::PartialMatch(Piece(info.qualified_class), *cat.qualified_re);
     if (cat.path_re) ok = ok && RE2::PartialMatch(Piece(info.path), *cat.path_re);
     if (cat.repeated_child) {
-      ok = ok && info.parent != kNoModule && IsNumericAtom(info.path);
-      if (ok) {
-        for (ModuleId sibling : manifest.module(info.parent).children) {
-          ok = ok && IsNumericAtom(manifest.module(sibling).path);
-        }
-      }
+      ok = ok && info.parent != kNoModule && manifest.module(info.parent).numbered_children;
     }
     if (ok) return cat.name;
   }

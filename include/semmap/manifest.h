@@ -48,6 +48,9 @@ struct ModuleInfo {
   std::vector<TensorSpec> parameters;
   std::vector<TensorSpec> buffers;
   int depth = 0;  // root = 0
+  // True when the module has children and every child's last path atom is
+  // a number: a ModuleList or Sequential of repeated items.
+  bool numbered_children = false;
   // The name torch's TorchScript exporter gives this module's scope: the
   // path's trailing atoms back to the first non-numeric one
   // ("encoder.layer.0" -> "layer.0", "layer1.0" -> "layer1.0").
