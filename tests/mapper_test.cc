@@ -291,3 +291,76 @@ TEST_CASE("Dynamo export: module stacks in metadata resolve exactly", "[mapper][
   }
   CHECK(query >= 1);
 }
+
+TEST_CASE("tensor_names: fused nodes keep scoped outputs; weights name their module",
+          "[mapper][strategy]") {
+  // Modules as an optimizer-fused attention block leaves them. ManifestJson
+  // gives no parameters: add dense.bias and norm.weight.
+  std::string json = ManifestJson({"enc", "enc.att", "enc.att.dense", "enc.att.norm", "enc.ffn"});
+  const std::string dense = R"("path":"enc.att.dense","class":"M","qualified_class":"t.M","parent":"enc.att","children":[],"parameters":[])";
+  const std::string norm = R"("path":"enc.att.norm","class":"M","qualified_class":"t.M","parent":"enc.att","children":[],"parameters":[])";
+  REQUIRE(json.find(dense) != std::string::npos);
+  REQUIRE(json.find(norm) != std::string::npos);
+  json.replace(json.find(dense), dense.size(),
+               R"("path":"enc.att.dense","class":"M","qualified_class":"t.M","parent":"enc.att","children":[],"parameters":[{"name":"bias","shape":[4],"dtype":"float32"}])");
+  json.replace(json.find(norm), norm.size(),
+               R"("path":"enc.att.norm","class":"M","qualified_class":"t.M","parent":"enc.att","children":[],"parameters":[{"name":"weight","shape":[4],"dtype":"float32"}])");
+  auto m = Manifest::Parse(json, "m.json");
+  REQUIRE(m.ok());
+
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("x");
+  for (const char* name : {"enc.att.dense.bias", "enc.att.norm.weight"}) {
+    onnx::TensorProto* t = graph->add_initializer();
+    t->set_name(name);
+    t->set_data_type(1);
+    t->add_dims(4);
+  }
+  // A fused SkipLayerNorm: reads dense's bias and norm's weight, writes the
+  // value named after norm's output.
+  AddNode(graph, "SkipLayerNorm_AddBias_0", "SkipLayerNormalization",
+          {"x", "enc.att.dense.bias", "enc.att.norm.weight"},
+          {"/enc/att/norm/LayerNormalization_output_0"});
+  // A fused node known only by its output name.
+  AddNode(graph, "Attention_0", "Attention", {"/enc/att/norm/LayerNormalization_output_0"},
+          {"/enc/att/Reshape_3_output_0"});
+  auto g = Graph::Parse(Serialize(model), "fused.onnx");
+  REQUIRE(g.ok());
+  auto mapper = SemanticMapper::Create(*g, &*m);
+  REQUIRE(mapper.ok());
+
+  const semmap::Mapping& skip = mapper->moduleFor(0);
+  CHECK(skip.strategy == Strategy::kTensorNames);
+  CHECK(skip.module_path == "enc.att");  // LCA of dense and norm
+  CHECK(skip.confidence > 0.0);
+  CHECK(skip.confidence < 0.9);  // sources disagree
+
+  const semmap::Mapping& attention = mapper->moduleFor(1);
+  CHECK(attention.strategy == Strategy::kTensorNames);
+  CHECK(attention.module_path == "enc.att");
+  CHECK(attention.confidence >= 0.8);
+}
+
+TEST_CASE("Shape computations follow the node that uses the shape", "[mapper][strategy]") {
+  auto manifest = Manifest::Parse(ManifestJson({"a", "a.x", "b"}), "m.json");
+  REQUIRE(manifest.ok());
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("in");
+  AddNode(graph, "/b/Relu", "Relu", {"in"}, {"h"});        // another module's output
+  AddNode(graph, "n1", "Shape", {"h"}, {"s"});              // unnamed shape chain
+  AddNode(graph, "n2", "Constant", {}, {"i"});
+  AddNode(graph, "n3", "Gather", {"s", "i"}, {"d"});
+  AddNode(graph, "n4", "Unsqueeze", {"d"}, {"shape"});
+  AddNode(graph, "/a/x/Reshape", "Reshape", {"h", "shape"}, {"r"});
+  auto g = Graph::Parse(Serialize(model), "shape.onnx");
+  REQUIRE(g.ok());
+  auto mapper = SemanticMapper::Create(*g, &*manifest);
+  REQUIRE(mapper.ok());
+  for (semmap::NodeId i : {1, 3, 4}) {
+    CAPTURE(g->node(i).name);
+    CHECK(mapper->moduleFor(i).module_path == "a.x");
+    CHECK(mapper->moduleFor(i).strategy == Strategy::kOpRule);
+  }
+}
