@@ -271,11 +271,11 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   }
 
   // Nodes with neither scope nor metadata: the names of their tensors.
-  const internal::TensorEvidence tensors(graph, *manifest, rules, mapper.binding_);
+  const internal::OpTraits ops(graph, rules);
+  const internal::TensorEvidence tensors(graph, *manifest, rules, ops, mapper.binding_);
   for (std::size_t i = 0; i < graph.size(); ++i) {
     Mapping& m = mapper.mappings_[i];
-    const Node& node = graph.node(static_cast<NodeId>(i));
-    if (m.mapped() || rules.followsConsumers(node.op_type)) continue;
+    if (m.mapped() || ops.followsConsumers(static_cast<NodeId>(i))) continue;
     internal::TensorFinding finding;
     if (!tensors.ForNode(static_cast<NodeId>(i), &finding)) continue;
     m.module = finding.module;
@@ -284,7 +284,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     m.evidence = std::move(finding.evidence);
   }
 
-  internal::InferFromNeighbourhood(graph, *manifest, rules, options.max_neighbourhood_passes,
+  internal::InferFromNeighbourhood(graph, *manifest, ops, options.max_neighbourhood_passes,
                                    &mapper.mappings_);
 
   mapper.categories_.reserve(manifest->size());

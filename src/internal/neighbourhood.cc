@@ -42,7 +42,7 @@ struct Side {
 // Marks shape computations: Shape/Size nodes and nodes whose inputs all come
 // from shape computations, constants or initializers (at least one from a
 // shape computation). They compute the shape some other node uses.
-std::vector<bool> ShapeComputations(const Graph& graph, const Rules& rules) {
+std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
   std::vector<bool> shape(graph.size(), false);
   // Main-graph nodes are topologically ordered; a second sweep settles
   // subgraph nodes that read outer values defined later in the list.
@@ -50,7 +50,7 @@ std::vector<bool> ShapeComputations(const Graph& graph, const Rules& rules) {
     for (std::size_t i = 0; i < graph.size(); ++i) {
       const Node& n = graph.node(static_cast<NodeId>(i));
       if (shape[i]) continue;
-      if (rules.isShapeSource(n.op_type)) {
+      if (ops.isShapeSource(static_cast<NodeId>(i))) {
         shape[i] = true;
         continue;
       }
@@ -94,7 +94,7 @@ bool ReadsWeight(const Graph& graph, const Node& n) {
 }  // namespace
 
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
-                           const Rules& rules, int max_passes,
+                           const OpTraits& ops, int max_passes,
                            std::vector<Mapping>* mappings) {
   std::vector<Mapping>& out = *mappings;
   int passes = 0;
@@ -103,7 +103,7 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
   // reached its fixed point, so it never pre-empts a better answer.
   bool one_sided = false;
   bool changed = true;
-  const std::vector<bool> shape = ShapeComputations(graph, rules);
+  const std::vector<bool> shape = ShapeComputations(graph, ops);
   while (passes < max_passes) {
     if (!changed) {
       if (one_sided) break;
@@ -132,7 +132,7 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
       }
       Mapping& m = out[i];
       m.strategy = Strategy::kNeighbourhood;
-      if (consumers.count > 0 && rules.followsConsumers(n.op_type)) {
+      if (consumers.count > 0 && ops.followsConsumers(static_cast<NodeId>(i))) {
         m.module = consumers.lca;
         m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
         m.strategy = Strategy::kOpRule;

@@ -7,7 +7,7 @@
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
-#include "semmap/rules.h"
+#include "internal/op_traits.h"
 
 namespace semmap {
 namespace internal {
@@ -29,7 +29,7 @@ namespace internal {
 // any graph, cycles included: a node is assigned at most once.
 // Returns the number of passes run.
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
-                           const Rules& rules, int max_passes,
+                           const OpTraits& ops, int max_passes,
                            std::vector<Mapping>* mappings);
 
 }  // namespace internal

@@ -23,8 +23,10 @@ constexpr int kMaxChain = 4;
 }  // namespace
 
 TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
-                               const Rules& rules, const RootBinding& binding)
-    : graph_(graph), manifest_(manifest), rules_(rules), binding_(binding), resolver_(manifest) {
+                               const Rules& rules, const OpTraits& ops,
+                               const RootBinding& binding)
+    : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), binding_(binding),
+      resolver_(manifest) {
   const std::string& root = manifest.module(binding.root).path;
   if (!root.empty()) root_prefix_ = root + ".";
   if (!binding.wrapper.empty()) wrapper_prefix_ = absl::StrJoin(binding.wrapper, ".") + ".";
@@ -60,7 +62,7 @@ ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int 
   const NodeId p = graph_.producer(value, subgraph);
   if (p == kNoNode) return kNoModule;
   const Node& producer = graph_.node(p);
-  if (!rules_.isWeightPassthrough(producer.op_type) || producer.inputs.empty()) return kNoModule;
+  if (!ops_.isWeightPassthrough(p) || producer.inputs.empty()) return kNoModule;
   if (producer.op_type == "Identity") *via_identity = true;
   return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1, via_identity);
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "internal/op_traits.h"
 #include "internal/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -27,7 +28,7 @@ struct TensorFinding {
 class TensorEvidence {
  public:
   TensorEvidence(const Graph& graph, const Manifest& manifest, const Rules& rules,
-                 const RootBinding& binding);
+                 const OpTraits& ops, const RootBinding& binding);
 
   // Combines, for one node: the modules owning parameters it produces
   // (strongest: an Identity named after the parameter it stands for), the
@@ -50,6 +51,7 @@ class TensorEvidence {
   const Graph& graph_;
   const Manifest& manifest_;
   const Rules& rules_;
+  const OpTraits& ops_;
   const RootBinding& binding_;
   ScopeResolver resolver_;
   std::string root_prefix_;     // "<root path>." or ""
