@@ -1,6 +1,5 @@
 #include "semmap/annotate.h"
 
-#include <climits>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -8,10 +7,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "internal/atomic_write.h"
 #include "internal/file_io.h"
+#include "internal/model_proto.h"
 #include "internal/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
@@ -108,27 +107,6 @@ void AddMetadata(onnx::NodeProto* node, const std::string& key, const std::strin
 
 std::string ConfidenceText(double confidence) { return absl::StrCat(confidence); }
 
-absl::StatusOr<onnx::ModelProto> ParseModel(const std::string& path, const std::string& bytes,
-                                            int max_subgraph_depth) {
-  if (bytes.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": empty file, expected an ONNX model"));
-  }
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": ", bytes.size(), " bytes is above protobuf's 2 GB message limit"));
-  }
-  onnx::ModelProto model;
-  google::protobuf::io::CodedInputStream stream(
-      reinterpret_cast<const std::uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
-  stream.SetTotalBytesLimit(INT_MAX);
-  stream.SetRecursionLimit(max_subgraph_depth * 3 + 16);
-  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage() ||
-      !model.has_graph()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a valid ONNX model (protobuf parse failed)"));
-  }
-  return model;
-}
 
 }  // namespace
 
@@ -167,11 +145,9 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   if (!options.allow_overwrite) {
     SEMMAP_RETURN_IF_ERROR(internal::CheckNotSameFile(output, input, "the input model"));
   }
-  SEMMAP_ASSIGN_OR_RETURN(std::string bytes, internal::ReadFile(input, options.max_file_bytes));
   SEMMAP_ASSIGN_OR_RETURN(onnx::ModelProto model,
-                          ParseModel(input, bytes, options.max_subgraph_depth));
-  bytes.clear();
-  bytes.shrink_to_fit();
+                          internal::LoadModelProto(input, options.max_file_bytes,
+                                                   options.max_subgraph_depth));
   if (onnx::NodeProto::descriptor()->FindFieldByNumber(kNodeMetadataPropsField) != nullptr) {
     // A newer onnx parses field 9 itself; writing unknown fields would
     // duplicate entries. Graph would need the same change.

@@ -4,11 +4,15 @@
 #define SEMMAP_INCLUDE_SEMMAP_SEMMAP_H_
 
 #include "semmap/annotate.h"  // IWYU pragma: export
+#include "semmap/diff.h"      // IWYU pragma: export
+#include "semmap/extract.h"   // IWYU pragma: export
 #include "semmap/graph.h"     // IWYU pragma: export
 #include "semmap/manifest.h"  // IWYU pragma: export
 #include "semmap/mapper.h"    // IWYU pragma: export
 #include "semmap/mapping.h"   // IWYU pragma: export
 #include "semmap/query.h"     // IWYU pragma: export
+#include "semmap/report.h"    // IWYU pragma: export
+#include "semmap/rules.h"     // IWYU pragma: export
 #include "semmap/scope_path.h"  // IWYU pragma: export
 #include "semmap/sidecar.h"   // IWYU pragma: export
 #include "semmap/tree.h"      // IWYU pragma: export

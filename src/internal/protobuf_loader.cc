@@ -1,13 +1,12 @@
 #include "internal/protobuf_loader.h"
 
-#include <climits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/unknown_field_set.h"
+#include "internal/model_proto.h"
 #include "internal/status_macros.h"
 #include "onnx/onnx_pb.h"
 
@@ -128,21 +127,8 @@ class ProtoWalker {
 
 absl::Status LoadWithProtobuf(absl::string_view bytes, absl::string_view origin,
                               const GraphOptions& options, GraphBuilder* builder) {
-  if (bytes.size() > static_cast<std::size_t>(INT_MAX)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": ", bytes.size(), " bytes is above protobuf's 2 GB message limit"));
-  }
   onnx::ModelProto model;
-  google::protobuf::io::CodedInputStream stream(
-      reinterpret_cast<const std::uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
-  stream.SetTotalBytesLimit(INT_MAX);
-  // Each subgraph level costs three message levels (Graph, Node, Attribute).
-  stream.SetRecursionLimit(options.max_subgraph_depth * 3 + 16);
-  if (!model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": not a valid ONNX model (protobuf parse failed: truncated, corrupt, "
-                "nested too deep, or not an ONNX file)"));
-  }
+  SEMMAP_RETURN_IF_ERROR(ParseModelProto(bytes, origin, options.max_subgraph_depth, &model));
   if (!model.has_graph() || model.ir_version() <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": not an ONNX model (", model.has_graph() ? "no ir_version" : "no graph",

@@ -18,6 +18,9 @@ int RunQueryCommand(int argc, char** argv);
 int RunTreeCommand(int argc, char** argv);
 int RunAnnotateCommand(int argc, char** argv);
 int RunSidecarCommand(int argc, char** argv);
+int RunDiffCommand(int argc, char** argv);
+int RunExtractCommand(int argc, char** argv);
+int RunReportCommand(int argc, char** argv);
 
 // LoadModel() with a progress indicator on a terminal.
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string& model_path,

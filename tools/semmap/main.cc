@@ -6,6 +6,9 @@
 //   semmap tree     MODEL.onnx --manifest M [--model-specific] [--json]
 //   semmap annotate MODEL.onnx --manifest M -o OUT.onnx
 //   semmap sidecar  MODEL.onnx --manifest M [-o OUT.json]
+//   semmap diff     A.onnx B.onnx --manifest M [--manifest-b MB] [--json]
+//   semmap extract  MODEL.onnx --manifest M --module P -o OUT.onnx
+//   semmap report   MODEL.onnx --manifest M -o REPORT.html
 //
 // Exit codes: 0 ok, 1 not found (node, module, class, layer), 2 bad usage
 // or input.
@@ -29,6 +32,9 @@ constexpr char kUsage[] =
     "  tree      module hierarchy with node, op and parameter counts\n"
     "  annotate  copy of the model with semmap.* metadata on every node\n"
     "  sidecar   JSON file with every node's mapping and the module tree\n"
+    "  diff      two exports of one model compared module by module\n"
+    "  extract   one module's nodes as a standalone ONNX model\n"
+    "  report    self-contained HTML page: module tree, search, node mappings\n"
     "Run `semmap COMMAND --help` for a command's options.\n"
     "Exit codes: 0 ok, 1 not found, 2 bad usage or input.\n";
 
@@ -57,6 +63,9 @@ int main(int argc, char** argv) {
   if (command == "tree") return semmap_cli::RunTreeCommand(sub_argc, sub_argv);
   if (command == "annotate") return semmap_cli::RunAnnotateCommand(sub_argc, sub_argv);
   if (command == "sidecar") return semmap_cli::RunSidecarCommand(sub_argc, sub_argv);
+  if (command == "diff") return semmap_cli::RunDiffCommand(sub_argc, sub_argv);
+  if (command == "extract") return semmap_cli::RunExtractCommand(sub_argc, sub_argv);
+  if (command == "report") return semmap_cli::RunReportCommand(sub_argc, sub_argv);
   std::cerr << "semmap: unknown command \"" << command << "\"\n" << kUsage;
   return semmap_cli::kExitBadInput;
 }

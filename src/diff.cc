@@ -1,0 +1,250 @@
+#include "semmap/diff.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "semmap/tree.h"
+
+namespace semmap {
+namespace {
+
+using nlohmann::json;
+
+// Node keys of a graph (see diff.h), indexed like Graph::nodes().
+std::vector<std::string> NodeKeys(const Graph& graph) {
+  absl::flat_hash_map<absl::string_view, int> name_count;
+  for (const Node& n : graph.nodes()) ++name_count[n.name];
+  std::vector<std::string> keys;
+  keys.reserve(graph.size());
+  for (const Node& n : graph.nodes()) {
+    if (!n.name.empty() && name_count[n.name] == 1) {
+      keys.push_back(n.name);
+    } else {
+      keys.push_back(absl::StrCat(QualifiedOpType(n), "->",
+                                  n.outputs.empty() ? std::string() : n.outputs.front()));
+    }
+  }
+  return keys;
+}
+
+DiffNode MakeNode(const SemanticMapper& mapper, NodeId id, const std::string& key) {
+  const Node& n = mapper.graph().node(id);
+  const Mapping& m = mapper.moduleFor(id);
+  DiffNode d;
+  d.key = key;
+  d.name = n.name;
+  d.op_type = QualifiedOpType(n);
+  d.module = std::string(m.module_path);
+  d.mapped = m.mapped();
+  d.confidence = m.confidence;
+  return d;
+}
+
+// Per module path: own and subtree node counts and own op histogram.
+struct Side {
+  absl::flat_hash_map<std::string, std::size_t> own;
+  absl::flat_hash_map<std::string, std::size_t> subtree;
+  absl::flat_hash_map<std::string, std::map<std::string, std::size_t>> ops;
+};
+
+Side Count(const SemanticMapper& mapper) {
+  Side side;
+  const Manifest& manifest = mapper.manifest();
+  for (std::size_t i = 0; i < mapper.graph().size(); ++i) {
+    const Mapping& m = mapper.moduleFor(static_cast<NodeId>(i));
+    if (!m.mapped()) continue;
+    const std::string path(m.module_path);
+    ++side.own[path];
+    ++side.ops[path][QualifiedOpType(mapper.graph().node(static_cast<NodeId>(i)))];
+    for (ModuleId id = m.module; id != kNoModule; id = manifest.module(id).parent) {
+      ++side.subtree[manifest.module(id).path];
+    }
+  }
+  return side;
+}
+
+std::size_t Get(const absl::flat_hash_map<std::string, std::size_t>& map,
+                const std::string& key) {
+  auto it = map.find(key);
+  return it == map.end() ? 0 : it->second;
+}
+
+// True when `path` is `root` or below it (dotted paths; "" is the root).
+bool InSubtree(absl::string_view path, absl::string_view root) {
+  if (root.empty()) return true;
+  return path == root || (path.size() > root.size() && path.substr(0, root.size()) == root &&
+                          path[root.size()] == '.');
+}
+
+json NodeJson(const DiffNode& n) {
+  return {{"key", n.key},
+          {"name", n.name},
+          {"op_type", n.op_type},
+          {"module", n.mapped ? json(n.module) : json()},
+          {"confidence", n.confidence}};
+}
+
+json OpsJson(const std::map<std::string, std::size_t>& ops) {
+  json j = json::object();
+  for (const auto& [op, count] : ops) j[op] = count;
+  return j;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapper& b,
+                                     const DiffOptions& options) {
+  ModelDiff diff;
+  diff.model_class_a = a.hasManifest() ? a.manifest().model_class() : "";
+  diff.model_class_b = b.hasManifest() ? b.manifest().model_class() : "";
+  diff.nodes_a = a.graph().size();
+  diff.nodes_b = b.graph().size();
+  if (options.require_same_model_class && a.hasManifest() && b.hasManifest() &&
+      diff.model_class_a != diff.model_class_b) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "unrelated models: A is a ", diff.model_class_a, ", B is a ", diff.model_class_b,
+        " (the manifests' model classes differ)"));
+  }
+
+  const Side side_a = Count(a);
+  const Side side_b = Count(b);
+  std::size_t holding = 0, shared = 0;
+  for (const ModuleInfo& info : a.manifest().modules()) {
+    if (info.path.empty() || Get(side_a.subtree, info.path) == 0) continue;
+    ++holding;
+    if (Get(side_b.subtree, info.path) > 0) ++shared;
+  }
+  diff.module_overlap = holding == 0 ? 0.0 : static_cast<double>(shared) / holding;
+  if (holding == 0 || diff.module_overlap < options.min_module_overlap) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "unrelated models: ", shared, " of the ", holding,
+        " modules holding nodes in A hold nodes in B (",
+        static_cast<int>(100 * diff.module_overlap), "%, need ",
+        static_cast<int>(100 * options.min_module_overlap), "%)"));
+  }
+
+  // Modules: A's manifest order, then paths only B's manifest has.
+  absl::flat_hash_set<std::string> listed;
+  auto add_module = [&](const ModuleInfo& info) {
+    if (!listed.insert(info.path).second) return;
+    if (Get(side_a.subtree, info.path) == 0 && Get(side_b.subtree, info.path) == 0) return;
+    ModuleDelta d;
+    d.path = info.path;
+    d.class_name = info.class_name;
+    d.own_a = Get(side_a.own, info.path);
+    d.own_b = Get(side_b.own, info.path);
+    d.subtree_a = Get(side_a.subtree, info.path);
+    d.subtree_b = Get(side_b.subtree, info.path);
+    if (auto it = side_a.ops.find(info.path); it != side_a.ops.end()) d.ops_a = it->second;
+    if (auto it = side_b.ops.find(info.path); it != side_b.ops.end()) d.ops_b = it->second;
+    diff.modules.push_back(std::move(d));
+  };
+  for (const ModuleInfo& info : a.manifest().modules()) add_module(info);
+  for (const ModuleInfo& info : b.manifest().modules()) add_module(info);
+
+  // Nodes by key.
+  const std::vector<std::string> keys_a = NodeKeys(a.graph());
+  const std::vector<std::string> keys_b = NodeKeys(b.graph());
+  absl::flat_hash_map<absl::string_view, NodeId> index_b;
+  for (std::size_t i = 0; i < keys_b.size(); ++i) index_b.emplace(keys_b[i], static_cast<NodeId>(i));
+  absl::flat_hash_set<absl::string_view> in_a(keys_a.begin(), keys_a.end());
+
+  std::vector<DiffNode> only_a;
+  for (std::size_t i = 0; i < keys_a.size(); ++i) {
+    auto it = index_b.find(keys_a[i]);
+    if (it == index_b.end()) {
+      only_a.push_back(MakeNode(a, static_cast<NodeId>(i), keys_a[i]));
+      continue;
+    }
+    ++diff.common_nodes;
+    const Mapping& ma = a.moduleFor(static_cast<NodeId>(i));
+    const Mapping& mb = b.moduleFor(it->second);
+    if (ma.module_path != mb.module_path || ma.mapped() != mb.mapped()) {
+      diff.moved.push_back({MakeNode(a, static_cast<NodeId>(i), keys_a[i]),
+                            MakeNode(b, it->second, keys_b[it->second])});
+    }
+  }
+
+  // Fusion groups: B-only nodes by module; A-only nodes go to the deepest
+  // group whose module contains theirs.
+  std::map<std::string, FusionGroup> groups;
+  FusionGroup unmapped;
+  unmapped.mapped = false;
+  for (std::size_t i = 0; i < keys_b.size(); ++i) {
+    if (in_a.contains(keys_b[i])) continue;
+    DiffNode n = MakeNode(b, static_cast<NodeId>(i), keys_b[i]);
+    if (!n.mapped) {
+      unmapped.fused.push_back(std::move(n));
+      continue;
+    }
+    FusionGroup& g = groups[n.module];
+    g.module = n.module;
+    g.fused.push_back(std::move(n));
+  }
+  for (DiffNode& n : only_a) {
+    FusionGroup* best = nullptr;
+    if (n.mapped) {
+      for (auto& [path, group] : groups) {
+        if (InSubtree(n.module, path) && (best == nullptr || path.size() > best->module.size())) {
+          best = &group;
+        }
+      }
+    }
+    if (best != nullptr) {
+      best->replaced.push_back(std::move(n));
+    } else {
+      diff.removed.push_back(std::move(n));
+    }
+  }
+  for (auto& [path, group] : groups) diff.fusions.push_back(std::move(group));
+  if (!unmapped.fused.empty()) diff.fusions.push_back(std::move(unmapped));
+  return diff;
+}
+
+std::string ModelDiffJson(const ModelDiff& diff, bool all_modules, int indent) {
+  json modules = json::array();
+  for (const ModuleDelta& m : diff.modules) {
+    if (!all_modules && !m.changed()) continue;
+    modules.push_back({{"path", m.path},
+                       {"class", m.class_name},
+                       {"own", {{"a", m.own_a}, {"b", m.own_b}}},
+                       {"subtree", {{"a", m.subtree_a}, {"b", m.subtree_b}}},
+                       {"op_types", {{"a", OpsJson(m.ops_a)}, {"b", OpsJson(m.ops_b)}}}});
+  }
+  json moved = json::array();
+  for (const MovedNode& m : diff.moved) {
+    moved.push_back({{"key", m.a.key},
+                     {"op_type", m.a.op_type},
+                     {"module_a", m.a.mapped ? json(m.a.module) : json()},
+                     {"module_b", m.b.mapped ? json(m.b.module) : json()}});
+  }
+  json fusions = json::array();
+  for (const FusionGroup& g : diff.fusions) {
+    json fused = json::array(), replaced = json::array();
+    for (const DiffNode& n : g.fused) fused.push_back(NodeJson(n));
+    for (const DiffNode& n : g.replaced) replaced.push_back(NodeJson(n));
+    fusions.push_back({{"module", g.mapped ? json(g.module) : json()},
+                       {"fused", fused},
+                       {"replaced", replaced}});
+  }
+  json removed = json::array();
+  for (const DiffNode& n : diff.removed) removed.push_back(NodeJson(n));
+  const json doc = {{"format", "semmap.diff"},
+                    {"a", {{"model_class", diff.model_class_a}, {"nodes", diff.nodes_a}}},
+                    {"b", {{"model_class", diff.model_class_b}, {"nodes", diff.nodes_b}}},
+                    {"module_overlap", diff.module_overlap},
+                    {"common_nodes", diff.common_nodes},
+                    {"modules", modules},
+                    {"moved", moved},
+                    {"fusions", fusions},
+                    {"removed", removed}};
+  // Names come from the files: replace invalid UTF-8 rather than throw.
+  return doc.dump(indent, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace semmap

@@ -1,0 +1,97 @@
+// semmap extract: one module's nodes as a standalone ONNX model.
+#include <iostream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "commands.h"
+#include "nlohmann/json.hpp"
+#include "progress.h"
+#include "semmap/extract.h"
+#include "semmap/semmap.h"
+
+namespace semmap_cli {
+namespace {
+
+constexpr char kTool[] = "semmap extract";
+constexpr char kUsage[] =
+    "usage: semmap extract MODEL.onnx [--manifest MANIFEST.json] --module PATH -o OUT.onnx\n"
+    "                      [--allow-overwrite] [--json]\n"
+    "\n"
+    "Writes the top-level nodes mapped into the subtree of module PATH as a\n"
+    "standalone model: its inputs are the values flowing into the region, its\n"
+    "outputs the values leaving it; initializers, opsets and known types are\n"
+    "copied, Constant nodes feeding the region come along, unmapped nodes never\n"
+    "do. Boundary values the source does not type stay untyped: run onnx shape\n"
+    "inference on MODEL.onnx first to get a model runtimes accept (docs/report.md).\n"
+    "  --module PATH       the module (\"\" is the root)\n"
+    "  -o, --output OUT    the extracted model (written atomically)\n"
+    "  --allow-overwrite   allow OUT to be MODEL.onnx itself\n"
+    "  --json              print inputs, outputs and counts as JSON\n"
+    "Exit codes: 0 ok, 1 no such module, 2 bad usage or input, a module without\n"
+    "top-level nodes, external data outside OUT's directory; nothing is written\n"
+    "on error.\n";
+
+}  // namespace
+
+int RunExtractCommand(int argc, char** argv) {
+  int exit_code = 0;
+  auto args = ParseCommandArgs(kTool, kUsage, argc, argv,
+                               {"--manifest", "--module", "-o", "--output"},
+                               {"--allow-overwrite", "--json"}, &exit_code);
+  if (!args) return exit_code;
+  const std::string* module = args->option("--module");
+  const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
+  if (module == nullptr || output == nullptr) {
+    std::cerr << kTool << ": missing " << (module == nullptr ? "--module PATH" : "-o OUT.onnx")
+              << "\n" << kUsage;
+    return kExitBadInput;
+  }
+  const std::string& input = args->positional[0];
+  semmap::ExtractOptions options;
+  options.allow_overwrite = args->has("--allow-overwrite");
+
+  auto model = LoadWithProgress(input, args->option("--manifest"));
+  if (!model.ok()) return Fail(kTool, model.status());
+  absl::StatusOr<semmap::ExtractResult> result;
+  {
+    Progress progress("writing " + *output);
+    result = semmap::ExtractModule(*(*model)->mapper, input, *module, *output, options);
+  }
+  if (!result.ok()) {
+    if (result.status().code() == absl::StatusCode::kNotFound &&
+        (*model)->mapper->manifest().find(*module) == semmap::kNoModule) {
+      const std::string& file = (*model)->manifest_path ? *(*model)->manifest_path : input;
+      return Fail(kTool, absl::NotFoundError(absl::StrCat(file, ": ", result.status().message())),
+                  kExitNotFound);
+    }
+    return Fail(kTool, result.status());
+  }
+  if (result->untyped > 0) {
+    std::cerr << kTool << ": note: " << result->untyped
+              << " inputs/outputs have no type in " << input
+              << "; run onnx shape inference on it first for a runnable model\n";
+  }
+  if (args->has("--json")) {
+    nlohmann::json j = {{"model", input},
+                        {"module", result->module},
+                        {"output", *output},
+                        {"nodes", result->nodes},
+                        {"copied_constants", result->copied_constants},
+                        {"inputs", result->inputs},
+                        {"outputs", result->outputs},
+                        {"initializers", result->initializers.size()},
+                        {"untyped", result->untyped},
+                        {"external_tensors", result->external_tensors},
+                        {"bytes", result->bytes_written}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << *output << ": " << (result->module.empty() ? "<root>" : result->module) << ", "
+              << result->nodes << " nodes (" << result->copied_constants
+              << " constants copied), " << result->inputs.size() << " inputs, "
+              << result->outputs.size() << " outputs, " << result->initializers.size()
+              << " initializers\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace semmap_cli

@@ -1,0 +1,58 @@
+// semmap report: the module tree as a self-contained HTML page.
+#include <iostream>
+#include <string>
+
+#include "commands.h"
+#include "progress.h"
+#include "semmap/report.h"
+#include "semmap/semmap.h"
+
+namespace semmap_cli {
+namespace {
+
+constexpr char kTool[] = "semmap report";
+constexpr char kUsage[] =
+    "usage: semmap report MODEL.onnx [--manifest MANIFEST.json] -o REPORT.html\n"
+    "                     [--allow-overwrite]\n"
+    "\n"
+    "Writes one self-contained HTML file (no network needed): the module tree,\n"
+    "collapsible, with node and parameter counts, op-type mix and mapping\n"
+    "confidence as colour; a search box over module paths, classes and node\n"
+    "names; each node's mapping and evidence. Open REPORT.html#q=TEXT to start\n"
+    "with a search, #m=PATH to select a module (docs/report.md).\n"
+    "  -o, --output OUT   the report (written atomically)\n"
+    "  --allow-overwrite  allow OUT to be the model or manifest file\n"
+    "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n";
+
+}  // namespace
+
+int RunReportCommand(int argc, char** argv) {
+  int exit_code = 0;
+  auto args = ParseCommandArgs(kTool, kUsage, argc, argv, {"--manifest", "-o", "--output"},
+                               {"--allow-overwrite"}, &exit_code);
+  if (!args) return exit_code;
+  const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
+  if (output == nullptr) {
+    std::cerr << kTool << ": missing -o REPORT.html\n" << kUsage;
+    return kExitBadInput;
+  }
+  semmap::ReportOptions options;
+  options.model_path = args->positional[0];
+  if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
+  options.allow_overwrite = args->has("--allow-overwrite");
+
+  auto model = LoadWithProgress(options.model_path, args->option("--manifest"));
+  if (!model.ok()) return Fail(kTool, model.status());
+  absl::Status written;
+  {
+    Progress progress("writing " + *output);
+    written = semmap::WriteReport(*(*model)->mapper, *output, options);
+  }
+  if (!written.ok()) return Fail(kTool, written);
+  std::cout << *output << ": report of " << (*model)->mapper->manifest().size() << " modules, "
+            << (*model)->graph->size() << " nodes (" << (*model)->mapper->mappedCount()
+            << " mapped)\n";
+  return kExitOk;
+}
+
+}  // namespace semmap_cli
