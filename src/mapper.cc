@@ -4,8 +4,9 @@
 #include <tuple>
 #include <utility>
 
-#include "absl/container/node_hash_map.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -93,8 +94,17 @@ std::vector<RootBinding> BindingCandidates(
   out.emplace_back();  // ONNX root == manifest root
   absl::flat_hash_set<ModuleId> roots = {0};
   absl::flat_hash_set<std::string> wrappers;
-  for (const auto& entry : scopes) {
-    const auto& segments = entry.second.segments;
+  // Sorted, so the candidates (and the cap below) do not depend on hash
+  // iteration order.
+  std::vector<const Scope*> ordered;
+  ordered.reserve(scopes.size());
+  for (const auto& entry : scopes) ordered.push_back(&entry.second);
+  std::sort(ordered.begin(), ordered.end(), [](const Scope* a, const Scope* b) {
+    return std::lexicographical_compare(a->segments.begin(), a->segments.end(),
+                                        b->segments.begin(), b->segments.end());
+  });
+  for (const Scope* scope : ordered) {
+    const auto& segments = scope->segments;
     if (segments.empty()) continue;
     absl::string_view first = segments[0];
     // The module that calls a match of the first segment directly: the
@@ -152,12 +162,14 @@ RootBinding ChooseBinding(const Manifest& manifest, const ScopeMap& scopes,
     const auto key = [&manifest](const RootBinding& b) {
       // More resolved nodes, then scopes that follow the module tree step by
       // step (an ancestor bound as root resolves through indirect searches),
-      // then fewer wrapper segments, then a shallower root.
+      // then fewer wrapper segments, then a shallower root. The last two
+      // make the choice independent of hash-map iteration order.
       return std::make_tuple(b.resolved_nodes, -static_cast<long>(b.indirect_steps),
                              -static_cast<long>(b.wrapper.size()),
-                             -manifest.module(b.root).depth);
+                             -manifest.module(b.root).depth, -b.root);
     };
-    if (!have_best || key(c) > key(best)) {
+    if (!have_best || key(c) > key(best) ||
+        (key(c) == key(best) && c.wrapper < best.wrapper)) {
       best = c;
       have_best = true;
     }
