@@ -111,7 +111,12 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
     }
     changed = false;
     ++passes;
-    for (std::size_t i = 0; i < graph.size(); ++i) {
+    // Sweeps alternate direction: evidence flows forward from producers in
+    // one and backward from consumers in the next, so a chain of any length
+    // settles in a few passes rather than one pass per node.
+    const bool forward = passes % 2 == 1;
+    for (std::size_t k = 0; k < graph.size(); ++k) {
+      const std::size_t i = forward ? k : graph.size() - 1 - k;
       if (out[i].mapped()) continue;
       const Node& n = graph.node(static_cast<NodeId>(i));
       Side producers;
