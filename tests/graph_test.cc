@@ -1,9 +1,14 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "catch2/catch.hpp"
 #include "semmap/graph.h"
+#include "semmap/manifest.h"
 #include "test_util.h"
 
 using semmap::Graph;
@@ -179,6 +184,25 @@ TEST_CASE("Bad ONNX input gives statuses naming the file and the cause", "[graph
     auto g = Graph::Parse(bytes, "tensor.pb");
     REQUIRE_FALSE(g.ok());
     CHECK(std::string(g.status().message()).find("tensor.pb: ") == 0);
+  }
+  SECTION("a FIFO with no writer does not hang") {
+    char dir_template[] = "/tmp/semmap-fifo-XXXXXX";
+    REQUIRE(::mkdtemp(dir_template) != nullptr);
+    const std::string fifo = std::string(dir_template) + "/model.onnx";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    for (semmap::Loader loader : {semmap::Loader::kWireScan, semmap::Loader::kProtobuf}) {
+      semmap::GraphOptions options;
+      options.loader = loader;
+      auto g = Graph::Load(fifo, options);
+      REQUIRE_FALSE(g.ok());
+      CHECK(std::string(g.status().message()) ==
+            fifo + ": not a regular file (a FIFO, socket or device)");
+    }
+    auto m = semmap::Manifest::Load(fifo);
+    REQUIRE_FALSE(m.ok());
+    CHECK(std::string(m.status().message()).find("not a regular file") != std::string::npos);
+    ::unlink(fifo.c_str());
+    ::rmdir(dir_template);
   }
   SECTION("a directory") {
     auto g = Graph::Load(SEMMAP_FIXTURES_DIR);

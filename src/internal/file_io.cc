@@ -27,6 +27,11 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": is a directory, not a file"));
   }
+  // A FIFO with no writer would block the read forever.
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file (a FIFO, socket or device)"));
+  }
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": file is ", st.st_size,

@@ -17,7 +17,9 @@ namespace internal {
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
                                             std::uint64_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO with no writer must not hang; anything but a
+  // regular file is refused below.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) {
@@ -34,6 +36,11 @@ absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a file"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file (a FIFO, socket or device)"));
   }
   if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);

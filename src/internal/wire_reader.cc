@@ -34,6 +34,8 @@ bool WireReader::SkipGroup(std::uint32_t number, const char* at) {
     const char* tag_at = p_;
     std::uint64_t tag;
     if (!ReadVarint(&p_, end_, &tag)) return Fail("unterminated group", at, number);
+    if (p_ - tag_at > 5) return Fail("overlong varint tag", tag_at, 0);
+    tag = static_cast<std::uint32_t>(tag);  // as protobuf reads tags
     const std::uint64_t field = tag >> 3;
     if (field == 0 || field > 0x1fffffff) return Fail("invalid field number", tag_at, 0);
     std::uint64_t value;

@@ -54,7 +54,11 @@ class WireReader {
     if (p_ == end_) return false;
     const char* at = p_;
     std::uint64_t tag;
-    if (!ReadVarint(&p_, end_, &tag)) return Fail("truncated or overlong varint tag", at, 0);
+    // As protobuf reads it: at most 5 bytes, bits above 32 dropped.
+    if (!ReadVarint(&p_, end_, &tag) || p_ - at > 5) {
+      return Fail("truncated or overlong varint tag", at, 0);
+    }
+    tag = static_cast<std::uint32_t>(tag);
     const std::uint64_t number = tag >> 3;
     if (number == 0 || number > 0x1fffffff) return Fail("invalid field number", at, 0);
     f->number = static_cast<std::uint32_t>(number);
