@@ -104,10 +104,8 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
                                             const std::string& module_path,
                                             const std::string& output,
                                             const ExtractOptions& options) {
-  SEMMAP_RETURN_IF_ERROR(internal::CheckOutputPath(output));
-  if (!options.allow_overwrite) {
-    SEMMAP_RETURN_IF_ERROR(internal::CheckNotSameFile(output, input, "the input model"));
-  }
+  SEMMAP_RETURN_IF_ERROR(
+      internal::CheckOutputFor(output, {{input, "the input model"}}, options.allow_overwrite));
   const Graph& graph = mapper.graph();
   const Manifest& manifest = mapper.manifest();
   const ModuleId module = manifest.find(module_path);

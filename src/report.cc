@@ -130,16 +130,9 @@ std::string ReportHtml(const SemanticMapper& mapper, const ReportOptions& option
 
 absl::Status WriteReport(const SemanticMapper& mapper, const std::string& output,
                          const ReportOptions& options) {
-  SEMMAP_RETURN_IF_ERROR(internal::CheckOutputPath(output));
-  if (!options.allow_overwrite) {
-    if (!options.model_path.empty()) {
-      SEMMAP_RETURN_IF_ERROR(internal::CheckNotSameFile(output, options.model_path, "the model"));
-    }
-    if (!options.manifest_path.empty()) {
-      SEMMAP_RETURN_IF_ERROR(
-          internal::CheckNotSameFile(output, options.manifest_path, "the manifest"));
-    }
-  }
+  SEMMAP_RETURN_IF_ERROR(internal::CheckOutputFor(
+      output, {{options.model_path, "the model"}, {options.manifest_path, "the manifest"}},
+      options.allow_overwrite));
   return internal::WriteFileAtomically(output, ReportHtml(mapper, options));
 }
 

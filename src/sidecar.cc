@@ -112,16 +112,9 @@ std::string ModuleTreeJson(const SemanticMapper& mapper, bool model_specific, in
 
 absl::Status WriteSidecar(const SemanticMapper& mapper, const std::string& output,
                           const SidecarOptions& options) {
-  SEMMAP_RETURN_IF_ERROR(internal::CheckOutputPath(output));
-  if (!options.allow_overwrite) {
-    if (!options.model_path.empty()) {
-      SEMMAP_RETURN_IF_ERROR(internal::CheckNotSameFile(output, options.model_path, "the model"));
-    }
-    if (!options.manifest_path.empty()) {
-      SEMMAP_RETURN_IF_ERROR(
-          internal::CheckNotSameFile(output, options.manifest_path, "the manifest"));
-    }
-  }
+  SEMMAP_RETURN_IF_ERROR(internal::CheckOutputFor(
+      output, {{options.model_path, "the model"}, {options.manifest_path, "the manifest"}},
+      options.allow_overwrite));
   return internal::WriteFileAtomically(output, SidecarJson(mapper, options));
 }
 

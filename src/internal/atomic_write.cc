@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "internal/status_macros.h"
 
 namespace semmap {
 namespace internal {
@@ -60,6 +61,17 @@ absl::Status CheckNotSameFile(const std::string& output, const std::string& inpu
   if (out_st.st_dev == in_st.st_dev && out_st.st_ino == in_st.st_ino) {
     return absl::InvalidArgumentError(absl::StrCat(
         output, ": is ", what, " ", input, "; refusing to overwrite it without allow_overwrite"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckOutputFor(const std::string& output,
+                            std::initializer_list<ProtectedInput> inputs,
+                            bool allow_overwrite) {
+  SEMMAP_RETURN_IF_ERROR(CheckOutputPath(output));
+  if (allow_overwrite) return absl::OkStatus();
+  for (const ProtectedInput& input : inputs) {
+    if (!input.path.empty()) SEMMAP_RETURN_IF_ERROR(CheckNotSameFile(output, input.path, input.what));
   }
   return absl::OkStatus();
 }

@@ -3,6 +3,7 @@
 #ifndef SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_
 #define SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_
 
+#include <initializer_list>
 #include <string>
 
 #include "absl/status/status.h"
@@ -22,6 +23,19 @@ absl::Status CheckOutputPath(const std::string& output);
 // message ("the input model").
 absl::Status CheckNotSameFile(const std::string& output, const std::string& input,
                               absl::string_view what);
+
+// A file a write must not replace by accident, and how messages name it.
+struct ProtectedInput {
+  const std::string& path;  // empty: nothing to protect
+  absl::string_view what;   // "the input model", "the manifest"
+};
+
+// CheckOutputPath(output), then, unless `allow_overwrite`, CheckNotSameFile
+// for every non-empty input: the checks every writing command makes before
+// doing any work.
+absl::Status CheckOutputFor(const std::string& output,
+                            std::initializer_list<ProtectedInput> inputs,
+                            bool allow_overwrite);
 
 // Writes `bytes` to a temporary file in `path`'s directory, flushes and
 // fsyncs it, then renames it over `path`: readers see the old file or the
