@@ -161,6 +161,7 @@ absl::StatusOr<Graph> Graph::Parse(absl::string_view bytes, absl::string_view or
   } else {
     SEMMAP_RETURN_IF_ERROR(internal::LoadWithWireScan(bytes, origin, options, &builder));
   }
+  SEMMAP_RETURN_IF_ERROR(builder.CheckNames());
   return builder.Finish();
 }
 

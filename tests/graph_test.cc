@@ -226,6 +226,17 @@ TEST_CASE("A 1 MB node name and deep subgraph nesting are handled", "[graph]") {
   auto g = Graph::Parse(Serialize(model), "huge.onnx");
   REQUIRE(g.ok());
   CHECK(g->node(0).name.size() == huge.size());
+  for (semmap::Loader loader : {semmap::Loader::kWireScan, semmap::Loader::kProtobuf}) {
+    semmap::GraphOptions small;
+    small.loader = loader;
+    small.max_name_bytes = 1000;
+    auto refused = Graph::Parse(Serialize(model), "huge.onnx", small);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(std::string(refused.status().message()).find("huge.onnx: node 0") == 0);
+    CHECK(std::string(refused.status().message()).find("GraphOptions::max_name_bytes") !=
+          std::string::npos);
+  }
 
   auto deep = MakeModel();
   onnx::GraphProto* body = deep.mutable_graph();

@@ -96,6 +96,11 @@ struct GraphOptions {
   int max_subgraph_depth = 64;
   // More nodes than this (all subgraphs together) are refused.
   std::size_t max_nodes = 50'000'000;
+  // A node name, op type or value name longer than this is refused
+  // (InvalidArgument naming the node). Parsing a name is linear and its
+  // scope keeps at most ScopePath::kDefaultMaxSegments segments, so this
+  // only bounds memory.
+  std::size_t max_name_bytes = std::size_t{16} << 20;
   Loader loader = Loader::kWireScan;
 };
 

@@ -1,6 +1,9 @@
 #include "internal/graph_builder.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "internal/file_io.h"
 
 namespace semmap {
 namespace internal {
@@ -40,6 +43,22 @@ absl::Status GraphBuilder::AddNode(int subgraph, NodeId* id) {
   *id = static_cast<NodeId>(g_.nodes_.size());
   g_.nodes_.emplace_back();
   g_.nodes_.back().subgraph = subgraph;
+  return absl::OkStatus();
+}
+
+absl::Status GraphBuilder::CheckNames() const {
+  const std::size_t limit = options_.max_name_bytes;
+  for (std::size_t i = 0; i < g_.nodes_.size(); ++i) {
+    const Node& n = g_.nodes_[i];
+    std::size_t longest = std::max(n.name.size(), n.op_type.size());
+    for (const std::string& v : n.inputs) longest = std::max(longest, v.size());
+    for (const std::string& v : n.outputs) longest = std::max(longest, v.size());
+    if (longest > limit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin_, ": node ", i, " (", Abbreviate(n.name, 80), ") has a name of ", longest,
+          " bytes, above the limit of ", limit, " (GraphOptions::max_name_bytes)"));
+    }
+  }
   return absl::OkStatus();
 }
 

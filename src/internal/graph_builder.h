@@ -47,6 +47,8 @@ class GraphBuilder {
   std::size_t nodeCount() const { return g_.nodes_.size(); }
 
   // Assigns node ids and builds the indexes.
+  // InvalidArgument when a name is longer than GraphOptions::max_name_bytes.
+  absl::Status CheckNames() const;
   Graph Finish();
 
  private:
