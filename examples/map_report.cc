@@ -158,7 +158,7 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
   out << std::setprecision(6);
   out << "strategies:\n";
   for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
-    out << "  " << std::left << std::setw(14)
+    out << "  " << std::left << std::setw(18)
         << semmap::StrategyName(static_cast<semmap::Strategy>(s)) << std::right << std::setw(8)
         << counts[s] << "\n";
   }
