@@ -101,6 +101,27 @@ TEST_CASE("Node ids are unique; duplicates and empty names get #index", "[graph]
   CHECK(g->find("a") == 0);
 }
 
+TEST_CASE("A generated id never takes another node's name", "[graph]") {
+  // "dup" twice at indexes 0 and 2 would give "dup#2", the name of node 1.
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  AddNode(graph, "dup", "Relu", {"x"}, {"y"});
+  AddNode(graph, "dup#2", "Relu", {"y"}, {"z"});
+  AddNode(graph, "dup", "Relu", {"z"}, {"w"});
+  AddNode(graph, "dup#2#", "Relu", {"w"}, {"v"});
+  for (semmap::Loader loader : {semmap::Loader::kWireScan, semmap::Loader::kProtobuf}) {
+    semmap::GraphOptions options;
+    options.loader = loader;
+    auto g = Graph::Parse(Serialize(model), "ids.onnx", options);
+    REQUIRE(g.ok());
+    CHECK(g->node(0).id == "dup#0");
+    CHECK(g->node(1).id == "dup#2");
+    CHECK(g->node(2).id == "dup#2##");
+    CHECK(g->node(3).id == "dup#2#");
+    for (semmap::NodeId i = 0; i < 4; ++i) CHECK(g->find(g->node(i).id) == i);
+  }
+}
+
 TEST_CASE("Subgraph nodes are traversed after their owner, with outer-scope uses", "[graph]") {
   auto model = MakeModel();
   auto* graph = model.mutable_graph();

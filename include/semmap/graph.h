@@ -15,8 +15,9 @@
 // the name is non-empty and occurs once in the whole model, otherwise
 // "<name>#<index>", index being the node's position in the traversal order
 // (main graph in order, descending into each GRAPH/GRAPHS attribute right
-// after the node that owns it, then model-local functions in order). The
-// Python corpus tools compute the same key.
+// after the node that owns it, then model-local functions in order). Should
+// that string be another node's unique name, '#' is appended until it is
+// not. The Python corpus tools compute the same key.
 //
 // A Graph is immutable after loading and safe to share between threads.
 // No protobuf type appears here: the loader can change without touching users.

@@ -39,8 +39,19 @@ def node_ids(model: onnx.ModelProto) -> list[str]:
 
     The id of the node with global index ``i`` is its name when the name is
     non-empty and occurs exactly once in the whole traversal, otherwise
-    ``"<name>#<i>"`` (``"#<i>"`` for an empty name).
+    ``"<name>#<i>"`` (``"#<i>"`` for an empty name). Should that string be
+    another node's unique name, ``"#"`` is appended until it is not.
     """
     names = [node.name for node in iter_nodes(model)]
     counts = Counter(names)
-    return [name if name and counts[name] == 1 else f"{name}#{i}" for i, name in enumerate(names)]
+    unique = {name for name in names if name and counts[name] == 1}
+    ids = []
+    for i, name in enumerate(names):
+        if name in unique:
+            ids.append(name)
+            continue
+        generated = f"{name}#{i}"
+        while generated in unique:
+            generated += "#"
+        ids.append(generated)
+    return ids

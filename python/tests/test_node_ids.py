@@ -59,3 +59,18 @@ def test_corpus_ids_unique_and_follow_rule(fixture) -> None:
             assert node_id == name
         else:
             assert node_id == f"{name}#{i}"
+
+
+def test_generated_id_never_takes_another_nodes_name() -> None:
+    # "dup" at indexes 0 and 2 would give "dup#2", the name of node 1 (the C++
+    # side's tests/graph_test.cc checks the same model).
+    nodes = [
+        helper.make_node("Relu", ["x"], ["y"], name="dup"),
+        helper.make_node("Relu", ["y"], ["z"], name="dup#2"),
+        helper.make_node("Relu", ["z"], ["w"], name="dup"),
+        helper.make_node("Relu", ["w"], ["v"], name="dup#2#"),
+    ]
+    graph = helper.make_graph(nodes, "g", [], [])
+    ids = node_ids(helper.make_model(graph))
+    assert ids == ["dup#0", "dup#2", "dup#2##", "dup#2#"]
+    assert len(set(ids)) == len(ids)

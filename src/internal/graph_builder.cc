@@ -80,26 +80,28 @@ Graph GraphBuilder::Finish() {
       any_duplicate = true;
     }
   }
+  // Duplicated and empty names leave the index; their nodes get
+  // "<name>#<index>". Such an id can only collide with another node's unique
+  // name ("a#3" named so on purpose): the name keeps it and the generated id
+  // takes '#' suffixes until it is free.
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (duplicate[i]) by_id.erase(absl::string_view(nodes[i].name));
+  }
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     Node& n = nodes[i];
     if (!n.name.empty() && !duplicate[i]) {
       n.id = n.name;
-    } else {
-      if (!n.name.empty()) by_id.erase(absl::string_view(n.name));
-      n.id = absl::StrCat(n.name, "#", i);
-      any_duplicate = true;
+      continue;
     }
+    n.id = absl::StrCat(n.name, "#", i);
+    while (by_id.contains(absl::string_view(n.id))) n.id.push_back('#');
+    any_duplicate = true;
   }
   if (any_duplicate) {
-    // Generated ids may repeat a name ("a#3" named so on purpose): the
-    // first node in order holds the id.
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       Node& n = nodes[i];
       if (!n.name.empty() && !duplicate[i]) continue;
-      auto inserted = by_id.try_emplace(n.id, static_cast<NodeId>(i));
-      if (!inserted.second && inserted.first->second > static_cast<NodeId>(i)) {
-        inserted.first->second = static_cast<NodeId>(i);
-      }
+      by_id.emplace(n.id, static_cast<NodeId>(i));
     }
   }
   g_.BuildIndexes();
