@@ -122,15 +122,8 @@ std::string DeeplyNestedModelBytes(int levels) {
 
 // A model nesting If bodies `levels` deep via onnx_proto (small depths).
 std::string NestedIfModel(int levels) {
-  auto model = MakeModel();
-  onnx::GraphProto* body = model.mutable_graph();
-  for (int i = 0; i < levels; ++i) {
-    onnx::NodeProto* n = AddNode(body, "/If", "If", {"c"}, {"o"});
-    onnx::AttributeProto* attr = n->add_attribute();
-    attr->set_name("then_branch");
-    attr->set_type(onnx::AttributeProto::GRAPH);
-    body = attr->mutable_g();
-  }
+  onnx::GraphProto* body = nullptr;
+  auto model = semmap_test::MakeNestedIfModel(levels, &body);
   AddNode(body, "/inner/Relu", "Relu", {"c"}, {"r"});
   return Serialize(model);
 }

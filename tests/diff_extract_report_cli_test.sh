@@ -13,34 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 failures=0
 passes=0
 
-fail() { echo "FAIL: semmap $1"; failures=$((failures + 1)); }
-
-# expect CODE STDERR_FRAGMENT ARGS...: exit code and stderr fragment; errors
-# are exactly one line unless they print usage.
-expect() {
-  local code="$1" fragment="$2"
-  shift 2
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne "$code" ]; then
-    fail "$*: exit $got, expected $code; stderr: $(cat "$tmp/err")"; return
-  fi
-  if [ -n "$fragment" ] && ! grep -qF -- "$fragment" "$tmp/err"; then
-    fail "$*: stderr lacks '$fragment': $(cat "$tmp/err")"; return
-  fi
-  if [ "$code" -ne 0 ] && ! grep -q "^usage:" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
-    fail "$*: error is not one line: $(cat "$tmp/err")"; return
-  fi
-  passes=$((passes + 1))
-}
-
-expect_stdout() {
-  local fragment="$1"
-  shift
-  if ! "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; then fail "$*: exit $?: $(cat "$tmp/err")"; return; fi
-  if ! grep -qF -- "$fragment" "$tmp/out"; then fail "$*: stdout lacks '$fragment'"; return; fi
-  passes=$((passes + 1))
-}
+# fail, expect and expect_stdout.
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 no_file() {
   if [ -e "$1" ]; then fail "$2: left $1 behind"; else passes=$((passes + 1)); fi

@@ -259,15 +259,7 @@ TEST_CASE("A 1 MB node name and deep subgraph nesting are handled", "[graph]") {
           std::string::npos);
   }
 
-  auto deep = MakeModel();
-  onnx::GraphProto* body = deep.mutable_graph();
-  for (int i = 0; i < 200; ++i) {
-    onnx::NodeProto* n = AddNode(body, "/If", "If", {"c"}, {"o"});
-    onnx::AttributeProto* attr = n->add_attribute();
-    attr->set_name("then_branch");
-    attr->set_type(onnx::AttributeProto::GRAPH);
-    body = attr->mutable_g();
-  }
+  auto deep = semmap_test::MakeNestedIfModel(200);
   auto d = Graph::Parse(Serialize(deep), "deep.onnx");
   REQUIRE_FALSE(d.ok());
   CHECK(d.status().code() == absl::StatusCode::kInvalidArgument);

@@ -349,15 +349,7 @@ TEST_CASE("The wire loader turns malformed files into statuses", "[loader]") {
     }
   }
   SECTION("deep nesting") {
-    onnx::ModelProto deep = MakeModel();
-    onnx::GraphProto* body = deep.mutable_graph();
-    for (int i = 0; i < 200; ++i) {
-      onnx::NodeProto* n = AddNode(body, "/If", "If", {"c"}, {"o"});
-      onnx::AttributeProto* attr = n->add_attribute();
-      attr->set_name("then_branch");
-      attr->set_type(onnx::AttributeProto::GRAPH);
-      body = attr->mutable_g();
-    }
+    onnx::ModelProto deep = semmap_test::MakeNestedIfModel(200);
     auto wire = Graph::Parse(Serialize(deep), "deep.onnx");
     REQUIRE_FALSE(wire.ok());
     CHECK(wire.status().code() == absl::StatusCode::kInvalidArgument);

@@ -12,38 +12,9 @@ failures=0
 passes=0
 model=("$fx/model.onnx" --manifest "$fx/manifest.json")
 
-fail() { echo "FAIL: semmap $1"; failures=$((failures + 1)); }
-
-# expect CODE STDERR_FRAGMENT ARGS...: exit code, stderr fragment; errors
-# (code != 0) are exactly one line unless the fragment is "usage:".
-expect() {
-  local code="$1" fragment="$2"
-  shift 2
-  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [ "$got" -ne "$code" ]; then
-    fail "$*: exit $got, expected $code; stderr: $(cat "$tmp/err")"; return
-  fi
-  if [ -n "$fragment" ] && ! grep -qF -- "$fragment" "$tmp/err"; then
-    fail "$*: stderr lacks '$fragment': $(cat "$tmp/err")"; return
-  fi
-  if [ "$code" -ne 0 ] && ! grep -q "^usage:" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
-    fail "$*: error is not one line: $(cat "$tmp/err")"; return
-  fi
-  if [ "$code" -eq 0 ] && [ -s "$tmp/err" ]; then
-    fail "$*: unexpected stderr: $(cat "$tmp/err")"; return
-  fi
-  passes=$((passes + 1))
-}
-
-# expect_stdout FRAGMENT ARGS...: exit 0 and stdout contains FRAGMENT.
-expect_stdout() {
-  local fragment="$1"
-  shift
-  if ! "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; then fail "$*: exit $?: $(cat "$tmp/err")"; return; fi
-  if ! grep -qF -- "$fragment" "$tmp/out"; then fail "$*: stdout lacks '$fragment'"; return; fi
-  passes=$((passes + 1))
-}
+# fail, expect and expect_stdout.
+QUIET_SUCCESS=1
+source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 
 # Help for the tool and every subcommand.
 expect 0 "" --help

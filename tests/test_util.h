@@ -41,6 +41,22 @@ inline onnx::NodeProto* AddNode(onnx::GraphProto* graph, const std::string& name
   return n;
 }
 
+// A model whose If nodes nest `levels` then_branch bodies; *innermost (if
+// given) receives the deepest body, for adding nodes to it.
+inline onnx::ModelProto MakeNestedIfModel(int levels, onnx::GraphProto** innermost = nullptr) {
+  onnx::ModelProto model = MakeModel();
+  onnx::GraphProto* body = model.mutable_graph();
+  for (int i = 0; i < levels; ++i) {
+    onnx::NodeProto* n = AddNode(body, "/If", "If", {"c"}, {"o"});
+    onnx::AttributeProto* attr = n->add_attribute();
+    attr->set_name("then_branch");
+    attr->set_type(onnx::AttributeProto::GRAPH);
+    body = attr->mutable_g();
+  }
+  if (innermost != nullptr) *innermost = body;
+  return model;
+}
+
 inline std::string Serialize(const onnx::ModelProto& model) {
   std::string bytes;
   model.SerializeToString(&bytes);
