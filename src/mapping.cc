@@ -5,7 +5,8 @@ namespace {
 
 constexpr absl::string_view kStrategyNames[kStrategyCount] = {
     "unmapped",     "exact_scope", "exporter_metadata", "tensor_names",
-    "scope_prefix", "op_rule",     "neighbourhood"};
+    "scope_prefix", "op_rule",     "neighbourhood",     "structure",
+    "reference"};
 
 }  // namespace
 

@@ -26,11 +26,17 @@ enum class Strategy : std::uint8_t {
   kOpRule = 5,            // an op-type rule of the rule file (e.g. quantize
                           // and cast nodes belong with their consumers)
   kNeighbourhood = 6,     // inferred from producers and consumers
+  kStructure = 7,         // inferred from the graph's structure for nodes
+                          // without names or metadata: execution order
+                          // between weight-anchored nodes, the manifest's
+                          // module order, repeated layers
+  kReference = 8,         // carried over from the unprocessed export the
+                          // file came from (MapperOptions::reference)
 };
-inline constexpr std::size_t kStrategyCount = 7;
+inline constexpr std::size_t kStrategyCount = 9;
 
 // "unmapped", "exact_scope", "exporter_metadata", "tensor_names",
-// "scope_prefix", "op_rule", "neighbourhood".
+// "scope_prefix", "op_rule", "neighbourhood", "structure", "reference".
 absl::string_view StrategyName(Strategy s);
 // Inverse of StrategyName; false when `name` is unknown.
 bool ParseStrategy(absl::string_view name, Strategy* out);
