@@ -1,11 +1,16 @@
-"""Build the fixture corpus: ``python -m semmap_manifest.corpus fixtures/``.
+"""Build the fixture corpus: ``python -m semmap_manifest.corpus fixtures/ [--slice NAME]``.
 
-For every architecture in :mod:`semmap_manifest.specs`: build the model from
-its config (seed 0, eval mode), export it with the TorchScript exporter
-(opset 17) and the dynamo exporter (its default opset, 20), derive the ground truth, and
-write one directory per fixture with ``model.onnx``, ``manifest.json`` and
-``truth.json``. Then the Optimum exports and the post-processed variants.
-Failures are recorded in ``index.json``, never hidden.
+For every architecture of the slice (:data:`semmap_manifest.specs.SLICES`):
+build the model from its config (seed 0, eval mode), export it with the
+TorchScript exporter (opset 17) and the dynamo exporter (its default opset,
+20), derive the ground truth, and write one directory per fixture with
+``model.onnx``, ``manifest.json`` and ``truth.json``. Then the post-processed
+variants and (torch-2.9 slice) the Optimum exports. Failures are recorded in
+``index.json``, never hidden. Every index entry names its ``toolchain`` (the slice).
+
+Slices: ``torch-2.9`` (the default; ``fixtures/``, frozen, python/requirements.txt)
+and ``torch-2.15`` (``fixtures/torch-2.15/``, python/requirements-current.txt).
+The builder refuses to build a slice with another torch release.
 
 The corpus is written to a temporary sibling directory and swapped into
 place at the end, so a failed run leaves the previous corpus untouched.
@@ -33,11 +38,17 @@ import onnx
 import torch
 
 from semmap_manifest.atomic import write_json
-from semmap_manifest.export import DYNAMO_DEFAULT_OPSET, TORCHSCRIPT_DEFAULT_OPSET, export_onnx, traceable_masks
+from semmap_manifest.export import (
+    DYNAMO_DEFAULT_OPSET,
+    TORCHSCRIPT_DEFAULT_OPSET,
+    export_onnx,
+    packed_sequences_without_diff,
+    traceable_masks,
+)
 from semmap_manifest.manifest import build_manifest
 from semmap_manifest.models import build_model, example_inputs
 from semmap_manifest.sanitize import strip_local_paths
-from semmap_manifest.specs import ARCHS, Arch
+from semmap_manifest.specs import DEFAULT_SLICE, SLICES, Arch, slice_archs
 from semmap_manifest.truth import Truth, dynamo_truth, torchscript_truth, truth_stats
 
 GENERATED_NAMES = {"index.json"}
@@ -51,9 +62,25 @@ ATTEMPTS: tuple[dict[str, Any], ...] = (
     {"masks": "without-vmap", "static_shapes": True},
     {"attn_implementation": "eager", "masks": "without-vmap", "static_shapes": True},
 )
+# transformers 5.x needs no mask patch; Whisper's decoder checks position ids for
+# packed sequences with torch.diff, which the TorchScript exporter cannot export.
+ATTEMPTS_TORCH_2_15: tuple[dict[str, Any], ...] = (
+    {},
+    {"attn_implementation": "eager"},
+    {"masks": "without-diff"},
+    {"masks": "without-diff", "static_shapes": True},
+)
+SLICE_ATTEMPTS = {"torch-2.9": ATTEMPTS, "torch-2.15": ATTEMPTS_TORCH_2_15}
+# torch release each slice must be built with
+SLICE_TORCH = {"torch-2.9": "2.9.", "torch-2.15": "2.15."}
+# distributions recorded in the index besides torch, transformers, onnx, onnxruntime
+SLICE_DISTS = {
+    "torch-2.9": ("optimum", "optimum-onnx", "onnxscript", "onnx-ir"),
+    "torch-2.15": ("onnxscript", "onnx-ir", "onnxslim", "numpy"),
+}
 
 
-def versions() -> dict[str, str]:
+def versions(dists: tuple[str, ...] = SLICE_DISTS[DEFAULT_SLICE]) -> dict[str, str]:
     import onnxruntime
     import transformers
 
@@ -66,7 +93,7 @@ def versions() -> dict[str, str]:
         "onnx": onnx.__version__,
         "onnxruntime": onnxruntime.__version__,
     }
-    for dist in ("optimum", "optimum-onnx", "onnxscript", "onnx-ir"):
+    for dist in dists:
         with contextlib.suppress(Exception):
             from importlib.metadata import version
 
@@ -103,7 +130,7 @@ class Fixture:
     stats: dict[str, int]
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def index_entry(self) -> dict[str, Any]:
+    def index_entry(self, toolchain: str = DEFAULT_SLICE) -> dict[str, Any]:
         entry = {
             "dir": self.dir,
             "name": self.arch.name,
@@ -112,6 +139,7 @@ class Fixture:
             "task": self.arch.task,
             "exporter": self.exporter,
             "variant": self.variant,
+            "toolchain": toolchain,
             "opset": self.opset,
             "held_out": self.arch.held_out,
             "nodes": self.stats,
@@ -128,6 +156,9 @@ class Corpus:
     fixtures: list[Fixture] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
     log: Callable[[str], None] = print
+    toolchain: str = DEFAULT_SLICE
+    # variants that do not apply to an architecture (e.g. no ORT optimizer model type)
+    not_applicable: list[dict[str, Any]] = field(default_factory=list)
 
     def write_fixture(
         self,
@@ -136,12 +167,15 @@ class Corpus:
         manifest: dict[str, Any],
         truth: Truth,
         fixture: Fixture,
+        files: dict[str, Any] | None = None,
     ) -> None:
         d = self.root / name
         d.mkdir(parents=True, exist_ok=True)
         onnx.save(onnx_model, str(d / "model.onnx"))
         write_json(d / "manifest.json", manifest)
         write_json(d / "truth.json", truth)
+        for file_name, data in (files or {}).items():
+            write_json(d / file_name, data)
         self.fixtures.append(fixture)
         self.log(f"{name} ready ({fixture.stats['total']} nodes, {fixture.stats['unknown']} unknown)")
 
@@ -152,6 +186,13 @@ class Corpus:
         )
         last = errors[-1] if errors else {}
         self.log(f"{arch.name}.{exporter}.{variant} FAILED: {last.get('error_type')}: {last.get('error')}")
+
+    def not_applicable_variant(self, arch: Arch, exporter: str, variant: str, reason: str) -> None:
+        self.not_applicable.append(
+            {"name": arch.name, "architecture": arch.model_type, "exporter": exporter, "variant": variant,
+             "reason": reason}
+        )
+        self.log(f"{arch.name}.{exporter}.{variant} not applicable: {reason}")
 
 
 @contextlib.contextmanager
@@ -184,12 +225,15 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple
     errors: list[dict[str, Any]] = []
     opset = TORCHSCRIPT_DEFAULT_OPSET if exporter == "torchscript" else DYNAMO_DEFAULT_OPSET
     path = work / f"{arch.name}.{exporter}.onnx"
-    for options in ATTEMPTS:
+    for options in SLICE_ATTEMPTS[corpus.toolchain]:
         try:
             with quiet():
                 model = build_for(arch, options)
                 inputs = example_inputs(model)
-                masks = traceable_masks() if options.get("masks") else contextlib.nullcontext()
+                masks = {
+                    "without-vmap": traceable_masks,
+                    "without-diff": packed_sequences_without_diff,
+                }.get(options.get("masks", ""), contextlib.nullcontext)()
                 with masks:
                     export_onnx(
                         model, inputs, path, exporter=exporter, opset=opset,
@@ -200,7 +244,10 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple
             continue
         onnx_model = strip_local_paths(onnx.load(str(path)))
         opset = next((o.version for o in onnx_model.opset_import if o.domain in ("", "ai.onnx")), opset)
-        truth = (torchscript_truth if exporter == "torchscript" else dynamo_truth)(onnx_model, model)
+        if exporter == "torchscript":
+            truth = torchscript_truth(onnx_model, model)
+        else:
+            truth = dynamo_truth(onnx_model, model, rewriter_lca=corpus.toolchain != "torch-2.9")
         name = f"{arch.name}.{exporter}"
         extra: dict[str, Any] = {"export_options": options, "inputs": {k: list(v.shape) for k, v in inputs.items()}}
         if errors:
@@ -213,16 +260,17 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple
 
 
 def write_index(corpus: Corpus) -> None:
-    library_versions = versions()
+    library_versions = versions(SLICE_DISTS[corpus.toolchain])
     fixtures = []
     for f in sorted(corpus.fixtures, key=lambda f: f.dir):
-        entry = f.index_entry()
+        entry = f.index_entry(corpus.toolchain)
         entry["versions"] = library_versions
         fixtures.append(entry)
-    index = {
+    index: dict[str, Any] = {
         "format": "semmap.fixtures",
+        "toolchain": corpus.toolchain,
         "versions": library_versions,
-        "held_out": sorted({a.model_type for a in ARCHS if a.held_out}),
+        "held_out": sorted({a.model_type for a in slice_archs(corpus.toolchain) if a.held_out}),
         "fixtures": fixtures,
         "failed": corpus.failures,
         # combinations that failed with the default options and needed a fix
@@ -232,41 +280,55 @@ def write_index(corpus: Corpus) -> None:
             if f.extra.get("failed_attempts")
         ],
     }
+    if corpus.not_applicable:
+        index["not_applicable"] = corpus.not_applicable
     write_json(corpus.root / "index.json", index)
 
 
-def build(root: Path, only: set[str] | None, log: Callable[[str], None]) -> Corpus:
-    """Build the corpus (or the architectures in ``only``) into ``root``."""
+def build(
+    root: Path, only: set[str] | None, log: Callable[[str], None], slice_name: str = DEFAULT_SLICE
+) -> Corpus:
+    """Build the slice's corpus (or the architectures in ``only``) into ``root``."""
     from semmap_manifest import optimum_fixtures, variants
 
-    corpus = Corpus(root, log=log)
+    corpus = Corpus(root, log=log, toolchain=slice_name)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="semmap-corpus-work-") as work_dir:
         work = Path(work_dir)
-        for arch in ARCHS:
+        for arch in slice_archs(slice_name):
             if only and arch.name not in only:
                 continue
             for exporter in ("torchscript", "dynamo"):
                 result = export_plain(corpus, arch, exporter, work)
                 wanted = arch.variants if exporter == "torchscript" else arch.dynamo_variants
+                built: dict[str, Any] = {}
                 for variant in wanted:
                     if result is None:
                         corpus.fail(arch, exporter, variant, [{"options": {}, "error_type": "skipped",
                                                                "error": f"no {exporter} export to derive from"}])
                     else:
-                        variants.build_variant(corpus, arch, variant, result, work, exporter)
-        optimum_fixtures.build_all(corpus, work, only)
+                        variants.build_variant(corpus, arch, variant, result, work, exporter, built)
+        if slice_name == "torch-2.9":
+            optimum_fixtures.build_all(corpus, work, only)
     write_index(corpus)
     log(f"built in {time.monotonic() - start:.0f} s")
     return corpus
 
 
+def _is_other_slice(item: Path) -> bool:
+    """A directory holding a slice of its own (``fixtures/torch-2.15/``), not a fixture."""
+    return item.is_dir() and (item / "index.json").exists()
+
+
 def _swap_in(new: Path, dest: Path) -> None:
-    """Replace ``dest`` with ``new``, keeping files in ``dest`` that the builder does not generate (README.md)."""
+    """Replace ``dest`` with ``new``, keeping what the builder does not generate there:
+    files such as README.md, and the directories of other slices (moved over, untouched)."""
     if dest.exists():
         for item in dest.iterdir():
             if item.is_file() and item.name not in GENERATED_NAMES and not (new / item.name).exists():
                 shutil.copy2(item, new / item.name)
+            elif _is_other_slice(item) and not (new / item.name).exists():
+                os.replace(item, new / item.name)
         old = dest.with_name(f".{dest.name}.old")
         if old.exists():
             shutil.rmtree(old)
@@ -300,12 +362,20 @@ def _merge_into(new: Path, dest: Path) -> None:
         + new_index["fallbacks"],
         key=lambda f: f["dir"],
     )
+    not_applicable = [f for f in old_index.get("not_applicable", []) if f["name"] not in rebuilt] + new_index.get(
+        "not_applicable", []
+    )
+    merged.pop("not_applicable", None)
+    if not_applicable:
+        merged["not_applicable"] = not_applicable
     write_json(old_index_path, merged)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m semmap_manifest.corpus", description=__doc__.splitlines()[0])
-    parser.add_argument("dest", type=Path, help="corpus directory (e.g. fixtures/)")
+    parser.add_argument("dest", type=Path, help="corpus directory of the slice (fixtures/, fixtures/torch-2.15/)")
+    parser.add_argument("--slice", default=DEFAULT_SLICE, choices=sorted(SLICES),
+                        help=f"which slice (toolchain) to build (default {DEFAULT_SLICE})")
     parser.add_argument("--only", action="append", help="build only this architecture (repeatable); merges into dest")
     parser.add_argument("--status-file", type=Path, help="append one line per finished fixture to this file")
     args = parser.parse_args(argv)
@@ -316,13 +386,16 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.status_file, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
 
+    if not torch.__version__.startswith(SLICE_TORCH[args.slice]):
+        parser.error(f"slice {args.slice} is built with torch {SLICE_TORCH[args.slice]}x, "
+                     f"this is torch {torch.__version__} (scripts/build-corpus --slice {args.slice} picks the venv)")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     dest: Path = args.dest.resolve()
     dest.parent.mkdir(parents=True, exist_ok=True)
     new = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new-", dir=dest.parent))
     os.chmod(new, 0o755)
     try:
-        corpus = build(new, set(args.only) if args.only else None, log)
+        corpus = build(new, set(args.only) if args.only else None, log, args.slice)
         if args.only:
             _merge_into(new, dest)
             shutil.rmtree(new)

@@ -21,7 +21,7 @@ from semmap_manifest.models import dynamic_axes
 
 Exporter = Literal["torchscript", "dynamo"]
 TORCHSCRIPT_DEFAULT_OPSET = 17
-DYNAMO_DEFAULT_OPSET = None  # torch's own default: 20 in torch 2.9 (torchlib builds 18, then converts)
+DYNAMO_DEFAULT_OPSET = None  # torch's own default: 20 in torch 2.9 and 2.15 (torchlib builds 18, then converts)
 
 
 def _dynamic_shapes(inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, object]]:
@@ -78,7 +78,9 @@ def export_onnx(
                 dynamo=True,
                 verbose=False,
             )
-            program.save(str(tmp))
+            # torch >= 2.10 writes the weights to a separate <file>.data unless told
+            # otherwise; fixtures are single self-contained files.
+            program.save(str(tmp), external_data=False)
 
 
 @contextlib.contextmanager
@@ -106,3 +108,38 @@ def traceable_masks() -> Iterator[None]:
         mu.ALL_MASK_ATTENTION_FUNCTIONS.register("sdpa", saved_sdpa)
         mu.ALL_MASK_ATTENTION_FUNCTIONS.register("eager", saved_eager)
         mu.find_packed_sequence_indices = saved_packed
+
+
+def _packed_sequence_indices_without_diff(position_ids: torch.Tensor) -> torch.Tensor | None:
+    """``transformers.masking_utils.find_packed_sequence_indices`` without ``torch.diff``.
+
+    Same result: consecutive position ids that do not increase by one start a
+    new packed sequence. ``aten::diff`` has no TorchScript ONNX symbolic.
+    """
+    import transformers.masking_utils as mu
+
+    first_dummy_value = position_ids[:, :1] - 1
+    extended = torch.cat([first_dummy_value, position_ids], dim=-1)
+    position_diff = extended[:, 1:] - extended[:, :-1]
+    packed_sequence_mask = (position_diff != 1).cumsum(-1)
+    if not mu.is_tracing(packed_sequence_mask) and (packed_sequence_mask[:, -1] == 0).all():
+        return None
+    return packed_sequence_mask
+
+
+@contextlib.contextmanager
+def packed_sequences_without_diff() -> Iterator[None]:
+    """Swap in :func:`_packed_sequence_indices_without_diff` while exporting.
+
+    transformers 5.x checks decoder position ids for packed sequences with
+    ``torch.diff`` when no decoder attention mask is given (Whisper's decoder);
+    the TorchScript exporter has no ``aten::diff`` (``UnsupportedOperatorError``).
+    """
+    import transformers.masking_utils as mu
+
+    saved = mu.find_packed_sequence_indices
+    mu.find_packed_sequence_indices = _packed_sequence_indices_without_diff
+    try:
+        yield
+    finally:
+        mu.find_packed_sequence_indices = saved

@@ -4,6 +4,10 @@ Rules, applied in order to each node of the processed model (P), given the
 original export (O) and its truth:
 
 1. same-name: a node whose name is a node name of O gets that node's module.
+   With ``in_place_fusions`` (torch-2.15 slice), when the op type changed
+   (ONNX Runtime fuses in place and keeps the name: ``Conv`` + ``Relu`` ->
+   ``FusedConv`` named after the Conv), rule 2 is tried first: the node may do
+   the work of several modules.
 2. fused: a node with inputs and outputs that are both values of O replaced
    the O nodes lying between them (backward-reachable from its outputs,
    stopping at its inputs, and forward-reachable from its inputs); it gets
@@ -23,7 +27,9 @@ original export (O) and its truth:
    handed to the projection after it.
 5. anything else is unknown.
 
-:func:`positional_truth` handles copies that keep node order (the stripped variant).
+:func:`positional_truth` handles copies that keep node order (the stripped variant);
+:func:`permuted_truth` re-sorted copies, through the permutation :func:`resort`
+records.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from semmap_manifest.graph_index import GraphIndex
 from semmap_manifest.truth import Truth, make_truth
 
 MATCH_RULES = (
-    "derived from the unmodified export '{source}': (1) same node name -> same module; (2) a node whose inputs "
+    "derived from the unmodified export '{source}': (1) same node name -> same module{in_place}; (2) a node whose inputs "
     "and outputs are values of the original replaced the original nodes between them (backward-reachable "
     "from its outputs up to its inputs, forward-reachable from its inputs) -> lowest common ancestor of their "
     "modules; a node that outputs original values but reads none -> lowest common ancestor of those values' original producers; (3) a name extending an original node name by '_<suffix>' (quantizer: '<node>_quant', "
@@ -91,8 +97,16 @@ def _between(orig: GraphIndex, ins: set[str], outs: set[str]) -> set[int]:
     return forward
 
 
-def matched_truth(processed: onnx.ModelProto, original: onnx.ModelProto, truth: Truth, source: str) -> Truth:
-    """Truth for ``processed`` (ORT-optimized or quantized ``original``)."""
+IN_PLACE_RULE = (
+    " (same name with another op type, i.e. fused in place such as Conv+Relu -> FusedConv: rule 2 first, "
+    "then the same-name module)"
+)
+
+
+def matched_truth(
+    processed: onnx.ModelProto, original: onnx.ModelProto, truth: Truth, source: str, in_place_fusions: bool = False
+) -> Truth:
+    """Truth for ``processed`` (ORT-optimized, ORT-session-optimized, onnxslim'd or quantized ``original``)."""
     orig = GraphIndex(original)
     orig_modules = _original_modules(orig, truth)
     by_name: dict[str, str | None] = {}
@@ -105,8 +119,10 @@ def matched_truth(processed: onnx.ModelProto, original: onnx.ModelProto, truth: 
     pending: set[int] = set()
     node_names_by_length = sorted((n for n in by_name), key=len, reverse=True)
     value_names = {v for v in orig_values if v}
+    orig_ops = {n.name: n.op_type for n in orig.nodes if n.name}
     for i, node in enumerate(new.nodes):
-        if node.name in by_name:
+        same_name = node.name in by_name
+        if same_name and (not in_place_fusions or orig_ops.get(node.name) == node.op_type):
             modules[i] = by_name[node.name]
             continue
         ins = {v for v in node.input if v in orig_values} - orig.initializers
@@ -121,6 +137,9 @@ def matched_truth(processed: onnx.ModelProto, original: onnx.ModelProto, truth: 
             if all(k is not None for k in known):
                 modules[i] = lowest_common_ancestor(known)  # type: ignore[arg-type]
                 continue
+        if same_name:
+            modules[i] = by_name[node.name]
+            continue
         if node.name and not any(node.name.startswith(v + "_") for v in value_names if v in node.name):
             for name in node_names_by_length:
                 if node.name.startswith(name + "_"):
@@ -130,7 +149,7 @@ def matched_truth(processed: onnx.ModelProto, original: onnx.ModelProto, truth: 
                 continue
         pending.add(i)
     _consumer_lca(new, modules, pending)
-    return make_truth(new, modules, MATCH_RULES.format(source=source))
+    return make_truth(new, modules, MATCH_RULES.format(source=source, in_place=IN_PLACE_RULE if in_place_fusions else ""))
 
 
 CONSUMER_RULE_OPS = frozenset(
@@ -163,3 +182,103 @@ def positional_truth(stripped: onnx.ModelProto, original: onnx.ModelProto, truth
         raise ValueError("stripped copy does not keep the original node order")
     modules = _original_modules(orig, truth)
     return make_truth(new, modules, POSITION_RULES.format(source=source))
+
+
+RESORT_RULES = (
+    "derived from '{source}' by the recorded permutation (resort.json 'order': node i of this file is node "
+    "order[i] of '{source}', re-sorted topologically with a seeded random tie-break among ready nodes, seed "
+    "{seed}{renamed}): node i has the module of source node order[i] (unknown stays unknown)."
+)
+
+
+def _reads(node: onnx.NodeProto) -> list[str]:
+    from semmap_manifest.graph_index import _subgraph_inputs
+
+    return [v for v in list(node.input) + _subgraph_inputs(node) if v]
+
+
+def resort(model: onnx.ModelProto, seed: int) -> tuple[onnx.ModelProto, list[int]]:
+    """A copy of ``model`` whose main-graph nodes are re-sorted topologically.
+
+    Kahn's algorithm; whenever several nodes are ready, one is drawn with
+    ``random.Random(seed)`` from the ready nodes kept in source order, so the
+    result is deterministic for a seed and differs from the source order.
+    Subgraphs move with their node; model-local functions are untouched.
+    Returns the copy and ``order`` (node ``i`` of the copy is node
+    ``order[i]`` of the source main graph).
+    """
+    import bisect
+    import copy
+    import random
+
+    nodes = list(model.graph.node)
+    producer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for v in node.output:
+            if v:
+                producer.setdefault(v, i)
+    deps: list[set[int]] = [{producer[v] for v in _reads(n) if v in producer} - {i} for i, n in enumerate(nodes)]
+    users: list[list[int]] = [[] for _ in nodes]
+    for i, d in enumerate(deps):
+        for j in sorted(d):
+            users[j].append(i)
+    waiting = [len(d) for d in deps]
+    ready = [i for i, w in enumerate(waiting) if w == 0]
+    rng = random.Random(seed)
+    order: list[int] = []
+    while ready:
+        i = ready.pop(rng.randrange(len(ready)))
+        order.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if waiting[u] == 0:
+                bisect.insort(ready, u)
+    if len(order) != len(nodes):
+        raise ValueError("graph has a cycle; cannot re-sort")
+    out = copy.deepcopy(model)
+    del out.graph.node[:]
+    out.graph.node.extend(copy.deepcopy(nodes[i]) for i in order)
+    return out, order
+
+
+def _nodes_with_subgraphs(model: onnx.ModelProto) -> list[list[int]]:
+    """For each main-graph node, the traversal indices of it and the nodes of its subgraphs."""
+    from semmap_manifest.node_ids import iter_graph_nodes
+
+    spans: list[list[int]] = []
+    k = 0
+    for node in model.graph.node:
+        count = 1
+        for attr in node.attribute:
+            graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            for g in graphs:
+                count += sum(1 for _ in iter_graph_nodes(g))
+        spans.append(list(range(k, k + count)))
+        k += count
+    return spans
+
+
+def permuted_truth(
+    resorted: onnx.ModelProto, source: onnx.ModelProto, truth: Truth, order: list[int], source_name: str,
+    seed: int, renamed: bool = False,
+) -> Truth:
+    """Truth for a re-sorted copy, through the permutation :func:`resort` recorded (never by position)."""
+    src = GraphIndex(source)
+    new = GraphIndex(resorted)
+    src_modules = _original_modules(src, truth)
+    src_spans = _nodes_with_subgraphs(source)
+    if len(order) != len(src_spans) or sorted(order) != list(range(len(src_spans))):
+        raise ValueError("order is not a permutation of the source's main-graph nodes")
+    modules: list[str | None] = []
+    for i in order:
+        for k in src_spans[i]:
+            modules.append(src_modules[k])
+    if len(modules) != len(new.nodes):
+        raise ValueError("re-sorted copy and source differ in node count")
+    src_ops = [src.nodes[k].op_type for i in order for k in src_spans[i]]
+    if src_ops != [n.op_type for n in new.nodes]:
+        raise ValueError("re-sorted copy does not match the recorded order")
+    rules = RESORT_RULES.format(
+        source=source_name, seed=seed, renamed="; then names stripped again in the new order" if renamed else ""
+    )
+    return make_truth(new, modules, rules)

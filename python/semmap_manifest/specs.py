@@ -139,3 +139,89 @@ def arch(name: str) -> Arch:
         if a.name == name:
             return a
     raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------
+# Slices. The corpus in fixtures/ (ARCHS above) is the "torch-2.9" slice, built
+# with python/requirements.txt and frozen. "torch-2.15" (fixtures/torch-2.15/)
+# is built with python/requirements-current.txt: the tuned set of the first
+# slice's main families plus held-out whisper, clip, phi3 (fused qkv_proj and
+# gate_up_proj) and swin (hierarchical windowed attention, patch merging).
+
+# Variants of the torch-2.15 slice, in build order: "-resorted" variants derive
+# from the variant named before the dash ("onnxslim", "stripped").
+CURRENT_TORCHSCRIPT_VARIANTS = ("onnxslim", "ort-optimized", "quantized", "stripped", "stripped-resorted")
+CURRENT_DYNAMO_VARIANTS = (
+    "onnxslim", "onnxslim-resorted", "ort-optimized", "ort-session", "quantized", "stripped",
+)
+
+
+def _current(name: str, model_type: str, task: str, config: dict[str, Any], **kw: Any) -> Arch:
+    return Arch(name, model_type, task, config, variants=CURRENT_TORCHSCRIPT_VARIANTS,
+                dynamo_variants=CURRENT_DYNAMO_VARIANTS, **kw)
+
+
+# Hidden size 16 (the torch-2.9 slice: 32-64) keeps the slice under 25 MB with
+# every variant; the graphs have the same structure as with larger sizes.
+_T = dict(vocab_size=200, max_position_embeddings=64)
+_SMALL_DECODER = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=200, max_position_embeddings=64, use_cache=False)
+
+ARCHS_TORCH_2_15: tuple[Arch, ...] = (
+    _current("bert-seqcls", "bert", "sequence-classification",
+             dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                  type_vocab_size=2, num_labels=2, **_T),
+             ort_model_type="bert", ort_heads_hidden=(2, 16)),
+    # GQA (4 heads of 4, 2 kv heads) and rotary
+    _current("llama-causal-lm", "llama", "causal-lm", dict(_SMALL_DECODER)),
+    _current("t5-seq2seq-lm", "t5", "seq2seq-lm",
+             dict(d_model=16, d_kv=8, d_ff=32, num_layers=2, num_decoder_layers=2, num_heads=2,
+                  vocab_size=200, use_cache=False, decoder_start_token_id=0),
+             ort_model_type="t5", ort_heads_hidden=(2, 16)),
+    _current("resnet-imgcls", "resnet", "image-classification",
+             dict(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic", num_labels=3,
+                  downsample_in_first_stage=False)),
+    _current("vit-imgcls", "vit", "image-classification",
+             dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                  image_size=32, patch_size=8, num_labels=3),
+             ort_model_type="vit", ort_heads_hidden=(2, 16)),
+    _current("wav2vec2-ctc", "wav2vec2", "ctc",
+             dict(hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
+                  conv_dim=[8, 8], conv_stride=[5, 4], conv_kernel=[10, 8], num_conv_pos_embeddings=16,
+                  num_conv_pos_embedding_groups=2, vocab_size=32, do_stable_layer_norm=False)),
+    _current("whisper-speech-seq2seq", "whisper", "speech-seq2seq",
+             dict(d_model=16, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+                  decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, vocab_size=200,
+                  num_mel_bins=16, max_source_positions=16, max_target_positions=32, use_cache=False,
+                  decoder_start_token_id=1, pad_token_id=0, bos_token_id=1, eos_token_id=2),
+             held_out=True),
+    _current("clip", "clip", "auto",
+             dict(text_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                   vocab_size=200, max_position_embeddings=16),
+                  vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, image_size=32, patch_size=8),
+                  projection_dim=16),
+             held_out=True, ort_model_type="clip", ort_heads_hidden=(2, 16)),
+    # fused qkv_proj and gate_up_proj
+    _current("phi3-causal-lm", "phi3", "causal-lm",
+             dict(_SMALL_DECODER, original_max_position_embeddings=64, pad_token_id=0, bos_token_id=1,
+                  eos_token_id=2),
+             held_out=True),
+    # hierarchical: windowed attention, patch merging between stages
+    _current("swin-imgcls", "swin", "image-classification",
+             dict(image_size=32, patch_size=2, embed_dim=8, depths=[1, 1], num_heads=[2, 2], window_size=4,
+                  mlp_ratio=2.0, num_labels=3),
+             held_out=True, ort_model_type="swin", ort_heads_hidden=(0, 0)),
+)
+
+SLICES: dict[str, tuple[Arch, ...]] = {"torch-2.9": ARCHS, "torch-2.15": ARCHS_TORCH_2_15}
+# The directory of a slice below the corpus root (fixtures/); "" for the frozen first slice.
+SLICE_DIRS: dict[str, str] = {"torch-2.9": "", "torch-2.15": "torch-2.15"}
+DEFAULT_SLICE = "torch-2.9"
+
+
+def slice_archs(slice_name: str) -> tuple[Arch, ...]:
+    try:
+        return SLICES[slice_name]
+    except KeyError:
+        raise KeyError(f"unknown slice {slice_name!r}; known: {', '.join(SLICES)}") from None

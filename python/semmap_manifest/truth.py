@@ -253,13 +253,58 @@ def dynamo_module(node: onnx.NodeProto, known_paths: dict[str, str]) -> str | No
     return known_paths.get(scopes[-2])
 
 
-def dynamo_truth(onnx_model: onnx.ModelProto, model: torch.nn.Module) -> Truth:
-    """Truth for a ``dynamo=True`` export of ``model``."""
+REWRITER_RULE_KEY = "pkg.onnxscript.rewriter.rule_name"
+REWRITER_RULES = (
+    " rewritten nodes: a node carrying metadata_props['pkg.onnxscript.rewriter.rule_name'] (the exporter's "
+    "optimizer rewrote it, e.g. FuseBatchNormIntoConv labels the fused Conv with the BatchNorm's module stack) "
+    "whose metadata module differs from the owner of a parameter initializer it reads (an initializer named "
+    "after a parameter or buffer of the model, e.g. 'layer1.0.conv1.weight' -> 'layer1.0.conv1') -> the lowest "
+    "common ancestor of the metadata module and those owners: a node doing two modules' work belongs to their "
+    "common ancestor."
+)
+
+
+def parameter_owners(model: torch.nn.Module) -> dict[str, str]:
+    """Every parameter / buffer name (all aliases) -> the ``named_modules()`` path of the module holding it."""
+    canonical = {id(m): p for p, m in model.named_modules()}
+    owners: dict[str, str] = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        prefix = f"{path}." if path else ""
+        for name, _ in module.named_parameters(recurse=False, remove_duplicate=False):
+            owners.setdefault(prefix + name, canonical[id(module)])
+        for name, _ in module.named_buffers(recurse=False, remove_duplicate=False):
+            owners.setdefault(prefix + name, canonical[id(module)])
+    return owners
+
+
+def rewritten_node_module(
+    node: onnx.NodeProto, metadata_module: str, owners: dict[str, str], initializers: set[str]
+) -> str:
+    """The module of a node the exporter's optimizer rewrote (see :data:`REWRITER_RULES`)."""
+    from semmap_manifest.matching import lowest_common_ancestor
+
+    read = sorted({owners[v] for v in node.input if v in initializers and v in owners})
+    if not read or all(o == metadata_module for o in read):
+        return metadata_module
+    return lowest_common_ancestor([metadata_module, *read])
+
+
+def dynamo_truth(onnx_model: onnx.ModelProto, model: torch.nn.Module, rewriter_lca: bool = False) -> Truth:
+    """Truth for a ``dynamo=True`` export of ``model``.
+
+    ``rewriter_lca`` applies :data:`REWRITER_RULES` (the torch-2.15 slice; the
+    frozen torch-2.9 slice has no rewritten nodes carrying metadata).
+    """
     index = GraphIndex(onnx_model)
     known = module_aliases(model)
     modules = [dynamo_module(n, known) for n in index.nodes]
+    if rewriter_lca:
+        owners = parameter_owners(model)
+        for i, node in enumerate(index.nodes):
+            if modules[i] is not None and any(p.key == REWRITER_RULE_KEY for p in node.metadata_props):
+                modules[i] = rewritten_node_module(node, modules[i], owners, index.initializers)  # type: ignore[arg-type]
     propagate_to_unscoped(index, modules, {i for i, m in enumerate(modules) if m is None})
-    return make_truth(index, modules, DYNAMO_RULES)
+    return make_truth(index, modules, DYNAMO_RULES + (REWRITER_RULES if rewriter_lca else ""))
 
 
 def truth_stats(truth: Truth) -> dict[str, int]:

@@ -1,11 +1,22 @@
-"""Post-processed variants of a TorchScript export, with truth matched back to it.
+"""Post-processed variants of an export, with truth matched back to it.
 
 * ``ort-optimized``: ``onnxruntime.transformers.optimizer.optimize_model``
   (opt_level 0: the Python fusions only, so fused Attention /
-  SkipLayerNormalization / Gelu nodes appear and nothing else is rewritten).
+  SkipLayerNormalization / Gelu nodes appear and nothing else is rewritten;
+  a higher level first runs an ONNX Runtime session whose own fusions would
+  mix two tools' effects in one fixture). Architectures without a fitting
+  optimizer model type are recorded as not applicable.
+* ``ort-session``: the file ONNX Runtime writes with
+  ``SessionOptions.optimized_model_filepath`` at ``ORT_ENABLE_EXTENDED``, CPU provider.
+* ``onnxslim``: ``onnxslim.slim(model)`` with its defaults.
 * ``quantized``: ``onnxruntime.quantization.quantize_dynamic`` (QInt8 weights).
 * ``stripped``: :func:`semmap_manifest.strip.strip_names` (of the TorchScript
   and of the dynamo export).
+* ``<base>-resorted``: variant ``<base>`` re-sorted topologically with a seeded
+  random tie-break (:func:`semmap_manifest.matching.resort`); ``stripped-resorted``
+  is stripped again afterwards so names do not give the old order away. The
+  permutation is written next to the model (``resort.json``) and the truth is
+  carried over through it.
 * ``functions``: a fresh TorchScript export with ``export_modules_as_functions``
   for the classes of ``Arch.function_modules`` (truth: TorchScript scopes).
 """
@@ -19,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import onnx
 
 from semmap_manifest.manifest import build_manifest
-from semmap_manifest.matching import matched_truth, positional_truth
+from semmap_manifest.matching import matched_truth, permuted_truth, positional_truth, resort
 from semmap_manifest.strip import strip_names
 from semmap_manifest.truth import Truth, truth_stats
 
@@ -37,6 +48,27 @@ def ort_optimize(src: Path, dest: Path, model_type: str, num_heads: int, hidden_
     optimized.save_model_to_file(str(dest))
 
 
+def ort_session_optimize(src: Path, dest: Path) -> None:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(dest)
+    options.intra_op_num_threads = 1
+    ort.InferenceSession(str(src), options, providers=["CPUExecutionProvider"])
+
+
+def slim(model: onnx.ModelProto) -> onnx.ModelProto:
+    import copy
+
+    import onnxslim
+
+    return onnxslim.slim(copy.deepcopy(model))
+
+
+RESORT_SEED = 0
+
+
 def quantize(src: Path, dest: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -50,20 +82,33 @@ def build_variant(
     plain: tuple[Any, onnx.ModelProto, Truth],
     work: Path,
     exporter: str = "torchscript",
-) -> None:
-    """Write ``<arch>.<exporter>.<variant>`` derived from that export."""
+    built: dict[str, tuple[onnx.ModelProto, Truth]] | None = None,
+) -> tuple[onnx.ModelProto, Truth] | None:
+    """Write ``<arch>.<exporter>.<variant>`` derived from that export.
+
+    ``built`` holds the variants of the same export built so far (a
+    ``<base>-resorted`` variant derives from ``built[<base>]``); the new one is
+    added to it. Returns the processed model and its truth, or None on failure.
+    """
     from semmap_manifest.corpus import Fixture, error_record, quiet
 
+    built = {} if built is None else built
     model, original, truth = plain
     if variant == "functions":
         build_functions_variant(corpus, arch, model, work)
-        return
+        return None
     source = f"{arch.name}.{exporter}"
     name = f"{source}.{variant}"
+    if variant == "ort-optimized" and not arch.ort_model_type:
+        corpus.not_applicable_variant(arch, exporter, variant,
+                                      "no onnxruntime.transformers.optimizer model_type fits this architecture")
+        return None
     src = work / f"{source}.onnx"
     onnx.save(original, str(src))
     dest = work / f"{name}.onnx"
     extra: dict[str, Any] = {"source": source}
+    files: dict[str, Any] = {}
+    derived_from = original
     try:
         with quiet():
             if variant == "ort-optimized":
@@ -71,27 +116,50 @@ def build_variant(
                 heads, hidden = arch.ort_heads_hidden
                 ort_optimize(src, dest, arch.ort_model_type, heads, hidden)
                 extra["ort_model_type"] = arch.ort_model_type
+            elif variant == "ort-session":
+                ort_session_optimize(src, dest)
+                extra["ort_graph_optimization_level"] = "ORT_ENABLE_EXTENDED"
+            elif variant == "onnxslim":
+                onnx.save(slim(original), str(dest))
             elif variant == "quantized":
                 quantize(src, dest)
             elif variant == "stripped":
                 onnx.save(strip_names(original), str(dest))
+            elif variant.endswith("-resorted"):
+                base = variant[: -len("-resorted")]
+                if base not in built:
+                    raise RuntimeError(f"no {exporter} {base} variant to re-sort")
+                derived_from, base_truth = built[base]
+                resorted, order = resort(derived_from, RESORT_SEED)
+                if base == "stripped":
+                    resorted = strip_names(resorted)
+                onnx.save(resorted, str(dest))
+                extra["derived_from"] = f"{source}.{base}"
+                extra["resort_seed"] = RESORT_SEED
+                files["resort.json"] = {"source": f"{source}.{base}", "seed": RESORT_SEED, "order": order}
             else:
                 raise ValueError(f"unknown variant {variant!r}")
         processed = onnx.load(str(dest))
         if variant == "stripped":
             new_truth = positional_truth(processed, original, truth, source)
+        elif variant.endswith("-resorted"):
+            new_truth = permuted_truth(processed, derived_from, base_truth, files["resort.json"]["order"],
+                                       extra["derived_from"], RESORT_SEED, renamed=variant.startswith("stripped"))
         else:
-            new_truth = matched_truth(processed, original, truth, source)
+            new_truth = matched_truth(processed, original, truth, source,
+                                      in_place_fusions=corpus.toolchain != "torch-2.9")
     except Exception as e:  # recorded in the index
         corpus.fail(arch, exporter, variant, [{"options": {}, **error_record(e)}])
-        return
-    if variant != "stripped":
+        return None
+    if variant not in ("stripped",) and not variant.endswith("-resorted"):
         before = Counter(n.op_type for n in original.graph.node)
         after = Counter(n.op_type for n in processed.graph.node)
         extra["new_op_types"] = {op: n for op, n in sorted(after.items()) if op not in before}
     opset = next((o.version for o in processed.opset_import if o.domain in ("", "ai.onnx")), None)
     fixture = Fixture(name, arch, type(model).__name__, exporter, variant, opset, truth_stats(new_truth), extra)
-    corpus.write_fixture(name, processed, build_manifest(model), new_truth, fixture)
+    corpus.write_fixture(name, processed, build_manifest(model), new_truth, fixture, files)
+    built[variant] = (processed, new_truth)
+    return processed, new_truth
 
 
 def build_functions_variant(corpus: "Corpus", arch: "Arch", model: Any, work: Path) -> None:
