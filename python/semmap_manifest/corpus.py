@@ -362,8 +362,12 @@ def _merge_into(new: Path, dest: Path) -> None:
         + new_index["fallbacks"],
         key=lambda f: f["dir"],
     )
-    not_applicable = [f for f in old_index.get("not_applicable", []) if f["name"] not in rebuilt] + new_index.get(
-        "not_applicable", []
+    # in build order (architecture order of the slice, TorchScript before dynamo), as a full build writes them
+    arch_order = {a.name: i for i, a in enumerate(slice_archs(new_index.get("toolchain", DEFAULT_SLICE)))}
+    not_applicable = sorted(
+        [f for f in old_index.get("not_applicable", []) if f["name"] not in rebuilt]
+        + new_index.get("not_applicable", []),
+        key=lambda f: (arch_order.get(f["name"], len(arch_order)), f["exporter"] != "torchscript"),
     )
     merged.pop("not_applicable", None)
     if not_applicable:
