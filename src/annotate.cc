@@ -1,19 +1,28 @@
 #include "semmap/annotate.h"
 
+#include <algorithm>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "internal/atomic_write.h"
 #include "internal/file_io.h"
 #include "internal/model_proto.h"
+#include "internal/scope_resolver.h"
 #include "internal/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
+#include "semmap/scope_path.h"
 #include "semmap/tree.h"
 
 namespace semmap {
@@ -107,6 +116,91 @@ void AddMetadata(onnx::NodeProto* node, const std::string& key, const std::strin
 
 std::string ConfidenceText(double confidence) { return absl::StrCat(confidence); }
 
+bool IsNumber(absl::string_view atom) {
+  return !atom.empty() && std::all_of(atom.begin(), atom.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+// The TorchScript scope segments of a module path relative to the binding's
+// root: one segment per module scope, each the variable name torch gives it
+// (a numeric atom joins the segment before it: "encoder.layer.0.attention"
+// -> {"encoder", "layer.0", "attention"}).
+std::vector<std::string> SegmentsOf(absl::string_view relative_path) {
+  std::vector<std::string> out;
+  if (relative_path.empty()) return out;
+  for (absl::string_view atom : absl::StrSplit(relative_path, '.')) {
+    if (!out.empty() && IsNumber(atom)) {
+      absl::StrAppend(&out.back(), ".", atom);
+    } else {
+      out.emplace_back(atom);
+    }
+  }
+  return out;
+}
+
+// The part of a node name a scoped name keeps: after the last '/', or the
+// op type when that is empty.
+std::string LeafOf(const Node& n) {
+  absl::string_view leaf = n.name;
+  const std::size_t slash = leaf.rfind('/');
+  if (slash != absl::string_view::npos) leaf.remove_prefix(slash + 1);
+  if (!leaf.empty()) return std::string(leaf);
+  if (n.op_type.empty()) return "node";
+  std::string op = n.op_type;  // an op type is not checked for '/'
+  std::replace(op.begin(), op.end(), '/', '_');
+  return op;
+}
+
+// Whether `name` is read by the mapper as a scope (mapper.cc, ScopeOf) that
+// resolves to `module` completely.
+bool ResolvesTo(absl::string_view name, ModuleId module, const internal::ScopeResolver& resolver,
+                const RootBinding& binding, const Rules& rules) {
+  if (name.empty() || name.front() != '/' || rules.isDerivedNodeName(name)) return false;
+  const ScopePath path = ScopePath::Parse(name);
+  if (path.truncated()) return false;
+  const internal::ScopeResolution r =
+      resolver.Resolve(path.segments(), binding.root, binding.wrapper);
+  return r.complete() && r.module == module;
+}
+
+// The scope part of a name ("/encoder/layer.0/query", "" for the root) that
+// maps to `module` the same with and without the manifest; nullopt when
+// there is none.
+std::optional<std::string> ScopedPrefix(const Manifest& manifest, ModuleId module, const RootBinding& binding,
+                         const internal::ScopeResolver& resolver) {
+  if (!manifest.isAncestorOrSelf(binding.root, module)) return std::nullopt;
+  const std::string& root_path = manifest.module(binding.root).path;
+  absl::string_view relative = manifest.module(module).path;
+  if (!root_path.empty()) {
+    if (relative.size() == root_path.size()) {
+      relative = "";
+    } else {
+      relative.remove_prefix(root_path.size() + 1);
+    }
+  }
+  std::vector<std::string> segments = binding.wrapper;
+  const std::vector<std::string> own = SegmentsOf(relative);
+  segments.insert(segments.end(), own.begin(), own.end());
+  for (const std::string& segment : segments) {
+    if (segment.empty() || absl::StrContains(segment, '/')) return std::nullopt;
+  }
+  std::vector<absl::string_view> views(segments.begin(), segments.end());
+  // With the manifest: every step lands on the module's own scope.
+  const internal::ScopeResolution r = resolver.Resolve(views, binding.root, binding.wrapper);
+  if (!r.complete() || r.module != module || r.ambiguous || r.call_suffix) return std::nullopt;
+  // Without it: the segments joined give the path (wrapper included).
+  const std::string expected =
+      binding.wrapper.empty()
+          ? std::string(relative)
+          : absl::StrCat(absl::StrJoin(binding.wrapper, "."), relative.empty() ? "" : ".",
+                         relative);
+  if (DottedPathOf(views) != expected) return std::nullopt;
+  std::string prefix;
+  for (const std::string& segment : segments) absl::StrAppend(&prefix, "/", segment);
+  return prefix;
+}
+
 
 }  // namespace
 
@@ -137,6 +231,59 @@ std::string NamespaceOf(const SemanticMapper& mapper, NodeId node) {
   return out;
 }
 
+ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptions& options) {
+  const Graph& graph = mapper.graph();
+  const Manifest& manifest = mapper.manifest();
+  const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
+  const RootBinding& binding = mapper.rootBinding();
+  const internal::ScopeResolver resolver(manifest);
+  ScopedNamePlan plan;
+  plan.names.resize(graph.size());
+  // Every name of the model stays reserved, so a new name never equals an
+  // old one: matching files by name before and after stays unambiguous.
+  absl::flat_hash_set<std::string> taken;
+  for (const Node& n : graph.nodes()) taken.insert(n.name);
+  absl::flat_hash_map<ModuleId, std::optional<std::string>> prefixes;
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    const NodeId id = static_cast<NodeId>(i);
+    const Node& n = graph.node(id);
+    const Mapping& m = mapper.moduleFor(id);
+    if (!m.mapped() || !(m.confidence >= options.scoped_name_min_confidence)) {
+      ++plan.below_floor;
+      continue;
+    }
+    if (ResolvesTo(n.name, m.module, resolver, binding, rules)) {
+      ++plan.kept;
+      continue;
+    }
+    const std::string* prefix = nullptr;
+    if (graph.subgraphs()[n.subgraph].kind != Subgraph::Kind::kFunction) {
+      auto it = prefixes.find(m.module);
+      if (it == prefixes.end()) {
+        it = prefixes.emplace(m.module, ScopedPrefix(manifest, m.module, binding, resolver)).first;
+      }
+      if (it->second.has_value()) prefix = &*it->second;
+    }
+    if (prefix == nullptr) {
+      ++plan.not_expressible;
+      continue;
+    }
+    const std::string leaf = LeafOf(n);
+    std::string name = absl::StrCat(*prefix, "/", leaf);
+    for (int k = 1; taken.contains(name); ++k) name = absl::StrCat(*prefix, "/", leaf, "_", k);
+    // The last part may still make the name one the mapper does not read
+    // as a scope (a derived name) or that parses differently.
+    if (!ResolvesTo(name, m.module, resolver, binding, rules)) {
+      ++plan.not_expressible;
+      continue;
+    }
+    taken.insert(name);
+    plan.names[i] = std::move(name);
+    ++plan.renamed;
+  }
+  return plan;
+}
+
 absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std::string& input,
                                         const std::string& output,
                                         const AnnotateOptions& options) {
@@ -157,6 +304,12 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   const Graph& graph = mapper.graph();
   AnnotateResult result;
   result.external_tensors = CountExternalTensors(model.graph());
+  ScopedNamePlan plan;
+  if (options.scoped_names) {
+    plan = PlanScopedNames(mapper, options);
+    result.renamed = plan.renamed;
+    result.scoped_kept = plan.kept;
+  }
   NodeId next = 0;
   const NodeVisitor annotate_node = [&](onnx::NodeProto* node) -> absl::Status {
     if (static_cast<std::size_t>(next) >= graph.size() || graph.node(next).name != node->name() ||
@@ -193,6 +346,7 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
       // Module paths may come from non-UTF-8 node names: replace, never throw.
       node->set_doc_string(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
+    if (options.scoped_names && !plan.names[next].empty()) node->set_name(plan.names[next]);
     result.mapped += m.mapped() ? 1 : 0;
     ++next;
     return absl::OkStatus();

@@ -1,9 +1,12 @@
 #include <unistd.h>
 
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "catch2/catch.hpp"
 #include "mapped_fixture.h"
 #include "nlohmann/json.hpp"
@@ -28,6 +31,13 @@ std::map<std::string, std::string> MetadataOf(const semmap::Node& n) {
     out[key] = value;
   }
   return out;
+}
+
+// The part of an old name a scoped name keeps (the op type when empty).
+std::string LeafOfForTest(const semmap::Node& n) {
+  const std::size_t slash = n.name.rfind('/');
+  const std::string leaf = slash == std::string::npos ? n.name : n.name.substr(slash + 1);
+  return leaf.empty() ? n.op_type : leaf;
 }
 
 }  // namespace
@@ -248,4 +258,303 @@ TEST_CASE("Annotate refuses to clobber its input and reports bad outputs", "[ann
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == absl::StatusCode::kNotFound);
   }
+}
+
+namespace {
+
+void AddMetadataEntry(onnx::NodeProto* node, const std::string& key, const std::string& value) {
+  onnx::StringStringEntryProto entry;
+  entry.set_key(key);
+  entry.set_value(value);
+  node->GetReflection()->MutableUnknownFields(node)->AddLengthDelimited(
+      9, entry.SerializeAsString());
+}
+
+// A dynamo-style node: no scope in its name, the module stack in metadata.
+onnx::NodeProto* AddStackNode(onnx::GraphProto* g, const std::string& name, const std::string& op,
+                              std::initializer_list<std::string> inputs,
+                              std::initializer_list<std::string> outputs,
+                              const std::string& stack) {
+  onnx::NodeProto* n = semmap_test::AddNode(g, name, op, inputs, outputs);
+  AddMetadataEntry(n, "pkg.torch.onnx.name_scopes", stack);
+  return n;
+}
+
+// A model, its manifest and the mapper over both, for renaming cases.
+struct Planned {
+  TempDir tmp;
+  std::optional<Graph> graph;
+  std::optional<semmap::Manifest> manifest;
+  std::optional<semmap::SemanticMapper> mapper;
+  std::string model_path;
+
+  Planned(const onnx::ModelProto& model, const std::vector<std::string>& modules,
+          bool with_manifest = true) {
+    model_path = tmp.file("in.onnx");
+    WriteBytes(model_path, semmap_test::Serialize(model));
+    auto g = Graph::Load(model_path);
+    REQUIRE(g.ok());
+    graph.emplace(*std::move(g));
+    if (with_manifest) {
+      auto m = semmap::Manifest::Parse(semmap_test::ManifestJson(modules), "test manifest");
+      REQUIRE(m.ok());
+      manifest.emplace(*std::move(m));
+    }
+    auto mp = semmap::SemanticMapper::Create(*graph, manifest ? &*manifest : nullptr);
+    REQUIRE(mp.ok());
+    mapper.emplace(*std::move(mp));
+  }
+  const std::string& newName(const semmap::ScopedNamePlan& plan, const std::string& old) const {
+    const semmap::NodeId id = graph->find(old);
+    REQUIRE(id != semmap::kNoNode);
+    return plan.names[static_cast<std::size_t>(id)];
+  }
+};
+
+AnnotateOptions ScopedOptions(double floor = 0.9) {
+  AnnotateOptions options;
+  options.scoped_names = true;
+  options.scoped_name_min_confidence = floor;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("Scoped names follow the TorchScript convention and keep the last part",
+          "[annotate][scoped]") {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  auto* g = model.mutable_graph();
+  AddStackNode(g, "node_linear_4", "MatMul", {"x", "encoder.layer.0.query.weight"}, {"q"},
+               "['', 'encoder', 'encoder.layer.0', 'encoder.layer.0.query', 'linear_4']");
+  AddStackNode(g, "node_add_1", "Add", {"q", "x"}, {"y"}, "['', 'add_1']");
+  AddStackNode(g, "node_relu", "Relu", {"y"}, {"z"},
+               "['', 'encoder', 'encoder.layer.0', 'encoder.layer.0.act', 'relu']");
+  Planned p(model, {"encoder", "encoder.layer", "encoder.layer.0", "encoder.layer.0.query",
+                    "encoder.layer.0.act"});
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
+  const semmap::Mapping& root_op = p.mapper->moduleFor(p.graph->find("node_add_1"));
+  CAPTURE(root_op.module_path, root_op.confidence, root_op.evidence);
+  CHECK(p.newName(plan, "node_linear_4") == "/encoder/layer.0/query/node_linear_4");
+  // The root module's own ops: the root scope.
+  CHECK(p.newName(plan, "node_add_1") == "/node_add_1");
+  CHECK(p.newName(plan, "node_relu") == "/encoder/layer.0/act/node_relu");
+  CHECK(plan.renamed == 3);
+  CHECK(plan.kept == 0);
+  // The new name is what the mapper reads: ScopePath gives the module's scope.
+  const semmap::ScopePath path = semmap::ScopePath::Parse(p.newName(plan, "node_linear_4"));
+  CHECK(path.DottedPath() == "encoder.layer.0.query");
+  CHECK(path.leaf() == "node_linear_4");
+}
+
+TEST_CASE("Scoped names: the floor decides which nodes are renamed", "[annotate][scoped]") {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  auto* g = model.mutable_graph();
+  AddStackNode(g, "node_linear", "MatMul", {"x", "w"}, {"a"},
+               "['', 'block', 'block.proj', 'linear']");
+  // No scope, no metadata: found from its neighbours, with low confidence.
+  semmap_test::AddNode(g, "node_guess", "Tanh", {"a"}, {"b"});
+  AddStackNode(g, "node_relu", "Relu", {"b"}, {"c"}, "['', 'block', 'block.act', 'relu']");
+  Planned p(model, {"block", "block.proj", "block.act"});
+  const semmap::Mapping& guess = p.mapper->moduleFor(p.graph->find("node_guess"));
+  REQUIRE(guess.mapped());
+  REQUIRE(guess.confidence < 0.9);
+
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
+  CHECK(p.newName(plan, "node_linear") == "/block/proj/node_linear");
+  CHECK(p.newName(plan, "node_guess").empty());
+  CHECK(plan.below_floor == 1);
+
+  // A floor below the guess renames it too; a floor above 1 renames nothing.
+  const semmap::ScopedNamePlan low =
+      semmap::PlanScopedNames(*p.mapper, ScopedOptions(guess.confidence));
+  CHECK_FALSE(p.newName(low, "node_guess").empty());
+  const semmap::ScopedNamePlan none = semmap::PlanScopedNames(*p.mapper, ScopedOptions(1.01));
+  CHECK(none.renamed == 0);
+  CHECK(none.below_floor == p.graph->size());
+
+  // Without a manifest confidences are at most 0.8: nothing at the default
+  // floor, everything exporter-labelled at 0.8.
+  Planned bare(model, {}, /*with_manifest=*/false);
+  CHECK(semmap::PlanScopedNames(*bare.mapper, ScopedOptions()).renamed == 0);
+  const semmap::ScopedNamePlan bare_low = semmap::PlanScopedNames(*bare.mapper, ScopedOptions(0.8));
+  CHECK(bare.newName(bare_low, "node_linear") == "/block/proj/node_linear");
+}
+
+TEST_CASE("Scoped names leave scoped names, inputs, outputs and values alone",
+          "[annotate][scoped]") {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  auto* g = model.mutable_graph();
+  g->add_input()->set_name("x");
+  g->add_output()->set_name("z");
+  semmap_test::AddNode(g, "/enc/layer.0/fc/MatMul", "MatMul", {"x", "w"}, {"a"});
+  AddStackNode(g, "node_gelu", "Gelu", {"a"}, {"b"}, "['', 'enc', 'enc.layer.0', 'enc.layer.0.act', 'gelu']");
+  AddStackNode(g, "node_add", "Add", {"b", "x"}, {"z"}, "['', 'enc', 'add']");
+  Planned p(model, {"enc", "enc.layer", "enc.layer.0", "enc.layer.0.fc", "enc.layer.0.act"});
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
+  CHECK(p.newName(plan, "/enc/layer.0/fc/MatMul").empty());
+  CHECK(plan.kept == 1);
+  CHECK(plan.renamed == 2);
+
+  const std::string out = p.tmp.file("out.onnx");
+  auto result = Annotate(*p.mapper, p.model_path, out, ScopedOptions());
+  REQUIRE(result.ok());
+  CHECK(result->renamed == 2);
+  CHECK(result->scoped_kept == 1);
+  auto annotated = Graph::Load(out);
+  REQUIRE(annotated.ok());
+  CHECK(annotated->inputs() == p.graph->inputs());
+  CHECK(annotated->outputs() == p.graph->outputs());
+  for (std::size_t i = 0; i < annotated->size(); ++i) {
+    const semmap::NodeId id = static_cast<semmap::NodeId>(i);
+    CHECK(annotated->node(id).inputs == p.graph->node(id).inputs);
+    CHECK(annotated->node(id).outputs == p.graph->node(id).outputs);
+  }
+  CHECK(annotated->node(0).name == "/enc/layer.0/fc/MatMul");
+  CHECK(annotated->node(1).name == "/enc/layer.0/act/node_gelu");
+  CHECK(annotated->node(2).name == "/enc/node_add");
+
+  // Without the option, no node is renamed.
+  REQUIRE(Annotate(*p.mapper, p.model_path, p.tmp.file("plain.onnx")).ok());
+  auto plain = Graph::Load(p.tmp.file("plain.onnx"));
+  REQUIRE(plain.ok());
+  for (std::size_t i = 0; i < plain->size(); ++i) {
+    CHECK(plain->node(static_cast<semmap::NodeId>(i)).name ==
+          p.graph->node(static_cast<semmap::NodeId>(i)).name);
+  }
+}
+
+TEST_CASE("Scoped names are unique among old and new names", "[annotate][scoped]") {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  auto* g = model.mutable_graph();
+  const std::string stack = "['', 'enc', 'enc.fc', 'linear']";
+  // Two nodes with one name, two without a name, and an existing node that
+  // already holds the name the second would get.
+  AddStackNode(g, "node_linear", "MatMul", {"x"}, {"a"}, stack);
+  AddStackNode(g, "node_linear", "MatMul", {"a"}, {"b"}, stack);
+  AddStackNode(g, "", "Relu", {"b"}, {"c"}, stack);
+  AddStackNode(g, "", "Relu", {"c"}, {"d"}, stack);
+  semmap_test::AddNode(g, "/enc/fc/node_linear_1", "Neg", {"d"}, {"e"});
+  Planned p(model, {"enc", "enc.fc", "enc.other"});
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
+  REQUIRE(plan.names.size() == 5);
+  CHECK(plan.names[0] == "/enc/fc/node_linear");
+  CHECK(plan.names[1] == "/enc/fc/node_linear_2");  // _1 is taken by node 4's old name
+  CHECK(plan.names[2] == "/enc/fc/Relu");
+  CHECK(plan.names[3] == "/enc/fc/Relu_1");
+  CHECK(plan.names[4].empty());  // already resolves to its module
+  CHECK(plan.kept == 1);
+  std::set<std::string> all;
+  for (std::size_t i = 0; i < plan.names.size(); ++i) {
+    const std::string& name = plan.names[i].empty()
+                                  ? p.graph->node(static_cast<semmap::NodeId>(i)).name
+                                  : plan.names[i];
+    CHECK(all.insert(name).second);
+  }
+}
+
+TEST_CASE("Hostile names and paths are never given a name that reads differently",
+          "[annotate][scoped]") {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  auto* g = model.mutable_graph();
+  // A name ending in '/', a derived (value-built) name, a name that is a
+  // scope of another module, and a module path whose segments would join to
+  // another path ("a.a.0" read without the manifest as "a.0").
+  semmap_test::AddNode(g, "/x/y/", "Relu", {"i"}, {"a"});
+  AddStackNode(g, "v_output_0_QuantizeLinear", "QuantizeLinear", {"a"}, {"b"},
+               "['', 'enc', 'enc.fc', 'q']");
+  semmap_test::AddNode(g, "/enc/Neg", "Neg", {"b"}, {"c"});
+  AddStackNode(g, "node_tanh", "Tanh", {"c"}, {"d"}, "['', 'a', 'a.a', 'a.a.0', 'tanh']");
+  AddStackNode(g, "node\nodd\xff", "Abs", {"d"}, {"e"}, "['', 'enc', 'enc.fc', 'abs']");
+  Planned p(model, {"enc", "enc.fc", "a", "a.a", "a.a.0"});
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
+  // A scope that resolves to nothing: mapped from its consumer, below the
+  // floor; at floor 0 it gets a name whose last part is its op type.
+  CHECK(p.newName(plan, "/x/y/").empty());
+  const semmap::ScopedNamePlan any = semmap::PlanScopedNames(*p.mapper, ScopedOptions(0.0));
+  CHECK(absl::EndsWith(p.newName(any, "/x/y/"), "/Relu"));
+  // "<value>_output_0_..." is not read as a scope, so it would not survive.
+  CHECK(p.newName(plan, "v_output_0_QuantizeLinear").empty());
+  CHECK(p.newName(plan, "/enc/Neg").empty());  // already resolves to its module
+  CHECK(p.newName(plan, "node_tanh").empty());
+  CHECK(p.newName(plan, "node\nodd\xff") == "/enc/fc/node\nodd\xff");
+  CHECK(plan.not_expressible == 2);
+  CHECK(plan.kept == 1);
+}
+
+TEST_CASE("Scoped names under a wrapper binding carry the wrapper", "[annotate][scoped]") {
+  // A task model's file ("/bert/...") against a base-model manifest: the
+  // graph's scopes sit under an ONNX-only wrapper segment.
+  onnx::ModelProto model = semmap_test::MakeModel();
+  auto* g = model.mutable_graph();
+  semmap_test::AddNode(g, "/bert/encoder/layer.0/fc/MatMul", "MatMul", {"x"}, {"a"});
+  semmap_test::AddNode(g, "/bert/encoder/layer.0/fc/Add", "Add", {"a"}, {"b"});
+  semmap_test::AddNode(g, "/bert/encoder/layer.0/act/Relu", "Relu", {"b"}, {"c"});
+  semmap_test::AddNode(g, "Identity_3", "Identity", {"encoder.layer.0.fc.weight"}, {"w"});
+  semmap_test::AddNode(g, "/bert/encoder/layer.0/fc/MatMul_1", "MatMul", {"c", "w"}, {"d"});
+  Planned p(model, {"encoder", "encoder.layer", "encoder.layer.0", "encoder.layer.0.fc",
+                    "encoder.layer.0.act"});
+  REQUIRE(p.mapper->rootBinding().wrapper == std::vector<std::string>{"bert"});
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions(0.0));
+  CHECK(plan.kept == 4);
+  // The Identity standing for a weight is found by the weight's name.
+  const semmap::Mapping& m = p.mapper->moduleFor(p.graph->find("Identity_3"));
+  REQUIRE(m.module_path == "encoder.layer.0.fc");
+  CHECK(p.newName(plan, "Identity_3") == "/bert/encoder/layer.0/fc/Identity_3");
+}
+
+TEST_CASE("Annotated with scoped names, real exports map back to the same modules",
+          "[annotate][scoped][fixture]") {
+  const std::string dir = GENERATE(std::string("bert-seqcls.dynamo"),
+                                   std::string("vit-imgcls.dynamo"),
+                                   std::string("convnext-imgcls.dynamo"),
+                                   std::string("bert-seqcls.torchscript"),
+                                   std::string("resnet-imgcls.torchscript"));
+  CAPTURE(dir);
+  auto f = LoadMapped(dir);
+  TempDir tmp;
+  const std::string out = tmp.file("scoped.onnx");
+  auto result = Annotate(*f->mapper, f->model_path(), out, ScopedOptions());
+  REQUIRE(result.ok());
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*f->mapper, ScopedOptions());
+  CHECK(result->renamed == plan.renamed);
+  if (dir.find(".dynamo") != std::string::npos) CHECK(result->renamed > 0);
+
+  auto annotated = Graph::Load(out);
+  REQUIRE(annotated.ok());
+  REQUIRE(annotated->size() == f->graph->size());
+  std::set<std::string> names;
+  for (const semmap::Node& n : annotated->nodes()) CHECK(names.insert(n.name).second);
+  auto remapped = semmap::SemanticMapper::Create(*annotated, &*f->manifest);
+  REQUIRE(remapped.ok());
+  auto bare = semmap::SemanticMapper::Create(*annotated, nullptr);
+  REQUIRE(bare.ok());
+  std::size_t renamed = 0;
+  for (std::size_t i = 0; i < annotated->size(); ++i) {
+    const semmap::NodeId id = static_cast<semmap::NodeId>(i);
+    const semmap::Mapping& before = f->mapper->moduleFor(id);
+    CAPTURE(f->graph->node(id).name, annotated->node(id).name);
+    if (plan.names[i].empty()) {
+      CHECK(annotated->node(id).name == f->graph->node(id).name);
+      continue;
+    }
+    ++renamed;
+    CHECK(before.confidence >= 0.9);
+    // Only the scope was added: the old name's last part ends the new one.
+    const semmap::ScopePath path = semmap::ScopePath::Parse(annotated->node(id).name);
+    CHECK(path.scoped());
+    CHECK(absl::StartsWith(path.leaf(), LeafOfForTest(f->graph->node(id))));
+    const semmap::Mapping& after = remapped->moduleFor(id);
+    CHECK(after.module_path == before.module_path);
+    CHECK(after.strategy == semmap::Strategy::kExactScope);
+    CHECK(after.confidence == 1.0);
+    if (f->mapper->rootBinding().wrapper.empty() && f->mapper->rootBinding().root == 0) {
+      CHECK(bare->moduleFor(id).module_path == before.module_path);
+    }
+  }
+  CHECK(renamed == plan.renamed);
+
+  // Annotating the result again (mapped afresh) renames nothing more.
+  auto again = semmap::SemanticMapper::Create(*annotated, &*f->manifest);
+  REQUIRE(again.ok());
+  CHECK(semmap::PlanScopedNames(*again, ScopedOptions()).renamed == 0);
 }

@@ -22,6 +22,29 @@
 // written unchanged (relative to the output's directory: move the data
 // files along when writing elsewhere; see AnnotateResult::external_tensors).
 //
+// Durable form (AnnotateOptions::scoped_names, off by default). Optimizers
+// run before deployment (onnxslim, ONNX Runtime's transformer optimizer and
+// session optimization) drop every node's metadata_props but keep the names
+// of the nodes they do not fuse. With scoped_names, each node mapped with
+// confidence >= scoped_name_min_confidence is renamed to a scope in the
+// TorchScript exporter's convention, the old name's last part kept:
+//   node_linear_4  ->  /bert/encoder/layer.0/attention/self/query/node_linear_4
+// One segment per module scope (a ModuleList child is one segment,
+// "layer.0"), under the mapper's root binding (its wrapper segments first).
+// A new name is written only when it parses back (ScopePath) and resolves
+// (as the mapper resolves names) to exactly the node's module, and when
+// joining its segments with '.' gives the module path, so `semmap map` on
+// the file, with or without the manifest and after such tools, answers with
+// that module by `exact_scope`. Left alone: nodes below the floor or
+// unmapped; nodes whose name already is a scope resolving to their module;
+// nodes in model-local function bodies; modules outside the root binding or
+// whose path cannot be written as such a scope. New names are unique among
+// all node names of the model, old and new ("_1", "_2" appended to the last
+// part when needed, as torch does). Graph inputs, outputs, value and
+// initializer names never change. To annotate a renamed file again, map it
+// afresh: its renamed nodes are then already scoped and keep their names.
+// See docs/annotate.md.
+//
 // The model at `input` must be the one the mapper's Graph was loaded from;
 // nodes are matched by Graph traversal order (see graph.h) and a mismatch in
 // count, name or op type is FailedPrecondition.
@@ -41,10 +64,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "semmap/mapper.h"
+#include "semmap/rules.h"
 
 namespace semmap {
 
@@ -59,6 +84,18 @@ struct AnnotateOptions {
   // {"semmap":{"module":...,"class":...,"confidence":...,"strategy":...}},
   // replacing any doc_string it had.
   bool doc_string_json = false;
+  // Rename confidently mapped nodes to scoped names (see above). Off by
+  // default: renaming surprises users and tools that refer to nodes by name.
+  bool scoped_names = false;
+  // Nodes mapped with less confidence keep their names. 0.9 admits exact
+  // scope and exporter-metadata answers and the two strongest inferences,
+  // never op-rule or neighbourhood guesses; without a manifest every
+  // confidence is at most 0.8 (docs/mapping.md), so nothing is renamed at
+  // this floor.
+  double scoped_name_min_confidence = 0.9;
+  // The rules the mapper used, to avoid names it would not read as scopes
+  // (Rules::isDerivedNodeName); null means Rules::Default().
+  const Rules* rules = nullptr;
   // Inputs above this size are refused (InvalidArgument).
   std::uint64_t max_file_bytes = std::uint64_t{2} << 30;
   int max_subgraph_depth = 64;
@@ -71,7 +108,26 @@ struct AnnotateResult {
   std::size_t namespaces_kept = 0;   // existing namespace entries left alone
   std::size_t external_tensors = 0;  // initializers with external data
   std::uint64_t bytes_written = 0;
+  std::size_t renamed = 0;           // scoped_names: nodes given a scoped name
+  std::size_t scoped_kept = 0;       // scoped_names: names already resolving to the module
 };
+
+// The renaming scoped_names performs, without writing anything.
+struct ScopedNamePlan {
+  std::vector<std::string> names;  // per NodeId: the new name, "" = unchanged
+  std::size_t renamed = 0;         // non-empty entries of `names`
+  std::size_t kept = 0;            // confident nodes whose name already resolves
+  std::size_t below_floor = 0;     // mapped below the floor, or unmapped
+  std::size_t not_expressible = 0;  // confident, but no scope resolves back
+                                    // (function body, outside the binding,
+                                    // module path that does not round-trip)
+};
+
+// Plans scoped names for every node of the mapper's graph with
+// options.scoped_name_min_confidence and options.rules (other options are
+// ignored). Deterministic: depends only on the graph, the mapping and the
+// options.
+ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptions& options);
 
 absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std::string& input,
                                         const std::string& output,

@@ -2,6 +2,7 @@
 #include <iostream>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
@@ -16,6 +17,7 @@ constexpr char kAnnotateUsage[] =
     "usage: semmap annotate MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
     "                       [--allow-overwrite] [--overwrite-namespace]\n"
     "                       [--no-namespace] [--doc-string] [--json]\n"
+    "                       [--scoped-names [--min-confidence C]]\n"
     "\n"
     "Writes a copy of MODEL.onnx whose nodes carry metadata_props semmap.module,\n"
     "semmap.class, semmap.confidence, semmap.strategy, semmap.category and a\n"
@@ -26,6 +28,11 @@ constexpr char kAnnotateUsage[] =
     "  --overwrite-namespace  replace a namespace the exporter wrote (kept by default)\n"
     "  --no-namespace         do not write namespace entries\n"
     "  --doc-string           also set each node's doc_string to the JSON form\n"
+    "  --scoped-names         also rename each node mapped with confidence >= C to a\n"
+    "                         TorchScript-style scope (\"/encoder/layer.0/.../node_linear_4\"):\n"
+    "                         names survive optimizers that drop metadata_props; inputs,\n"
+    "                         outputs and value names are unchanged (docs/annotate.md)\n"
+    "  --min-confidence C     floor for --scoped-names, in [0, 1] (default 0.9)\n"
     "  --json                 print the result counts as JSON\n"
     "Exit codes: 0 ok, 2 bad usage or input, OUT not writable, or OUT == MODEL\n"
     "without --allow-overwrite (the input is never touched then).\n";
@@ -59,8 +66,10 @@ std::string DirectoryOf(const std::string& path) {
 int RunAnnotateCommand(int argc, char** argv) {
   int exit_code = 0;
   auto args = ParseCommandArgs(
-      kAnnotateTool, kAnnotateUsage, argc, argv, {"--manifest", "-o", "--output"},
-      {"--allow-overwrite", "--overwrite-namespace", "--no-namespace", "--doc-string", "--json"},
+      kAnnotateTool, kAnnotateUsage, argc, argv,
+      {"--manifest", "-o", "--output", "--min-confidence"},
+      {"--allow-overwrite", "--overwrite-namespace", "--no-namespace", "--doc-string", "--json",
+       "--scoped-names"},
       &exit_code);
   if (!args) return exit_code;
   const std::string* output = OutputOption(*args);
@@ -74,6 +83,20 @@ int RunAnnotateCommand(int argc, char** argv) {
   options.overwrite_namespace = args->has("--overwrite-namespace");
   options.write_namespace = !args->has("--no-namespace");
   options.doc_string_json = args->has("--doc-string");
+  options.scoped_names = args->has("--scoped-names");
+  if (const std::string* floor = args->option("--min-confidence")) {
+    if (!options.scoped_names) {
+      std::cerr << kAnnotateTool << ": --min-confidence needs --scoped-names\n" << kAnnotateUsage;
+      return kExitBadInput;
+    }
+    double value = 0;
+    if (!absl::SimpleAtod(*floor, &value) || !(value >= 0.0 && value <= 1.0)) {
+      std::cerr << kAnnotateTool << ": --min-confidence needs a number from 0 to 1, got \""
+                << *floor << "\"\n";
+      return kExitBadInput;
+    }
+    options.scoped_name_min_confidence = value;
+  }
 
   auto model = LoadWithProgress(input, args->option("--manifest"));
   if (!model.ok()) return Fail(kAnnotateTool, model.status());
@@ -97,11 +120,19 @@ int RunAnnotateCommand(int argc, char** argv) {
                         {"namespaces_kept", result->namespaces_kept},
                         {"external_tensors", result->external_tensors},
                         {"bytes", result->bytes_written}};
+    if (options.scoped_names) {
+      j["renamed"] = result->renamed;
+      j["scoped_names_kept"] = result->scoped_kept;
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << *output << ": annotated " << result->nodes << " nodes (" << result->mapped
               << " mapped); namespace written on " << result->namespaces_written
               << ", exporter's kept on " << result->namespaces_kept << "\n";
+    if (options.scoped_names) {
+      std::cout << *output << ": " << result->renamed << " nodes renamed to scoped names, "
+                << result->scoped_kept << " already scoped\n";
+    }
   }
   return kExitOk;
 }
