@@ -93,6 +93,21 @@ fi
 if [ "$(sha256sum <"$tmp/model.onnx")" = "$before" ]; then passes=$((passes + 1)); else fail "annotate touched its input"; fi
 expect_stdout "annotated $nodes nodes" annotate "$tmp/model.onnx" --manifest "$fx/manifest.json" -o "$tmp/model.onnx" --allow-overwrite
 if cmp -s "$tmp/model.onnx" "$tmp/out.onnx"; then passes=$((passes + 1)); else fail "in-place annotate differs from a copy"; fi
+# annotate --scoped-names: a dynamo export's names gain scopes the mapper reads.
+dyn="$2/bert-seqcls.dynamo"
+expect_stdout "nodes renamed to scoped names" \
+  annotate "$dyn/model.onnx" --manifest "$dyn/manifest.json" -o "$tmp/scoped.onnx" --scoped-names
+expect_stdout '"scoped_names_kept": 0' annotate "$dyn/model.onnx" --manifest "$dyn/manifest.json" \
+  -o "$tmp/scoped1.onnx" --scoped-names --min-confidence 1 --json
+expect_stdout "/bert/encoder/layer.0/attention/self/query/node_linear" sidecar "$tmp/scoped.onnx" --compact
+"$bin" map "$tmp/scoped.onnx" --manifest "$dyn/manifest.json" --json >"$tmp/scoped.map"
+if grep -q '"exact_scope": 0,' "$tmp/scoped.map"; then fail "scoped names do not map as scopes"; else passes=$((passes + 1)); fi
+expect 2 "--min-confidence needs --scoped-names" \
+  annotate "$dyn/model.onnx" --manifest "$dyn/manifest.json" -o "$tmp/x.onnx" --min-confidence 0.5
+expect 2 "--min-confidence needs a number from 0 to 1" annotate "$dyn/model.onnx" \
+  --manifest "$dyn/manifest.json" -o "$tmp/x.onnx" --scoped-names --min-confidence 1.5
+expect 2 "--min-confidence needs a number from 0 to 1" annotate "$dyn/model.onnx" \
+  --manifest "$dyn/manifest.json" -o "$tmp/x.onnx" --scoped-names --min-confidence nan
 
 # sidecar
 expect_stdout '"format": "semmap.sidecar"' sidecar "${model[@]}"
