@@ -16,6 +16,7 @@
 #include "internal/file_io.h"
 #include "internal/neighbourhood.h"
 #include "internal/scope_resolver.h"
+#include "internal/structure.h"
 #include "internal/tensor_evidence.h"
 #include "semmap/scope_path.h"
 
@@ -296,8 +297,21 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     m.evidence = std::move(finding.evidence);
   }
 
-  internal::InferFromNeighbourhood(graph, *manifest, ops, options.max_neighbourhood_passes,
-                                   &mapper.mappings_);
+  // Nodes still without evidence: the graph's structure and execution
+  // order, then their neighbours.
+  const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
+  internal::StructureCounts structure =
+      internal::InferFromStructure(graph, *manifest, rules, ops, tensors, shape, &mapper.mappings_);
+  internal::OrderHints hints;
+  hints.next_module = std::move(structure.next_module);
+  if (!hints.next_module.empty()) {
+    hints.library.resize(manifest->size());
+    for (std::size_t m = 0; m < manifest->size(); ++m) {
+      hints.library[m] = rules.isLibraryModule(manifest->module(static_cast<ModuleId>(m)));
+    }
+  }
+  internal::InferFromNeighbourhood(graph, *manifest, ops, shape, hints,
+                                   options.max_neighbourhood_passes, &mapper.mappings_);
 
   mapper.categories_.reserve(manifest->size());
   for (std::size_t i = 0; i < manifest->size(); ++i) {

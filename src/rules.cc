@@ -38,6 +38,11 @@ struct Rules::Impl {
   std::unique_ptr<RE2> follow_consumers_ops;
   std::unique_ptr<RE2> shape_source_ops;
   std::vector<Category> categories;
+  std::unique_ptr<RE2> library_modules;
+  struct ModuleOps {
+    std::unique_ptr<RE2> class_re, qualified_re, ops_re;
+  };
+  std::vector<ModuleOps> module_ops;
 };
 
 namespace {
@@ -174,6 +179,34 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
       impl->categories.push_back(std::move(cat));
     }
   }
+  if (auto it = doc.find("library_modules"); it != doc.end()) {
+    if (!it->is_object() || !it->contains("qualified_class")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": /library_modules: expected {\"qualified_class\": ...}"));
+    }
+    SEMMAP_ASSIGN_OR_RETURN(impl->library_modules,
+                            Compile((*it)["qualified_class"], "/library_modules/qualified_class", origin));
+  }
+  if (auto it = doc.find("module_ops"); it != doc.end()) {
+    if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": /module_ops: expected an array"));
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      const json& r = (*it)[i];
+      const std::string p = absl::StrCat("/module_ops/", i);
+      if (!r.is_object() || !r.contains("ops") || (!r.contains("class") && !r.contains("qualified_class"))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            origin, ": ", p, ": expected {\"class\" or \"qualified_class\": ..., \"ops\": ...}"));
+      }
+      Impl::ModuleOps rule;
+      if (r.contains("class")) {
+        SEMMAP_ASSIGN_OR_RETURN(rule.class_re, Compile(r["class"], p + "/class", origin));
+      }
+      if (r.contains("qualified_class")) {
+        SEMMAP_ASSIGN_OR_RETURN(rule.qualified_re, Compile(r["qualified_class"], p + "/qualified_class", origin));
+      }
+      SEMMAP_ASSIGN_OR_RETURN(rule.ops_re, Compile(r["ops"], p + "/ops", origin));
+      impl->module_ops.push_back(std::move(rule));
+    }
+  }
   return Rules(std::move(impl));
 }
 
@@ -228,6 +261,27 @@ std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {
     if (ok) return cat.name;
   }
   return std::string();
+}
+
+bool Rules::isLibraryModule(const ModuleInfo& module) const {
+  return impl_->library_modules && !module.qualified_class.empty() &&
+         RE2::PartialMatch(Piece(module.qualified_class), *impl_->library_modules);
+}
+
+int Rules::moduleOpsRule(const ModuleInfo& module) const {
+  for (std::size_t i = 0; i < impl_->module_ops.size(); ++i) {
+    const Impl::ModuleOps& r = impl_->module_ops[i];
+    if (r.class_re && RE2::PartialMatch(Piece(module.class_name), *r.class_re)) return static_cast<int>(i);
+    if (r.qualified_re && RE2::PartialMatch(Piece(module.qualified_class), *r.qualified_re)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+bool Rules::moduleProduces(int rule, absl::string_view op_type) const {
+  return rule >= 0 && static_cast<std::size_t>(rule) < impl_->module_ops.size() &&
+         RE2::PartialMatch(Piece(op_type), *impl_->module_ops[rule].ops_re);
 }
 
 }  // namespace semmap

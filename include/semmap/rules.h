@@ -55,6 +55,17 @@ class Rules {
   bool isShapeSource(absl::string_view op_type) const;
   // The semantic category of a manifest module ("" when no rule matches).
   std::string categoryOf(const Manifest& manifest, ModuleId module) const;
+  // A module of the framework's own library (torch.nn.Linear, LayerNorm,
+  // containers...): its forward is one library op on its parameters, so it
+  // owns the nodes reading them and nothing else; a container owns none.
+  bool isLibraryModule(const ModuleInfo& module) const;
+  // Index of the first "module_ops" rule matching a parameterless module's
+  // class, or -1: the ops such a module produces (an activation's Relu, a
+  // pooling module's MaxPool), which identify its nodes in a graph without
+  // names.
+  int moduleOpsRule(const ModuleInfo& module) const;
+  // True when `op_type` is one rule `moduleOpsRule()` returned produces.
+  bool moduleProduces(int rule, absl::string_view op_type) const;
 
  private:
   struct Impl;

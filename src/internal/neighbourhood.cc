@@ -19,6 +19,8 @@ constexpr double kDisagreeing = 0.6;
 constexpr double kBothSides = 0.15;
 constexpr double kOneSide = 0.1;
 constexpr double kWeightToConsumer = 0.7;
+// Consumers this sure were mapped by their own names or metadata.
+constexpr double kNamed = 0.9;
 
 struct Side {
   ModuleId lca = kNoModule;
@@ -38,40 +40,6 @@ struct Side {
     weakest = std::min(weakest, m.confidence);
   }
 };
-
-// Marks shape computations: Shape/Size nodes and nodes whose inputs all come
-// from shape computations, constants or initializers (at least one from a
-// shape computation). They compute the shape some other node uses.
-std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
-  std::vector<bool> shape(graph.size(), false);
-  // Main-graph nodes are topologically ordered; a second sweep settles
-  // subgraph nodes that read outer values defined later in the list.
-  for (int sweep = 0; sweep < 2; ++sweep) {
-    for (std::size_t i = 0; i < graph.size(); ++i) {
-      const Node& n = graph.node(static_cast<NodeId>(i));
-      if (shape[i]) continue;
-      if (ops.isShapeSource(static_cast<NodeId>(i))) {
-        shape[i] = true;
-        continue;
-      }
-      bool from_shape = false;
-      bool only_shape = !n.inputs.empty();
-      for (const std::string& in : n.inputs) {
-        if (in.empty() || graph.initializer(in) != nullptr) continue;
-        const NodeId p = graph.producer(in, n.subgraph);
-        if (p == kNoNode) {
-          only_shape = false;  // a graph input: real data
-        } else if (shape[p]) {
-          from_shape = true;
-        } else if (!graph.node(p).inputs.empty()) {
-          only_shape = false;  // not a constant
-        }
-      }
-      shape[i] = from_shape && only_shape;
-    }
-  }
-  return shape;
-}
 
 // A module holding parameters (Linear, LayerNorm, Embedding) computes
 // nothing outside its own ops: a node that merely touches its output runs in
@@ -94,7 +62,8 @@ bool ReadsWeight(const Graph& graph, const Node& n) {
 }  // namespace
 
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
-                           const OpTraits& ops, int max_passes,
+                           const OpTraits& ops, const std::vector<bool>& shape,
+                           const OrderHints& hints, int max_passes,
                            std::vector<Mapping>* mappings) {
   std::vector<Mapping>& out = *mappings;
   int passes = 0;
@@ -103,7 +72,6 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
   // reached its fixed point, so it never pre-empts a better answer.
   bool one_sided = false;
   bool changed = true;
-  const std::vector<bool> shape = ShapeComputations(graph, ops);
   while (passes < max_passes) {
     if (!changed) {
       if (one_sided) break;
@@ -137,13 +105,29 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
       }
       Mapping& m = out[i];
       m.strategy = Strategy::kNeighbourhood;
+      // Where the node runs: its consumers' module, widened to the module
+      // active at its position in execution order.
+      // Only where the consumers' own module was inferred: named consumers
+      // need no help from the order.
+      auto placed = [&](ModuleId target) {
+        if (consumers.weakest >= kNamed) return target;
+        if (!hints.next_module.empty() && hints.next_module[i] != kNoModule) {
+          target = manifest.lowestCommonAncestor(target, hints.next_module[i]);
+        }
+        if (shape[i] && !hints.library.empty()) {
+          while (hints.library[target] && manifest.module(target).parent != kNoModule) {
+            target = manifest.module(target).parent;
+          }
+        }
+        return target;
+      };
       if (consumers.count > 0 && ops.followsConsumers(static_cast<NodeId>(i))) {
-        m.module = consumers.lca;
+        m.module = placed(consumers.lca);
         m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
         m.strategy = Strategy::kOpRule;
         m.evidence = absl::StrCat(n.op_type, " follows its ", consumers.count, " consumers");
       } else if (consumers.count > 0 && shape[i]) {
-        m.module = consumers.lca;
+        m.module = placed(consumers.lca);
         m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
         m.strategy = Strategy::kOpRule;
         m.evidence = absl::StrCat("shape computation follows its ", consumers.count, " consumers");

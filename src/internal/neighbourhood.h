@@ -27,9 +27,24 @@ namespace internal {
 // Each confidence is multiplied by the weakest neighbour's, so guesses
 // built on guesses fade. Terminates on
 // any graph, cycles included: a node is assigned at most once.
+// `shape` marks shape computations (ShapeComputations()).
 // Returns the number of passes run.
+// What the graph's order says, when it can be trusted (InferFromStructure).
+struct OrderHints {
+  // Per node, the module of the next settled node after it; empty if unknown.
+  std::vector<ModuleId> next_module;
+  // Per module: owns no shape arithmetic (a library module or container).
+  std::vector<bool> library;
+};
+
+// With `hints`, nodes that follow their consumers (and shape computations)
+// take the lowest common ancestor of their consumers' module and the
+// module running at their position (the next settled node's), and shape
+// computations never land on a library module or container: the caller
+// computes the shape it passes in.
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
-                           const OpTraits& ops, int max_passes,
+                           const OpTraits& ops, const std::vector<bool>& shape,
+                           const OrderHints& hints, int max_passes,
                            std::vector<Mapping>* mappings);
 
 }  // namespace internal

@@ -21,5 +21,36 @@ OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(),
   }
 }
 
+std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
+  std::vector<bool> shape(graph.size(), false);
+  // Main-graph nodes are topologically ordered; a second sweep settles
+  // subgraph nodes that read outer values defined later in the list.
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    for (std::size_t i = 0; i < graph.size(); ++i) {
+      const Node& n = graph.node(static_cast<NodeId>(i));
+      if (shape[i]) continue;
+      if (ops.isShapeSource(static_cast<NodeId>(i))) {
+        shape[i] = true;
+        continue;
+      }
+      bool from_shape = false;
+      bool only_shape = !n.inputs.empty();
+      for (const std::string& in : n.inputs) {
+        if (in.empty() || graph.initializer(in) != nullptr) continue;
+        const NodeId p = graph.producer(in, n.subgraph);
+        if (p == kNoNode) {
+          only_shape = false;  // a graph input: real data
+        } else if (shape[p]) {
+          from_shape = true;
+        } else if (!graph.node(p).inputs.empty()) {
+          only_shape = false;  // not a constant
+        }
+      }
+      shape[i] = from_shape && only_shape;
+    }
+  }
+  return shape;
+}
+
 }  // namespace internal
 }  // namespace semmap

@@ -28,6 +28,11 @@ class OpTraits {
   std::vector<std::uint8_t> bits_;
 };
 
+// Marks shape computations: Shape/Size nodes and nodes whose inputs all come
+// from shape computations, constants or initializers (at least one from a
+// shape computation). They compute the shape some other node uses.
+std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops);
+
 }  // namespace internal
 }  // namespace semmap
 

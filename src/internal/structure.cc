@@ -1,0 +1,498 @@
+#include "internal/structure.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// Confidence of each rule. Measured on name-stripped copies of the corpus
+// (docs/mapping.md): all stay below 0.9, the level at which answers must be
+// nearly always right.
+constexpr double kAlignedWeight = 0.8;
+constexpr double kHead = 0.7;
+constexpr double kTail = 0.7;
+constexpr double kModuleOps = 0.7;
+constexpr double kInterval = 0.6;
+constexpr double kLca = 0.4;
+// When the anchors' order disagrees with the manifest's module order (a
+// re-sorted graph), order-based answers are worth less.
+constexpr double kOrderAgreementFloor = 0.75;
+constexpr double kDisorderFactor = 0.5;
+// How far ahead of the first unmatched parameter an unnamed weight may
+// match: absorbs parameters that the export dropped or fused.
+constexpr std::size_t kAlignWindow = 32;
+constexpr int kMaxPassthrough = 4;
+
+bool Compatible(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& shape) {
+  if (dims.size() != shape.size()) return false;
+  if (dims == shape) return true;
+  return dims.size() == 2 && dims[0] == shape[1] && dims[1] == shape[0];
+}
+
+class Structure {
+ public:
+  Structure(const Graph& graph, const Manifest& manifest, const Rules& rules,
+            const OpTraits& ops, const TensorEvidence& tensors,
+            const std::vector<bool>& shape, std::vector<Mapping>* mappings)
+      : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), tensors_(tensors),
+        shape_(shape), out_(*mappings), n_(graph.size()) {
+    library_.resize(manifest.size());
+    module_ops_.resize(manifest.size());
+    params_below_.assign(manifest.size(), false);
+    for (std::size_t m = manifest.size(); m-- > 0;) {
+      const ModuleInfo& info = manifest.module(static_cast<ModuleId>(m));
+      library_[m] = rules.isLibraryModule(info);
+      module_ops_[m] = info.parameters.empty() ? rules.moduleOpsRule(info) : -1;
+      if (!info.parameters.empty()) params_below_[m] = true;
+      if (params_below_[m] && info.parent != kNoModule) params_below_[info.parent] = true;
+    }
+  }
+
+  StructureCounts Run() {
+    StructureCounts counts;
+    counts.aligned_weights = AlignUnnamedWeights();
+    anchored_.assign(n_, false);
+    for (std::size_t i = 0; i < n_; ++i) {
+      const Mapping& m = out_[i];
+      anchored_[i] = m.mapped() && m.confidence >= 0.5 && m.strategy != Strategy::kNeighbourhood &&
+                     m.strategy != Strategy::kOpRule;
+    }
+    counts.order_agreement = OrderAgreement();
+    factor_ = counts.order_agreement < kOrderAgreementFloor ? kDisorderFactor : 1.0;
+    BuildBuckets();
+    const std::size_t before = CountMapped();
+    for (std::vector<NodeId>& bucket : buckets_) {
+      Heads(bucket);
+      Tails(bucket);
+      ModuleOpRegions(bucket);
+    }
+    ComputeStarts();
+    for (std::vector<NodeId>& bucket : buckets_) Intervals(bucket);
+    counts.ordered = CountMapped() - before;
+    if (factor_ == 1.0) {
+      counts.next_module.assign(n_, kNoModule);
+      for (const std::vector<NodeId>& bucket : buckets_) {
+        ModuleId next = kNoModule;
+        for (std::size_t k = bucket.size(); k-- > 0;) {
+          counts.next_module[bucket[k]] = next;
+          if (Settled(bucket[k])) next = out_[bucket[k]].module;
+        }
+      }
+    }
+    return counts;
+  }
+
+ private:
+  bool Candidate(NodeId i) const {
+    const Node& n = graph_.node(i);
+    return !out_[i].mapped() && !ops_.followsConsumers(i) && !shape_[i] && !n.inputs.empty();
+  }
+
+  std::size_t CountMapped() const {
+    return static_cast<std::size_t>(
+        std::count_if(out_.begin(), out_.end(), [](const Mapping& m) { return m.mapped(); }));
+  }
+
+  void Assign(NodeId i, ModuleId module, double confidence, std::string evidence) {
+    Mapping& m = out_[i];
+    m.module = module;
+    m.confidence = confidence * factor_;
+    m.strategy = Strategy::kStructure;
+    m.evidence = std::move(evidence);
+  }
+
+  // --- Step 1: unnamed weights aligned with unclaimed parameters. ---
+
+  // The rank >= 2 initializer node `i` reads directly or through
+  // pass-through ops, when no parameter is named after it; else nullptr.
+  const TensorInfo* UnnamedWeight(NodeId i) const {
+    const Node& n = graph_.node(i);
+    for (const std::string& input : n.inputs) {
+      std::string value = input;
+      int subgraph = n.subgraph;
+      for (int depth = 0; depth <= kMaxPassthrough && !value.empty(); ++depth) {
+        if (const TensorInfo* t = graph_.initializer(value)) {
+          if (t->dims.size() >= 2 && tensors_.ParameterOwner(t->name) == kNoModule) return t;
+          break;
+        }
+        const NodeId p = graph_.producer(value, subgraph);
+        if (p == kNoNode || !ops_.isWeightPassthrough(p) || graph_.node(p).inputs.empty()) break;
+        value = graph_.node(p).inputs[0];
+        subgraph = graph_.node(p).subgraph;
+      }
+    }
+    return nullptr;
+  }
+
+  std::size_t AlignUnnamedWeights() {
+    // Parameters some initializer is named after are accounted for.
+    absl::flat_hash_set<std::pair<ModuleId, std::string>> claimed;
+    for (const TensorInfo& t : graph_.initializers()) {
+      const ModuleId owner = tensors_.ParameterOwner(t.name);
+      if (owner == kNoModule) continue;
+      const absl::string_view stripped = rules_.stripValueSuffixes(t.name);
+      const std::size_t dot = stripped.rfind('.');
+      claimed.emplace(owner, std::string(dot == absl::string_view::npos ? stripped : stripped.substr(dot + 1)));
+    }
+    struct Param {
+      ModuleId module;
+      const TensorSpec* spec;
+    };
+    std::vector<Param> params;
+    for (std::size_t m = 0; m < manifest_.size(); ++m) {
+      for (const TensorSpec& spec : manifest_.module(static_cast<ModuleId>(m)).parameters) {
+        if (spec.shape.size() >= 2 && !claimed.contains({static_cast<ModuleId>(m), spec.name})) {
+          params.push_back({static_cast<ModuleId>(m), &spec});
+        }
+      }
+    }
+    if (params.empty()) return 0;
+    std::vector<bool> used(params.size(), false);
+    absl::flat_hash_map<absl::string_view, std::size_t> by_initializer;
+    std::size_t first_unused = 0;
+    std::size_t aligned = 0;
+    for (std::size_t k = 0; k < n_; ++k) {
+      const NodeId i = static_cast<NodeId>(k);
+      if (out_[i].mapped() || ops_.isWeightPassthrough(i) || ops_.followsConsumers(i)) continue;
+      const TensorInfo* weight = UnnamedWeight(i);
+      if (weight == nullptr) continue;
+      std::size_t match = params.size();
+      if (auto it = by_initializer.find(weight->name); it != by_initializer.end()) {
+        match = it->second;
+      } else {
+        while (first_unused < params.size() && used[first_unused]) ++first_unused;
+        const std::size_t end = std::min(params.size(), first_unused + kAlignWindow);
+        for (std::size_t j = first_unused; j < end; ++j) {
+          if (!used[j] && Compatible(weight->dims, params[j].spec->shape)) {
+            match = j;
+            break;
+          }
+        }
+        if (match == params.size()) continue;
+        used[match] = true;
+        by_initializer.emplace(weight->name, match);
+      }
+      const Param& p = params[match];
+      Mapping& m = out_[i];
+      m.module = p.module;
+      m.confidence = kAlignedWeight;
+      m.strategy = Strategy::kStructure;
+      m.evidence = absl::StrCat("unnamed weight ", weight->name, " aligned by shape and order with ",
+                                manifest_.module(p.module).path, ".", p.spec->name);
+      ++aligned;
+    }
+    return aligned;
+  }
+
+  // --- Step 2: execution order. ---
+
+  // Share of consecutive anchors (of different modules) whose modules come
+  // in manifest order, or leave the previous module's subtree for a later
+  // one. 1 for an export in execution order; lower for a re-sorted graph.
+  double OrderAgreement() const {
+    std::size_t pairs = 0, agree = 0;
+    ModuleId last = kNoModule;
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (!anchored_[i] || graph_.node(static_cast<NodeId>(i)).subgraph != 0) continue;
+      const ModuleId m = out_[i].module;
+      if (last != kNoModule && m != last) {
+        ++pairs;
+        if (m > last || manifest_.isAncestorOrSelf(m, last)) ++agree;
+      }
+      last = m;
+    }
+    return pairs == 0 ? 1.0 : static_cast<double>(agree) / static_cast<double>(pairs);
+  }
+
+  void BuildBuckets() {
+    buckets_.assign(graph_.subgraphs().size(), {});
+    for (std::size_t i = 0; i < n_; ++i) {
+      const int s = graph_.node(static_cast<NodeId>(i)).subgraph;
+      if (s >= 0 && static_cast<std::size_t>(s) < buckets_.size()) {
+        buckets_[s].push_back(static_cast<NodeId>(i));
+      }
+    }
+  }
+
+  bool Settled(NodeId i) const { return anchored_[i] || (out_[i].mapped() && out_[i].strategy == Strategy::kStructure); }
+
+  // Producers of the node's inputs that compute something: not
+  // initializers, graph inputs (reported through `*from_input`), constants
+  // or shape computations.
+  template <typename F>
+  bool ForComputedInputs(NodeId i, F&& f, bool* from_input = nullptr) const {
+    const Node& n = graph_.node(i);
+    for (const std::string& v : n.inputs) {
+      if (v.empty() || graph_.initializer(v) != nullptr) continue;
+      const NodeId p = graph_.producer(v, n.subgraph);
+      if (p == kNoNode) {
+        if (from_input != nullptr) *from_input = true;
+        continue;
+      }
+      if (graph_.node(p).inputs.empty() || shape_[p]) continue;
+      if (!f(v, p)) return false;
+    }
+    return true;
+  }
+
+  // Head of B: walking backwards, a node all of whose consumers are B's
+  // anchors or B's head nodes.
+  void Heads(const std::vector<NodeId>& bucket) {
+    ModuleId next = kNoModule;
+    absl::flat_hash_map<NodeId, ModuleId> head;
+    for (std::size_t k = bucket.size(); k-- > 0;) {
+      const NodeId i = bucket[k];
+      if (anchored_[i]) {
+        next = out_[i].module;
+        continue;
+      }
+      if (next == kNoModule || library_[next] || !Candidate(i)) continue;
+      const Node& n = graph_.node(i);
+      bool any = false, all = true;
+      for (const std::string& v : n.outputs) {
+        if (v.empty()) continue;
+        for (NodeId c : graph_.consumers(v, n.subgraph)) {
+          any = true;
+          const bool ok = (anchored_[c] && out_[c].module == next) || (head.contains(c) && head[c] == next);
+          if (!ok) all = false;
+        }
+      }
+      if (any && all) {
+        head[i] = next;
+        Assign(i, next, kHead, absl::StrCat("computes only for ", manifest_.module(next).path,
+                                            " (runs before its weights are read)"));
+      }
+    }
+  }
+
+  // Tail of A: a node reading only results of A's anchors or A's tail.
+  void Tails(const std::vector<NodeId>& bucket) {
+    ModuleId prev = kNoModule;
+    absl::flat_hash_map<NodeId, ModuleId> tail;
+    for (NodeId i : bucket) {
+      if (anchored_[i]) {
+        prev = out_[i].module;
+        continue;
+      }
+      if (prev == kNoModule || library_[prev] || !Candidate(i)) continue;
+      bool any = false, from_input = false;
+      const bool all = ForComputedInputs(
+          i,
+          [&](absl::string_view, NodeId p) {
+            any = true;
+            return (anchored_[p] && out_[p].module == prev) || (tail.contains(p) && tail[p] == prev);
+          },
+          &from_input);
+      if (any && all && !from_input) {
+        tail[i] = prev;
+        Assign(i, prev, kTail, absl::StrCat("reads only results of ", manifest_.module(prev).path));
+      }
+    }
+  }
+
+  // The anchors around each position of a bucket: previous and next
+  // settled node (kNoNode at the ends).
+  void Neighbours(const std::vector<NodeId>& bucket, std::vector<NodeId>* prev,
+                  std::vector<NodeId>* next) const {
+    prev->assign(bucket.size(), kNoNode);
+    next->assign(bucket.size(), kNoNode);
+    NodeId last = kNoNode;
+    for (std::size_t k = 0; k < bucket.size(); ++k) {
+      (*prev)[k] = last;
+      if (Settled(bucket[k])) last = bucket[k];
+    }
+    last = kNoNode;
+    for (std::size_t k = bucket.size(); k-- > 0;) {
+      (*next)[k] = last;
+      if (Settled(bucket[k])) last = bucket[k];
+    }
+  }
+
+  // A parameterless module beside the path between A and B (a child of a
+  // module on it) whose rule says it produces `op`; deepest on A's side
+  // first. kNoModule when none.
+  ModuleId ModuleForOp(ModuleId a, ModuleId b, absl::string_view op) const {
+    const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
+    for (ModuleId side : {a, b}) {
+      for (ModuleId c = side; c != kNoModule; c = manifest_.module(c).parent) {
+        for (ModuleId k : manifest_.module(c).children) {
+          if (!params_below_[k] && module_ops_[k] >= 0 && rules_.moduleProduces(module_ops_[k], op)) {
+            return k;
+          }
+        }
+        if (c == lca) break;
+      }
+    }
+    return kNoModule;
+  }
+
+  void ModuleOpRegions(const std::vector<NodeId>& bucket) {
+    std::vector<NodeId> prev, next;
+    Neighbours(bucket, &prev, &next);
+    for (std::size_t k = 0; k < bucket.size(); ++k) {
+      const NodeId seed = bucket[k];
+      if (!Candidate(seed) || prev[k] == kNoNode || next[k] == kNoNode) continue;
+      const ModuleId module =
+          ModuleForOp(out_[prev[k]].module, out_[next[k]].module, graph_.node(seed).op_type);
+      if (module == kNoModule) continue;
+      Region(seed, module, prev[k], next[k]);
+    }
+  }
+
+  // The single-input chain of ops around `seed` (x / sqrt2 -> Erf -> + 1 ->
+  // x * ... -> * 0.5), between the anchors `lo` and `hi`.
+  void Region(NodeId seed, ModuleId module, NodeId lo, NodeId hi) {
+    const std::string evidence =
+        absl::StrCat(graph_.node(seed).op_type, " between ", manifest_.module(out_[lo].module).path,
+                     " and ", manifest_.module(out_[hi].module).path, ": ",
+                     manifest_.module(module).class_name.empty() ? manifest_.module(module).path
+                                                                 : manifest_.module(module).class_name);
+    auto single_input = [&](NodeId i, std::string* input) {
+      int count = 0;
+      ForComputedInputs(i, [&](absl::string_view v, NodeId) {
+        if (count++ == 0) *input = std::string(v);
+        return true;
+      });
+      return count == 1;
+    };
+    std::string entry;
+    if (!single_input(seed, &entry)) return;
+    std::vector<NodeId> region = {seed};
+    // Backwards: single-input producers used only by the region.
+    for (;;) {
+      const Node& first = graph_.node(region.front());
+      const NodeId p = graph_.producer(entry, first.subgraph);
+      std::string before;
+      if (p == kNoNode || p <= lo || !Candidate(p) || !single_input(p, &before)) break;
+      if (graph_.consumers(entry, first.subgraph).size() != 1) break;
+      region.insert(region.begin(), p);
+      entry = before;
+    }
+    absl::flat_hash_set<std::string> values = {entry};
+    absl::flat_hash_set<NodeId> members(region.begin(), region.end());
+    for (NodeId r : region) {
+      for (const std::string& o : graph_.node(r).outputs) values.insert(o);
+    }
+    // Forwards: consumers reading only the region's values.
+    for (std::size_t q = 0; q < region.size(); ++q) {
+      const Node& n = graph_.node(region[q]);
+      for (const std::string& o : n.outputs) {
+        if (o.empty()) continue;
+        for (NodeId c : graph_.consumers(o, n.subgraph)) {
+          if (members.contains(c) || c >= hi || !Candidate(c)) continue;
+          const bool inside = ForComputedInputs(c, [&](absl::string_view v, NodeId) {
+            return values.contains(v);
+          });
+          if (!inside) continue;
+          members.insert(c);
+          region.push_back(c);
+          for (const std::string& co : graph_.node(c).outputs) values.insert(co);
+        }
+      }
+    }
+    for (NodeId r : region) Assign(r, module, kModuleOps, evidence);
+  }
+
+  // First settled node of each module's subtree.
+  void ComputeStarts() {
+    start_.assign(manifest_.size(), n_);
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (!Settled(static_cast<NodeId>(i))) continue;
+      for (ModuleId m = out_[i].module; m != kNoModule && start_[m] > i; m = manifest_.module(m).parent) {
+        start_[m] = i;
+      }
+    }
+  }
+
+  // True when every value `i` reads was produced inside `module`'s interval
+  // or was already read there before `i` (the module received it).
+  bool Available(NodeId i, ModuleId module) const {
+    const std::size_t begin = start_[module];
+    if (begin >= static_cast<std::size_t>(i)) return false;
+    const int subgraph = graph_.node(i).subgraph;
+    bool from_input = false;
+    const bool ok = ForComputedInputs(
+        i,
+        [&](absl::string_view v, NodeId p) {
+          if (static_cast<std::size_t>(p) >= begin) return true;
+          for (NodeId c : graph_.consumers(v, subgraph)) {
+            if (static_cast<std::size_t>(c) >= begin && c < i) return true;
+          }
+          return false;
+        },
+        &from_input);
+    return ok && !from_input;
+  }
+
+  void Intervals(const std::vector<NodeId>& bucket) {
+    std::vector<NodeId> prev, next;
+    Neighbours(bucket, &prev, &next);
+    for (std::size_t k = 0; k < bucket.size(); ++k) {
+      const NodeId i = bucket[k];
+      if (!Candidate(i) || prev[k] == kNoNode || next[k] == kNoNode) continue;
+      const ModuleId a = out_[prev[k]].module;
+      const ModuleId b = out_[next[k]].module;
+      const std::string& pa = manifest_.module(a).path;
+      const std::string& pb = manifest_.module(b).path;
+      if (a == b) {
+        Assign(i, a, kInterval, absl::StrCat("between two nodes of ", pa));
+        continue;
+      }
+      const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
+      ModuleId found = kNoModule;
+      for (ModuleId m = a; m != kNoModule && m != lca; m = manifest_.module(m).parent) {
+        if (!library_[m] && Available(i, m)) {
+          found = m;
+          break;
+        }
+      }
+      if (found != kNoModule) {
+        Assign(i, found, kInterval,
+               absl::StrCat("after ", pa, ", inside ", manifest_.module(found).path,
+                            " (reads only values it holds)"));
+        continue;
+      }
+      ModuleId owner = lca;
+      while (owner != kNoModule && library_[owner] && manifest_.module(owner).parent != kNoModule) {
+        owner = manifest_.module(owner).parent;
+      }
+      Assign(i, owner, kLca, absl::StrCat("between ", pa.empty() ? "<root>" : pa, " and ",
+                                          pb.empty() ? "<root>" : pb, " in execution order"));
+    }
+  }
+
+  const Graph& graph_;
+  const Manifest& manifest_;
+  const Rules& rules_;
+  const OpTraits& ops_;
+  const TensorEvidence& tensors_;
+  const std::vector<bool>& shape_;
+  std::vector<Mapping>& out_;
+  const std::size_t n_;
+  std::vector<bool> library_;
+  std::vector<int> module_ops_;
+  std::vector<bool> params_below_;
+  std::vector<bool> anchored_;
+  std::vector<std::vector<NodeId>> buckets_;
+  std::vector<std::size_t> start_;
+  double factor_ = 1.0;
+};
+
+}  // namespace
+
+StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
+                                   const Rules& rules, const OpTraits& ops,
+                                   const TensorEvidence& tensors,
+                                   const std::vector<bool>& shape,
+                                   std::vector<Mapping>* mappings) {
+  return Structure(graph, manifest, rules, ops, tensors, shape, mappings).Run();
+}
+
+}  // namespace internal
+}  // namespace semmap

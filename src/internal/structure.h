@@ -1,0 +1,69 @@
+// Structural inference: the module of nodes whose names and metadata say
+// nothing (graphs whose names were stripped, dynamo exports after tools that
+// drop metadata_props), from the graph's structure and the manifest.
+//
+// Evidence, in order of strength:
+//  1. Unnamed weights. Constant folding names a transposed Linear weight
+//     "onnx::MatMul_123" or "val_88". The rank >= 2 initializers read by
+//     unmapped nodes, in node order, are aligned with the manifest's
+//     parameters that no initializer names, in module order, by shape (a
+//     transposed rank-2 shape matches too).
+//  2. Execution order. Exporters emit nodes in the order the forward pass
+//     ran them, and a module's nodes run contiguously, nested in its
+//     parent's. A node between two anchored nodes (mapped by their weights)
+//     of modules A and B belongs to a module on the path A .. LCA(A, B) .. B:
+//      - the head of B when B is a model module (not a library module such
+//        as torch's Linear) and everything the node computes flows only
+//        into B (a normalisation's arithmetic before its weight);
+//      - the tail of A, likewise, when it reads only A's results;
+//      - a parameterless module next to that path whose ops the rules name
+//        (an activation's Erf, Sigmoid, Relu; a pooling module's MaxPool),
+//        with the single-input chain of ops around that op;
+//      - otherwise the deepest model module on A's side whose interval
+//        already holds every value the node reads (so a residual Add that
+//        reads the layer's input is not given to the attention before it),
+//        else LCA(A, B).
+// Library modules and containers never own a node they do not anchor.
+// Answers carry Strategy::kStructure and confidences below 0.9; the
+// neighbourhood step then settles constants, casts and shape computations
+// by their consumers. The order evidence is only used when the anchors'
+// order agrees with the manifest's module order (a re-sorted graph lowers
+// the confidence).
+#ifndef SEMMAP_SRC_INTERNAL_STRUCTURE_H_
+#define SEMMAP_SRC_INTERNAL_STRUCTURE_H_
+
+#include <vector>
+
+#include "internal/op_traits.h"
+#include "internal/tensor_evidence.h"
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+#include "semmap/mapping.h"
+#include "semmap/rules.h"
+
+namespace semmap {
+namespace internal {
+
+struct StructureCounts {
+  std::size_t aligned_weights = 0;  // step 1
+  std::size_t ordered = 0;          // step 2
+  double order_agreement = 0.0;     // share of anchor pairs in module order
+  // Per node: the module of the next settled node after it in its graph
+  // body (kNoModule at the end); empty when the order is not trusted.
+  std::vector<ModuleId> next_module;
+};
+
+// Fills unmapped entries of `mappings` (module, confidence, strategy and
+// evidence; the caller fills the string views). `shape` marks shape
+// computations (ShapeComputations()): they are left to the neighbourhood.
+// Linear in the graph size times the manifest depth.
+StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
+                                   const Rules& rules, const OpTraits& ops,
+                                   const TensorEvidence& tensors,
+                                   const std::vector<bool>& shape,
+                                   std::vector<Mapping>* mappings);
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_INTERNAL_STRUCTURE_H_
