@@ -22,7 +22,12 @@ constexpr double kInterval = 0.6;
 constexpr double kLca = 0.4;
 // When the anchors' order disagrees with the manifest's module order (a
 // re-sorted graph), order-based answers are worth less.
-constexpr double kOrderAgreementFloor = 0.75;
+// Registration order differs from execution order in many models (CLIP's
+// towers, Whisper's encoder and decoder: 0.6 in their exports' own order),
+// so only a clearly worse agreement means a re-sorted graph.
+constexpr double kOrderAgreementFloor = 0.5;
+// The re-linearised order replaces the file's only when clearly better.
+constexpr double kRelinearisedMargin = 0.04;
 constexpr double kDisorderFactor = 0.5;
 // How far ahead of the first unmatched parameter an unnamed weight may
 // match: absorbs parameters that the export dropped or fused.
@@ -63,7 +68,24 @@ class Structure {
       anchored_[i] = m.mapped() && m.confidence >= 0.5 && m.strategy != Strategy::kNeighbourhood &&
                      m.strategy != Strategy::kOpRule;
     }
+    // The file's node order, or a re-linearisation of the graph when the
+    // file was re-sorted by a tool: whichever agrees better with the
+    // manifest's module order.
+    std::vector<NodeId> file_order(n_);
+    for (std::size_t i = 0; i < n_; ++i) file_order[i] = static_cast<NodeId>(i);
+    SetOrder(std::move(file_order));
     counts.order_agreement = OrderAgreement();
+    if (counts.order_agreement < 1.0) {
+      std::vector<NodeId> saved = order_;
+      SetOrder(DepthFirstOrder());
+      const double agreement = OrderAgreement();
+      if (agreement >= counts.order_agreement + kRelinearisedMargin) {
+        counts.order_agreement = agreement;
+        counts.relinearised = true;
+      } else {
+        SetOrder(std::move(saved));
+      }
+    }
     factor_ = counts.order_agreement < kOrderAgreementFloor ? kDisorderFactor : 1.0;
     BuildBuckets();
     const std::size_t before = CountMapped();
@@ -75,6 +97,8 @@ class Structure {
     ComputeStarts();
     for (std::vector<NodeId>& bucket : buckets_) Intervals(bucket);
     counts.ordered = CountMapped() - before;
+    // The module at each position, for the neighbourhood: only from an
+    // order that agrees well with the manifest's.
     if (factor_ == 1.0) {
       counts.next_module.assign(n_, kNoModule);
       for (const std::vector<NodeId>& bucket : buckets_) {
@@ -198,8 +222,8 @@ class Structure {
   double OrderAgreement() const {
     std::size_t pairs = 0, agree = 0;
     ModuleId last = kNoModule;
-    for (std::size_t i = 0; i < n_; ++i) {
-      if (!anchored_[i] || graph_.node(static_cast<NodeId>(i)).subgraph != 0) continue;
+    for (NodeId i : order_) {
+      if (!anchored_[i] || graph_.node(i).subgraph != 0) continue;
       const ModuleId m = out_[i].module;
       if (last != kNoModule && m != last) {
         ++pairs;
@@ -210,13 +234,57 @@ class Structure {
     return pairs == 0 ? 1.0 : static_cast<double>(agree) / static_cast<double>(pairs);
   }
 
+  void SetOrder(std::vector<NodeId> order) {
+    order_ = std::move(order);
+    pos_.assign(n_, 0);
+    for (std::size_t k = 0; k < order_.size(); ++k) pos_[order_[k]] = k;
+  }
+
+  // Main-graph nodes in the order a forward pass would run them: post-order
+  // depth first from the graph outputs, each node's inputs in input order
+  // (a node's producer chain right before it). Other graph bodies keep the
+  // file's order, after the main graph.
+  std::vector<NodeId> DepthFirstOrder() const {
+    std::vector<NodeId> order;
+    order.reserve(n_);
+    std::vector<std::uint8_t> state(n_, 0);  // 0 new, 1 open, 2 emitted
+    std::vector<std::pair<NodeId, std::size_t>> stack;
+    auto visit = [&](NodeId root) {
+      if (root == kNoNode || state[root] != 0) return;
+      stack.emplace_back(root, 0);
+      state[root] = 1;
+      while (!stack.empty()) {
+        auto& [node, next_input] = stack.back();
+        const Node& n = graph_.node(node);
+        if (next_input < n.inputs.size()) {
+          const std::string& v = n.inputs[next_input++];
+          const NodeId p = v.empty() ? kNoNode : graph_.producer(v, 0);
+          if (p != kNoNode && state[p] == 0 && graph_.node(p).subgraph == 0) {
+            state[p] = 1;
+            stack.emplace_back(p, 0);
+          }
+          continue;
+        }
+        state[node] = 2;
+        order.push_back(node);
+        stack.pop_back();
+      }
+    };
+    for (const std::string& output : graph_.outputs()) visit(graph_.producer(output, 0));
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (graph_.node(static_cast<NodeId>(i)).subgraph == 0) visit(static_cast<NodeId>(i));
+    }
+    for (std::size_t i = 0; i < n_; ++i) {
+      if (graph_.node(static_cast<NodeId>(i)).subgraph != 0) order.push_back(static_cast<NodeId>(i));
+    }
+    return order;
+  }
+
   void BuildBuckets() {
     buckets_.assign(graph_.subgraphs().size(), {});
-    for (std::size_t i = 0; i < n_; ++i) {
-      const int s = graph_.node(static_cast<NodeId>(i)).subgraph;
-      if (s >= 0 && static_cast<std::size_t>(s) < buckets_.size()) {
-        buckets_[s].push_back(static_cast<NodeId>(i));
-      }
+    for (NodeId i : order_) {
+      const int s = graph_.node(i).subgraph;
+      if (s >= 0 && static_cast<std::size_t>(s) < buckets_.size()) buckets_[s].push_back(i);
     }
   }
 
@@ -369,7 +437,7 @@ class Structure {
       const Node& first = graph_.node(region.front());
       const NodeId p = graph_.producer(entry, first.subgraph);
       std::string before;
-      if (p == kNoNode || p <= lo || !Candidate(p) || !single_input(p, &before)) break;
+      if (p == kNoNode || pos_[p] <= pos_[lo] || !Candidate(p) || !single_input(p, &before)) break;
       if (graph_.consumers(entry, first.subgraph).size() != 1) break;
       region.insert(region.begin(), p);
       entry = before;
@@ -385,7 +453,7 @@ class Structure {
       for (const std::string& o : n.outputs) {
         if (o.empty()) continue;
         for (NodeId c : graph_.consumers(o, n.subgraph)) {
-          if (members.contains(c) || c >= hi || !Candidate(c)) continue;
+          if (members.contains(c) || pos_[c] >= pos_[hi] || !Candidate(c)) continue;
           const bool inside = ForComputedInputs(c, [&](absl::string_view v, NodeId) {
             return values.contains(v);
           });
@@ -402,10 +470,11 @@ class Structure {
   // First settled node of each module's subtree.
   void ComputeStarts() {
     start_.assign(manifest_.size(), n_);
-    for (std::size_t i = 0; i < n_; ++i) {
-      if (!Settled(static_cast<NodeId>(i))) continue;
-      for (ModuleId m = out_[i].module; m != kNoModule && start_[m] > i; m = manifest_.module(m).parent) {
-        start_[m] = i;
+    for (NodeId i : order_) {
+      if (!Settled(i)) continue;
+      for (ModuleId m = out_[i].module; m != kNoModule && start_[m] > pos_[i];
+           m = manifest_.module(m).parent) {
+        start_[m] = pos_[i];
       }
     }
   }
@@ -414,15 +483,15 @@ class Structure {
   // or was already read there before `i` (the module received it).
   bool Available(NodeId i, ModuleId module) const {
     const std::size_t begin = start_[module];
-    if (begin >= static_cast<std::size_t>(i)) return false;
+    if (begin >= pos_[i]) return false;
     const int subgraph = graph_.node(i).subgraph;
     bool from_input = false;
     const bool ok = ForComputedInputs(
         i,
         [&](absl::string_view v, NodeId p) {
-          if (static_cast<std::size_t>(p) >= begin) return true;
+          if (pos_[p] >= begin) return true;
           for (NodeId c : graph_.consumers(v, subgraph)) {
-            if (static_cast<std::size_t>(c) >= begin && c < i) return true;
+            if (pos_[c] >= begin && pos_[c] < pos_[i]) return true;
           }
           return false;
         },
@@ -479,6 +548,8 @@ class Structure {
   std::vector<int> module_ops_;
   std::vector<bool> params_below_;
   std::vector<bool> anchored_;
+  std::vector<NodeId> order_;      // nodes in the order used
+  std::vector<std::size_t> pos_;   // node -> index in order_
   std::vector<std::vector<NodeId>> buckets_;
   std::vector<std::size_t> start_;
   double factor_ = 1.0;

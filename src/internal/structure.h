@@ -26,9 +26,11 @@
 // Library modules and containers never own a node they do not anchor.
 // Answers carry Strategy::kStructure and confidences below 0.9; the
 // neighbourhood step then settles constants, casts and shape computations
-// by their consumers. The order evidence is only used when the anchors'
-// order agrees with the manifest's module order (a re-sorted graph lowers
-// the confidence).
+// by their consumers. Tools re-sort nodes (onnxslim, ONNX Runtime): when the
+// file's order agrees less with the manifest's module order than a
+// depth-first re-linearisation of the graph (each node right after its
+// inputs' producer chains, as a forward pass runs), the latter is used; an
+// order that still disagrees lowers the confidence.
 #ifndef SEMMAP_SRC_INTERNAL_STRUCTURE_H_
 #define SEMMAP_SRC_INTERNAL_STRUCTURE_H_
 
@@ -48,6 +50,8 @@ struct StructureCounts {
   std::size_t aligned_weights = 0;  // step 1
   std::size_t ordered = 0;          // step 2
   double order_agreement = 0.0;     // share of anchor pairs in module order
+  bool relinearised = false;        // the graph was re-sorted: its own
+                                    // depth-first order was used instead
   // Per node: the module of the next settled node after it in its graph
   // body (kNoModule at the end); empty when the order is not trusted.
   std::vector<ModuleId> next_module;
