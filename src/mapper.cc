@@ -288,6 +288,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   const internal::TensorEvidence tensors(graph, *manifest, rules, ops, mapper.binding_);
   for (std::size_t i = 0; i < graph.size(); ++i) {
     Mapping& m = mapper.mappings_[i];
+    if (m.strategy == Strategy::kExporterMetadata) tensors.WidenRewritten(static_cast<NodeId>(i), &m);
     if (m.mapped() || ops.followsConsumers(static_cast<NodeId>(i))) continue;
     internal::TensorFinding finding;
     if (!tensors.ForNode(static_cast<NodeId>(i), &finding)) continue;

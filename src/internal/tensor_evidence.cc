@@ -19,6 +19,8 @@ constexpr double kWeightRead = 0.8;
 constexpr double kDisagree = 0.6;
 constexpr double kViaIdentity = 0.3;  // torch shares identical tensors
 constexpr int kMaxChain = 4;
+constexpr double kRewritten = 0.85;
+constexpr absl::string_view kRewriteRuleKey = "pkg.onnxscript.rewriter.rule_name";
 
 }  // namespace
 
@@ -65,6 +67,28 @@ ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int 
   if (!ops_.isWeightPassthrough(p) || producer.inputs.empty()) return kNoModule;
   if (producer.op_type == "Identity") *via_identity = true;
   return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1, via_identity);
+}
+
+bool TensorEvidence::WidenRewritten(NodeId id, Mapping* m) const {
+  const Node& n = graph_.node(id);
+  if (!m->mapped()) return false;
+  const bool rewritten = std::any_of(n.metadata.begin(), n.metadata.end(),
+                                     [](const auto& kv) { return kv.first == kRewriteRuleKey; });
+  if (!rewritten) return false;
+  ModuleId module = m->module;
+  for (const std::string& input : n.inputs) {
+    const ModuleId owner = input.empty() ? kNoModule : ParameterOwner(input);
+    if (owner != kNoModule && !manifest_.isAncestorOrSelf(module, owner)) {
+      module = manifest_.lowestCommonAncestor(module, owner);
+    }
+  }
+  if (module == m->module) return false;
+  absl::StrAppend(&m->evidence, "; rewritten by the exporter's optimizer, reads parameters of ",
+                  manifest_.module(module).path.empty() ? "<root>" : manifest_.module(module).path,
+                  "'s subtree: their common ancestor");
+  m->module = module;
+  m->confidence = std::min(m->confidence, kRewritten);
+  return true;
 }
 
 bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {

@@ -38,6 +38,13 @@ class TensorEvidence {
   // common ancestor. Returns false when no name carries evidence.
   bool ForNode(NodeId node, TensorFinding* out) const;
 
+  // A node the exporter's own optimizer rewrote from several nodes (its
+  // metadata names the rule, e.g. a Conv with a BatchNorm folded in, which
+  // carries the BatchNorm's module stack) that reads parameters of a module
+  // outside the one its metadata names does the work of both: `*m` becomes
+  // their lowest common ancestor. Returns true when `*m` changed.
+  bool WidenRewritten(NodeId node, Mapping* m) const;
+
   // The module owning the parameter or buffer named `value` under the root
   // binding (suffixes of rules stripped), or kNoModule.
   ModuleId ParameterOwner(absl::string_view value) const;
