@@ -33,6 +33,9 @@ constexpr double kDisorderFactor = 0.5;
 // match: absorbs parameters that the export dropped or fused.
 constexpr std::size_t kAlignWindow = 32;
 constexpr int kMaxPassthrough = 4;
+// At least one in this many of the manifest's parameters must be named by an
+// initializer of the graph (ManifestFits).
+constexpr std::size_t kMinNamedShare = 10;
 
 bool Compatible(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& shape) {
   if (dims.size() != shape.size()) return false;
@@ -61,6 +64,7 @@ class Structure {
 
   StructureCounts Run() {
     StructureCounts counts;
+    if (!ManifestFits()) return counts;
     counts.aligned_weights = AlignUnnamedWeights();
     anchored_.assign(n_, false);
     for (std::size_t i = 0; i < n_; ++i) {
@@ -88,6 +92,10 @@ class Structure {
     }
     factor_ = counts.order_agreement < kOrderAgreementFloor ? kDisorderFactor : 1.0;
     BuildBuckets();
+    first_anchor_.assign(manifest_.size(), n_);
+    for (NodeId i : order_) {
+      if (anchored_[i]) first_anchor_[out_[i].module] = std::min(first_anchor_[out_[i].module], pos_[i]);
+    }
     const std::size_t before = CountMapped();
     for (std::vector<NodeId>& bucket : buckets_) {
       Heads(bucket);
@@ -129,6 +137,22 @@ class Structure {
     m.confidence = confidence * factor_;
     m.strategy = Strategy::kStructure;
     m.evidence = std::move(evidence);
+  }
+
+  // The structure is read against the manifest only when the graph's
+  // initializer names show it is this model's: enough of the manifest's
+  // parameters are named by an initializer. Another model's manifest of
+  // similar shapes must not be "aligned" into a confident-looking answer.
+  bool ManifestFits() const {
+    std::size_t params = 0;
+    for (std::size_t m = 0; m < manifest_.size(); ++m) {
+      params += manifest_.module(static_cast<ModuleId>(m)).parameters.size();
+    }
+    std::size_t named = 0;
+    for (const TensorInfo& t : graph_.initializers()) {
+      if (tensors_.ParameterOwner(t.name) != kNoModule) ++named;
+    }
+    return params > 0 && named * kMinNamedShare >= params;
   }
 
   // --- Step 1: unnamed weights aligned with unclaimed parameters. ---
@@ -320,7 +344,9 @@ class Structure {
         next = out_[i].module;
         continue;
       }
-      if (next == kNoModule || library_[next] || !Candidate(i)) continue;
+      // A head runs before the module's first anchor; a module that already
+      // ran and is entered again is a join, not a head.
+      if (next == kNoModule || library_[next] || !Candidate(i) || first_anchor_[next] < pos_[i]) continue;
       const Node& n = graph_.node(i);
       bool any = false, all = true;
       for (const std::string& v : n.outputs) {
@@ -552,6 +578,7 @@ class Structure {
   std::vector<std::size_t> pos_;   // node -> index in order_
   std::vector<std::vector<NodeId>> buckets_;
   std::vector<std::size_t> start_;
+  std::vector<std::size_t> first_anchor_;  // per module, in order_
   double factor_ = 1.0;
 };
 
