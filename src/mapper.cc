@@ -1,6 +1,7 @@
 #include "semmap/mapper.h"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -15,7 +16,9 @@
 #include "internal/exporter_metadata.h"
 #include "internal/file_io.h"
 #include "internal/neighbourhood.h"
+#include "internal/reference_transfer.h"
 #include "internal/scope_resolver.h"
+#include "internal/status_macros.h"
 #include "internal/structure.h"
 #include "internal/tensor_evidence.h"
 #include "semmap/scope_path.h"
@@ -235,9 +238,19 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     node_scope[i] = ScopeOf(graph.node(static_cast<NodeId>(i)), rules, &scopes);
   }
 
+  // The unprocessed export, mapped first with the same manifest (or with
+  // the module paths derived from its own scopes, then shared).
+  std::optional<SemanticMapper> reference;
+  if (options.reference != nullptr) {
+    SEMMAP_RETURN_IF_ERROR(internal::CheckSameModel(graph, *options.reference, rules));
+    MapperOptions reference_options = options;
+    reference_options.reference = nullptr;
+    SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, manifest, reference_options));
+  }
   if (manifest == nullptr) {
-    mapper.owned_manifest_ =
-        std::make_unique<Manifest>(Manifest::FromModulePaths(ScopeDerivedPaths(scopes)));
+    mapper.owned_manifest_ = std::make_unique<Manifest>(
+        reference ? reference->manifest()
+                  : Manifest::FromModulePaths(ScopeDerivedPaths(scopes)));
     manifest = mapper.owned_manifest_.get();
   }
   mapper.manifest_ = manifest;
@@ -281,6 +294,12 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     if (node_scope[i] != nullptr && node_scope[i]->outcome.mapped()) {
       mapper.mappings_[i] = node_scope[i]->outcome;
     }
+  }
+
+  // Nodes the reference export maps (MapperOptions::reference).
+  if (reference) {
+    internal::TransferFromReference(graph, *options.reference, reference->mapAll(), *manifest,
+                                    rules, &mapper.mappings_);
   }
 
   // Nodes with neither scope nor metadata: the names of their tensors.

@@ -24,6 +24,9 @@
 //     retrying without a "_N" call suffix ("relu_1" -> "relu").
 //  3. Exporter metadata. Dynamo exports carry each node's module stack in
 //     metadata_props; it is resolved like a scope.
+//     With MapperOptions::reference, the unprocessed export the graph came
+//     from is mapped too and its answers carried over to the nodes still
+//     without one, by pairing the two graphs (names, then the structure).
 //  4. Tensor names. Nodes without either read weights named after their
 //     module's parameters, produce such names (torch's de-duplication
 //     Identity nodes), or keep scoped output names after an optimizer fused
@@ -61,6 +64,18 @@ struct MapperOptions {
   int max_neighbourhood_passes = 64;
   // Longest ONNX-only scope prefix tried as a wrapper around the manifest.
   int max_wrapper_segments = 2;
+  // The unprocessed export this graph was made from (before onnxslim, ONNX
+  // Runtime's optimizers, quantize_dynamic or a tool that strips names), or
+  // null. Create() first checks that it is that export (InvalidArgument
+  // otherwise, stating how many initializers the two share), maps it with
+  // the same manifest (without a manifest: with the module paths derived
+  // from the reference's own scopes and metadata, used for both graphs),
+  // then pairs the nodes of the two graphs and carries the reference's
+  // answers over (Strategy::kReference, docs/mapping.md "Reference
+  // transfer"). Nodes mapped by their own exact scope or exporter metadata
+  // keep those answers; nodes it cannot pair fall through to the inference
+  // below. Only read during Create(): it need not outlive the mapper.
+  const Graph* reference = nullptr;
 };
 
 // How the ONNX root scope was matched to the manifest.
@@ -75,8 +90,10 @@ struct RootBinding {
 class SemanticMapper {
  public:
   // Maps every node of `graph`. `manifest` may be null (see above).
-  // Errors: none today for well-formed inputs; the StatusOr leaves room for
-  // limits without breaking callers.
+  // Errors: InvalidArgument when options.reference is set and is not the
+  // export `graph` came from (the message gives the shared initializers;
+  // it names no file: the Graph has no path). Otherwise none for
+  // well-formed inputs; the StatusOr leaves room for limits.
   static absl::StatusOr<SemanticMapper> Create(const Graph& graph,
                                                const Manifest* manifest,
                                                const MapperOptions& options = {});

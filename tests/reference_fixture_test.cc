@@ -1,0 +1,157 @@
+// Reference transfer on the corpus: every post-processed fixture mapped with
+// the export it came from (index.json field `source`), against its truth.
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "nlohmann/json.hpp"
+#include "semmap/semmap.h"
+#include "test_util.h"
+
+using semmap::Graph;
+using semmap::Manifest;
+using semmap::MapperOptions;
+using semmap::SemanticMapper;
+using semmap::Strategy;
+using semmap_test::Fixture;
+
+namespace {
+
+struct Pair {
+  std::string dir;
+  std::string source;
+};
+
+std::vector<Pair> ProcessedFixtures() {
+  std::ifstream in(std::string(SEMMAP_FIXTURES_DIR) + "/index.json");
+  REQUIRE(in.good());
+  const nlohmann::json index = nlohmann::json::parse(in);
+  std::vector<Pair> out;
+  for (const auto& f : index.at("fixtures")) {
+    if (f.contains("source") && f["source"].is_string()) out.push_back({f["dir"], f["source"]});
+  }
+  return out;
+}
+
+std::map<std::string, std::string> Truth(const std::string& dir) {
+  std::ifstream in(Fixture(dir, "truth.json"));
+  REQUIRE(in.good());
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::map<std::string, std::string> truth;
+  for (const auto& [id, path] : doc.at("nodes").items()) truth[id] = path;
+  return truth;
+}
+
+// semmap-eval's comparison: mapped, and the module path equals the truth.
+double Accuracy(const SemanticMapper& mapper, const std::map<std::string, std::string>& truth) {
+  std::size_t known = 0, correct = 0;
+  const Graph& g = mapper.graph();
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(g.size()); ++i) {
+    auto t = truth.find(g.node(i).id);
+    if (t == truth.end()) continue;
+    ++known;
+    const semmap::Mapping& m = mapper.moduleFor(i);
+    correct += m.mapped() && m.module_path == t->second;
+  }
+  return known == 0 ? 0.0 : static_cast<double>(correct) / known;
+}
+
+}  // namespace
+
+TEST_CASE("Post-processed fixtures mapped with their source export", "[reference][fixture]") {
+  const std::vector<Pair> pairs = ProcessedFixtures();
+  REQUIRE(pairs.size() >= 10);
+  for (const Pair& pair : pairs) {
+    CAPTURE(pair.dir, pair.source);
+    auto graph = Graph::Load(Fixture(pair.dir, "model.onnx"));
+    auto reference = Graph::Load(Fixture(pair.source, "model.onnx"));
+    auto manifest = Manifest::Load(Fixture(pair.dir, "manifest.json"));
+    REQUIRE(graph.ok());
+    REQUIRE(reference.ok());
+    REQUIRE(manifest.ok());
+    MapperOptions options;
+    options.reference = &*reference;
+    auto with = SemanticMapper::Create(*graph, &*manifest, options);
+    REQUIRE(with.ok());
+    auto without = SemanticMapper::Create(*graph, &*manifest);
+    REQUIRE(without.ok());
+    const auto truth = Truth(pair.dir);
+    const double accuracy = Accuracy(*with, truth);
+    CAPTURE(accuracy, Accuracy(*without, truth));
+    CHECK(accuracy >= 0.995);
+    CHECK(accuracy >= Accuracy(*without, truth));
+    // Nodes keeping their own exact scope keep that answer.
+    for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph->size()); ++i) {
+      if (without->moduleFor(i).strategy == Strategy::kExactScope ||
+          without->moduleFor(i).strategy == Strategy::kExporterMetadata) {
+        CHECK(with->moduleFor(i).strategy == without->moduleFor(i).strategy);
+      }
+    }
+  }
+}
+
+TEST_CASE("Stripped dynamo copy: every answer carried over exactly", "[reference][fixture]") {
+  auto graph = Graph::Load(Fixture("bert-seqcls.dynamo.stripped", "model.onnx"));
+  auto reference = Graph::Load(Fixture("bert-seqcls.dynamo", "model.onnx"));
+  REQUIRE(graph.ok());
+  REQUIRE(reference.ok());
+  MapperOptions options;
+  options.reference = &*reference;
+  SECTION("without a manifest: paths and classes derived from the reference's metadata") {
+    auto mapper = SemanticMapper::Create(*graph, nullptr, options);
+    REQUIRE(mapper.ok());
+    CHECK_FALSE(mapper->hasManifest());
+    // n19 is the first MatMul: node_MatMul_59 of the query projection.
+    auto m = mapper->moduleFor("n19");
+    REQUIRE(m.ok());
+    CHECK(m->module_path == "bert.encoder.layer.0.attention.self.query");
+    CHECK(m->class_name == "Linear");
+    CHECK(m->strategy == Strategy::kReference);
+    CHECK(Accuracy(*mapper, Truth("bert-seqcls.dynamo.stripped")) >= 0.99);
+  }
+  SECTION("the reference outlives nothing: only read during Create") {
+    auto copy = std::make_unique<Graph>(*reference);
+    options.reference = copy.get();
+    auto manifest = Manifest::Load(Fixture("bert-seqcls.dynamo", "manifest.json"));
+    REQUIRE(manifest.ok());
+    auto mapper = SemanticMapper::Create(*graph, &*manifest, options);
+    REQUIRE(mapper.ok());
+    copy.reset();
+    auto m = mapper->moduleFor("n19");
+    REQUIRE(m.ok());
+    CHECK(m->module_path == "bert.encoder.layer.0.attention.self.query");
+    CHECK(m->evidence.find("node_MatMul_59") != std::string::npos);
+  }
+}
+
+TEST_CASE("A reference that is another model is refused", "[reference][fixture]") {
+  auto graph = Graph::Load(Fixture("bert-seqcls.torchscript.ort-optimized", "model.onnx"));
+  auto other = Graph::Load(Fixture("gpt2-causal-lm.torchscript", "model.onnx"));
+  auto manifest = Manifest::Load(Fixture("bert-seqcls.torchscript", "manifest.json"));
+  REQUIRE(graph.ok());
+  REQUIRE(other.ok());
+  REQUIRE(manifest.ok());
+  MapperOptions options;
+  options.reference = &*other;
+  const std::vector<const Manifest*> manifests = {&*manifest, nullptr};
+  for (const Manifest* m : manifests) {
+    auto mapper = SemanticMapper::Create(*graph, m, options);
+    REQUIRE_FALSE(mapper.ok());
+    CHECK(mapper.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(mapper.status().message()),
+               Catch::Contains("the model has 0 of the reference's 29 initializers"));
+  }
+  SECTION("another model of the same exporter: the few shared names differ in shape") {
+    auto dynamo = Graph::Load(Fixture("vit-imgcls.dynamo", "model.onnx"));
+    auto stripped = Graph::Load(Fixture("bert-seqcls.dynamo.stripped", "model.onnx"));
+    REQUIRE(dynamo.ok());
+    REQUIRE(stripped.ok());
+    options.reference = &*dynamo;
+    auto mapper = SemanticMapper::Create(*stripped, nullptr, options);
+    REQUIRE_FALSE(mapper.ok());
+    CHECK_THAT(std::string(mapper.status().message()), Catch::Contains("differ in shape"));
+  }
+}
