@@ -49,7 +49,8 @@ void PrintTree(std::ostream& out, const semmap::Manifest& manifest, const Module
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_path,
-                                                      const std::string* manifest_path) {
+                                                      const std::string* manifest_path,
+                                                      const std::string* reference_path) {
   auto loaded = std::make_unique<LoadedModel>();
   loaded->model_path = model_path;
   auto graph = semmap::Graph::Load(model_path);
@@ -61,8 +62,25 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_
     if (!manifest.ok()) return manifest.status();
     loaded->manifest.emplace(*std::move(manifest));
   }
+  semmap::MapperOptions options;
+  std::optional<semmap::Graph> reference;
+  if (reference_path != nullptr) {
+    loaded->reference_path = *reference_path;
+    auto reference_graph = semmap::Graph::Load(*reference_path);
+    if (!reference_graph.ok()) {
+      return absl::Status(reference_graph.status().code(),
+                          absl::StrCat("--reference: ", reference_graph.status().message()));
+    }
+    reference.emplace(*std::move(reference_graph));
+    options.reference = &*reference;
+  }
   auto mapper = semmap::SemanticMapper::Create(
-      *loaded->graph, loaded->manifest ? &*loaded->manifest : nullptr);
+      *loaded->graph, loaded->manifest ? &*loaded->manifest : nullptr, options);
+  if (!mapper.ok() && reference_path != nullptr) {
+    return absl::Status(mapper.status().code(),
+                        absl::StrCat(model_path, ": --reference ", *reference_path, ": ",
+                                     mapper.status().message()));
+  }
   if (!mapper.ok()) return mapper.status();
   loaded->mapper.emplace(*std::move(mapper));
   return loaded;
@@ -111,6 +129,7 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
     nlohmann::json j;
     j["model"] = model.model_path;
     j["manifest"] = model.manifest_path ? nlohmann::json(*model.manifest_path) : nlohmann::json();
+    if (model.reference_path) j["reference"] = *model.reference_path;
     j["nodes"] = graph.size();
     j["mapped"] = mapped;
     nlohmann::json strategies = nlohmann::json::object();
@@ -144,6 +163,11 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
   } else {
     out << "manifest: none (module paths from node names; classes unknown)\n";
   }
+  if (model.reference_path) {
+    out << "reference: " << *model.reference_path << " ("
+        << counts[static_cast<std::size_t>(semmap::Strategy::kReference)]
+        << " nodes carried over)\n";
+  }
   out << "root:     ONNX root = "
       << (manifest.module(b.root).path.empty() ? "manifest root"
                                                : "module " + manifest.module(b.root).path);
@@ -174,12 +198,13 @@ std::string MapUsage(const std::string& tool) {
   const std::string pad(tool.size(), ' ');
   return absl::StrCat(
       "usage: ", tool, " MODEL.onnx [--manifest MANIFEST.json] [--node NAME]\n",
-      "       ", pad, " [--depth N] [--json]\n",
+      "       ", pad, " [--reference ORIGINAL.onnx] [--depth N] [--json]\n",
       "\n"
       "Maps every node of MODEL.onnx to the module that produced it.\n"
       "  --manifest F  hierarchy manifest written by `python -m semmap_manifest`;\n"
       "                without it, module paths come from the node names alone\n"
-      "  --node NAME   print the mapping of one node (its name or semmap id)\n"
+      "  --node NAME   print the mapping of one node (its name or semmap id)\n",
+      kReferenceHelp,
       "  --depth N     module tree depth in the summary (default 3, 0 = no tree)\n"
       "  --json        machine-readable output\n"
       "Exit codes: 0 ok, 1 no such node, 2 bad usage or input.\n");
@@ -189,7 +214,7 @@ std::string MapUsage(const std::string& tool) {
 
 int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load) {
   const std::string usage = MapUsage(tool);
-  auto args = ParseArgs(argc, argv, {"--manifest", "--node", "--depth"},
+  auto args = ParseArgs(argc, argv, {"--manifest", "--node", "--depth", "--reference"},
                         {"--json", "--help", "-h"});
   if (!args.ok()) {
     std::cerr << tool << ": " << args.status().message() << "\n" << usage;
@@ -210,7 +235,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
       return kExitBadInput;
     }
   }
-  auto model = load(args->positional[0], args->option("--manifest"));
+  auto model = load(args->positional[0], args->option("--manifest"), args->option("--reference"));
   if (!model.ok()) return Fail(tool.c_str(), model.status());
   const semmap::Graph& graph = *(*model)->graph;
   const bool json = args->has("--json");

@@ -20,14 +20,26 @@ namespace semmap_cli {
 struct LoadedModel {
   std::string model_path;
   std::optional<std::string> manifest_path;
+  std::optional<std::string> reference_path;  // --reference, read while mapping
   std::optional<semmap::Graph> graph;
   std::optional<semmap::Manifest> manifest;
   std::optional<semmap::SemanticMapper> mapper;
 };
 
-// Loads and maps; errors name the file at fault.
+// Loads and maps; errors name the file at fault. With `reference_path`, the
+// unprocessed export the model was made from is loaded too and its mapping
+// carried over (MapperOptions::reference); a reference that is not that
+// export is InvalidArgument naming both files and the evidence.
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_path,
-                                                      const std::string* manifest_path);
+                                                      const std::string* manifest_path,
+                                                      const std::string* reference_path = nullptr);
+
+// The --reference option as every mapping command describes it.
+inline constexpr char kReferenceHelp[] =
+    "  --reference ORIGINAL.onnx  the unprocessed export MODEL.onnx was made from\n"
+    "                (before onnxslim, ONNX Runtime optimization, quantization or\n"
+    "                name stripping): its mapping is carried over node by node;\n"
+    "                refused (exit 2) when it is not that export\n";
 
 // {"node", "name", "op_type", "domain", "module", "class", "qualified_class",
 //  "confidence", "strategy", "evidence"}
@@ -43,7 +55,8 @@ void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId 
 void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bool json);
 
 using ModelLoader = std::function<absl::StatusOr<std::unique_ptr<LoadedModel>>(
-    const std::string& model_path, const std::string* manifest_path)>;
+    const std::string& model_path, const std::string* manifest_path,
+    const std::string* reference_path)>;
 
 // The whole `semmap-query` / `semmap map` command: parses argv (argv[0] is
 // the command name), loads with `load`, prints, returns the exit code.

@@ -1,7 +1,7 @@
 // semmap-eval: measure semmap's mappings against a ground-truth file.
 //
 //   semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json
-//               [--json] [--errors N]
+//               [--reference ORIGINAL.onnx] [--json] [--errors N]
 //
 // TRUTH.json is {"nodes": {"<node id>": "<module path>", ...},
 // "unknown": [...]} as written by the fixture corpus tools.
@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,13 @@ namespace {
 constexpr char kTool[] = "semmap-eval";
 constexpr char kUsage[] =
     "usage: semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json\n"
-    "                   [--json] [--errors N]\n"
+    "                   [--reference ORIGINAL.onnx] [--json] [--errors N]\n"
     "\n"
     "Compares semmap's mapping of every node with a ground-truth file and prints\n"
     "accuracy, coverage, per-strategy accuracy and calibration.\n"
     "  --errors N  also list up to N wrong answers (text mode; default 0)\n"
+    "  --reference ORIGINAL.onnx  the unprocessed export MODEL.onnx was made from:\n"
+    "              its mapping is carried over (refused, exit 2, when it is not)\n"
     "Exit codes: 0 ok, 2 bad usage or input.\n";
 
 struct Bucket {
@@ -63,7 +66,8 @@ absl::StatusOr<absl::flat_hash_map<std::string, std::string>> LoadTruth(
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto args = semmap_cli::ParseArgs(argc, argv, {"--manifest", "--truth", "--errors"},
+  auto args = semmap_cli::ParseArgs(argc, argv,
+                                    {"--manifest", "--truth", "--errors", "--reference"},
                                     {"--json", "--help", "-h"});
   if (!args.ok()) {
     std::cerr << kTool << ": " << args.status().message() << "\n" << kUsage;
@@ -95,7 +99,27 @@ int main(int argc, char** argv) {
   }
   auto truth = LoadTruth(*truth_path);
   if (!truth.ok()) return semmap_cli::Fail(kTool, truth.status());
-  auto mapper = semmap::SemanticMapper::Create(*graph, manifest_path ? &*manifest : nullptr);
+  semmap::MapperOptions options;
+  std::optional<semmap::Graph> reference;
+  const std::string* reference_path = args->option("--reference");
+  if (reference_path != nullptr) {
+    auto loaded = semmap::Graph::Load(*reference_path);
+    if (!loaded.ok()) {
+      return semmap_cli::Fail(kTool, absl::Status(loaded.status().code(),
+                                                  absl::StrCat("--reference: ",
+                                                               loaded.status().message())));
+    }
+    reference.emplace(*std::move(loaded));
+    options.reference = &*reference;
+  }
+  auto mapper =
+      semmap::SemanticMapper::Create(*graph, manifest_path ? &*manifest : nullptr, options);
+  if (!mapper.ok() && reference_path != nullptr) {
+    return semmap_cli::Fail(
+        kTool, absl::Status(mapper.status().code(),
+                            absl::StrCat(args->positional[0], ": --reference ", *reference_path,
+                                         ": ", mapper.status().message())));
+  }
   if (!mapper.ok()) return semmap_cli::Fail(kTool, mapper.status());
 
   std::size_t known = 0, correct = 0, covered = 0;

@@ -22,13 +22,18 @@ int RunDiffCommand(int argc, char** argv);
 int RunExtractCommand(int argc, char** argv);
 int RunReportCommand(int argc, char** argv);
 
-// LoadModel() with a progress indicator on a terminal.
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string& model_path,
-                                                             const std::string* manifest_path);
+// LoadModel() with a progress indicator on a terminal. Without
+// `reference_path`, the --reference that ParseCommandArgs parsed (if any)
+// applies: every single-model command takes it without handling it.
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(
+    const std::string& model_path, const std::string* manifest_path,
+    const std::string* reference_path = nullptr);
 
-// Parses argv for a subcommand that takes exactly one MODEL.onnx; --help
-// and -h are added. Returns nullopt after printing usage (--help: stdout,
-// exit 0; bad usage: stderr, exit 2) with the exit code in *exit_code.
+// Parses argv for a subcommand that takes exactly one MODEL.onnx; --help,
+// -h and --reference ORIGINAL.onnx (kept for LoadWithProgress, described
+// after the command's usage) are added. Returns nullopt after printing
+// usage (--help: stdout, exit 0; bad usage: stderr, exit 2) with the exit
+// code in *exit_code.
 std::optional<Args> ParseCommandArgs(const std::string& tool, const std::string& usage,
                                       int argc, char** argv,
                                       std::set<std::string> value_options,
