@@ -25,13 +25,19 @@ struct Pair {
   std::string source;
 };
 
-std::vector<Pair> ProcessedFixtures() {
-  std::ifstream in(std::string(SEMMAP_FIXTURES_DIR) + "/index.json");
-  REQUIRE(in.good());
-  const nlohmann::json index = nlohmann::json::parse(in);
+// Post-processed fixtures of the index in `slice` ("" for the corpus root,
+// "torch-2.15" for that toolchain's slice); dirs relative to the root.
+std::vector<Pair> ProcessedFixtures(const std::string& slice = "") {
+  const std::string prefix = slice.empty() ? "" : slice + "/";
+  std::ifstream in(std::string(SEMMAP_FIXTURES_DIR) + "/" + prefix + "index.json");
   std::vector<Pair> out;
+  if (!in.good()) return out;
+  const nlohmann::json index = nlohmann::json::parse(in);
   for (const auto& f : index.at("fixtures")) {
-    if (f.contains("source") && f["source"].is_string()) out.push_back({f["dir"], f["source"]});
+    if (f.contains("source") && f["source"].is_string()) {
+      out.push_back({prefix + f["dir"].get<std::string>(),
+                     prefix + f["source"].get<std::string>()});
+    }
   }
   return out;
 }
@@ -89,6 +95,41 @@ TEST_CASE("Post-processed fixtures mapped with their source export", "[reference
           without->moduleFor(i).strategy == Strategy::kExporterMetadata) {
         CHECK(with->moduleFor(i).strategy == without->moduleFor(i).strategy);
       }
+    }
+  }
+}
+
+TEST_CASE("torch 2.15 slice: onnxslim, ORT, quantized, stripped and re-sorted copies",
+          "[reference][fixture]") {
+  const std::vector<Pair> pairs = ProcessedFixtures("torch-2.15");
+  if (pairs.empty()) {
+    WARN("fixtures/torch-2.15/index.json missing: slice not checked");
+    return;
+  }
+  for (const Pair& pair : pairs) {
+    CAPTURE(pair.dir, pair.source);
+    auto graph = Graph::Load(Fixture(pair.dir, "model.onnx"));
+    auto reference = Graph::Load(Fixture(pair.source, "model.onnx"));
+    auto manifest = Manifest::Load(Fixture(pair.dir, "manifest.json"));
+    REQUIRE(graph.ok());
+    REQUIRE(reference.ok());
+    REQUIRE(manifest.ok());
+    // The transfer carries the reference's answers: it can be no better
+    // than semmap's own mapping of the source export.
+    auto source = SemanticMapper::Create(*reference, &*manifest);
+    REQUIRE(source.ok());
+    const double source_accuracy = Accuracy(*source, Truth(pair.source));
+    MapperOptions options;
+    options.reference = &*reference;
+    auto with = SemanticMapper::Create(*graph, &*manifest, options);
+    REQUIRE(with.ok());
+    const double accuracy = Accuracy(*with, Truth(pair.dir));
+    CAPTURE(accuracy, source_accuracy);
+    if (source_accuracy >= 0.995) {
+      CHECK(accuracy >= 0.995);
+    } else {
+      WARN(pair.dir << ": source export mapped at " << source_accuracy << ", transfer "
+                    << accuracy);
     }
   }
 }
