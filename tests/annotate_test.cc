@@ -467,11 +467,15 @@ TEST_CASE("Hostile names and paths are never given a name that reads differently
   AddStackNode(g, "node\nodd\xff", "Abs", {"d"}, {"e"}, "['', 'enc', 'enc.fc', 'abs']");
   Planned p(model, {"enc", "enc.fc", "a", "a.a", "a.a.0"});
   const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
-  // A scope that resolves to nothing: mapped from its consumer, below the
-  // floor; at floor 0 it gets a name whose last part is its op type.
-  CHECK(p.newName(plan, "/x/y/").empty());
+  // A scope that resolves to nothing: mapped from its neighbours, renamed
+  // when that is confident enough, with its op type as the last part.
+  const semmap::Mapping& inferred = p.mapper->moduleFor(p.graph->find("/x/y/"));
+  REQUIRE(inferred.mapped());
+  CHECK(p.newName(plan, "/x/y/").empty() == (inferred.confidence < 0.9));
   const semmap::ScopedNamePlan any = semmap::PlanScopedNames(*p.mapper, ScopedOptions(0.0));
-  CHECK(absl::EndsWith(p.newName(any, "/x/y/"), "/Relu"));
+  const std::string& relu = p.newName(any, "/x/y/");
+  CHECK(absl::EndsWith(relu, "/Relu"));
+  CHECK(semmap::ScopePath::Parse(relu).DottedPath() == inferred.module_path);
   // "<value>_output_0_..." is not read as a scope, so it would not survive.
   CHECK(p.newName(plan, "v_output_0_QuantizeLinear").empty());
   CHECK(p.newName(plan, "/enc/Neg").empty());  // already resolves to its module
