@@ -182,6 +182,34 @@ TEST_CASE("Span walks are bounded; long chains match in linear time", "[referenc
   CHECK(fused.reference_nodes.size() == 1);  // fell back to the producer
 }
 
+TEST_CASE("Span walks are bounded by the consumer edges they visit", "[reference]") {
+  // A value read by many nodes (a mask read by every layer), and a fused
+  // node reading it: the forward walk stops instead of scanning them all.
+  constexpr int kFanOut = 1000;
+  onnx::ModelProto r = MakeModel();
+  auto* rg = r.mutable_graph();
+  rg->add_input()->set_name("x");
+  AddNode(rg, "/m/Relu", "Relu", {"x"}, {"mask"});
+  for (int i = 0; i < kFanOut; ++i) {
+    AddNode(rg, "/l/Add_" + std::to_string(i), "Add", {"mask", "x"}, {"a" + std::to_string(i)});
+  }
+  AddNode(rg, "/l/Neg", "Neg", {"a7"}, {"out"});
+  onnx::ModelProto p = MakeModel();
+  auto* pg = p.mutable_graph();
+  pg->add_input()->set_name("x");
+  AddNode(pg, "/m/Relu", "Relu", {"x"}, {"mask"});
+  AddNode(pg, "Fused", "AddNeg", {"mask", "x"}, {"out"});
+  const Graph rgraph = Parse(r), pgraph = Parse(p);
+  semmap::internal::MatchLimits limits;
+  limits.max_span_nodes = 16;  // 64 edges
+  const NodeMatch wide = MatchToReference(pgraph, rgraph, Rules::Default(), limits)[1];
+  CHECK(wide.rule == MatchRule::kSpan);
+  REQUIRE(wide.reference_nodes.size() == 1);
+  CHECK(rgraph.node(wide.reference_nodes[0]).name == "/l/Neg");
+  const NodeMatch full = MatchToReference(pgraph, rgraph, Rules::Default())[1];
+  CHECK(full.reference_nodes.size() == 2);  // Add_7 and Neg
+}
+
 TEST_CASE("CheckSameModel weighs initializer names and shapes", "[reference]") {
   auto model = [](std::vector<std::pair<std::string, std::vector<long>>> inits) {
     onnx::ModelProto m = MakeModel();

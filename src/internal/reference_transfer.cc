@@ -360,17 +360,27 @@ class Matcher {
         if (q != kNoNode) stack.push_back(q);
       }
     }
+    // Consumer lists can be long (a mask read by every layer): the forward
+    // walk is bounded by edges visited, not nodes.
     absl::flat_hash_set<NodeId> forward;
+    std::size_t edges = 0;
+    const std::size_t max_edges = 4 * limits_.max_span_nodes;
+    auto push_consumers = [&](absl::string_view v) {
+      for (NodeId c : r_.consumers(v, 0)) {
+        if (++edges > max_edges) return false;
+        if (back.contains(c)) stack.push_back(c);
+      }
+      return true;
+    };
     for (absl::string_view v : ins) {
-      for (NodeId c : r_.consumers(v, 0)) stack.push_back(c);
+      if (!push_consumers(v)) return {};
     }
     while (!stack.empty()) {
       const NodeId r = stack.back();
       stack.pop_back();
-      if (!back.contains(r) || !forward.insert(r).second) continue;
+      if (!forward.insert(r).second) continue;
       for (const std::string& o : r_.node(r).outputs) {
-        if (o.empty()) continue;
-        for (NodeId c : r_.consumers(o, 0)) stack.push_back(c);
+        if (!o.empty() && !push_consumers(o)) return {};
       }
     }
     return std::vector<NodeId>(forward.begin(), forward.end());

@@ -79,8 +79,9 @@ struct NodeMatch {
 struct MatchLimits {
   // Passes of structural numbering (each linear in P).
   int max_structure_passes = 32;
-  // R nodes visited when collecting one fused node's span; a span larger
-  // than this falls back to the producers of its outputs.
+  // R nodes visited when collecting one fused node's span (and 4 times as
+  // many consumer edges); a larger span falls back to the producers of its
+  // outputs.
   std::size_t max_span_nodes = 2048;
 };
 
