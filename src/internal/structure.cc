@@ -60,11 +60,21 @@ class Structure {
       if (!info.parameters.empty()) params_below_[m] = true;
       if (params_below_[m] && info.parent != kNoModule) params_below_[info.parent] = true;
     }
+    op_children_.resize(manifest.size());
+    for (std::size_t m = 0; m < manifest.size(); ++m) {
+      const ModuleInfo& info = manifest.module(static_cast<ModuleId>(m));
+      if (!params_below_[m] && module_ops_[m] >= 0 && info.parent != kNoModule) {
+        op_children_[info.parent].push_back(static_cast<ModuleId>(m));
+      }
+    }
   }
 
   StructureCounts Run() {
     StructureCounts counts;
-    if (!ManifestFits()) return counts;
+    // Nothing to do for an export whose names answered every node.
+    bool any = false;
+    for (std::size_t i = 0; i < n_ && !any; ++i) any = Candidate(static_cast<NodeId>(i));
+    if (!any || !ManifestFits()) return counts;
     counts.aligned_weights = AlignUnnamedWeights();
     anchored_.assign(n_, false);
     for (std::size_t i = 0; i < n_; ++i) {
@@ -415,15 +425,21 @@ class Structure {
     const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
     for (ModuleId side : {a, b}) {
       for (ModuleId c = side; c != kNoModule; c = manifest_.module(c).parent) {
-        for (ModuleId k : manifest_.module(c).children) {
-          if (!params_below_[k] && module_ops_[k] >= 0 && rules_.moduleProduces(module_ops_[k], op)) {
-            return k;
-          }
+        for (ModuleId k : op_children_[c]) {
+          if (Produces(module_ops_[k], op)) return k;
         }
         if (c == lca) break;
       }
     }
     return kNoModule;
+  }
+
+  // Rules::moduleProduces, once per (rule, op type).
+  bool Produces(int rule, absl::string_view op) const {
+    auto key = std::make_pair(rule, op);
+    auto it = produces_.find(key);
+    if (it == produces_.end()) it = produces_.emplace(key, rules_.moduleProduces(rule, op)).first;
+    return it->second;
   }
 
   void ModuleOpRegions(const std::vector<NodeId>& bucket) {
@@ -573,6 +589,9 @@ class Structure {
   std::vector<bool> library_;
   std::vector<int> module_ops_;
   std::vector<bool> params_below_;
+  // Per module: its parameterless children that a module_ops rule names.
+  std::vector<std::vector<ModuleId>> op_children_;
+  mutable absl::flat_hash_map<std::pair<int, absl::string_view>, bool> produces_;
   std::vector<bool> anchored_;
   std::vector<NodeId> order_;      // nodes in the order used
   std::vector<std::size_t> pos_;   // node -> index in order_
