@@ -43,6 +43,7 @@ struct Rules::Impl {
     std::unique_ptr<RE2> class_re, qualified_re, ops_re;
   };
   std::vector<ModuleOps> module_ops;
+  std::vector<std::unique_ptr<RE2>> order_keys;
 };
 
 namespace {
@@ -187,6 +188,13 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
     SEMMAP_ASSIGN_OR_RETURN(impl->library_modules,
                             Compile((*it)["qualified_class"], "/library_modules/qualified_class", origin));
   }
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "order_keys", origin, &impl->order_keys));
+  for (std::size_t i = 0; i < impl->order_keys.size(); ++i) {
+    if (impl->order_keys[i]->NumberOfCapturingGroups() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": /order_keys/", i, "/pattern: needs exactly one capturing group (the counter)"));
+    }
+  }
   if (auto it = doc.find("module_ops"); it != doc.end()) {
     if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": /module_ops: expected an array"));
     for (std::size_t i = 0; i < it->size(); ++i) {
@@ -261,6 +269,22 @@ std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {
     if (ok) return cat.name;
   }
   return std::string();
+}
+
+bool Rules::orderKey(absl::string_view name, std::uint64_t* key) const {
+  for (const auto& re : impl_->order_keys) {
+    re2::StringPiece digits;
+    if (RE2::FullMatch(Piece(name), *re, &digits) && !digits.empty() && digits.size() <= 18) {
+      std::uint64_t v = 0;
+      for (char c : digits) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      *key = v;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool Rules::isLibraryModule(const ModuleInfo& module) const {

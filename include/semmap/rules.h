@@ -66,6 +66,10 @@ class Rules {
   int moduleOpsRule(const ModuleInfo& module) const;
   // True when `op_type` is one rule `moduleOpsRule()` returned produces.
   bool moduleProduces(int rule, absl::string_view op_type) const;
+  // The creation counter an exporter wrote into a node or value name
+  // ("node_MatMul_55", "val_93" -> 55, 93: the dynamo exporter numbers what
+  // it creates in execution order), when an "order_keys" rule matches.
+  bool orderKey(absl::string_view name, std::uint64_t* key) const;
 
  private:
   struct Impl;

@@ -36,6 +36,9 @@ constexpr int kMaxPassthrough = 4;
 // At least one in this many of the manifest's parameters must be named by an
 // initializer of the graph (ManifestFits).
 constexpr std::size_t kMinNamedShare = 10;
+// At least one node in this many must carry a creation counter in its name
+// for the names to give the order (CreationOrder).
+constexpr std::size_t kMinKeyedShare = 5;
 
 bool Compatible(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& shape) {
   if (dims.size() != shape.size()) return false;
@@ -85,9 +88,9 @@ class Structure {
     // The file's node order, or a re-linearisation of the graph when the
     // file was re-sorted by a tool: whichever agrees better with the
     // manifest's module order.
-    std::vector<NodeId> file_order(n_);
-    for (std::size_t i = 0; i < n_; ++i) file_order[i] = static_cast<NodeId>(i);
-    SetOrder(std::move(file_order));
+    // Names that carry the exporter's creation counter give back the
+    // order of the export itself, whatever a tool did to the file's order.
+    SetOrder(CreationOrder(&counts.creation_order));
     counts.order_agreement = OrderAgreement();
     if (counts.order_agreement < 1.0) {
       std::vector<NodeId> saved = order_;
@@ -188,6 +191,37 @@ class Structure {
     return nullptr;
   }
 
+  // The module every consumer of the node's outputs is anchored in (a
+  // MatMul's bias Add names its Linear), or kNoModule.
+  ModuleId ConsumersModule(NodeId i) const {
+    const Node& n = graph_.node(i);
+    ModuleId module = kNoModule;
+    for (const std::string& v : n.outputs) {
+      if (v.empty()) continue;
+      for (NodeId c : graph_.consumers(v, n.subgraph)) {
+        const Mapping& m = out_[c];
+        if (!m.mapped() || m.strategy != Strategy::kTensorNames || (module != kNoModule && m.module != module)) {
+          return kNoModule;
+        }
+        module = m.module;
+      }
+    }
+    return module;
+  }
+
+  template <typename Params>
+  static std::size_t ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module,
+                             const std::vector<std::int64_t>& dims) {
+    // `params` is in module order: search the module's range only.
+    auto first = std::lower_bound(params.begin(), params.end(), module,
+                                  [](const auto& p, ModuleId m) { return p.module < m; });
+    for (auto it = first; it != params.end() && it->module == module; ++it) {
+      const std::size_t j = static_cast<std::size_t>(it - params.begin());
+      if (!used[j] && Compatible(dims, it->spec->shape)) return j;
+    }
+    return params.size();
+  }
+
   std::size_t AlignUnnamedWeights() {
     // Parameters some initializer is named after are accounted for.
     absl::flat_hash_set<std::pair<ModuleId, std::string>> claimed;
@@ -223,6 +257,10 @@ class Structure {
       std::size_t match = params.size();
       if (auto it = by_initializer.find(weight->name); it != by_initializer.end()) {
         match = it->second;
+      } else if (const ModuleId holder = ConsumersModule(i); holder != kNoModule &&
+                 (match = ParamOf(params, used, holder, weight->dims)) != params.size()) {
+        used[match] = true;
+        by_initializer.emplace(weight->name, match);
       } else {
         while (first_unused < params.size() && used[first_unused]) ++first_unused;
         const std::size_t end = std::min(params.size(), first_unused + kAlignWindow);
@@ -266,6 +304,37 @@ class Structure {
       last = m;
     }
     return pairs == 0 ? 1.0 : static_cast<double>(agree) / static_cast<double>(pairs);
+  }
+
+  // The file's order, or, when enough names carry an exporter's creation
+  // counter (rules "order_keys"), the nodes sorted by that counter; a node
+  // without one sorts right after the latest of its producers.
+  std::vector<NodeId> CreationOrder(bool* used) const {
+    std::vector<NodeId> order(n_);
+    for (std::size_t i = 0; i < n_; ++i) order[i] = static_cast<NodeId>(i);
+    *used = false;
+    std::vector<std::uint64_t> key(n_, 0);
+    std::size_t keyed = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const Node& n = graph_.node(static_cast<NodeId>(i));
+      std::uint64_t k = 0;
+      bool own = rules_.orderKey(n.name, &k);
+      for (std::size_t o = 0; o < n.outputs.size() && !own; ++o) own = rules_.orderKey(n.outputs[o], &k);
+      if (own) {
+        ++keyed;
+        key[i] = k;
+        continue;
+      }
+      // The file is in topological order, so producers are keyed first.
+      for (const std::string& v : n.inputs) {
+        const NodeId p = v.empty() ? kNoNode : graph_.producer(v, n.subgraph);
+        if (p != kNoNode && static_cast<std::size_t>(p) < i) key[i] = std::max(key[i], key[p]);
+      }
+    }
+    if (keyed * kMinKeyedShare < n_) return order;
+    std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) { return key[a] < key[b]; });
+    *used = true;
+    return order;
   }
 
   void SetOrder(std::vector<NodeId> order) {

@@ -26,7 +26,10 @@
 // Library modules and containers never own a node they do not anchor.
 // Answers carry Strategy::kStructure and confidences below 0.9; the
 // neighbourhood step then settles constants, casts and shape computations
-// by their consumers. Tools re-sort nodes (onnxslim, ONNX Runtime): when the
+// by their consumers. Tools re-sort nodes (onnxslim, ONNX Runtime). Where
+// names still carry the exporter's creation counter (dynamo's
+// "node_MatMul_55", "val_93"; rule data), sorting by it restores the
+// export's own order. Otherwise, when the
 // file's order agrees less with the manifest's module order than a
 // depth-first re-linearisation of the graph (each node right after its
 // inputs' producer chains, as a forward pass runs), the latter is used; an
@@ -50,6 +53,8 @@ struct StructureCounts {
   std::size_t aligned_weights = 0;  // step 1
   std::size_t ordered = 0;          // step 2
   double order_agreement = 0.0;     // share of anchor pairs in module order
+  bool creation_order = false;      // ordered by the exporter's creation
+                                    // counters in node and value names
   bool relinearised = false;        // the graph was re-sorted: its own
                                     // depth-first order was used instead
   // Per node: the module of the next settled node after it in its graph
