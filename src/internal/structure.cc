@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
 namespace semmap {
@@ -16,6 +17,7 @@ namespace {
 // nearly always right.
 constexpr double kAlignedWeight = 0.8;
 constexpr double kHead = 0.7;
+constexpr double kNameFamily = 0.75;
 constexpr double kTail = 0.7;
 constexpr double kModuleOps = 0.7;
 constexpr double kInterval = 0.6;
@@ -78,7 +80,11 @@ class Structure {
     bool any = false;
     for (std::size_t i = 0; i < n_ && !any; ++i) any = Candidate(static_cast<NodeId>(i));
     if (!any || !ManifestFits()) return counts;
+    // Names that carry the exporter's creation counter give back the
+    // order of the export itself, whatever a tool did to the file's order.
+    SetOrder(CreationOrder(&counts.creation_order));
     counts.aligned_weights = AlignUnnamedWeights();
+    NameFamilies();
     anchored_.assign(n_, false);
     for (std::size_t i = 0; i < n_; ++i) {
       const Mapping& m = out_[i];
@@ -88,9 +94,6 @@ class Structure {
     // The file's node order, or a re-linearisation of the graph when the
     // file was re-sorted by a tool: whichever agrees better with the
     // manifest's module order.
-    // Names that carry the exporter's creation counter give back the
-    // order of the export itself, whatever a tool did to the file's order.
-    SetOrder(CreationOrder(&counts.creation_order));
     counts.order_agreement = OrderAgreement();
     if (counts.order_agreement < 1.0) {
       std::vector<NodeId> saved = order_;
@@ -249,8 +252,7 @@ class Structure {
     absl::flat_hash_map<absl::string_view, std::size_t> by_initializer;
     std::size_t first_unused = 0;
     std::size_t aligned = 0;
-    for (std::size_t k = 0; k < n_; ++k) {
-      const NodeId i = static_cast<NodeId>(k);
+    for (const NodeId i : order_) {
       if (out_[i].mapped() || ops_.isWeightPassthrough(i) || ops_.followsConsumers(i)) continue;
       const TensorInfo* weight = UnnamedWeight(i);
       if (weight == nullptr) continue;
@@ -284,6 +286,46 @@ class Structure {
       ++aligned;
     }
     return aligned;
+  }
+
+  // Nodes a tool derived from another by extending its name
+  // ("node_MatMul_55_quant", "node_MatMul_55_quant_scales_mul" from the
+  // quantizer's "node_MatMul_55_quant") belong with the node named by the
+  // longest such prefix, once that one is mapped.
+  void NameFamilies() {
+    absl::flat_hash_map<absl::string_view, NodeId> by_name;
+    for (std::size_t i = 0; i < n_; ++i) {
+      const std::string& name = graph_.node(static_cast<NodeId>(i)).name;
+      if (!name.empty()) by_name.emplace(name, static_cast<NodeId>(i));
+    }
+    // Roots first: a shorter name is never derived from a longer one.
+    std::vector<NodeId> by_length;
+    for (std::size_t i = 0; i < n_; ++i) by_length.push_back(static_cast<NodeId>(i));
+    std::stable_sort(by_length.begin(), by_length.end(), [&](NodeId a, NodeId b) {
+      return graph_.node(a).name.size() < graph_.node(b).name.size();
+    });
+    for (NodeId i : by_length) {
+      if (out_[i].mapped()) continue;
+      const std::string& name = graph_.node(i).name;
+      if (name.empty() || rules_.isDerivedNodeName(name)) continue;
+      for (std::size_t cut = name.rfind('_'); cut != std::string::npos && cut > 0;
+           cut = name.rfind('_', cut - 1)) {
+        // "_4" numbers another call of the same op ("node_linear_4"), it
+        // does not derive from "node_linear".
+        if (cut + 1 < name.size() && absl::ascii_isdigit(static_cast<unsigned char>(name[cut + 1]))) continue;
+        auto it = by_name.find(absl::string_view(name).substr(0, cut));
+        if (it == by_name.end()) continue;
+        const Mapping& root = out_[it->second];
+        if (root.mapped() && root.confidence >= 0.5) {
+          Mapping& m = out_[i];
+          m.module = root.module;
+          m.confidence = std::min(root.confidence, kNameFamily);
+          m.strategy = Strategy::kStructure;
+          m.evidence = absl::StrCat("named after node ", it->first);
+        }
+        break;
+      }
+    }
   }
 
   // --- Step 2: execution order. ---
