@@ -72,3 +72,52 @@ TEST_CASE("structural answers on stripped exports: mostly right, never confident
 
 }  // namespace
 }  // namespace semmap_test
+
+namespace semmap_test {
+namespace {
+
+TEST_CASE("nodes a quantizer named after the node it replaced follow that node", "[structure]") {
+  auto f = LoadMapped("torch-2.15/bert-seqcls.dynamo.quantized");
+  const semmap::Mapping& root = f->mapper->moduleFor(f->graph->find("node_MatMul_91_quant"));
+  CHECK(root.module_path == "bert.encoder.layer.0.attention.self.query");
+  const semmap::Mapping& m =
+      f->mapper->moduleFor(f->graph->find("node_MatMul_91_quant_scales_mul"));
+  CHECK(m.strategy == semmap::Strategy::kStructure);
+  CHECK(m.module_path == root.module_path);
+  CHECK_THAT(m.evidence, Catch::Contains("named after node node_MatMul_91_quant"));
+}
+
+TEST_CASE("the dynamo exporter's creation counters restore a re-sorted file's order",
+          "[structure][rules]") {
+  std::uint64_t key = 0;
+  const semmap::Rules& rules = semmap::Rules::Default();
+  CHECK(rules.orderKey("node_MatMul_55", &key));
+  CHECK(key == 55);
+  CHECK(rules.orderKey("val_93", &key));
+  CHECK(key == 93);
+  CHECK_FALSE(rules.orderKey("node_linear_4", &key));  // an FX name: no counter
+  CHECK_FALSE(rules.orderKey("/encoder/layer.0/MatMul_3", &key));
+  // onnxslim re-sorts every file; mapped in the restored order, the structural
+  // answers on its dynamo output are mostly right (floor at the level reached).
+  auto f = LoadMapped("torch-2.15/vit-imgcls.dynamo.onnxslim");
+  std::size_t correct = 0, known = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    auto truth = f->truth.find(f->graph->node(i).id);
+    if (truth == f->truth.end()) continue;
+    ++known;
+    if (std::string(f->mapper->moduleFor(i).module_path) == truth->second) ++correct;
+  }
+  CAPTURE(correct, known);
+  CHECK(correct * 100 >= known * 90);
+}
+
+TEST_CASE("a rule file's order_keys need exactly one capturing group", "[rules]") {
+  auto bad = semmap::Rules::Parse(
+      R"({"format": "semmap.rules", "version": 1, "order_keys": [{"pattern": "^val_[0-9]+$"}]})",
+      "r.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(std::string(bad.status().message()), Catch::Contains("r.json") && Catch::Contains("/order_keys/0"));
+}
+
+}  // namespace
+}  // namespace semmap_test
