@@ -18,6 +18,12 @@ namespace {
 constexpr double kAlignedWeight = 0.8;
 constexpr double kHead = 0.7;
 constexpr double kNameFamily = 0.75;
+// Name families look at the last few '_' of names of bounded length: the
+// work per name stays linear (a hostile 16 MB name is skipped).
+constexpr std::size_t kMaxFamilyName = 1024;
+constexpr int kMaxFamilyCuts = 8;
+// Available() looks through at most this many consumers of one value.
+constexpr std::size_t kMaxConsumerScan = 256;
 constexpr double kTail = 0.7;
 constexpr double kModuleOps = 0.7;
 constexpr double kInterval = 0.6;
@@ -307,8 +313,9 @@ class Structure {
     for (NodeId i : by_length) {
       if (out_[i].mapped()) continue;
       const std::string& name = graph_.node(i).name;
-      if (name.empty() || rules_.isDerivedNodeName(name)) continue;
-      for (std::size_t cut = name.rfind('_'); cut != std::string::npos && cut > 0;
+      if (name.empty() || name.size() > kMaxFamilyName || rules_.isDerivedNodeName(name)) continue;
+      int tries = 0;
+      for (std::size_t cut = name.rfind('_'); cut != std::string::npos && cut > 0 && tries++ < kMaxFamilyCuts;
            cut = name.rfind('_', cut - 1)) {
         // "_4" numbers another call of the same op ("node_linear_4"), it
         // does not derive from "node_linear".
@@ -584,17 +591,19 @@ class Structure {
     };
     std::string entry;
     if (!single_input(seed, &entry)) return;
+    // Backwards: single-input producers used only by the region (collected
+    // last first, then put in order).
     std::vector<NodeId> region = {seed};
-    // Backwards: single-input producers used only by the region.
     for (;;) {
-      const Node& first = graph_.node(region.front());
+      const Node& first = graph_.node(region.back());
       const NodeId p = graph_.producer(entry, first.subgraph);
       std::string before;
       if (p == kNoNode || pos_[p] <= pos_[lo] || !Candidate(p) || !single_input(p, &before)) break;
       if (graph_.consumers(entry, first.subgraph).size() != 1) break;
-      region.insert(region.begin(), p);
+      region.push_back(p);
       entry = before;
     }
+    std::reverse(region.begin(), region.end());
     absl::flat_hash_set<std::string> values = {entry};
     absl::flat_hash_set<NodeId> members(region.begin(), region.end());
     for (NodeId r : region) {
@@ -643,7 +652,10 @@ class Structure {
         i,
         [&](absl::string_view v, NodeId p) {
           if (pos_[p] >= begin) return true;
-          for (NodeId c : graph_.consumers(v, subgraph)) {
+          // Bounded: a value read by very many nodes is not looked through.
+          const auto consumers = graph_.consumers(v, subgraph);
+          if (consumers.size() > kMaxConsumerScan) return false;
+          for (NodeId c : consumers) {
             if (pos_[c] >= begin && pos_[c] < pos_[i]) return true;
           }
           return false;
