@@ -121,3 +121,43 @@ TEST_CASE("a rule file's order_keys need exactly one capturing group", "[rules]"
 
 }  // namespace
 }  // namespace semmap_test
+
+namespace semmap_test {
+namespace {
+
+TEST_CASE("structure: a long hostile name costs linear work and derives nothing", "[structure]") {
+  // A manifest with one parameter the graph names, so the step runs.
+  std::string json = ManifestJson({"a", "b"});
+  const std::string needle = R"("path":"a","class":"M","qualified_class":"t.M","parent":"","children":[],"parameters":[])";
+  const std::size_t at = json.find(needle);
+  REQUIRE(at != std::string::npos);
+  json.replace(at, needle.size(),
+               R"("path":"a","class":"M","qualified_class":"t.M","parent":"","children":[],)"
+               R"("parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}])");
+  auto manifest = semmap::Manifest::Parse(json, "m.json");
+  REQUIRE(manifest.ok());
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("x");
+  auto* w = graph->add_initializer();
+  w->set_name("a.weight");
+  w->set_data_type(1);
+  w->add_dims(4);
+  w->add_dims(4);
+  std::string hostile = "n";
+  while (hostile.size() < (1u << 20)) hostile += "_q";
+  AddNode(graph, "n", "MatMul", {"x", "a.weight"}, {"y"});
+  AddNode(graph, hostile, "Relu", {"y"}, {"z"});
+  AddNode(graph, hostile + "_quant", "Relu", {"z"}, {"out"});
+  graph->add_output()->set_name("out");
+  auto g = semmap::Graph::Parse(Serialize(model), "h.onnx");
+  REQUIRE(g.ok());
+  auto mapper = semmap::SemanticMapper::Create(*g, &*manifest);
+  REQUIRE(mapper.ok());
+  CHECK(mapper->moduleFor(0).module_path == "a");
+  // Not "named after" the hostile node: names that long are not read.
+  CHECK(mapper->moduleFor(2).evidence.find("named after") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace semmap_test
