@@ -17,7 +17,6 @@ import contextlib
 import io
 import json
 import logging
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -27,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+
+from semmap_testlib import all_nodes, run
 
 # (fixture, model_type for the transformer optimizer)
 FIXTURES = [
@@ -49,23 +50,6 @@ FLOOR_MAPPED = 0.95
 FLOOR_TOTAL = 0.99
 BATCH, SEQUENCE = 2, 7
 DTYPES = {1: np.float32, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16, 11: np.float64}
-
-
-def run(binary, *args):
-    done = subprocess.run([binary, *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"semmap {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
-    return done.stdout
-
-
-def all_nodes(graph):
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                yield from all_nodes(attr.g)
-            for body in attr.graphs:
-                yield from all_nodes(body)
 
 
 def random_feeds(model, rng):

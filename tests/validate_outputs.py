@@ -5,13 +5,14 @@ reads; every sidecar validates against schema/sidecar.schema.json.
     validate_outputs.py SEMMAP_BINARY FIXTURES_DIR SCHEMA_FILE
 """
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import jsonschema
 import onnx
+
+from semmap_testlib import all_nodes, run
 
 FIXTURES = [
     "bert-seqcls.torchscript",
@@ -20,23 +21,6 @@ FIXTURES = [
     "gpt2-causal-lm.optimum.optimum-with-past",
 ]
 SEMMAP_KEYS = {"semmap.module", "semmap.class", "semmap.confidence", "semmap.strategy"}
-
-
-def run(binary, *args):
-    done = subprocess.run([binary, *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"semmap {' '.join(args)}: exit {done.returncode}: {done.stderr.strip()}")
-    return done.stdout
-
-
-def all_nodes(graph):
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                yield from all_nodes(attr.g)
-            for body in attr.graphs:
-                yield from all_nodes(body)
 
 
 def check_annotated(fixture_dir, annotated, sidecar):
