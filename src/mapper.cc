@@ -322,15 +322,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
   internal::StructureCounts structure =
       internal::InferFromStructure(graph, *manifest, rules, ops, tensors, shape, &mapper.mappings_);
-  internal::OrderHints hints;
-  hints.next_module = std::move(structure.next_module);
-  if (!hints.next_module.empty()) {
-    hints.library.resize(manifest->size());
-    for (std::size_t m = 0; m < manifest->size(); ++m) {
-      hints.library[m] = rules.isLibraryModule(manifest->module(static_cast<ModuleId>(m)));
-    }
-  }
-  internal::InferFromNeighbourhood(graph, *manifest, ops, shape, hints,
+  internal::InferFromNeighbourhood(graph, *manifest, ops, shape, structure.hints,
                                    options.max_neighbourhood_passes, &mapper.mappings_);
 
   mapper.categories_.reserve(manifest->size());

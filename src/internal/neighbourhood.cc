@@ -106,9 +106,8 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
       Mapping& m = out[i];
       m.strategy = Strategy::kNeighbourhood;
       // Where the node runs: its consumers' module, widened to the module
-      // active at its position in execution order.
-      // Only where the consumers' own module was inferred: named consumers
-      // need no help from the order.
+      // active at its position in execution order — only where the
+      // consumers' own module was inferred (named consumers need no help).
       auto placed = [&](ModuleId target) {
         if (consumers.weakest >= kNamed) return target;
         if (!hints.next_module.empty() && hints.next_module[i] != kNoModule) {

@@ -130,11 +130,12 @@ class Structure {
     // The module at each position, for the neighbourhood: only from an
     // order that agrees well with the manifest's.
     if (factor_ == 1.0) {
-      counts.next_module.assign(n_, kNoModule);
+      counts.hints.library = library_;
+      counts.hints.next_module.assign(n_, kNoModule);
       for (const std::vector<NodeId>& bucket : buckets_) {
         ModuleId next = kNoModule;
         for (std::size_t k = bucket.size(); k-- > 0;) {
-          counts.next_module[bucket[k]] = next;
+          counts.hints.next_module[bucket[k]] = next;
           if (Settled(bucket[k])) next = out_[bucket[k]].module;
         }
       }

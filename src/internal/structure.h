@@ -39,6 +39,7 @@
 
 #include <vector>
 
+#include "internal/neighbourhood.h"
 #include "internal/op_traits.h"
 #include "internal/tensor_evidence.h"
 #include "semmap/graph.h"
@@ -57,9 +58,9 @@ struct StructureCounts {
                                     // counters in node and value names
   bool relinearised = false;        // the graph was re-sorted: its own
                                     // depth-first order was used instead
-  // Per node: the module of the next settled node after it in its graph
-  // body (kNoModule at the end); empty when the order is not trusted.
-  std::vector<ModuleId> next_module;
+  // What the order says, for the neighbourhood step; empty when the order
+  // is not trusted.
+  OrderHints hints;
 };
 
 // Fills unmapped entries of `mappings` (module, confidence, strategy and
