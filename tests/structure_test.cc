@@ -3,6 +3,9 @@
 #include <string>
 
 #include "catch2/catch.hpp"
+#include "internal/op_traits.h"
+#include "internal/structure.h"
+#include "internal/tensor_evidence.h"
 #include "mapped_fixture.h"
 
 namespace semmap_test {
@@ -157,6 +160,52 @@ TEST_CASE("structure: a long hostile name costs linear work and derives nothing"
   CHECK(mapper->moduleFor(0).module_path == "a");
   // Not "named after" the hostile node: names that long are not read.
   CHECK(mapper->moduleFor(2).evidence.find("named after") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace semmap_test
+
+
+namespace semmap_test {
+namespace {
+
+// The step's own account of which order it used and how many weights it
+// aligned, on real files.
+semmap::internal::StructureCounts RunStructure(const std::string& dir) {
+  auto g = semmap::Graph::Load(Fixture(dir, "model.onnx"));
+  auto m = semmap::Manifest::Load(Fixture(dir, "manifest.json"));
+  REQUIRE(g.ok());
+  REQUIRE(m.ok());
+  const semmap::Rules& rules = semmap::Rules::Default();
+  const semmap::internal::OpTraits ops(*g, rules);
+  const semmap::RootBinding binding;
+  const semmap::internal::TensorEvidence tensors(*g, *m, rules, ops, binding);
+  std::vector<semmap::Mapping> mappings(g->size());
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(g->size()); ++i) {
+    semmap::internal::TensorFinding finding;
+    if (tensors.ForNode(i, &finding)) {
+      mappings[i].module = finding.module;
+      mappings[i].confidence = finding.confidence;
+      mappings[i].strategy = semmap::Strategy::kTensorNames;
+    }
+  }
+  return semmap::internal::InferFromStructure(*g, *m, rules, ops, tensors,
+                                              semmap::internal::ShapeComputations(*g, ops),
+                                              &mappings);
+}
+
+TEST_CASE("structure reports the order it used and the weights it aligned", "[structure]") {
+  // onnxslim re-sorted this dynamo export; its names carry the counters.
+  const auto slim = RunStructure("torch-2.15/vit-imgcls.dynamo.onnxslim");
+  CHECK(slim.creation_order);
+  CHECK(slim.aligned_weights > 0);
+  CHECK_FALSE(slim.hints.next_module.empty());
+  // Stripped names carry no counter: the file's order (or a re-linearisation).
+  const auto stripped = RunStructure("bert-seqcls.torchscript.stripped");
+  CHECK_FALSE(stripped.creation_order);
+  CHECK(stripped.aligned_weights >= 12);  // two layers' folded Linear weights
+  CHECK(stripped.order_agreement > 0.9);
+  CHECK_FALSE(stripped.relinearised);
 }
 
 }  // namespace

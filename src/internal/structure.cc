@@ -118,7 +118,6 @@ class Structure {
     for (NodeId i : order_) {
       if (anchored_[i]) first_anchor_[out_[i].module] = std::min(first_anchor_[out_[i].module], pos_[i]);
     }
-    const std::size_t before = CountMapped();
     for (std::vector<NodeId>& bucket : buckets_) {
       Heads(bucket);
       Tails(bucket);
@@ -126,7 +125,6 @@ class Structure {
     }
     ComputeStarts();
     for (std::vector<NodeId>& bucket : buckets_) Intervals(bucket);
-    counts.ordered = CountMapped() - before;
     // The module at each position, for the neighbourhood: only from an
     // order that agrees well with the manifest's.
     if (factor_ == 1.0) {
@@ -147,11 +145,6 @@ class Structure {
   bool Candidate(NodeId i) const {
     const Node& n = graph_.node(i);
     return !out_[i].mapped() && !ops_.followsConsumers(i) && !shape_[i] && !n.inputs.empty();
-  }
-
-  std::size_t CountMapped() const {
-    return static_cast<std::size_t>(
-        std::count_if(out_.begin(), out_.end(), [](const Mapping& m) { return m.mapped(); }));
   }
 
   void Assign(NodeId i, ModuleId module, double confidence, std::string evidence) {

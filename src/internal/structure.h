@@ -52,7 +52,6 @@ namespace internal {
 
 struct StructureCounts {
   std::size_t aligned_weights = 0;  // step 1
-  std::size_t ordered = 0;          // step 2
   double order_agreement = 0.0;     // share of anchor pairs in module order
   bool creation_order = false;      // ordered by the exporter's creation
                                     // counters in node and value names
