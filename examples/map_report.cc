@@ -1,5 +1,6 @@
 #include "map_report.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <vector>
@@ -50,7 +51,8 @@ void PrintTree(std::ostream& out, const semmap::Manifest& manifest, const Module
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_path,
                                                       const std::string* manifest_path,
-                                                      const std::string* reference_path) {
+                                                      const std::string* reference_path,
+                                                      bool allow_manifest_mismatch) {
   auto loaded = std::make_unique<LoadedModel>();
   loaded->model_path = model_path;
   auto graph = semmap::Graph::Load(model_path);
@@ -63,6 +65,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_
     loaded->manifest.emplace(*std::move(manifest));
   }
   semmap::MapperOptions options;
+  options.allow_manifest_mismatch = allow_manifest_mismatch;
   std::optional<semmap::Graph> reference;
   if (reference_path != nullptr) {
     loaded->reference_path = *reference_path;
@@ -80,6 +83,12 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_
     return absl::Status(mapper.status().code(),
                         absl::StrCat(model_path, ": --reference ", *reference_path, ": ",
                                      mapper.status().message()));
+  }
+  if (absl::IsFailedPrecondition(mapper.status()) && manifest_path != nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(model_path, ": manifest ", *manifest_path, " is of another model: ",
+                     mapper.status().message(),
+                     "; pass --allow-manifest-mismatch to map anyway"));
   }
   if (!mapper.ok()) return mapper.status();
   loaded->mapper.emplace(*std::move(mapper));
@@ -123,6 +132,9 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
   const semmap::Manifest& manifest = mapper.manifest();
   const auto counts = mapper.strategyCounts();
   const std::size_t mapped = mapper.mappedCount();
+  const std::size_t confident = static_cast<std::size_t>(
+      std::count_if(mapper.mapAll().begin(), mapper.mapAll().end(),
+                    [](const semmap::Mapping& m) { return m.confident(); }));
   const semmap::RootBinding& b = mapper.rootBinding();
   const ModuleCounts per_module = CountNodes(mapper);
   if (json) {
@@ -132,6 +144,23 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
     if (model.reference_path) j["reference"] = *model.reference_path;
     j["nodes"] = graph.size();
     j["mapped"] = mapped;
+    j["confident"] = confident;
+    j["confident_floor"] = semmap::kConfidentFloor;
+    if (model.manifest_path) {
+      const semmap::ManifestFit& fit = mapper.manifestFit();
+      j["manifest_fit"] = {{"checked", fit.checked},
+                           {"fits", fit.fits},
+                           {"scoped_nodes", fit.scoped_nodes},
+                           {"resolved_nodes", fit.resolved_nodes},
+                           {"distinct_scopes", fit.distinct_scopes},
+                           {"resolved_scopes", fit.resolved_scopes},
+                           {"class_conflicts", fit.class_conflicts},
+                           {"named_tensors", fit.named_tensors},
+                           {"matched_tensors", fit.matched_tensors},
+                           {"shape_mismatches", fit.shape_mismatches},
+                           {"unused_items", fit.unused_items},
+                           {"evidence", fit.evidence}};
+    }
     nlohmann::json strategies = nlohmann::json::object();
     for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
       strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = counts[s];
@@ -176,8 +205,21 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
     for (std::size_t i = 0; i < b.wrapper.size(); ++i) out << (i ? "/" : "") << b.wrapper[i];
   }
   out << "\n";
-  out << "mapped:   " << mapped << " of " << graph.size() << " nodes (" << std::fixed
-      << std::setprecision(1) << (graph.size() ? 100.0 * mapped / graph.size() : 0.0) << "%)\n";
+  if (model.manifest_path) {
+    const semmap::ManifestFit& fit = mapper.manifestFit();
+    out << "fit:      " << (!fit.checked ? "not checked" : fit.fits ? "fits" : "DOES NOT FIT")
+        << " (" << fit.evidence << ")\n";
+  }
+  const auto share = [&graph](std::size_t n) {
+    return graph.size() ? 100.0 * static_cast<double>(n) / static_cast<double>(graph.size())
+                        : 0.0;
+  };
+  out << std::fixed << std::setprecision(1);
+  out << "answered: " << mapped << " of " << graph.size() << " nodes (" << share(mapped)
+      << "%) have a module\n";
+  out << "confident: " << confident << " of " << graph.size() << " nodes (" << share(confident)
+      << "%) at confidence >= " << semmap::kConfidentFloor
+      << ", a floor no answer above has failed on the corpus\n";
   out.unsetf(std::ios::floatfield);
   out << std::setprecision(6);
   out << "strategies:\n";
@@ -205,6 +247,7 @@ std::string MapUsage(const std::string& tool) {
       "                without it, module paths come from the node names alone\n"
       "  --node NAME   print the mapping of one node (its name or semmap id)\n",
       kReferenceHelp,
+      kAllowMismatchHelp,
       "  --depth N     module tree depth in the summary (default 3, 0 = no tree)\n"
       "  --json        machine-readable output\n"
       "Exit codes: 0 ok, 1 no such node, 2 bad usage or input.\n");
@@ -215,7 +258,7 @@ std::string MapUsage(const std::string& tool) {
 int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load) {
   const std::string usage = MapUsage(tool);
   auto args = ParseArgs(argc, argv, {"--manifest", "--node", "--depth", "--reference"},
-                        {"--json", "--help", "-h"});
+                        {"--json", "--help", "-h", "--allow-manifest-mismatch"});
   if (!args.ok()) {
     std::cerr << tool << ": " << args.status().message() << "\n" << usage;
     return kExitBadInput;
@@ -235,7 +278,8 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
       return kExitBadInput;
     }
   }
-  auto model = load(args->positional[0], args->option("--manifest"), args->option("--reference"));
+  auto model = load(args->positional[0], args->option("--manifest"), args->option("--reference"),
+                    args->has("--allow-manifest-mismatch"));
   if (!model.ok()) return Fail(tool.c_str(), model.status());
   const semmap::Graph& graph = *(*model)->graph;
   const bool json = args->has("--json");

@@ -30,9 +30,19 @@ struct LoadedModel {
 // unprocessed export the model was made from is loaded too and its mapping
 // carried over (MapperOptions::reference); a reference that is not that
 // export is InvalidArgument naming both files and the evidence.
+// A manifest that does not fit the model (SemanticMapper::manifestFit) is
+// FailedPrecondition naming both files and the evidence, unless
+// `allow_manifest_mismatch`.
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_path,
                                                       const std::string* manifest_path,
-                                                      const std::string* reference_path = nullptr);
+                                                      const std::string* reference_path = nullptr,
+                                                      bool allow_manifest_mismatch = false);
+
+// The --allow-manifest-mismatch option as every mapping command describes it.
+inline constexpr char kAllowMismatchHelp[] =
+    "  --allow-manifest-mismatch  map even when the manifest does not fit the\n"
+    "                model (by default that is refused with exit 2: its answers\n"
+    "                would look complete and be wrong)\n";
 
 // The --reference option as every mapping command describes it.
 inline constexpr char kReferenceHelp[] =
@@ -56,7 +66,7 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
 
 using ModelLoader = std::function<absl::StatusOr<std::unique_ptr<LoadedModel>>(
     const std::string& model_path, const std::string* manifest_path,
-    const std::string* reference_path)>;
+    const std::string* reference_path, bool allow_manifest_mismatch)>;
 
 // The whole `semmap-query` / `semmap map` command: parses argv (argv[0] is
 // the command name), loads with `load`, prints, returns the exit code.

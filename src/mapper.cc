@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "internal/exporter_metadata.h"
 #include "internal/file_io.h"
+#include "internal/manifest_fit.h"
 #include "internal/neighbourhood.h"
 #include "internal/reference_transfer.h"
 #include "internal/scope_resolver.h"
@@ -305,6 +306,13 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   // Nodes with neither scope nor metadata: the names of their tensors.
   const internal::OpTraits ops(graph, rules);
   const internal::TensorEvidence tensors(graph, *manifest, rules, ops, mapper.binding_);
+  if (!derived) {
+    mapper.fit_ = internal::AssessManifestFit(graph, *manifest, rules, mapper.binding_, tensors);
+    if (!mapper.fit_.fits && !options.allow_manifest_mismatch) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the manifest does not fit the graph: ", mapper.fit_.evidence));
+    }
+  }
   for (std::size_t i = 0; i < graph.size(); ++i) {
     Mapping& m = mapper.mappings_[i];
     if (m.strategy == Strategy::kExporterMetadata) tensors.WidenRewritten(static_cast<NodeId>(i), &m);

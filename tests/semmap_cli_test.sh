@@ -26,7 +26,23 @@ expect 2 "missing command"
 expect 2 "unknown command \"frobnicate\"" frobnicate
 
 # map: the semmap-query behaviour.
-expect_stdout "mapped:" map "${model[@]}"
+expect_stdout "answered: 237 of 237" map "${model[@]}"
+expect_stdout "confident: " map "${model[@]}"
+expect_stdout "fit:      fits" map "${model[@]}"
+
+# A manifest of another model is refused by every mapping command, in one
+# line naming both files; --allow-manifest-mismatch maps anyway.
+gpt2="$2/gpt2-causal-lm.torchscript/manifest.json"
+for sub in map tree sidecar; do
+  expect 2 "manifest $gpt2 is of another model" "$sub" "$fx/model.onnx" --manifest "$gpt2"
+done
+expect 2 "does not fit" annotate "$fx/model.onnx" --manifest "$gpt2" -o "$tmp/mismatch.onnx"
+if [ -e "$tmp/mismatch.onnx" ]; then fail "annotate wrote a file for a mismatched manifest"; else passes=$((passes + 1)); fi
+expect 2 "has 4 items in the manifest and the graph uses 2" \
+  map "$fx/model.onnx" --manifest "$2/mismatch/bert-deeper/manifest.json"
+expect 2 "contradict it" map "$fx/model.onnx" --manifest "$2/mismatch/bert-wider/manifest.json"
+expect_stdout "DOES NOT FIT" map "$fx/model.onnx" --manifest "$gpt2" --allow-manifest-mismatch
+expect_stdout "fit:      fits" map "$fx/model.onnx" --manifest "$2/mismatch/bert-base/manifest.json"
 expect_stdout '"module": "bert.encoder.layer.0.attention.self.query"' map "${model[@]}" --json \
   --node /bert/encoder/layer.0/attention/self/query/MatMul
 expect 1 "no node named" map "${model[@]}" --node /no/Such

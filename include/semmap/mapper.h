@@ -76,6 +76,10 @@ struct MapperOptions {
   // keep those answers; nodes it cannot pair fall through to the inference
   // below. Only read during Create(): it need not outlive the mapper.
   const Graph* reference = nullptr;
+  // Map even when the manifest does not fit the graph (ManifestFit below).
+  // Off by default: a manifest of another model gives answers that look
+  // complete and are wrong, so Create() refuses it.
+  bool allow_manifest_mismatch = false;
 };
 
 // How the ONNX root scope was matched to the manifest.
@@ -87,13 +91,48 @@ struct RootBinding {
   std::size_t indirect_steps = 0;    // resolution steps that skipped modules
 };
 
+// Whether the manifest describes the model the graph was exported from,
+// judged from the names the graph still has: node scopes and exporter
+// module stacks (resolved under the root binding), and initializers named
+// like parameters ("encoder.layer.0.output.dense.weight"). A task model
+// against its base model's manifest fits (the head's scopes and weights are
+// simply unknown); another architecture, another size of the same one, or a
+// manifest whose repeated containers have more items than the graph uses
+// does not. A graph without such names (stripped, or fully renamed by an
+// optimizer) gives no evidence either way: it fits, with `checked` false.
+struct ManifestFit {
+  std::size_t scoped_nodes = 0;      // nodes whose name or metadata gives a
+                                     // scope below the root
+  std::size_t resolved_nodes = 0;    // of those, naming a manifest module
+                                     // literally (and its class, when the
+                                     // exporter wrote classes)
+  std::size_t distinct_scopes = 0;   // the scopes of those nodes
+  std::size_t resolved_scopes = 0;
+  std::size_t class_conflicts = 0;   // scopes whose exporter class differs
+  std::string first_class_conflict;
+  std::size_t named_tensors = 0;     // initializers named like parameters
+  std::size_t matched_tensors = 0;   // of those, a manifest parameter or buffer
+  std::size_t shape_mismatches = 0;  // of those, with another element count
+  std::size_t unused_items = 0;      // trailing items of repeated containers
+                                     // no evidence touches
+  bool checked = false;  // enough names to judge (see docs/mapping.md)
+  bool fits = true;
+  // One line: the counts above, and for a misfit the first conflicting
+  // parameter or the container with unused items.
+  std::string evidence;
+};
+
 class SemanticMapper {
  public:
   // Maps every node of `graph`. `manifest` may be null (see above).
-  // Errors: InvalidArgument when options.reference is set and is not the
-  // export `graph` came from (the message gives the shared initializers;
-  // it names no file: the Graph has no path). Otherwise none for
-  // well-formed inputs; the StatusOr leaves room for limits.
+  // Errors (messages name no file: the Graph has no path):
+  //   InvalidArgument     options.reference is set and is not the export
+  //                       `graph` came from (the message gives the shared
+  //                       initializers)
+  //   FailedPrecondition  the manifest does not fit the graph and
+  //                       options.allow_manifest_mismatch is false (the
+  //                       message is ManifestFit::evidence)
+  // Otherwise none for well-formed inputs.
   static absl::StatusOr<SemanticMapper> Create(const Graph& graph,
                                                const Manifest* manifest,
                                                const MapperOptions& options = {});
@@ -116,6 +155,9 @@ class SemanticMapper {
   std::size_t mappedCount() const;
 
   const RootBinding& rootBinding() const { return binding_; }
+  // How well the manifest fits the graph; `checked` is false without a
+  // manifest.
+  const ManifestFit& manifestFit() const { return fit_; }
   // The manifest used: the caller's, or the scope-derived one when none was
   // given (class names empty).
   const Manifest& manifest() const { return *manifest_; }
@@ -129,6 +171,7 @@ class SemanticMapper {
   const Manifest* manifest_ = nullptr;
   std::unique_ptr<Manifest> owned_manifest_;
   RootBinding binding_;
+  ManifestFit fit_;
   std::vector<Mapping> mappings_;
   std::vector<std::string> categories_;  // per manifest module
 };

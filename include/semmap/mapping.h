@@ -41,6 +41,12 @@ absl::string_view StrategyName(Strategy s);
 // Inverse of StrategyName; false when `name` is unknown.
 bool ParseStrategy(absl::string_view name, Strategy* out);
 
+// Confidence at and above which an answer counts as confident. Measured on
+// the fixture corpus (every toolchain, exporter and pipeline, held-out
+// architectures included): no answer at or above it has been wrong; below
+// it, about one in eight is (docs/mapping.md, "Confidence").
+inline constexpr double kConfidentFloor = 0.9;
+
 struct Mapping {
   ModuleId module = kNoModule;
   // Views into the mapper's manifest: valid while the SemanticMapper that
@@ -59,6 +65,8 @@ struct Mapping {
   std::string evidence;
 
   bool mapped() const { return module != kNoModule; }
+  // mapped() with confidence >= kConfidentFloor.
+  bool confident() const { return mapped() && confidence >= kConfidentFloor; }
 };
 
 }  // namespace semmap

@@ -25,13 +25,14 @@ int RunReportCommand(int argc, char** argv);
 // LoadModel() with a progress indicator on a terminal. Without
 // `reference_path`, the --reference that ParseCommandArgs parsed (if any)
 // applies: every single-model command takes it without handling it.
+// The same holds for --allow-manifest-mismatch.
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(
     const std::string& model_path, const std::string* manifest_path,
-    const std::string* reference_path = nullptr);
+    const std::string* reference_path = nullptr, bool allow_manifest_mismatch = false);
 
 // Parses argv for a subcommand that takes exactly one MODEL.onnx; --help,
-// -h and --reference ORIGINAL.onnx (kept for LoadWithProgress, described
-// after the command's usage) are added. Returns nullopt after printing
+// -h, --reference ORIGINAL.onnx and --allow-manifest-mismatch (kept for
+// LoadWithProgress, described after the command's usage) are added. Returns nullopt after printing
 // usage (--help: stdout, exit 0; bad usage: stderr, exit 2) with the exit
 // code in *exit_code.
 std::optional<Args> ParseCommandArgs(const std::string& tool, const std::string& usage,

@@ -24,6 +24,7 @@ constexpr char kUsage[] =
     "  --manifest-b MB   manifest of B\n"
     "  --all-modules     list every module holding nodes, not only changed ones\n"
     "  --json            the diff as JSON (format semmap.diff)\n"
+    "  --allow-manifest-mismatch  map even when a manifest does not fit its model\n"
     "Exit codes: 0 ok, 2 bad usage or input, or unrelated models (model classes\n"
     "differ, or under 10% of A's node-holding modules hold nodes in B).\n";
 
@@ -105,7 +106,7 @@ void PrintText(const semmap::ModelDiff& d, const std::string& a, const std::stri
 
 int RunDiffCommand(int argc, char** argv) {
   auto args = ParseArgs(argc, argv, {"--manifest", "--manifest-b"},
-                        {"--json", "--all-modules", "--help", "-h"});
+                        {"--json", "--all-modules", "--help", "-h", "--allow-manifest-mismatch"});
   if (!args.ok()) return Usage(std::string(args.status().message()));
   if (args->has("--help") || args->has("-h")) {
     std::cout << kUsage;
@@ -116,9 +117,10 @@ int RunDiffCommand(int argc, char** argv) {
   const std::string* manifest_b = args->option("--manifest-b");
   if (manifest_b == nullptr) manifest_b = manifest_a;
 
-  auto a = LoadWithProgress(args->positional[0], manifest_a);
+  const bool allow_mismatch = args->has("--allow-manifest-mismatch");
+  auto a = LoadWithProgress(args->positional[0], manifest_a, nullptr, allow_mismatch);
   if (!a.ok()) return Fail(kTool, a.status());
-  auto b = LoadWithProgress(args->positional[1], manifest_b);
+  auto b = LoadWithProgress(args->positional[1], manifest_b, nullptr, allow_mismatch);
   if (!b.ok()) return Fail(kTool, b.status());
   auto diff = semmap::DiffModels(*(*a)->mapper, *(*b)->mapper);
   if (!diff.ok()) {
