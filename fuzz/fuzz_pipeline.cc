@@ -57,11 +57,13 @@ void CheckMappings(const semmap::SemanticMapper& mapper) {
     SEMMAP_FUZZ_CHECK(m.module_path == info.path);
     SEMMAP_FUZZ_CHECK(m.class_name == info.class_name);
     SEMMAP_FUZZ_CHECK(m.qualified_class == info.qualified_class);
-    (void)semmap::NamespaceOf(mapper, i);
     absl::StatusOr<semmap::Mapping> by_id = mapper.moduleFor(g.node(i).id);
     SEMMAP_FUZZ_CHECK(by_id.ok() && by_id->module == m.module);
   }
   SEMMAP_FUZZ_CHECK(mapper.mappedCount() == mapped);
+  const semmap::NamespacePlan namespaces = semmap::PlanNamespaces(mapper, {});
+  SEMMAP_FUZZ_CHECK(namespaces.values.size() == g.size());
+  SEMMAP_FUZZ_CHECK(namespaces.written + namespaces.kept <= g.size());
   std::size_t total = 0;
   for (std::size_t c : mapper.strategyCounts()) total += c;
   SEMMAP_FUZZ_CHECK(total == g.size());

@@ -84,11 +84,9 @@ std::size_t CountExternalTensors(const onnx::GraphProto& graph) {
   return count;
 }
 
-// Removes metadata entries whose key `drop` selects; reports whether a
-// `namespace` entry survives.
-bool DropMetadata(onnx::NodeProto* node, const std::function<bool(const std::string&)>& drop) {
+// Removes metadata entries whose key `drop` selects.
+void DropMetadata(onnx::NodeProto* node, const std::function<bool(const std::string&)>& drop) {
   google::protobuf::UnknownFieldSet* fields = node->GetReflection()->MutableUnknownFields(node);
-  bool has_namespace = false;
   for (int i = fields->field_count(); i-- > 0;) {
     const google::protobuf::UnknownField& field = fields->field(i);
     if (field.number() != kNodeMetadataPropsField ||
@@ -97,13 +95,8 @@ bool DropMetadata(onnx::NodeProto* node, const std::function<bool(const std::str
     }
     onnx::StringStringEntryProto entry;
     if (!entry.ParseFromString(field.length_delimited())) continue;
-    if (drop(entry.key())) {
-      fields->DeleteSubrange(i, 1);
-    } else if (entry.key() == kNamespaceKey) {
-      has_namespace = true;
-    }
+    if (drop(entry.key())) fields->DeleteSubrange(i, 1);
   }
-  return has_namespace;
 }
 
 void AddMetadata(onnx::NodeProto* node, const std::string& key, const std::string& value) {
@@ -202,33 +195,162 @@ std::optional<std::string> ScopedPrefix(const Manifest& manifest, ModuleId modul
 }
 
 
+// The `namespace` entries an exporter wrote (the dynamo exporter's
+// ": <root class>/<path>: <class>/.../<fx node>: <target>"): which nodes
+// carry one that names modules of the manifest, and how each module's level
+// is spelled there.
+struct ExporterSpelling {
+  bool any = false;
+  std::vector<bool> valid;                          // per NodeId
+  absl::flat_hash_map<ModuleId, std::string> level;  // module -> its element
+};
+
+// The module levels of an exporter namespace: every element but the last
+// (the operator). False unless each is "<path>: <qualified class>" naming a
+// module of the manifest and its class, the first the root. (semmap's
+// compact spelling has relative paths and short classes: never valid.)
+bool ParseExporterLevels(absl::string_view ns, const Manifest& manifest,
+                         std::vector<std::pair<ModuleId, absl::string_view>>* levels) {
+  levels->clear();
+  std::vector<absl::string_view> elements = absl::StrSplit(ns, '/');
+  if (elements.size() < 2) return false;
+  elements.pop_back();
+  for (absl::string_view element : elements) {
+    const std::size_t colon = element.find(": ");
+    if (colon == absl::string_view::npos) return false;
+    const ModuleId id = manifest.find(element.substr(0, colon));
+    if (id == kNoModule || (levels->empty() && id != manifest.root()) ||
+        manifest.module(id).qualified_class != element.substr(colon + 2)) {
+      return false;
+    }
+    levels->emplace_back(id, element);
+  }
+  return true;
+}
+
+ExporterSpelling ReadExporterSpelling(const Graph& graph, const Manifest& manifest) {
+  ExporterSpelling out;
+  out.valid.assign(graph.size(), false);
+  std::vector<std::pair<ModuleId, absl::string_view>> levels;
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    for (const auto& [key, value] : graph.node(static_cast<NodeId>(i)).metadata) {
+      if (key != kNamespaceKey || !ParseExporterLevels(value, manifest, &levels)) continue;
+      out.valid[i] = true;
+      out.any = true;
+      for (const auto& [id, element] : levels) out.level.try_emplace(id, element);
+    }
+  }
+  return out;
+}
+
+// Spells the namespace of a module, once per module. Two spellings:
+//  - the exporter's, where the file has exporter namespaces: the levels
+//    and their text exactly as the exporter wrote them, so a viewer shows
+//    each module at one place whichever of the two wrote a node's entry;
+//    modules the exporter never shows as a level are left out, unless no
+//    node of the file reaches them through an exporter namespace at all;
+//  - compact otherwise: "<atoms>: <class>" per level, the atoms relative to
+//    the level above ("layer.0", as TorchScript scopes read), the class
+//    short; without a manifest the atoms alone and no root level, which is
+//    the TorchScript scope itself.
+// Both skip containers that are never called (Rules::isUncalledModule;
+// without classes, modules whose children are all numbered).
+class NamespaceSpeller {
+ public:
+  NamespaceSpeller(const SemanticMapper& mapper, const Rules& rules,
+                   const ExporterSpelling& exporter)
+      : manifest_(mapper.manifest()), rules_(rules), exporter_(exporter),
+        has_classes_(mapper.hasManifest()) {
+    // Modules below some exporter level: their ancestors that are not
+    // levels themselves were left out by the exporter.
+    below_level_.assign(manifest_.size(), false);
+    for (const auto& entry : exporter.level) {
+      for (ModuleId id = manifest_.module(entry.first).parent; id != kNoModule;
+           id = manifest_.module(id).parent) {
+        if (below_level_[id]) break;
+        below_level_[id] = true;
+      }
+    }
+  }
+
+  const std::string& For(ModuleId module) const {
+    auto it = cache_.find(module);
+    if (it != cache_.end()) return it->second;
+    std::vector<ModuleId> chain;
+    for (ModuleId id = module; id != kNoModule; id = manifest_.module(id).parent) {
+      if (IsLevel(id)) chain.push_back(id);
+    }
+    std::string out;
+    absl::string_view above;  // path of the level above
+    for (auto c = chain.rbegin(); c != chain.rend(); ++c) {
+      const ModuleInfo& info = manifest_.module(*c);
+      if (!out.empty()) out.push_back('/');
+      absl::StrAppend(&out, Element(*c, info, above));
+      above = info.path;
+    }
+    return cache_.emplace(module, std::move(out)).first->second;
+  }
+
+ private:
+  bool IsLevel(ModuleId id) const {
+    const ModuleInfo& info = manifest_.module(id);
+    if (id == manifest_.root()) return has_classes_;
+    if (exporter_.any) {
+      if (exporter_.level.contains(id)) return true;
+      if (below_level_[id]) return false;
+    }
+    if (!info.qualified_class.empty()) return !rules_.isUncalledModule(info);
+    return !info.numbered_children;
+  }
+
+  std::string Element(ModuleId id, const ModuleInfo& info, absl::string_view above) const {
+    if (exporter_.any) {
+      auto it = exporter_.level.find(id);
+      if (it != exporter_.level.end()) return it->second;
+      return absl::StrCat(info.path, ": ", info.qualified_class);
+    }
+    absl::string_view atoms = info.path;
+    if (!above.empty() && absl::StartsWith(atoms, above) && atoms.size() > above.size()) {
+      atoms.remove_prefix(above.size() + 1);
+    }
+    // '/' separates levels: a path atom cannot hold one, a hostile one is
+    // replaced rather than splitting the level.
+    std::string text(atoms);
+    std::replace(text.begin(), text.end(), '/', '_');
+    if (info.class_name.empty()) return text;
+    return absl::StrCat(text, ": ", info.class_name);
+  }
+
+  const Manifest& manifest_;
+  const Rules& rules_;
+  const ExporterSpelling& exporter_;
+  const bool has_classes_;
+  std::vector<bool> below_level_;
+  mutable absl::flat_hash_map<ModuleId, std::string> cache_;
+};
+
 }  // namespace
 
-std::string NamespaceOf(const SemanticMapper& mapper, NodeId node) {
-  const Mapping& m = mapper.moduleFor(node);
-  if (!m.mapped()) return "";
-  const Manifest& manifest = mapper.manifest();
-  std::vector<ModuleId> chain;
-  for (ModuleId id = m.module; id != kNoModule; id = manifest.module(id).parent) {
-    chain.push_back(id);
+NamespacePlan PlanNamespaces(const SemanticMapper& mapper, const AnnotateOptions& options) {
+  const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
+  const Graph& graph = mapper.graph();
+  NamespacePlan plan;
+  plan.values.resize(graph.size());
+  if (!options.write_namespace) return plan;
+  const ExporterSpelling exporter = ReadExporterSpelling(graph, mapper.manifest());
+  plan.exporter_spelling = exporter.any;
+  const NamespaceSpeller speller(mapper, rules, exporter);
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    const Mapping& m = mapper.moduleFor(static_cast<NodeId>(i));
+    if (exporter.valid[i] && !options.overwrite_namespace) {
+      ++plan.kept;
+      continue;
+    }
+    if (!m.mapped()) continue;
+    plan.values[i] = speller.For(m.module);
+    ++plan.written;
   }
-  auto class_of = [](const ModuleInfo& info) -> absl::string_view {
-    return info.qualified_class.empty() ? absl::string_view("unknown")
-                                        : absl::string_view(info.qualified_class);
-  };
-  std::string out;
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    const ModuleInfo& info = manifest.module(*it);
-    absl::StrAppend(&out, out.empty() ? "" : "/", info.path, ": ", class_of(info));
-  }
-  // The node itself closes the namespace, as in the dynamo exporter; its
-  // scoped name holds '/', so only the last part is used.
-  const Node& n = mapper.graph().node(node);
-  absl::string_view leaf = n.name;
-  leaf = leaf.substr(leaf.rfind('/') == absl::string_view::npos ? 0 : leaf.rfind('/') + 1);
-  if (leaf.empty()) leaf = n.op_type;
-  absl::StrAppend(&out, "/", leaf, ": ", QualifiedOpType(n));
-  return out;
+  return plan;
 }
 
 ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptions& options) {
@@ -310,6 +432,9 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
     result.renamed = plan.renamed;
     result.scoped_kept = plan.kept;
   }
+  const NamespacePlan namespaces = PlanNamespaces(mapper, options);
+  result.namespaces_written = namespaces.written;
+  result.namespaces_kept = namespaces.kept;
   NodeId next = 0;
   const NodeVisitor annotate_node = [&](onnx::NodeProto* node) -> absl::Status {
     if (static_cast<std::size_t>(next) >= graph.size() || graph.node(next).name != node->name() ||
@@ -319,19 +444,14 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
           "\") differs from the graph that was mapped; was the file changed?"));
     }
     const Mapping& m = mapper.moduleFor(next);
-    const bool write_namespace = options.write_namespace && m.mapped();
-    const bool has_namespace = DropMetadata(node, [&](const std::string& key) {
-      return absl::StartsWith(key, "semmap.") ||
-             (write_namespace && options.overwrite_namespace && key == kNamespaceKey);
+    const std::string& ns = namespaces.values[next];
+    DropMetadata(node, [&](const std::string& key) {
+      return absl::StartsWith(key, "semmap.") || (!ns.empty() && key == kNamespaceKey);
     });
-    // namespace before semmap.*: a second run keeps the namespace where it
-    // is and re-appends semmap.*, giving the same bytes (idempotence).
-    if (has_namespace) {
-      ++result.namespaces_kept;
-    } else if (write_namespace) {
-      AddMetadata(node, kNamespaceKey, NamespaceOf(mapper, next));
-      ++result.namespaces_written;
-    }
+    // namespace before semmap.*: a second run finds semmap's namespace
+    // (spelled as it would write it) and re-appends semmap.*, giving the
+    // same bytes (idempotence).
+    if (!ns.empty()) AddMetadata(node, kNamespaceKey, ns);
     AddMetadata(node, "semmap.module", std::string(m.module_path));
     AddMetadata(node, "semmap.class", std::string(m.qualified_class));
     AddMetadata(node, "semmap.confidence", ConfidenceText(m.confidence));

@@ -39,6 +39,7 @@ struct Rules::Impl {
   std::unique_ptr<RE2> shape_source_ops;
   std::vector<Category> categories;
   std::unique_ptr<RE2> library_modules;
+  std::unique_ptr<RE2> uncalled_modules;
   struct ModuleOps {
     std::unique_ptr<RE2> class_re, qualified_re, ops_re;
   };
@@ -188,6 +189,15 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
     SEMMAP_ASSIGN_OR_RETURN(impl->library_modules,
                             Compile((*it)["qualified_class"], "/library_modules/qualified_class", origin));
   }
+  if (auto it = doc.find("uncalled_modules"); it != doc.end()) {
+    if (!it->is_object() || !it->contains("qualified_class")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": /uncalled_modules: expected {\"qualified_class\": ...}"));
+    }
+    SEMMAP_ASSIGN_OR_RETURN(
+        impl->uncalled_modules,
+        Compile((*it)["qualified_class"], "/uncalled_modules/qualified_class", origin));
+  }
   SEMMAP_RETURN_IF_ERROR(CompileList(doc, "order_keys", origin, &impl->order_keys));
   for (std::size_t i = 0; i < impl->order_keys.size(); ++i) {
     if (impl->order_keys[i]->NumberOfCapturingGroups() != 1) {
@@ -285,6 +295,11 @@ bool Rules::orderKey(absl::string_view name, std::uint64_t* key) const {
     }
   }
   return false;
+}
+
+bool Rules::isUncalledModule(const ModuleInfo& module) const {
+  return impl_->uncalled_modules && !module.qualified_class.empty() &&
+         RE2::PartialMatch(Piece(module.qualified_class), *impl_->uncalled_modules);
 }
 
 bool Rules::isLibraryModule(const ModuleInfo& module) const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
 #include "mapped_fixture.h"
 #include "nlohmann/json.hpp"
@@ -54,6 +55,8 @@ TEST_CASE("Annotated models carry each node's mapping and nothing else changes",
   auto result = Annotate(*f->mapper, f->model_path(), out);
   REQUIRE(result.ok());
   CHECK(result->nodes == f->graph->size());
+  const semmap::NamespacePlan namespaces = semmap::PlanNamespaces(*f->mapper, {});
+  CHECK(namespaces.written == f->mapper->mappedCount());
   CHECK(result->mapped == f->mapper->mappedCount());
 
   auto annotated = Graph::Load(out);
@@ -76,9 +79,7 @@ TEST_CASE("Annotated models carry each node's mapping and nothing else changes",
     CHECK(meta.at("semmap.class") == m.qualified_class);
     CHECK(meta.at("semmap.strategy") == semmap::StrategyName(m.strategy));
     CHECK(std::stod(meta.at("semmap.confidence")) == Approx(m.confidence));
-    if (m.mapped()) {
-      CHECK(meta.at("namespace") == semmap::NamespaceOf(*f->mapper, static_cast<semmap::NodeId>(i)));
-    }
+    if (m.mapped()) CHECK(meta.at("namespace") == namespaces.values[i]);
   }
   std::vector<std::string> names_before, names_after;
   for (const auto& t : f->graph->initializers()) names_before.push_back(t.name);
@@ -94,21 +95,61 @@ TEST_CASE("Annotated models carry each node's mapping and nothing else changes",
   CHECK(ReadBytes(again) == ReadBytes(out));
 }
 
-TEST_CASE("The namespace follows the dynamo exporter's form", "[annotate][fixture]") {
+TEST_CASE("The namespace names one level per called module, compactly", "[annotate][fixture]") {
   auto f = LoadMapped("bert-seqcls.torchscript");
   const semmap::NodeId id = f->graph->find("/bert/encoder/layer.0/attention/self/query/MatMul");
   REQUIRE(id != semmap::kNoNode);
-  CHECK(semmap::NamespaceOf(*f->mapper, id) ==
-        ": transformers.models.bert.modeling_bert.BertForSequenceClassification"
-        "/bert: transformers.models.bert.modeling_bert.BertModel"
-        "/bert.encoder: transformers.models.bert.modeling_bert.BertEncoder"
-        "/bert.encoder.layer: torch.nn.modules.container.ModuleList"
-        "/bert.encoder.layer.0: transformers.models.bert.modeling_bert.BertLayer"
-        "/bert.encoder.layer.0.attention: transformers.models.bert.modeling_bert.BertAttention"
-        "/bert.encoder.layer.0.attention.self: "
-        "transformers.models.bert.modeling_bert.BertSdpaSelfAttention"
-        "/bert.encoder.layer.0.attention.self.query: torch.nn.modules.linear.Linear"
-        "/MatMul: MatMul");
+  const semmap::NamespacePlan plan = semmap::PlanNamespaces(*f->mapper, {});
+  CHECK_FALSE(plan.exporter_spelling);
+  // No level for the ModuleList (never called), none for the op itself.
+  CHECK(plan.values[id] ==
+        ": BertForSequenceClassification/bert: BertModel/encoder: BertEncoder"
+        "/layer.0: BertLayer/attention: BertAttention/self: BertSdpaSelfAttention"
+        "/query: Linear");
+}
+
+TEST_CASE("Without a manifest the namespace is the scope itself", "[annotate][fixture]") {
+  auto f = LoadMapped("bert-seqcls.torchscript", /*with_manifest=*/false);
+  const semmap::NodeId id = f->graph->find("/bert/encoder/layer.0/attention/self/query/MatMul");
+  REQUIRE(id != semmap::kNoNode);
+  CHECK(semmap::PlanNamespaces(*f->mapper, {}).values[id] ==
+        "bert/encoder/layer.0/attention/self/query");
+}
+
+TEST_CASE("Next to the exporter's namespaces, semmap spells levels as the exporter does",
+          "[annotate][fixture]") {
+  auto f = LoadMapped("t5-seq2seq-lm.dynamo");
+  const semmap::NamespacePlan plan = semmap::PlanNamespaces(*f->mapper, {});
+  REQUIRE(plan.exporter_spelling);
+  REQUIRE(plan.written > 0);
+  // Every level semmap writes is a level of some exporter namespace of the
+  // file, or a module the exporter shows nowhere.
+  std::set<std::string> exporter_levels;
+  for (const semmap::Node& n : f->graph->nodes()) {
+    const auto meta = MetadataOf(n);
+    auto it = meta.find("namespace");
+    if (it == meta.end()) continue;
+    std::vector<std::string> parts = absl::StrSplit(it->second, '/');
+    parts.pop_back();
+    std::string prefix;
+    for (const std::string& p : parts) {
+      prefix += (prefix.empty() ? "" : "/") + p;
+      exporter_levels.insert(prefix);
+    }
+  }
+  std::size_t checked = 0;
+  for (std::size_t i = 0; i < plan.values.size(); ++i) {
+    if (plan.values[i].empty()) continue;
+    CAPTURE(f->graph->node(static_cast<semmap::NodeId>(i)).name, plan.values[i]);
+    CHECK(absl::StrContains(plan.values[i], "encoder.block: ") == false);
+    const std::vector<std::string> parts = absl::StrSplit(plan.values[i], '/');
+    std::string prefix;
+    for (const std::string& p : parts) {
+      prefix += (prefix.empty() ? "" : "/") + p;
+      if (exporter_levels.count(prefix)) ++checked;
+    }
+  }
+  CHECK(checked > 0);
 }
 
 TEST_CASE("An exporter's namespace is kept unless overwriting is asked for",
@@ -121,15 +162,23 @@ TEST_CASE("An exporter's namespace is kept unless overwriting is asked for",
 
   auto kept = Annotate(*f->mapper, f->model_path(), tmp.file("kept.onnx"));
   REQUIRE(kept.ok());
-  CHECK(kept->namespaces_kept == with_namespace);
+  // All but the exporter's empty-stack markers, which name no module.
+  CHECK(kept->namespaces_kept > 0);
+  CHECK(kept->namespaces_kept <= with_namespace);
   auto kept_graph = Graph::Load(tmp.file("kept.onnx"));
   REQUIRE(kept_graph.ok());
   for (std::size_t i = 0; i < kept_graph->size(); ++i) {
     const auto before = MetadataOf(f->graph->node(static_cast<semmap::NodeId>(i)));
     const auto after = MetadataOf(kept_graph->node(static_cast<semmap::NodeId>(i)));
-    if (before.count("namespace")) CHECK(after.at("namespace") == before.at("namespace"));
+    const bool marker = before.count("namespace") &&
+                        absl::StartsWith(before.at("namespace"), "_empty_nn_module_stack");
+    if (before.count("namespace") && !marker) {
+      CHECK(after.at("namespace") == before.at("namespace"));
+    }
     // The exporter's other entries survive too.
-    for (const auto& [key, value] : before) CHECK(after.at(key) == value);
+    for (const auto& [key, value] : before) {
+      if (key != "namespace") CHECK(after.at(key) == value);
+    }
   }
 
   AnnotateOptions overwrite;
@@ -137,12 +186,13 @@ TEST_CASE("An exporter's namespace is kept unless overwriting is asked for",
   auto replaced = Annotate(*f->mapper, f->model_path(), tmp.file("replaced.onnx"), overwrite);
   REQUIRE(replaced.ok());
   CHECK(replaced->namespaces_kept == 0);
+  const semmap::NamespacePlan replaced_plan = semmap::PlanNamespaces(*f->mapper, overwrite);
   auto replaced_graph = Graph::Load(tmp.file("replaced.onnx"));
   REQUIRE(replaced_graph.ok());
   for (std::size_t i = 0; i < replaced_graph->size(); ++i) {
     const auto meta = MetadataOf(replaced_graph->node(static_cast<semmap::NodeId>(i)));
     if (f->mapper->moduleFor(static_cast<semmap::NodeId>(i)).mapped()) {
-      CHECK(meta.at("namespace") == semmap::NamespaceOf(*f->mapper, static_cast<semmap::NodeId>(i)));
+      CHECK(meta.at("namespace") == replaced_plan.values[i]);
     }
   }
 }

@@ -27,17 +27,21 @@ struct MappedFixture {
   std::string manifest_path() const { return Fixture(dir, "manifest.json"); }
 };
 
-// Held by pointer: the mapper points into graph and manifest.
-inline std::unique_ptr<MappedFixture> LoadMapped(const std::string& dir) {
+// Held by pointer: the mapper points into graph and manifest. Without
+// `with_manifest`, mapped from the names alone.
+inline std::unique_ptr<MappedFixture> LoadMapped(const std::string& dir,
+                                                 bool with_manifest = true) {
   auto f = std::make_unique<MappedFixture>();
   f->dir = dir;
   auto g = semmap::Graph::Load(f->model_path());
   REQUIRE(g.ok());
   f->graph.emplace(*std::move(g));
-  auto m = semmap::Manifest::Load(f->manifest_path());
-  REQUIRE(m.ok());
-  f->manifest.emplace(*std::move(m));
-  auto mapper = semmap::SemanticMapper::Create(*f->graph, &*f->manifest);
+  if (with_manifest) {
+    auto m = semmap::Manifest::Load(f->manifest_path());
+    REQUIRE(m.ok());
+    f->manifest.emplace(*std::move(m));
+  }
+  auto mapper = semmap::SemanticMapper::Create(*f->graph, f->manifest ? &*f->manifest : nullptr);
   REQUIRE(mapper.ok());
   f->mapper.emplace(*std::move(mapper));
   std::ifstream in(Fixture(dir, "truth.json"));

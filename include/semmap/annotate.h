@@ -10,14 +10,27 @@
 //   semmap.class       qualified class ("" when unknown)
 //   semmap.confidence  in [0, 1], shortest decimal form
 //   semmap.strategy    StrategyName()
-//   namespace          (mapped nodes) the dynamo exporter's form,
-//                      ": <root class>/<path>: <class>/.../<leaf>: <op>",
-//                      one "/"-separated element per ancestor, so viewers
-//                      that group by namespace show the module hierarchy.
+//   namespace          (mapped nodes) one "/"-separated element per module
+//                      level from the root to the node's module, so viewers
+//                      that group by namespace (Model Explorer) show the
+//                      module hierarchy with each module at one place:
+//                        ": BertForSequenceClassification/bert: BertModel/
+//                         encoder: BertEncoder/layer.0: BertLayer/..."
+//                      (path atoms relative to the level above, short
+//                      class; no level for containers that are never
+//                      called, Rules::isUncalledModule). Without a manifest
+//                      the atoms alone, without a root level: the
+//                      TorchScript scope. In a file whose nodes carry the
+//                      dynamo exporter's namespace, semmap's entries copy
+//                      its spelling ("<full path>: <qualified class>" and
+//                      its levels) instead, so both kinds of entry build one
+//                      tree.
 // semmap.* entries already present are replaced, so annotating twice gives
-// the same file. An existing `namespace` (written by the dynamo exporter,
-// which knows the true call stack) is kept unless
-// AnnotateOptions::overwrite_namespace is set. Everything else in the file
+// the same file. A `namespace` the exporter wrote (naming modules of the
+// manifest with their classes; it knows the true call stack and adds the
+// operator as a last level) is kept unless
+// AnnotateOptions::overwrite_namespace is set; one naming nothing of the
+// manifest (the exporter's empty-stack marker) is replaced. Everything else in the file
 // is preserved, unknown fields included; external data references are
 // written unchanged (relative to the output's directory: move the data
 // files along when writing elsewhere; see AnnotateResult::external_tensors).
@@ -133,8 +146,22 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
                                         const std::string& output,
                                         const AnnotateOptions& options = {});
 
-// The `namespace` value Annotate writes for node `node` ("" when unmapped).
-std::string NamespaceOf(const SemanticMapper& mapper, NodeId node);
+// The `namespace` entries Annotate writes, without writing anything.
+struct NamespacePlan {
+  // Per NodeId: the entry to write (replacing any the node has); "" = none
+  // written (the node keeps the exporter's, or is unmapped).
+  std::vector<std::string> values;
+  std::size_t written = 0;  // non-empty entries of `values`
+  std::size_t kept = 0;     // exporter namespaces left in place
+  // True when the file has exporter namespaces naming manifest modules:
+  // `values` then spell every level exactly as the exporter does.
+  bool exporter_spelling = false;
+};
+
+// Plans the namespace entries for every node of the mapper's graph with
+// options.write_namespace, overwrite_namespace and rules (other options are
+// ignored). Linear in the graph plus the distinct modules' namespaces.
+NamespacePlan PlanNamespaces(const SemanticMapper& mapper, const AnnotateOptions& options);
 
 }  // namespace semmap
 

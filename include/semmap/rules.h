@@ -59,6 +59,10 @@ class Rules {
   // containers...): its forward is one library op on its parameters, so it
   // owns the nodes reading them and nothing else; a container owns none.
   bool isLibraryModule(const ModuleInfo& module) const;
+  // A container that is never called (torch.nn.ModuleList, ModuleDict):
+  // it is on no call stack, so exporters' namespaces have no level for it
+  // and Annotate's namespace skips it.
+  bool isUncalledModule(const ModuleInfo& module) const;
   // Index of the first "module_ops" rule matching a parameterless module's
   // class, or -1: the ops such a module produces (an activation's Relu, a
   // pooling module's MaxPool), which identify its nodes in a graph without
