@@ -5,7 +5,8 @@ synthetic Llama-shaped models from bench/semmap_synth), opened in headless
 Chromium over the DevTools protocol (tests/cdp.py) and measured:
 
   ready     time from navigation start to the page's script finishing
-            (body[data-ready]), and to the first frame painted after it;
+            (body[data-ready]), and to the first frame painted after it
+            (median of --loads fresh loads, default 3);
   keystroke typing a query one character at a time: for each character the
             time from the input event to the first frame painted with the
             filtered tree (median and max);
@@ -13,11 +14,14 @@ Chromium over the DevTools protocol (tests/cdp.py) and measured:
             scrolling from top to bottom: how many distinct rows were
             rendered, out of how many nodes.
 
-    bench_report.py [--semmap BIN] [--synth BIN] [--sizes 5000,50000]
-                    [--fixtures DIR] [--page LABEL=REPORT.html ...]
-                    [--query TEXT] [--json] [--check]
+    bench_report.py [--semmap BIN] [--baseline-semmap BIN] [--synth BIN]
+                    [--sizes 5000,50000] [--fixtures DIR] [--loads N]
+                    [--page LABEL=REPORT.html ...] [--query TEXT] [--json] [--check]
 
---page measures a report written elsewhere (another semmap version).
+--baseline-semmap also writes every case with another semmap binary (an
+older version) and measures it in the same browser, labelled "CASE/base".
+--page measures a report written elsewhere (label "gpt2..." types the
+fixture's query, other labels the synthetic one).
 --check exits 1 when a functional property fails: the page is not ready,
 the search shows no module, or some node row cannot be reached by
 scrolling. Timing is printed, not asserted.
@@ -43,7 +47,10 @@ READY_PROBE = """
   new MutationObserver((records, observer) => {
     if (!t.ready && document.body && document.body.getAttribute("data-ready") === "1") {
       t.ready = performance.now();
-      requestAnimationFrame(() => setTimeout(() => { t.painted = performance.now(); }, 0));
+      requestAnimationFrame(() => setTimeout(() => {
+        void document.documentElement.offsetHeight;  // any layout still pending counts
+        t.painted = performance.now();
+      }, 0));
       observer.disconnect();
     }
   }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-ready"] });
@@ -60,6 +67,7 @@ KEYSTROKE = """
   if (ch === "\\b") q.value = q.value.slice(0, -1); else q.value += ch;
   q.dispatchEvent(new Event("input", { bubbles: true }));
   await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  void document.documentElement.offsetHeight;  // any layout still pending counts
   const status = document.getElementById("status");
   return { ms: performance.now() - t0, visible: Number(status.getAttribute("data-visible")) };
 })
@@ -123,12 +131,18 @@ def model_counts(html):
     return json.loads(text[start:text.index("</script>", start)])["model"]
 
 
-def measure(browser, label, html, query):
-    page = browser.new_page(1400, 860)
-    page.send("Page.addScriptToEvaluateOnNewDocument", {"source": READY_PROBE})
-    page.goto(html.resolve().as_uri(), "window.__semmapBench && window.__semmapBench.painted",
-              timeout=300)
-    t = page.js("window.__semmapBench")
+def measure(browser, label, html, query, loads):
+    ready, painted, page = [], [], None
+    for _ in range(max(1, loads)):
+        if page is not None:
+            page.send("Page.close")
+        page = browser.new_page(1400, 860)
+        page.send("Page.addScriptToEvaluateOnNewDocument", {"source": READY_PROBE})
+        page.goto(html.resolve().as_uri(), "window.__semmapBench && window.__semmapBench.painted",
+                  timeout=300)
+        t = page.js("window.__semmapBench")
+        ready.append(t["ready"])
+        painted.append(t["painted"])
     times, visible = [], None
     for ch in query:
         r = page.js(f"({KEYSTROKE.strip()})({json.dumps(ch)})")
@@ -142,8 +156,8 @@ def measure(browser, label, html, query):
         "case": label,
         "nodes": counts["nodes"],
         "html_mb": round(html.stat().st_size / 1048576, 2),
-        "ready_ms": round(t["ready"]),
-        "painted_ms": round(t["painted"]),
+        "ready_ms": round(statistics.median(ready)),
+        "painted_ms": round(statistics.median(painted)),
         "keystroke_median_ms": round(statistics.median(times), 1),
         "keystroke_max_ms": round(max(times), 1),
         "delete_median_ms": round(statistics.median(clear), 1),
@@ -158,12 +172,14 @@ def measure(browser, label, html, query):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--semmap")
+    ap.add_argument("--baseline-semmap")
     ap.add_argument("--synth")
     ap.add_argument("--sizes", default="5000,50000")
     ap.add_argument("--fixtures", default=str(ROOT / "fixtures"))
     ap.add_argument("--page", action="append", default=[], metavar="LABEL=REPORT.html")
     ap.add_argument("--query", default="layers.1")
     ap.add_argument("--fixture-query", default="h.1.attn")
+    ap.add_argument("--loads", type=int, default=3, help="page loads per case (median)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
@@ -173,14 +189,15 @@ def main():
         tmp = Path(tmp_name)
         for spec in args.page:
             label, _, path = spec.partition("=")
-            pages.append((label, Path(path), args.query if label[:1].isdigit() else args.fixture_query))
+            pages.append((label, Path(path),
+                          args.fixture_query if label.startswith("gpt2") else args.query))
         if not args.page:
             semmap = find_binary(args.semmap, ["tools/semmap/semmap"])
+            binaries = [("", semmap)]
+            if args.baseline_semmap:
+                binaries.append(("/base", Path(args.baseline_semmap)))
             fixture = Path(args.fixtures) / "gpt2-causal-lm.torchscript"
-            html = tmp / "gpt2.html"
-            run(semmap, "report", fixture / "model.onnx", "--manifest", fixture / "manifest.json",
-                "-o", html)
-            pages.append(("gpt2", html, args.fixture_query))
+            models = [("gpt2", fixture, args.fixture_query)]
             sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
             if sizes:
                 synth = find_binary(args.synth, ["bench/semmap_synth"])
@@ -188,13 +205,17 @@ def main():
                 d = tmp / f"synth{n}"
                 d.mkdir()
                 run(synth, "--nodes", n, d)
-                html = tmp / f"synth{n}.html"
-                run(semmap, "report", d / "model.onnx", "--manifest", d / "manifest.json", "-o", html)
-                pages.append((str(n), html, args.query))
+                models.append((str(n), d, args.query))
+            for label, d, query in models:
+                for suffix, binary in binaries:
+                    html = tmp / f"{label}{suffix.replace('/', '-')}.html"
+                    run(binary, "report", d / "model.onnx", "--manifest", d / "manifest.json",
+                        "-o", html)
+                    pages.append((label + suffix, html, query))
         rows = []
         with Browser() as browser:
             for label, html, query in pages:
-                rows.append(measure(browser, label, html, query))
+                rows.append(measure(browser, label, html, query, args.loads))
                 print_row(rows[-1], header=len(rows) == 1)
     print("ready: navigation start to the script done / to the next painted frame; keystroke: input "
           "event to the next painted frame; rows: distinct node rows rendered while scrolling the "
@@ -215,10 +236,10 @@ def main():
 
 def print_row(r, header):
     if header:
-        print(f"{'case':>8} {'nodes':>7} {'HTML MB':>8} {'ready ms':>9} {'painted ms':>10}"
+        print(f"{'case':>10} {'nodes':>7} {'HTML MB':>8} {'ready ms':>9} {'painted ms':>10}"
               f" {'key med ms':>10} {'key max ms':>10} {'del med ms':>10} {'del max ms':>10}"
               f" {'rows':>13}")
-    print(f"{r['case']:>8} {r['nodes']:>7} {r['html_mb']:>8.2f} {r['ready_ms']:>9} {r['painted_ms']:>10}"
+    print(f"{r['case']:>10} {r['nodes']:>7} {r['html_mb']:>8.2f} {r['ready_ms']:>9} {r['painted_ms']:>10}"
           f" {r['keystroke_median_ms']:>10.1f} {r['keystroke_max_ms']:>10.1f}"
           f" {r['delete_median_ms']:>10.1f} {r['delete_max_ms']:>10.1f}"
           f" {str(r['rows_reachable']) + '/' + str(r['rows_expected']):>13}", flush=True)
