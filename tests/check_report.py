@@ -53,8 +53,8 @@ NODE_ROWS = SWEEP + """("details", "#nodes tr[data-node]", (r) => r.dataset.node
    (r) => Number(r.dataset.node))"""
 
 
-def run(*args):
-    done = subprocess.run(list(args), capture_output=True, text=True, timeout=120)
+def run(*args, cwd=None):
+    done = subprocess.run(list(args), capture_output=True, text=True, timeout=120, cwd=cwd)
     if done.returncode != 0:
         sys.exit(f"{' '.join(map(str, args))}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
     return done.stdout
@@ -137,10 +137,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp_name, Browser() as browser:
         tmp = Path(tmp_name)
         d = fixtures / "bert-seqcls.torchscript"
-        args = [str(d / "model.onnx"), "--manifest", str(d / "manifest.json")]
+        # Relative to the fixtures: the page (and the screenshot) shows the path.
+        rel = ["bert-seqcls.torchscript/model.onnx", "--manifest", "bert-seqcls.torchscript/manifest.json"]
         html = tmp / "report.html"
-        run(binary, "report", *args, "-o", str(html))
-        sidecar = json.loads(run(binary, "sidecar", *args))
+        run(str(Path(binary).resolve()), "report", *rel, "-o", str(html), cwd=fixtures)
+        sidecar = json.loads(run(str(Path(binary).resolve()), "sidecar", *rel, cwd=fixtures))
         manifest = json.loads((d / "manifest.json").read_text())
 
         page = open_report(browser, html)
