@@ -1,8 +1,13 @@
 """Opens `semmap report` pages in real headless Chromium and checks what the
 page's JavaScript rendered: one row per module of the manifest, the search
-(pre-filled from the URL fragment #q=...) showing exactly the matching
-modules and their ancestors, hostile node names shown as text and never run,
-and a screenshot of a selected module.
+(pre-filled from the URL fragment #q=..., or typed into the search box)
+showing exactly the matching modules and their ancestors, every node row of
+the node table reachable by scrolling, hostile node names shown as text and
+never run, and a screenshot of a selected module.
+
+The tree and the node table render only the rows in view, so rows are
+collected by scrolling each list from top to bottom (tests/cdp.py drives the
+browser over the DevTools protocol).
 
     check_report.py SEMMAP_BINARY FIXTURES_DIR SCREENSHOT.png
 """
@@ -11,57 +16,58 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.parse
-from html.parser import HTMLParser
 from pathlib import Path
 
 import onnx
 from onnx import TensorProto, helper
 
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cdp import Browser  # noqa: E402
+
 HOSTILE = "</script><img src=x onerror=document.body.setAttribute('data-pwned','1')>"
 
+# Scrolls a list (#tree or the node table's pane) from top to bottom and
+# returns what was rendered on the way, keyed by row.
+SWEEP = """
+((scroller, selector, key, value) => {
+  const sc = document.getElementById(scroller);
+  const seen = new Map();
+  const collect = () => { for (const r of sc.querySelectorAll(selector)) seen.set(key(r), value(r)); };
+  const step = Math.max(40, Math.floor(sc.clientHeight * 0.75));
+  for (let y = 0; ; y += step) {
+    sc.scrollTop = y;
+    sc.dispatchEvent(new Event("scroll"));
+    collect();
+    if (sc.scrollTop + sc.clientHeight >= sc.scrollHeight - 1 || y > sc.scrollHeight) break;
+  }
+  sc.scrollTop = 0;
+  sc.dispatchEvent(new Event("scroll"));
+  return [...seen.values()];
+})
+"""
+TREE_ROWS = SWEEP + """("tree", "div.mod[data-index]", (r) => r.dataset.index,
+   (r) => ({ path: r.dataset.path, hit: r.classList.contains("hit") }))"""
+NODE_ROWS = SWEEP + """("details", "#nodes tr[data-node]", (r) => r.dataset.node,
+   (r) => Number(r.dataset.node))"""
 
-def run(*args):
-    done = subprocess.run(list(args), capture_output=True, text=True, timeout=120)
+
+def run(*args, cwd=None):
+    done = subprocess.run(list(args), capture_output=True, text=True, timeout=120, cwd=cwd)
     if done.returncode != 0:
         sys.exit(f"{' '.join(map(str, args))}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
     return done.stdout
 
 
-def chromium(profile_root, *args):
-    profile = tempfile.mkdtemp(dir=profile_root)
-    return run("chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args)
-
-
-class Dom(HTMLParser):
-    """Module rows (div.mod with data-path), img elements, body attributes."""
-
-    def __init__(self, text):
-        super().__init__()
-        self.rows, self.images, self.body = [], 0, {}
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "body":
-            self.body = a
-        if tag == "img":
-            self.images += 1
-        if tag == "div" and "data-path" in a and "data-unmapped" not in a:
-            classes = (a.get("class") or "").split()
-            self.rows.append({"path": a["data-path"], "hidden": "hidden" in a, "hit": "hit" in classes})
-
-
-def dump(profile_root, html, fragment=""):
+def open_report(browser, html, fragment=""):
     url = html.resolve().as_uri() + (("#" + fragment) if fragment else "")
-    dom = Dom(chromium(profile_root, "--dump-dom", url))
-    if dom.body.get("data-ready") != "1":
-        sys.exit(f"{url}: the page's script did not finish (no data-ready on body)")
-    return dom
+    page = browser.new_page(1400, 860)
+    try:
+        page.goto(url, "document.body && document.body.getAttribute('data-ready') === '1'", timeout=60)
+    except Exception as e:
+        sys.exit(f"{url}: the page's script did not finish (no data-ready on body): {e}")
+    return page
 
 
 def expected_rows(sidecar, query):
@@ -80,15 +86,36 @@ def expected_rows(sidecar, query):
     return hits, shown
 
 
-def check_search(binary, profile_root, html, sidecar, query):
-    dom = dump(profile_root, html, "q=" + urllib.parse.quote(query))
+def check_rows(label, page, sidecar, query):
     hits, shown = expected_rows(sidecar, query)
-    visible = {r["path"] for r in dom.rows if not r["hidden"]}
-    highlighted = {r["path"] for r in dom.rows if r["hit"] and not r["hidden"]}
+    rows = page.js(TREE_ROWS)
+    visible = {r["path"] for r in rows}
+    highlighted = {r["path"] for r in rows if r["hit"]}
     if visible != shown or highlighted != hits:
-        sys.exit(f"search {query!r}: shown {sorted(visible)} (expected {sorted(shown)}), "
+        sys.exit(f"{label} {query!r}: shown {sorted(visible)} (expected {sorted(shown)}), "
                  f"highlighted {sorted(highlighted)} (expected {sorted(hits)})")
-    print(f"ok search {query!r}: {len(hits)} matches, {len(visible)} of {len(dom.rows)} rows shown")
+    print(f"ok {label} {query!r}: {len(hits)} matches, {len(visible)} rows shown")
+
+
+def check_search(browser, html, sidecar, query):
+    page = open_report(browser, html, "q=" + urllib.parse.quote(query))
+    check_rows("search", page, sidecar, query)
+    page.send("Page.close")
+
+
+def check_typing(browser, html, sidecar, query):
+    """The search box as a user types: one key event per character."""
+    page = open_report(browser, html)
+    page.js("document.getElementById('q').focus()")
+    for ch in query:
+        page.send("Input.insertText", {"text": ch})
+    deadline = time.monotonic() + 10
+    while urllib.parse.parse_qs(page.js("location.hash")[1:]).get("q") != [query]:
+        if time.monotonic() > deadline:
+            sys.exit(f"typing {query!r}: the URL fragment is {page.js('location.hash')!r}")
+        time.sleep(0.02)
+    check_rows("typed", page, sidecar, query)
+    page.send("Page.close")
 
 
 def hostile_model(path):
@@ -107,23 +134,34 @@ def main():
     binary, fixtures, screenshot = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     if shutil.which("chromium") is None:
         sys.exit("check_report: chromium not found; run scripts/setup-browser first")
-    with tempfile.TemporaryDirectory() as tmp_name:
+    with tempfile.TemporaryDirectory() as tmp_name, Browser() as browser:
         tmp = Path(tmp_name)
         d = fixtures / "bert-seqcls.torchscript"
-        args = [str(d / "model.onnx"), "--manifest", str(d / "manifest.json")]
+        # Relative to the fixtures: the page (and the screenshot) shows the path.
+        rel = ["bert-seqcls.torchscript/model.onnx", "--manifest", "bert-seqcls.torchscript/manifest.json"]
         html = tmp / "report.html"
-        run(binary, "report", *args, "-o", str(html))
-        sidecar = json.loads(run(binary, "sidecar", *args))
+        run(str(Path(binary).resolve()), "report", *rel, "-o", str(html), cwd=fixtures)
+        sidecar = json.loads(run(str(Path(binary).resolve()), "sidecar", *rel, cwd=fixtures))
         manifest = json.loads((d / "manifest.json").read_text())
 
-        dom = dump(tmp, html)
-        if len(dom.rows) != len(manifest["modules"]) or any(r["hidden"] for r in dom.rows):
-            sys.exit(f"{html}: {len(dom.rows)} module rows ({sum(r['hidden'] for r in dom.rows)} "
-                     f"hidden), expected all {len(manifest['modules'])} modules shown")
-        print(f"ok tree: {len(dom.rows)} module rows rendered")
-        check_search(binary, tmp, html, sidecar, "layer.1.attention.self.query")
-        check_search(binary, tmp, html, sidecar, "Softmax")  # a node name
-        check_search(binary, tmp, html, sidecar, "LayerNorm")  # paths and classes
+        page = open_report(browser, html)
+        page.js("document.getElementById('expand').click()")
+        rows = page.js(TREE_ROWS)
+        if sorted(r["path"] for r in rows) != sorted(m["path"] for m in manifest["modules"]):
+            sys.exit(f"{html}: {len(rows)} module rows after 'expand all', expected all "
+                     f"{len(manifest['modules'])} modules of the manifest")
+        print(f"ok tree: {len(rows)} module rows rendered")
+        nodes = page.js(NODE_ROWS)
+        mapped = [i for i, n in enumerate(sidecar["nodes"]) if n["module"] is not None]
+        if nodes != sorted(nodes) or len(nodes) != len(mapped):
+            sys.exit(f"{html}: the root's node table reached {len(nodes)} rows by scrolling, "
+                     f"expected all {len(mapped)} mapped nodes in graph order")
+        print(f"ok node table: {len(nodes)} rows reachable by scrolling")
+        page.send("Page.close")
+        check_search(browser, html, sidecar, "layer.1.attention.self.query")
+        check_search(browser, html, sidecar, "Softmax")  # a node name
+        check_search(browser, html, sidecar, "LayerNorm")  # paths and classes
+        check_typing(browser, html, sidecar, "Softmax")
 
         # Hostile names: shown as text, never parsed as markup or run.
         hostile = tmp / "hostile.onnx"
@@ -133,22 +171,22 @@ def main():
         raw = hostile_html.read_text()
         if raw.count("</script>") != 2:
             sys.exit(f"{hostile_html}: a name closed a <script> element early")
-        dom = dump(tmp, hostile_html, "q=" + urllib.parse.quote("onerror"))
-        if dom.images or dom.body.get("data-pwned"):
+        page = open_report(browser, hostile_html, "q=" + urllib.parse.quote("onerror"))
+        rows = page.js(TREE_ROWS)
+        if page.js("document.querySelectorAll('img').length") or page.js("document.body.dataset.pwned"):
             sys.exit(f"{hostile_html}: a node name was inserted as HTML")
         # The scope parser splits the name at '/'; the pieces are module paths.
-        if not any("<img src=x onerror" in r["path"] and not r["hidden"] for r in dom.rows):
+        if not any("<img src=x onerror" in r["path"] for r in rows):
             sys.exit(f"{hostile_html}: the hostile module path is not shown as text")
+        page.send("Page.close")
         print("ok hostile names rendered as text")
 
         screenshot.parent.mkdir(parents=True, exist_ok=True)
-        shot = tmp / "shot.png"
-        chromium(tmp, "--window-size=1400,860", "--hide-scrollbars", f"--screenshot={shot}",
-                 html.resolve().as_uri() + "#q=query&m=bert.encoder.layer.1.attention.self")
-        png = shot.read_bytes()
+        page = open_report(browser, html, "q=query&m=bert.encoder.layer.1.attention.self")
+        png = page.screenshot()
         if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 20000:
-            sys.exit(f"{shot}: not a plausible screenshot ({len(png)} bytes)")
-        shutil.copyfile(shot, screenshot)
+            sys.exit(f"screenshot: not a plausible screenshot ({len(png)} bytes)")
+        screenshot.write_bytes(png)
         print(f"ok screenshot {screenshot}")
 
 

@@ -43,30 +43,46 @@ TEST_CASE("The report embeds the module tree and every node's mapping", "[report
 
   const nlohmann::json data = nlohmann::json::parse(EmbeddedData(html));
   CHECK(data.at("format") == "semmap.report");
-  CHECK(data.at("modules").size() == f->manifest->size());
-  CHECK(data.at("nodes").size() == f->graph->size());
-  const nlohmann::json& root = data.at("modules").at(0);
-  CHECK(root.at("path") == "");
-  CHECK(root.at("subtree_nodes") == f->mapper->mappedCount());
-  CHECK(root.at("min_confidence").get<double>() > 0);
+  CHECK(data.at("schema_version") == 2);
+  // Columns: one array per field; repeated strings are indices into "strings".
+  const nlohmann::json& strings = data.at("strings");
+  const nlohmann::json& mods = data.at("modules");
+  const nlohmann::json& nodes = data.at("nodes");
+  CHECK(mods.at("path").size() == f->manifest->size());
+  for (const auto& [key, column] : mods.items()) CHECK(column.size() == f->manifest->size());
+  CHECK(nodes.at("name").size() == f->graph->size());
+  for (const auto& [key, column] : nodes.items()) CHECK(column.size() == f->graph->size());
+  CHECK(mods.at("path").at(0) == "");
+  CHECK(mods.at("parent").at(0) == -1);
+  CHECK(mods.at("subtree_nodes").at(0) == f->mapper->mappedCount());
+  CHECK(mods.at("min_confidence").at(0).get<double>() > 0);
 
   // Layer 1's query projection: two nodes, one MatMul, confidence 1.
-  for (const auto& m : data.at("modules")) {
-    if (m.at("path") != "bert.encoder.layer.1.attention.self.query") continue;
-    CHECK(m.at("class") == "Linear");
-    CHECK(m.at("own_nodes") == 2);
-    CHECK(m.at("own_op_types").at("MatMul") == 1);
-    CHECK(m.at("own_parameters").get<long>() > 0);
-    CHECK(m.at("mean_confidence").get<double>() == 1.0);
+  bool found_module = false;
+  for (std::size_t i = 0; i < mods.at("path").size(); ++i) {
+    if (mods.at("path").at(i) != "bert.encoder.layer.1.attention.self.query") continue;
+    found_module = true;
+    CHECK(strings.at(mods.at("class").at(i).get<int>()) == "Linear");
+    CHECK(mods.at("own_nodes").at(i) == 2);
+    const nlohmann::json& ops = mods.at("own_op_types").at(i);  // [op, count, ...]
+    REQUIRE(ops.size() == 4);
+    CHECK(strings.at(ops.at(0).get<int>()) == "Add");  // ties: by name
+    CHECK(strings.at(ops.at(2).get<int>()) == "MatMul");
+    CHECK(ops.at(3) == 1);
+    CHECK(mods.at("own_parameters").at(i).get<long>() > 0);
+    CHECK(mods.at("mean_confidence").at(i).get<double>() == 1.0);
   }
+  CHECK(found_module);
   bool found = false;
-  for (const auto& n : data.at("nodes")) {
-    if (n.at("name") != "/bert/encoder/layer.1/attention/self/query/MatMul") continue;
+  for (std::size_t k = 0; k < nodes.at("name").size(); ++k) {
+    if (nodes.at("name").at(k) != "/bert/encoder/layer.1/attention/self/query/MatMul") continue;
     found = true;
-    const int module = n.at("m");
-    CHECK(data.at("modules").at(module).at("path") == "bert.encoder.layer.1.attention.self.query");
-    CHECK(n.at("strategy") == "exact_scope");
-    CHECK_FALSE(n.at("evidence").get<std::string>().empty());
+    CHECK(nodes.at("id").at(k).is_null());  // the same as the name
+    const int module = nodes.at("m").at(k);
+    CHECK(mods.at("path").at(module) == "bert.encoder.layer.1.attention.self.query");
+    CHECK(strings.at(nodes.at("strategy").at(k).get<int>()) == "exact_scope");
+    CHECK(strings.at(nodes.at("op").at(k).get<int>()) == "MatMul");
+    CHECK_FALSE(strings.at(nodes.at("evidence").at(k).get<int>()).get<std::string>().empty());
   }
   CHECK(found);
 }
@@ -88,8 +104,8 @@ TEST_CASE("Hostile node names cannot close the report's script element", "[repor
   CHECK(json.find('<') == std::string::npos);
   CHECK(json.find('&') == std::string::npos);
   const nlohmann::json data = nlohmann::json::parse(json);
-  CHECK(data.at("nodes").at(0).at("name") == "/a</script><script>alert(1)</script>/Relu");
-  CHECK(data.at("nodes").at(1).at("name") == "<!--&amp;");
+  CHECK(data.at("nodes").at("name").at(0) == "/a</script><script>alert(1)</script>/Relu");
+  CHECK(data.at("nodes").at("name").at(1) == "<!--&amp;");
 }
 
 TEST_CASE("WriteReport refuses to overwrite its inputs and writes atomically", "[report][fixture]") {

@@ -19,7 +19,8 @@ constexpr char kUsage[] =
     "collapsible, with node and parameter counts, op-type mix and mapping\n"
     "confidence as colour; a search box over module paths, classes and node\n"
     "names; each node's mapping and evidence. Open REPORT.html#q=TEXT to start\n"
-    "with a search, #m=PATH to select a module (docs/report.md).\n"
+    "with a search, #m=PATH to select a module: REPORT.html#q=attn&m=model.h.1\n"
+    "(the page keeps the fragment up to date, so a view can be shared).\n"
     "  -o, --output OUT   the report (written atomically)\n"
     "  --allow-overwrite  allow OUT to be the model or manifest file\n"
     "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n";
