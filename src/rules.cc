@@ -63,6 +63,12 @@ struct Rules::Impl {
 
 namespace {
 
+absl::Status TotalBudgetExceeded(absl::string_view origin, absl::string_view pointer) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      origin, ": ", pointer, ": the file's patterns together are above the compiled size limit (",
+      kMaxTotalProgramMemory, " bytes of RE2 program memory)"));
+}
+
 absl::StatusOr<std::unique_ptr<RE2>> Compile(const json& value, const std::string& pointer,
                                              absl::string_view origin, ProgramBudget* budget) {
   if (!value.is_string()) {
@@ -78,14 +84,13 @@ absl::StatusOr<std::unique_ptr<RE2>> Compile(const json& value, const std::strin
         absl::StrCat(origin, ": ", pointer, ": more than ", kMaxPatterns, " patterns in one file"));
   }
   const std::int64_t left = kMaxTotalProgramMemory - budget->used;
+  if (left <= 0) return TotalBudgetExceeded(origin, pointer);
   RE2::Options options;
   options.set_log_errors(false);
   options.set_max_mem(std::min(kMaxProgramMemory, left));
   auto re = std::make_unique<RE2>(pattern, options);
   if (!re->ok() && left < kMaxProgramMemory && re->error_code() == RE2::ErrorPatternTooLarge) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": ", pointer, ": the file's patterns together are above the compiled size limit (",
-        kMaxTotalProgramMemory, " bytes of RE2 program memory)"));
+    return TotalBudgetExceeded(origin, pointer);
   }
   if (re->ok()) budget->used += kBytesPerInstruction * re->ProgramSize();
   if (!re->ok()) {
