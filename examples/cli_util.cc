@@ -45,8 +45,33 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv,
   return args;
 }
 
+std::string EscapeControls(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&out](unsigned char c) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if (c < 0x20 || c == 0x7f) {
+      escape(c);
+    } else if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {  // U+0080..U+009F
+      escape(c);
+      escape(next);
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 int Fail(const char* tool, const absl::Status& status, int code) {
-  std::cerr << tool << ": " << status.message() << "\n";
+  std::cerr << tool << ": " << EscapeControls(status.message()) << "\n";
   return code;
 }
 

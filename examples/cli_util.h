@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace semmap_cli {
 
@@ -36,7 +37,14 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv,
                                const std::set<std::string>& value_options,
                                const std::set<std::string>& flag_options);
 
-// Prints "<tool>: <message>" on one line to stderr and returns `code`.
+// `text` with the bytes a terminal would act on (C0 controls, DEL and the
+// UTF-8 encoded C1 controls) written as \xNN: messages quote names from
+// hostile files, which must not move the cursor, ring or retitle the
+// terminal.
+std::string EscapeControls(absl::string_view text);
+
+// Prints "<tool>: <message>" on one line to stderr, control characters
+// escaped, and returns `code`.
 int Fail(const char* tool, const absl::Status& status, int code = kExitBadInput);
 
 }  // namespace semmap_cli

@@ -260,7 +260,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
   auto args = ParseArgs(argc, argv, {"--manifest", "--node", "--depth", "--reference"},
                         {"--json", "--help", "-h", "--allow-manifest-mismatch"});
   if (!args.ok()) {
-    std::cerr << tool << ": " << args.status().message() << "\n" << usage;
+    std::cerr << tool << ": " << EscapeControls(args.status().message()) << "\n" << usage;
     return kExitBadInput;
   }
   if (args->has("--help") || args->has("-h")) {

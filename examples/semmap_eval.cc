@@ -7,7 +7,6 @@
 // "unknown": [...]} as written by the fixture corpus tools.
 // Exit codes: 0 success, 2 bad usage or input.
 #include <array>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -40,29 +39,6 @@ struct Bucket {
   std::size_t count = 0, correct = 0;
 };
 
-absl::StatusOr<absl::flat_hash_map<std::string, std::string>> LoadTruth(
-    const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open truth file"));
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
-  }
-  auto nodes = doc.find("nodes");
-  if (nodes == doc.end() || !nodes->is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": /nodes: missing or not an object"));
-  }
-  absl::flat_hash_map<std::string, std::string> truth;
-  for (auto it = nodes->begin(); it != nodes->end(); ++it) {
-    if (!it.value().is_string()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": /nodes/", it.key(), ": expected a module path string"));
-    }
-    truth.emplace(it.key(), it.value().get<std::string>());
-  }
-  return truth;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +46,7 @@ int main(int argc, char** argv) {
                                     {"--manifest", "--truth", "--errors", "--reference"},
                                     {"--json", "--help", "-h"});
   if (!args.ok()) {
-    std::cerr << kTool << ": " << args.status().message() << "\n" << kUsage;
+    std::cerr << kTool << ": " << semmap_cli::EscapeControls(args.status().message()) << "\n" << kUsage;
     return semmap_cli::kExitBadInput;
   }
   if (args->has("--help") || args->has("-h")) {
@@ -97,7 +73,7 @@ int main(int argc, char** argv) {
     manifest = semmap::Manifest::Load(*manifest_path);
     if (!manifest.ok()) return semmap_cli::Fail(kTool, manifest.status());
   }
-  auto truth = LoadTruth(*truth_path);
+  auto truth = semmap::GroundTruth::Load(*truth_path);
   if (!truth.ok()) return semmap_cli::Fail(kTool, truth.status());
   semmap::MapperOptions options;
   std::optional<semmap::Graph> reference;
@@ -129,10 +105,10 @@ int main(int argc, char** argv) {
   for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph->size()); ++i) {
     const semmap::Mapping& m = mapper->moduleFor(i);
     if (m.confidence > 0) ++covered;
-    auto t = truth->find(graph->node(i).id);
-    if (t == truth->end()) continue;
+    const std::string* expected = truth->find(graph->node(i).id);
+    if (expected == nullptr) continue;
     ++known;
-    const bool ok = m.mapped() && m.module_path == t->second;
+    const bool ok = m.mapped() && m.module_path == *expected;
     correct += ok;
     const auto s = static_cast<std::size_t>(m.strategy);
     ++by_strategy[s];
@@ -146,7 +122,7 @@ int main(int argc, char** argv) {
     }
     if (!ok && static_cast<int>(errors.size()) < max_errors) {
       errors.push_back(absl::StrCat(graph->node(i).id, " [", graph->node(i).op_type,
-                                    "]: expected \"", t->second, "\", got \"",
+                                    "]: expected \"", *expected, "\", got \"",
                                     m.mapped() ? std::string(m.module_path) : "(unmapped)",
                                     "\" (", semmap::StrategyName(m.strategy), " ",
                                     m.confidence, ": ", m.evidence, ")"));

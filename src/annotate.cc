@@ -411,7 +411,9 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
                                         const AnnotateOptions& options) {
   // Refuse early, before reading anything, so a bad invocation is cheap.
   SEMMAP_RETURN_IF_ERROR(
-      internal::CheckOutputFor(output, {{input, "the input model"}}, options.allow_overwrite));
+      internal::CheckOutputFor(output,
+                               {{input, "the input model"}, {options.manifest_path, "the manifest"}},
+                               options.allow_overwrite));
   SEMMAP_ASSIGN_OR_RETURN(onnx::ModelProto model,
                           internal::LoadModelProto(input, options.max_file_bytes,
                                                    options.max_subgraph_depth));

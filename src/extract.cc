@@ -10,6 +10,7 @@
 #include "internal/atomic_write.h"
 #include "internal/file_io.h"
 #include "internal/model_proto.h"
+#include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
 #include "onnx/onnx_pb.h"
 
@@ -103,9 +104,11 @@ std::vector<NodeId> TopLevelOwners(const Graph& graph) {
 absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const std::string& input,
                                             const std::string& module_path,
                                             const std::string& output,
-                                            const ExtractOptions& options) {
+                                            const ExtractOptions& options) try {
   SEMMAP_RETURN_IF_ERROR(
-      internal::CheckOutputFor(output, {{input, "the input model"}}, options.allow_overwrite));
+      internal::CheckOutputFor(output,
+                               {{input, "the input model"}, {options.manifest_path, "the manifest"}},
+                               options.allow_overwrite));
   const Graph& graph = mapper.graph();
   const Manifest& manifest = mapper.manifest();
   const ModuleId module = manifest.find(module_path);
@@ -273,6 +276,10 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   SEMMAP_RETURN_IF_ERROR(internal::WriteFileAtomically(output, bytes));
   result.bytes_written = bytes.size();
   return result;
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(output, "extracting the module");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(output, "extracting the module");
 }
 
 }  // namespace semmap

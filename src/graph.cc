@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "internal/file_io.h"
 #include "internal/mapped_file.h"
+#include "internal/out_of_memory.h"
 #include "internal/protobuf_loader.h"
 #include "internal/status_macros.h"
 #include "internal/wire_loader.h"
@@ -138,7 +139,7 @@ std::int64_t Graph::resolve(absl::string_view value, int subgraph, int* scope) c
   return -1;
 }
 
-absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& options) {
+absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& options) try {
   if (options.loader == Loader::kProtobuf) {
     // Refuse what protobuf cannot parse before reading it into memory.
     const std::uint64_t limit = std::min<std::uint64_t>(options.max_file_bytes, INT_MAX);
@@ -147,11 +148,21 @@ absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& o
   }
   SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
                           internal::MappedFile::Open(path, options.max_file_bytes));
-  return Parse(file.bytes(), path, options);
+  absl::StatusOr<Graph> graph = Parse(file.bytes(), path, options);
+  if (file.truncated()) {
+    // What was parsed held zeros where the file's end used to be.
+    return absl::DataLossError(absl::StrCat(
+        path, ": the file shrank while it was read (truncated by another process?)"));
+  }
+  return graph;
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(path, "loading the model");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(path, "loading the model");
 }
 
 absl::StatusOr<Graph> Graph::Parse(absl::string_view bytes, absl::string_view origin,
-                                   const GraphOptions& options) {
+                                   const GraphOptions& options) try {
   if (bytes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected an ONNX model"));
   }
@@ -163,6 +174,10 @@ absl::StatusOr<Graph> Graph::Parse(absl::string_view bytes, absl::string_view or
   }
   SEMMAP_RETURN_IF_ERROR(builder.CheckNames());
   return builder.Finish();
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the model");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the model");
 }
 
 NodeId Graph::find(absl::string_view id_or_name) const {

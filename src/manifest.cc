@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "internal/file_io.h"
 #include "internal/json_nesting.h"
+#include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -182,15 +183,19 @@ std::string VariableNameOf(absl::string_view path) {
 }
 
 absl::StatusOr<Manifest> Manifest::Load(const std::string& path,
-                                        const ManifestOptions& options) {
+                                        const ManifestOptions& options) try {
   SEMMAP_ASSIGN_OR_RETURN(std::string text,
                           internal::ReadFile(path, options.max_file_bytes));
   return Parse(text, path, options);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(path, "loading the manifest");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(path, "loading the manifest");
 }
 
 absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
                                          absl::string_view origin,
-                                         const ManifestOptions& options) {
+                                         const ManifestOptions& options) try {
   if (text.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected a JSON manifest"));
   }
@@ -263,6 +268,18 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
       return r.Error(absl::StrCat("/modules/", i, "/parent"),
                      "a parent must be listed before its children (cyclic or out-of-order parents)");
     }
+    // Module paths are dotted: a parent's path is its child's without the
+    // last atom. A parent named otherwise would break every path lookup.
+    const std::string& path = m.modules_[i].path;
+    const std::size_t dot = path.rfind('.');
+    const absl::string_view expected =
+        dot == std::string::npos ? absl::string_view() : absl::string_view(path).substr(0, dot);
+    if (links[i].first != expected) {
+      return r.Error(absl::StrCat("/modules/", i, "/parent"),
+                     absl::StrCat("\"", internal::Abbreviate(links[i].first),
+                                  "\" is not the module's path without its last atom, \"",
+                                  internal::Abbreviate(std::string(expected)), "\""));
+    }
     m.modules_[i].parent = parent;
     m.modules_[i].depth = m.modules_[parent].depth + 1;
   }
@@ -295,6 +312,10 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
   }
   MarkNumberedChildren(&m.modules_);
   return m;
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the manifest");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the manifest");
 }
 
 Manifest Manifest::FromModulePaths(

@@ -17,6 +17,7 @@
 #include "internal/file_io.h"
 #include "internal/manifest_fit.h"
 #include "internal/neighbourhood.h"
+#include "internal/out_of_memory.h"
 #include "internal/reference_transfer.h"
 #include "internal/scope_resolver.h"
 #include "internal/status_macros.h"
@@ -36,6 +37,12 @@ constexpr double kPrefix = 0.7;
 constexpr double kClassMismatch = 0.7;
 constexpr double kNoManifestFactor = 0.8;
 constexpr std::size_t kMaxBindingCandidates = 256;
+// Without a manifest every prefix of a scope's dotted path becomes a
+// module, so a path of n atoms costs O(n x length): paths are cut (at an
+// atom) to these bounds, which real module paths are far below, keeping the
+// work on a hostile name linear in its length.
+constexpr std::size_t kMaxDerivedAtoms = 64;
+constexpr std::size_t kMaxDerivedPathBytes = 1024;
 
 // A distinct module scope of the graph: the scope part of a TorchScript node
 // name ("/bert/encoder/layer.0/attention/self"), or the deepest module path
@@ -63,13 +70,29 @@ std::string DottedPath(const Scope& s) {
   return DottedPathOf(s.segments);
 }
 
+// `path` cut after kMaxDerivedAtoms atoms or before passing
+// kMaxDerivedPathBytes, at an atom boundary.
+std::string BoundedPath(std::string path) {
+  std::size_t atoms = 1, cut = std::string::npos;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '.') continue;
+    if (i > kMaxDerivedPathBytes) break;
+    cut = i;
+    if (++atoms > kMaxDerivedAtoms) break;
+  }
+  if (atoms > kMaxDerivedAtoms || path.size() > kMaxDerivedPathBytes) {
+    path.resize(cut == std::string::npos ? std::min(path.size(), kMaxDerivedPathBytes) : cut);
+  }
+  return path;
+}
+
 // Module paths implied by the scopes alone, for mapping without a manifest,
 // with a "_N" call suffix folded into its base when the base also occurs
 // ("relu_1" beside "relu").
 std::vector<std::pair<std::string, std::string>> ScopeDerivedPaths(const ScopeMap& scopes) {
   absl::flat_hash_map<std::string, std::string> raw;  // path -> class
   for (const auto& entry : scopes) {
-    std::string& cls = raw[DottedPath(entry.second)];
+    std::string& cls = raw[BoundedPath(DottedPath(entry.second))];
     if (cls.empty()) cls = entry.second.qualified_class;
   }
   std::vector<std::pair<std::string, std::string>> out;
@@ -99,6 +122,10 @@ std::vector<RootBinding> BindingCandidates(
   out.emplace_back();  // ONNX root == manifest root
   absl::flat_hash_set<ModuleId> roots = {0};
   absl::flat_hash_set<std::string> wrappers;
+  // Scopes sharing a first segment share its callers: each segment is
+  // looked up once, so the lookups cost at most one visit per module (a
+  // module has one variable name).
+  absl::flat_hash_set<absl::string_view> looked_up;
   // Sorted, so the candidates (and the cap below) do not depend on hash
   // iteration order.
   std::vector<const Scope*> ordered;
@@ -115,7 +142,10 @@ std::vector<RootBinding> BindingCandidates(
     // The module that calls a match of the first segment directly: the
     // match's path without the segment ("encoder.layer.0" - "layer.0").
     auto add_callers_of = [&](absl::string_view segment) {
+      if (!looked_up.insert(segment).second) return;
       for (ModuleId c : manifest.withVariableName(segment)) {
+        // Checked per candidate: one segment may name 10^5 modules.
+        if (out.size() >= kMaxBindingCandidates) return;
         const std::string& path = manifest.module(c).path;
         if (path.size() == segment.size()) continue;  // the root's own child
         const ModuleId caller =
@@ -136,6 +166,7 @@ std::vector<RootBinding> BindingCandidates(
     for (std::size_t i = 0; i < segments.size() &&
                             static_cast<int>(i) < max_wrapper_segments;
          ++i) {
+      if (out.size() >= kMaxBindingCandidates) break;
       if (!manifest.withVariableName(segments[i]).empty()) break;
       wrapper.emplace_back(segments[i]);
       if (wrappers.insert(absl::StrJoin(wrapper, "/")).second) {
@@ -226,7 +257,7 @@ SemanticMapper::~SemanticMapper() = default;
 
 absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
                                                       const Manifest* manifest,
-                                                      const MapperOptions& options) {
+                                                      const MapperOptions& options) try {
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
   SemanticMapper mapper;
   mapper.graph_ = &graph;
@@ -352,6 +383,10 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     m.category = mapper.categories_[m.module];
   }
   return mapper;
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory("the model", "mapping");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory("the model", "mapping");
 }
 
 absl::StatusOr<Mapping> SemanticMapper::moduleFor(absl::string_view node) const {

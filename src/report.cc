@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "internal/atomic_write.h"
+#include "internal/out_of_memory.h"
 #include "internal/report_template.h"
 #include "internal/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -192,11 +193,15 @@ std::string ReportHtml(const SemanticMapper& mapper, const ReportOptions& option
 }
 
 absl::Status WriteReport(const SemanticMapper& mapper, const std::string& output,
-                         const ReportOptions& options) {
+                         const ReportOptions& options) try {
   SEMMAP_RETURN_IF_ERROR(internal::CheckOutputFor(
       output, {{options.model_path, "the model"}, {options.manifest_path, "the manifest"}},
       options.allow_overwrite));
   return internal::WriteFileAtomically(output, ReportHtml(mapper, options));
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(output, "writing the report");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(output, "writing the report");
 }
 
 }  // namespace semmap

@@ -1,5 +1,6 @@
 #include "semmap/rules.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "internal/default_rules.h"
 #include "internal/file_io.h"
 #include "internal/json_nesting.h"
+#include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
@@ -21,6 +23,19 @@ constexpr int kRulesVersion = 1;
 constexpr std::size_t kMaxPatternBytes = 4096;
 constexpr std::int64_t kMaxProgramMemory = 1 << 20;  // per pattern, as RE2 caps it
 constexpr std::uint64_t kMaxRuleFileBytes = 16 << 20;
+// For all patterns of a file together: a file of many patterns each under
+// kMaxProgramMemory must not take minutes to compile or gigabytes to hold.
+constexpr std::int64_t kMaxTotalProgramMemory = 16 << 20;
+constexpr int kMaxPatterns = 1024;
+// RE2 grants a program about a 64th of max_mem in instructions (16 bytes
+// each, a quarter of the budget): a pattern is charged what it used.
+constexpr std::int64_t kBytesPerInstruction = 64;
+
+// What the patterns compiled so far used of the file's budget.
+struct ProgramBudget {
+  std::int64_t used = 0;
+  int patterns = 0;
+};
 
 re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
 
@@ -49,8 +64,14 @@ struct Rules::Impl {
 
 namespace {
 
+absl::Status TotalBudgetExceeded(absl::string_view origin, absl::string_view pointer) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      origin, ": ", pointer, ": the file's patterns together are above the compiled size limit (",
+      kMaxTotalProgramMemory, " bytes of RE2 program memory)"));
+}
+
 absl::StatusOr<std::unique_ptr<RE2>> Compile(const json& value, const std::string& pointer,
-                                             absl::string_view origin) {
+                                             absl::string_view origin, ProgramBudget* budget) {
   if (!value.is_string()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pointer, ": expected a pattern string"));
   }
@@ -59,10 +80,20 @@ absl::StatusOr<std::unique_ptr<RE2>> Compile(const json& value, const std::strin
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": ", pointer, ": pattern must be 1 to ", kMaxPatternBytes, " bytes"));
   }
+  if (++budget->patterns > kMaxPatterns) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": ", pointer, ": more than ", kMaxPatterns, " patterns in one file"));
+  }
+  const std::int64_t left = kMaxTotalProgramMemory - budget->used;
+  if (left <= 0) return TotalBudgetExceeded(origin, pointer);
   RE2::Options options;
   options.set_log_errors(false);
-  options.set_max_mem(kMaxProgramMemory);
+  options.set_max_mem(std::min(kMaxProgramMemory, left));
   auto re = std::make_unique<RE2>(pattern, options);
+  if (!re->ok() && left < kMaxProgramMemory && re->error_code() == RE2::ErrorPatternTooLarge) {
+    return TotalBudgetExceeded(origin, pointer);
+  }
+  if (re->ok()) budget->used += kBytesPerInstruction * re->ProgramSize();
   if (!re->ok()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pointer, ": invalid pattern \"",
                                                    internal::Abbreviate(pattern, 80), "\": ",
@@ -72,7 +103,7 @@ absl::StatusOr<std::unique_ptr<RE2>> Compile(const json& value, const std::strin
 }
 
 absl::Status CompileList(const json& doc, const char* key, absl::string_view origin,
-                         std::vector<std::unique_ptr<RE2>>* out) {
+                         ProgramBudget* budget, std::vector<std::unique_ptr<RE2>>* out) {
   auto it = doc.find(key);
   if (it == doc.end()) return absl::OkStatus();
   const std::string where = absl::StrCat("/", key);
@@ -83,21 +114,22 @@ absl::Status CompileList(const json& doc, const char* key, absl::string_view ori
     if (!entry.is_object() || !entry.contains("pattern")) {
       return absl::InvalidArgumentError(absl::StrCat(origin, ": ", p, ": expected {\"pattern\": ...}"));
     }
-    SEMMAP_ASSIGN_OR_RETURN(auto re, Compile(entry["pattern"], p + "/pattern", origin));
+    SEMMAP_ASSIGN_OR_RETURN(auto re, Compile(entry["pattern"], p + "/pattern", origin, budget));
     out->push_back(std::move(re));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<RE2>> CompileSingle(const json& doc, const char* key,
-                                                   absl::string_view origin) {
+                                                   absl::string_view origin,
+                                                   ProgramBudget* budget) {
   auto it = doc.find(key);
   if (it == doc.end()) return std::unique_ptr<RE2>();
   const std::string where = absl::StrCat("/", key);
   if (!it->is_object() || !it->contains("pattern")) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", where, ": expected {\"pattern\": ...}"));
   }
-  return Compile((*it)["pattern"], where + "/pattern", origin);
+  return Compile((*it)["pattern"], where + "/pattern", origin, budget);
 }
 
 }  // namespace
@@ -122,7 +154,7 @@ absl::StatusOr<Rules> Rules::Load(const std::string& path) {
   return Parse(text, path);
 }
 
-absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view origin) {
+absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view origin) try {
   SEMMAP_RETURN_IF_ERROR(internal::CheckJsonNesting(text, 64, origin));
   json doc;
   try {
@@ -143,11 +175,12 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
         absl::StrCat(origin, ": /version: this build reads rule files of version ", kRulesVersion));
   }
   auto impl = std::make_unique<Impl>();
-  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", origin, &impl->derived_names));
-  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", origin, &impl->value_suffixes));
-  SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops, CompileSingle(doc, "weight_passthrough_ops", origin));
-  SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops, CompileSingle(doc, "follow_consumers_ops", origin));
-  SEMMAP_ASSIGN_OR_RETURN(impl->shape_source_ops, CompileSingle(doc, "shape_source_ops", origin));
+  ProgramBudget budget;
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", origin, &budget, &impl->derived_names));
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", origin, &budget, &impl->value_suffixes));
+  SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops, CompileSingle(doc, "weight_passthrough_ops", origin, &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops, CompileSingle(doc, "follow_consumers_ops", origin, &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->shape_source_ops, CompileSingle(doc, "shape_source_ops", origin, &budget));
   if (auto it = doc.find("categories"); it != doc.end()) {
     if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": /categories: expected an array"));
     for (std::size_t i = 0; i < it->size(); ++i) {
@@ -159,13 +192,13 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
       Impl::Category cat;
       cat.name = c["category"].get<std::string>();
       if (c.contains("class")) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.class_re, Compile(c["class"], p + "/class", origin));
+        SEMMAP_ASSIGN_OR_RETURN(cat.class_re, Compile(c["class"], p + "/class", origin, &budget));
       }
       if (c.contains("qualified_class")) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.qualified_re, Compile(c["qualified_class"], p + "/qualified_class", origin));
+        SEMMAP_ASSIGN_OR_RETURN(cat.qualified_re, Compile(c["qualified_class"], p + "/qualified_class", origin, &budget));
       }
       if (c.contains("path")) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(c["path"], p + "/path", origin));
+        SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(c["path"], p + "/path", origin, &budget));
       }
       if (c.contains("repeated_child")) {
         if (!c["repeated_child"].is_boolean()) {
@@ -187,7 +220,7 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
           absl::StrCat(origin, ": /library_modules: expected {\"qualified_class\": ...}"));
     }
     SEMMAP_ASSIGN_OR_RETURN(impl->library_modules,
-                            Compile((*it)["qualified_class"], "/library_modules/qualified_class", origin));
+                            Compile((*it)["qualified_class"], "/library_modules/qualified_class", origin, &budget));
   }
   if (auto it = doc.find("uncalled_modules"); it != doc.end()) {
     if (!it->is_object() || !it->contains("qualified_class")) {
@@ -196,9 +229,9 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
     }
     SEMMAP_ASSIGN_OR_RETURN(
         impl->uncalled_modules,
-        Compile((*it)["qualified_class"], "/uncalled_modules/qualified_class", origin));
+        Compile((*it)["qualified_class"], "/uncalled_modules/qualified_class", origin, &budget));
   }
-  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "order_keys", origin, &impl->order_keys));
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "order_keys", origin, &budget, &impl->order_keys));
   for (std::size_t i = 0; i < impl->order_keys.size(); ++i) {
     if (impl->order_keys[i]->NumberOfCapturingGroups() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -216,16 +249,20 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
       }
       Impl::ModuleOps rule;
       if (r.contains("class")) {
-        SEMMAP_ASSIGN_OR_RETURN(rule.class_re, Compile(r["class"], p + "/class", origin));
+        SEMMAP_ASSIGN_OR_RETURN(rule.class_re, Compile(r["class"], p + "/class", origin, &budget));
       }
       if (r.contains("qualified_class")) {
-        SEMMAP_ASSIGN_OR_RETURN(rule.qualified_re, Compile(r["qualified_class"], p + "/qualified_class", origin));
+        SEMMAP_ASSIGN_OR_RETURN(rule.qualified_re, Compile(r["qualified_class"], p + "/qualified_class", origin, &budget));
       }
-      SEMMAP_ASSIGN_OR_RETURN(rule.ops_re, Compile(r["ops"], p + "/ops", origin));
+      SEMMAP_ASSIGN_OR_RETURN(rule.ops_re, Compile(r["ops"], p + "/ops", origin, &budget));
       impl->module_ops.push_back(std::move(rule));
     }
   }
   return Rules(std::move(impl));
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the rules");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the rules");
 }
 
 bool Rules::isDerivedNodeName(absl::string_view name) const {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/atomic_write.h"
+#include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "semmap/tree.h"
@@ -63,9 +64,12 @@ json TreeJson(const SemanticMapper& mapper, bool model_specific) {
          {"subtree_op_types", m.subtree_op_types},
          {"folded", folded}});
   }
-  return {{"view", model_specific ? "model_specific" : "full"},
-          {"unmapped_nodes", tree.unmapped_nodes()},
-          {"modules", modules}};
+  json out = {{"view", model_specific ? "model_specific" : "full"},
+              {"unmapped_nodes", tree.unmapped_nodes()},
+              {"modules", modules}};
+  // Only when TreeOptions::max_op_type_entries emptied the subtree histograms.
+  if (!tree.subtree_op_types_complete()) out["subtree_op_types_complete"] = false;
+  return out;
 }
 
 }  // namespace
@@ -111,11 +115,15 @@ std::string ModuleTreeJson(const SemanticMapper& mapper, bool model_specific, in
 }
 
 absl::Status WriteSidecar(const SemanticMapper& mapper, const std::string& output,
-                          const SidecarOptions& options) {
+                          const SidecarOptions& options) try {
   SEMMAP_RETURN_IF_ERROR(internal::CheckOutputFor(
       output, {{options.model_path, "the model"}, {options.manifest_path, "the manifest"}},
       options.allow_overwrite));
   return internal::WriteFileAtomically(output, SidecarJson(mapper, options));
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(output, "writing the sidecar");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(output, "writing the sidecar");
 }
 
 }  // namespace semmap

@@ -1,11 +1,54 @@
 #include "semmap/tree.h"
 
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace semmap {
+namespace {
+
+constexpr std::int64_t kMaxCount = std::numeric_limits<std::int64_t>::max();
+
+std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b) {
+  std::int64_t sum;
+  return __builtin_add_overflow(a, b, &sum) ? kMaxCount : sum;
+}
+
+// Elements of a tensor of `shape` (dims are non-negative, Manifest checks).
+std::int64_t Elements(const std::vector<std::int64_t>& shape) {
+  std::int64_t elements = 1;
+  for (std::int64_t d : shape) {
+    if (d == 0) return 0;
+    if (__builtin_mul_overflow(elements, d, &elements)) elements = kMaxCount;
+  }
+  return elements;
+}
+
+// Sums the children's subtree histograms into their parents' unless the
+// total would pass `budget` entries; then every subtree histogram is
+// cleared and false is returned.
+bool AccumulateOpTypes(std::vector<TreeModule>* modules, std::size_t budget) {
+  std::size_t entries = 0;
+  for (const TreeModule& m : *modules) entries += m.own_op_types.size();
+  bool complete = entries <= budget;
+  for (std::size_t i = modules->size(); complete && i-- > 1;) {
+    const TreeModule& child = (*modules)[i];
+    TreeModule& parent = (*modules)[static_cast<std::size_t>(child.parent)];
+    const std::size_t before = parent.subtree_op_types.size();
+    for (const auto& [op, count] : child.subtree_op_types) parent.subtree_op_types[op] += count;
+    entries += parent.subtree_op_types.size() - before;
+    complete = entries <= budget;
+  }
+  if (!complete) {
+    for (TreeModule& m : *modules) std::map<std::string, std::size_t>().swap(m.subtree_op_types);
+  }
+  return complete;
+}
+
+}  // namespace
 
 bool IsTorchLeaf(const ModuleInfo& info) {
   return info.children.empty() && absl::StartsWith(info.qualified_class, "torch.nn.");
@@ -52,9 +95,7 @@ ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& op
     TreeModule& m = tree.modules_[host(static_cast<ModuleId>(id))];
     if (tree.index_of_module_[id] < 0) m.folded.push_back(static_cast<ModuleId>(id));
     for (const TensorSpec& p : info.parameters) {
-      std::int64_t elements = 1;
-      for (std::int64_t d : p.shape) elements *= d;
-      m.own_parameters += elements;
+      m.own_parameters = SaturatingAdd(m.own_parameters, Elements(p.shape));
     }
   }
   const std::vector<Mapping>& mappings = mapper.mapAll();
@@ -80,9 +121,9 @@ ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& op
     const TreeModule& child = tree.modules_[i];
     TreeModule& parent = tree.modules_[child.parent];
     parent.subtree_nodes += child.subtree_nodes;
-    parent.subtree_parameters += child.subtree_parameters;
-    for (const auto& [op, count] : child.subtree_op_types) parent.subtree_op_types[op] += count;
+    parent.subtree_parameters = SaturatingAdd(parent.subtree_parameters, child.subtree_parameters);
   }
+  tree.subtree_op_types_complete_ = AccumulateOpTypes(&tree.modules_, options.max_op_type_entries);
   return tree;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "internal/mapped_file.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 #include "temp_dir.h"
@@ -192,6 +193,21 @@ std::vector<BadModel> BadModels() {
   rows.push_back({"10^5 nested messages", DeeplyNestedModelBytes(100000), "", {}});
   rows.push_back({"file above max_file_bytes", real, "above the limit", {}});
   rows.back().options.max_file_bytes = 1000;
+  // ir_version 7 and an empty graph: no graph to map (second audit).
+  rows.push_back({"an empty graph", std::string("\x08\x07\x3a\x00", 4), "no graph", {}});
+  {
+    onnx::ModelProto m = MakeModel();  // a varint above INT64_MAX reads as -1
+    AddNode(m.mutable_graph(), "/a/Relu", "Relu", {"x"}, {"y"});
+    m.mutable_opset_import(0)->set_version(-1);
+    rows.push_back({"an opset version out of range", Serialize(m), "out of range", {}});
+  }
+  {
+    onnx::ModelProto m = MakeModel();  // list entries bound memory whatever the file size
+    onnx::NodeProto* n = AddNode(m.mutable_graph(), "/a/Concat", "Concat", {}, {"y"});
+    for (int i = 0; i < 1000; ++i) n->add_input("");
+    rows.push_back({"more list entries than max_list_entries", Serialize(m), "max_list_entries", {}});
+    rows.back().options.max_list_entries = 999;
+  }
   return rows;
 }
 
@@ -237,6 +253,22 @@ TEST_CASE("Catalogue: files that cannot be read", "[catalogue][graph]") {
 }
 
 // --- ONNX rows that load: the documented graceful results ----------------
+
+TEST_CASE("Catalogue: a mapped file truncated while read is DataLoss, not SIGBUS",
+          "[catalogue][graph]") {
+  HangGuard guard;
+  TempDir dir;
+  const std::string path = dir.path() + "/shrinking.bin";
+  const long page = ::sysconf(_SC_PAGESIZE);
+  WriteBytes(path, std::string(static_cast<std::size_t>(4 * page), 'x'));
+  auto file = semmap::internal::MappedFile::Open(path, 1 << 20);
+  REQUIRE(file.ok());
+  REQUIRE(::truncate(path.c_str(), page) == 0);
+  const absl::string_view bytes = file->bytes();
+  CHECK(bytes[0] == 'x');
+  CHECK(bytes[static_cast<std::size_t>(3 * page)] == '\0');  // a zero page, no SIGBUS
+  CHECK(file->truncated());
+}
 
 TEST_CASE("Catalogue: odd but valid graphs load and map", "[catalogue][graph][mapper]") {
   const Loader loader = GENERATE(Loader::kWireScan, Loader::kProtobuf);
@@ -669,6 +701,16 @@ TEST_CASE("Catalogue: broken rule files fail with the file, the pointer and the 
   HangGuard guard;
   auto rules = Rules::Parse(row.text, "bad_rules.json");
   CheckError(rules.status(), row.code, "bad_rules.json", row.fragment);
+}
+
+TEST_CASE("Catalogue: rule files are budgeted as a whole, not only per pattern",
+          "[catalogue][rules]") {
+  HangGuard guard;  // 5,000 copies of one large pattern once took 240 s and 2.6 GB
+  std::string entries;
+  for (int i = 0; i < 5000; ++i) absl::StrAppend(&entries, i ? "," : "", R"({"pattern":"\\pL{55}"})");
+  auto rules = Rules::Parse(RulesWith(absl::StrCat(R"("derived_node_names":[)", entries, "]")),
+                            "many.json");
+  CheckError(rules.status(), absl::StatusCode::kInvalidArgument, "many.json", "together");
 }
 
 TEST_CASE("Catalogue: pathological patterns that compile match in linear time",

@@ -87,8 +87,11 @@
 namespace semmap {
 
 struct AnnotateOptions {
-  // Allow `output` to be the input file itself (annotate in place).
+  // Allow `output` to be the input file itself (annotate in place) or the
+  // manifest.
   bool allow_overwrite = false;
+  // The manifest the mapper read, if any: protected like the input model.
+  std::string manifest_path;
   // Write the `namespace` entry at all.
   bool write_namespace = true;
   // Replace a `namespace` entry the node already has.

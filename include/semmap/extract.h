@@ -61,8 +61,10 @@
 namespace semmap {
 
 struct ExtractOptions {
-  // Allow `output` to be the input file itself.
+  // Allow `output` to be the input file itself or the manifest.
   bool allow_overwrite = false;
+  // The manifest the mapper read, if any: protected like the input model.
+  std::string manifest_path;
   // Inputs above this size are refused (InvalidArgument); protobuf's own
   // limit is 2 GB.
   std::uint64_t max_file_bytes = std::uint64_t{2} << 30;

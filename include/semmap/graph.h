@@ -96,12 +96,18 @@ struct GraphOptions {
   // Subgraphs nested deeper than this are refused (InvalidArgument).
   int max_subgraph_depth = 64;
   // More nodes than this (all subgraphs together) are refused.
-  std::size_t max_nodes = 50'000'000;
+  std::size_t max_nodes = 10'000'000;
   // A node name, op type or value name longer than this is refused
   // (InvalidArgument naming the node). Parsing a name is linear and its
   // scope keeps at most ScopePath::kDefaultMaxSegments segments, so this
   // only bounds memory.
   std::size_t max_name_bytes = std::size_t{16} << 20;
+  // Entries of all lists together: node inputs, outputs, attribute names
+  // and metadata_props, graph and function inputs and outputs,
+  // initializers and their dims, model metadata_props. Each costs a few
+  // bytes in the file and tens in memory, so this bounds memory whatever
+  // the file size (docs/robustness.md).
+  std::size_t max_list_entries = 50'000'000;
   Loader loader = Loader::kWireScan;
 };
 

@@ -16,6 +16,7 @@
 #include "semmap/scope_path.h"  // IWYU pragma: export
 #include "semmap/sidecar.h"   // IWYU pragma: export
 #include "semmap/tree.h"      // IWYU pragma: export
+#include "semmap/truth.h"     // IWYU pragma: export
 #include "semmap/version.h"   // IWYU pragma: export
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_SEMMAP_H_

@@ -43,6 +43,12 @@ struct TreeOptions {
   // When set, only nodes for which it returns true are counted: the hook
   // for views restricted to a semantic category, a strategy, a confidence.
   std::function<bool(NodeId, const Mapping&)> node_filter;
+  // Bound on the entries of all subtree op-type histograms together, which
+  // grow as depth x distinct op types (a deep chain over many op types).
+  // Above it the subtree histograms are left empty and
+  // ModuleTree::subtree_op_types_complete() is false; own histograms hold
+  // at most one entry per node and are always filled.
+  std::size_t max_op_type_entries = std::size_t{1} << 22;
 };
 
 struct TreeModule {
@@ -54,7 +60,8 @@ struct TreeModule {
   std::size_t own_nodes = 0;
   std::size_t subtree_nodes = 0;
   // Parameter elements (products of the manifest's parameter shapes); a
-  // folded module's parameters count as its parent's own.
+  // folded module's parameters count as its parent's own. Sums saturate at
+  // INT64_MAX, which then means "at least".
   std::int64_t own_parameters = 0;
   std::int64_t subtree_parameters = 0;
   // Op type ("MatMul", "com.microsoft.Attention" for other domains) -> nodes.
@@ -81,6 +88,9 @@ class ModuleTree {
   // which belong to no module.
   std::size_t counted_nodes() const { return counted_nodes_; }
   std::size_t unmapped_nodes() const { return unmapped_nodes_; }
+  // False when the subtree op-type histograms would have exceeded
+  // TreeOptions::max_op_type_entries and were left empty.
+  bool subtree_op_types_complete() const { return subtree_op_types_complete_; }
 
  private:
   ModuleTree() = default;
@@ -91,6 +101,7 @@ class ModuleTree {
   bool model_specific_only_ = false;
   std::size_t counted_nodes_ = 0;
   std::size_t unmapped_nodes_ = 0;
+  bool subtree_op_types_complete_ = true;
 };
 
 // True for a module the model-specific view folds away: a torch.nn class

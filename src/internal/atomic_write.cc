@@ -1,13 +1,20 @@
 #include "internal/atomic_write.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "internal/status_macros.h"
@@ -29,7 +36,120 @@ std::string BaseNameOf(const std::string& path) {
 }
 
 absl::Status ErrnoError(const std::string& path, absl::string_view action, int err) {
+  if (err == ENOSPC || err == EDQUOT || err == EFBIG) {
+    return absl::ResourceExhaustedError(absl::StrCat(path, ": ", action, ": ", std::strerror(err)));
+  }
   return absl::InternalError(absl::StrCat(path, ": ", action, ": ", std::strerror(err)));
+}
+
+// Temporary files are named ".<output name>.tmp-<pid>-<n>-<t>". The output
+// name is cut so the whole name fits in NAME_MAX: any output name a plain
+// write accepts can be written atomically too.
+constexpr char kTempMarker[] = ".tmp-";
+constexpr std::size_t kTempSuffixMax = 1 + sizeof(kTempMarker) + 3 * 20;
+
+std::string TempPrefix(const std::string& output) {
+  std::string base = BaseNameOf(output);
+  const std::size_t room = NAME_MAX - kTempSuffixMax;
+  if (base.size() > room) base.resize(room);
+  return absl::StrCat(".", base, kTempMarker);
+}
+
+// A temporary file left by a killed writer of the same output: semmap's
+// name pattern, a writer pid that no longer exists on this machine, and no
+// change for kStaleTempAge. The age guards writers this process cannot see
+// (another pid namespace, another host on a shared file system): a live
+// writer keeps its file's mtime fresh while it writes.
+constexpr std::time_t kStaleTempAge = 3600;
+
+bool IsStaleTemp(const std::string& dir, absl::string_view name, absl::string_view prefix) {
+  if (name.substr(0, prefix.size()) != prefix) return false;
+  absl::string_view rest = name.substr(prefix.size());  // "<pid>-<n>-<t>"
+  const std::size_t dash = rest.find('-');
+  if (dash == 0 || dash == absl::string_view::npos || dash > 10) return false;
+  long pid = 0;
+  for (char c : rest.substr(0, dash)) {
+    if (c < '0' || c > '9') return false;
+    pid = pid * 10 + (c - '0');
+  }
+  for (char c : rest.substr(dash + 1)) {
+    if ((c < '0' || c > '9') && c != '-') return false;
+  }
+  if (pid <= 0 || pid == ::getpid()) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) return false;
+  struct stat st;
+  const std::string full = absl::StrCat(dir, "/", name);
+  if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  return std::time(nullptr) - st.st_mtime > kStaleTempAge;
+}
+
+// Removes the stale temporary files of `output` (IsStaleTemp). Best effort:
+// a file that cannot be removed is left for the next write.
+void RemoveStaleTemps(const std::string& dir, const std::string& output) {
+  std::unique_ptr<DIR, int (*)(DIR*)> listing(::opendir(dir.c_str()), &::closedir);
+  if (listing == nullptr) return;
+  const std::string prefix = TempPrefix(output);
+  while (const struct dirent* entry = ::readdir(listing.get())) {
+    if (IsStaleTemp(dir, entry->d_name, prefix)) {
+      ::unlink(absl::StrCat(dir, "/", entry->d_name).c_str());
+    }
+  }
+}
+
+// Writes all of `bytes` to `fd`; false with errno set on failure.
+bool WriteAll(int fd, absl::string_view bytes) {
+  const char* data = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (n == 0) {
+      errno = EIO;
+      return false;
+    }
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// FIFOs and character devices (/dev/null, a terminal, /dev/stdout on a
+// pipe) are streamed into: there is nothing to replace atomically, and
+// renaming over them would replace the device or the pipe itself.
+absl::Status StreamInto(const std::string& path, absl::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path, "cannot open for writing", errno);
+  if (!WriteAll(fd, bytes)) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoError(path, "write failed", err);
+  }
+  if (::close(fd) != 0) return ErrnoError(path, "close failed", errno);
+  return absl::OkStatus();
+}
+
+// What an existing output is, after following symlinks.
+enum class OutputKind { kMissing, kRegular, kStream, kOther };
+
+OutputKind KindOf(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return OutputKind::kMissing;
+  if (S_ISREG(st.st_mode)) return OutputKind::kRegular;
+  if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) return OutputKind::kStream;
+  return OutputKind::kOther;
+}
+
+// The file a write to `path` must replace: a symlink's target, so that
+// writing through a link (or /dev/stdout redirected to a file) updates the
+// file and never replaces the link.
+std::string ResolveOutput(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  std::unique_ptr<char, void (*)(void*)> resolved(::realpath(path.c_str(), nullptr), &std::free);
+  return resolved == nullptr ? path : std::string(resolved.get());
 }
 
 }  // namespace
@@ -38,9 +158,13 @@ absl::Status CheckOutputPath(const std::string& output) {
   if (output.empty()) return absl::InvalidArgumentError("empty output path");
   const std::string dir = DirectoryOf(output);
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (::stat(dir.c_str(), &st) != 0) {
     return absl::NotFoundError(
         absl::StrCat(output, ": output directory ", dir, " does not exist"));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(output, ": ", dir, " is a file, not a directory"));
   }
   if (::access(dir.c_str(), W_OK) != 0) {
     return absl::PermissionDeniedError(
@@ -48,6 +172,10 @@ absl::Status CheckOutputPath(const std::string& output) {
   }
   if (::stat(output.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat(output, ": is a directory, not a file"));
+  }
+  if (KindOf(ResolveOutput(output)) == OutputKind::kOther) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        output, ": not a regular file, FIFO or character device; refusing to replace it"));
   }
   return absl::OkStatus();
 }
@@ -60,7 +188,7 @@ absl::Status CheckNotSameFile(const std::string& output, const std::string& inpu
   }
   if (out_st.st_dev == in_st.st_dev && out_st.st_ino == in_st.st_ino) {
     return absl::InvalidArgumentError(absl::StrCat(
-        output, ": is ", what, " ", input, "; refusing to overwrite it without allow_overwrite"));
+        output, ": is ", what, " ", input, "; refusing to overwrite it without --allow-overwrite"));
   }
   return absl::OkStatus();
 }
@@ -76,8 +204,20 @@ absl::Status CheckOutputFor(const std::string& output,
   return absl::OkStatus();
 }
 
-absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
+absl::Status WriteFileAtomically(const std::string& requested, absl::string_view bytes) {
+  const std::string path = ResolveOutput(requested);
+  switch (KindOf(path)) {
+    case OutputKind::kStream:
+      return StreamInto(path, bytes);
+    case OutputKind::kOther:
+      return absl::InvalidArgumentError(absl::StrCat(
+          requested, ": not a regular file, FIFO or character device; refusing to replace it"));
+    default:
+      break;
+  }
   const std::string dir = DirectoryOf(path);
+  RemoveStaleTemps(dir, path);
+  const std::string prefix = TempPrefix(path);
   // O_EXCL with a fresh name instead of mkstemp: the file is created with
   // 0666 & ~umask, the mode a plain write would give it.
   static std::atomic<unsigned> counter{0};
@@ -85,8 +225,7 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
     const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
-    tmp = absl::StrCat(dir, "/.", BaseNameOf(path), ".tmp-", ::getpid(), "-", counter++, "-",
-                       ticks % 1000000);
+    tmp = absl::StrCat(dir, "/", prefix, ::getpid(), "-", counter++, "-", ticks % 1000000);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) {
       const int err = errno;
@@ -109,17 +248,7 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
     ::unlink(tmp.c_str());
     return ErrnoError(path, action, err);
   };
-  const char* data = bytes.data();
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("write failed");
-    }
-    data += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  if (!WriteAll(fd, bytes)) return fail("write failed");
   struct stat existing;
   if (::stat(path.c_str(), &existing) == 0 && ::fchmod(fd, existing.st_mode & 07777) != 0) {
     return fail("cannot copy the permissions of the existing file");

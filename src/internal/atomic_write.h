@@ -13,9 +13,11 @@ namespace semmap {
 namespace internal {
 
 // Checks, before any work is done, that `output` can be written: its
-// directory exists and is writable and `output` is not a directory.
+// directory exists and is writable, and `output` is missing, a regular
+// file, a FIFO or a character device (after following symlinks).
 // NotFound (missing directory), PermissionDenied (read-only directory),
-// InvalidArgument (output is a directory). Messages start with `output`.
+// InvalidArgument (output or its directory is of another kind). Messages
+// start with `output`.
 absl::Status CheckOutputPath(const std::string& output);
 
 // InvalidArgument when `output` and `input` name the same existing file
@@ -41,6 +43,13 @@ absl::Status CheckOutputFor(const std::string& output,
 // fsyncs it, then renames it over `path`: readers see the old file or the
 // new one, never a mix. An existing file's permission bits are kept. On
 // failure the temporary file is removed and `path` is untouched.
+//
+// A symlink is followed: its target is replaced, never the link. A FIFO or
+// a character device (/dev/null, /dev/stdout on a pipe or a terminal) is
+// opened and streamed into, never replaced; other special files are
+// refused. Temporary files that killed writers left for the same output
+// (semmap's name pattern, writer pid gone, unchanged for an hour) are
+// removed first. A full disk or quota is ResourceExhausted.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
 
 }  // namespace internal

@@ -18,6 +18,21 @@ void GraphBuilder::SetModelInfo(std::int64_t ir_version, std::string producer_na
   g_.model_metadata_ = std::move(metadata);
 }
 
+absl::Status OpsetOutOfRange(absl::string_view origin, std::int64_t version) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      origin, ": opset_import version ", version, " is out of range (not a valid ONNX model)"));
+}
+
+absl::Status GraphBuilder::Charge(std::size_t n) {
+  list_entries_ += n;
+  if (list_entries_ > options_.max_list_entries) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin_, ": more than ", options_.max_list_entries,
+        " inputs, outputs, attributes, metadata entries and dims (GraphOptions::max_list_entries)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GraphBuilder::CheckNesting(int parent) const {
   if (g_.subgraphs_[static_cast<std::size_t>(parent)].depth + 1 > options_.max_subgraph_depth) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -12,10 +12,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "internal/status_macros.h"
 #include "semmap/graph.h"
 
 namespace semmap {
 namespace internal {
+
+// InvalidArgument for an opset_import version out of range (a varint above
+// INT64_MAX reads as negative); both loaders refuse it alike.
+absl::Status OpsetOutOfRange(absl::string_view origin, std::int64_t version);
 
 class GraphBuilder {
  public:
@@ -25,14 +30,33 @@ class GraphBuilder {
   void SetModelInfo(std::int64_t ir_version, std::string producer_name,
                     std::string producer_version, std::int64_t opset,
                     std::vector<std::pair<std::string, std::string>> metadata);
+  // Counts `n` more list entries against GraphOptions::max_list_entries:
+  // call it before storing them. InvalidArgument above the limit.
+  absl::Status Charge(std::size_t n);
+
   // The main graph's own inputs and outputs (Graph::inputs(), outputs()).
-  void AddMainInput(std::string name) { g_.inputs_.push_back(std::move(name)); }
-  void AddMainOutput(std::string name) { g_.outputs_.push_back(std::move(name)); }
-  // A value defined without a producer in `subgraph` (graph or function input).
-  void DefineValue(int subgraph, std::string name) {
-    g_.defined_values_.emplace_back(subgraph, std::move(name));
+  absl::Status AddMainInput(std::string name) {
+    SEMMAP_RETURN_IF_ERROR(Charge(1));
+    g_.inputs_.push_back(std::move(name));
+    return absl::OkStatus();
   }
-  void AddInitializer(TensorInfo info) { g_.initializers_.push_back(std::move(info)); }
+  absl::Status AddMainOutput(std::string name) {
+    SEMMAP_RETURN_IF_ERROR(Charge(1));
+    g_.outputs_.push_back(std::move(name));
+    return absl::OkStatus();
+  }
+  // A value defined without a producer in `subgraph` (graph or function input).
+  absl::Status DefineValue(int subgraph, std::string name) {
+    SEMMAP_RETURN_IF_ERROR(Charge(1));
+    g_.defined_values_.emplace_back(subgraph, std::move(name));
+    return absl::OkStatus();
+  }
+  // Charged one entry and one per dim.
+  absl::Status AddInitializer(TensorInfo info) {
+    SEMMAP_RETURN_IF_ERROR(Charge(1 + info.dims.size()));
+    g_.initializers_.push_back(std::move(info));
+    return absl::OkStatus();
+  }
 
   int subgraphCount() const { return static_cast<int>(g_.subgraphs_.size()); }
   // InvalidArgument when a body under `parent` would nest too deep.
@@ -54,6 +78,7 @@ class GraphBuilder {
  private:
   absl::string_view origin_;
   const GraphOptions& options_;
+  std::size_t list_entries_ = 0;
   Graph g_;
 };
 

@@ -1,19 +1,91 @@
 #include "internal/mapped_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "internal/file_io.h"
 
 namespace semmap {
 namespace internal {
+namespace {
+
+// The ranges the SIGBUS handler may repair. Lock-free atomics only: the
+// handler reads them asynchronously.
+struct GuardSlot {
+  std::atomic<std::uintptr_t> begin{0};
+  std::atomic<std::uintptr_t> end{0};
+  std::atomic<bool> faulted{false};
+};
+constexpr int kGuardSlots = 64;
+GuardSlot g_slots[kGuardSlots];
+struct sigaction g_previous_sigbus;
+
+void OnSigbus(int signal, siginfo_t* info, void* context) {
+  const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+  for (GuardSlot& slot : g_slots) {
+    if (address < slot.begin.load() || address >= slot.end.load()) continue;
+    const auto page_size = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    void* page = reinterpret_cast<void*>(address & ~(page_size - 1));
+    if (::mmap(page, page_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
+        MAP_FAILED) {
+      slot.faulted.store(true);
+      return;  // the read is retried and sees zeros
+    }
+  }
+  // Not a guarded page: what would have happened without semmap.
+  if ((g_previous_sigbus.sa_flags & SA_SIGINFO) != 0) {
+    g_previous_sigbus.sa_sigaction(signal, info, context);
+  } else if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN) {
+    g_previous_sigbus.sa_handler(signal);
+  } else {
+    ::signal(SIGBUS, SIG_DFL);  // the faulting read is retried and kills
+  }
+}
+
+void InstallSigbusHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof action);
+    action.sa_sigaction = &OnSigbus;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGBUS, &action, &g_previous_sigbus);
+  });
+}
+
+// Claims a free slot for [data, data + size); -1 when all are taken.
+int ClaimSlot(const void* data, std::size_t size) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  for (int i = 0; i < kGuardSlots; ++i) {
+    std::uintptr_t expected = 0;
+    if (g_slots[i].begin.compare_exchange_strong(expected, begin)) {
+      g_slots[i].faulted.store(false);
+      g_slots[i].end.store(begin + size);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void ReleaseSlot(int slot) {
+  g_slots[slot].end.store(0);
+  g_slots[slot].begin.store(0);
+}
+
+}  // namespace
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
                                             std::uint64_t max_bytes) {
@@ -50,25 +122,40 @@ absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
   const std::size_t size = static_cast<std::size_t>(st.st_size);
   if (size == 0) {
     ::close(fd);
-    return MappedFile(nullptr, 0);
+    return MappedFile(std::string());
   }
+  InstallSigbusHandler();
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int err = errno;
   ::close(fd);  // the mapping keeps the file open
   if (data == MAP_FAILED) {
     return absl::InternalError(absl::StrCat(path, ": cannot map: ", std::strerror(err)));
   }
-  return MappedFile(data, size);
+  const int slot = ClaimSlot(data, size);
+  if (slot < 0) {
+    ::munmap(data, size);
+    absl::StatusOr<std::string> bytes = ReadFile(path, max_bytes);
+    if (!bytes.ok()) return bytes.status();
+    return MappedFile(*std::move(bytes));
+  }
+  return MappedFile(data, size, slot);
 }
 
+bool MappedFile::truncated() const { return slot_ >= 0 && g_slots[slot_].faulted.load(); }
+
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      slot_(std::exchange(other.slot_, -1)),
+      copy_(std::move(other.copy_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     Unmap();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    slot_ = std::exchange(other.slot_, -1);
+    copy_ = std::move(other.copy_);
   }
   return *this;
 }
@@ -77,8 +164,11 @@ MappedFile::~MappedFile() { Unmap(); }
 
 void MappedFile::Unmap() {
   if (data_ != nullptr) ::munmap(data_, size_);
+  if (slot_ >= 0) ReleaseSlot(slot_);
   data_ = nullptr;
   size_ = 0;
+  slot_ = -1;
+  copy_.clear();
 }
 
 }  // namespace internal

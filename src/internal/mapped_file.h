@@ -1,11 +1,20 @@
 // A read-only memory mapping of a whole file, for loaders that look at a
 // small part of a large file (the ONNX wire scan skips tensor payloads, so
 // their pages are never read).
+//
+// A file truncated by another process while mapped would raise SIGBUS on
+// the first read past its new end. MappedFile guards its range: a
+// process-wide SIGBUS handler (installed on first use, chaining to any
+// previous one for faults elsewhere) maps a zero page over the faulting
+// page and records the fault, so the reader sees zeros instead of dying
+// and the loader turns truncated() into DataLoss. When all guard slots are
+// taken (many mappings at once), Open reads the file into memory instead.
 #ifndef SEMMAP_SRC_INTERNAL_MAPPED_FILE_H_
 #define SEMMAP_SRC_INTERNAL_MAPPED_FILE_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -30,15 +39,24 @@ class MappedFile {
 
   // The file's bytes; valid while this object lives.
   absl::string_view bytes() const {
+    if (data_ == nullptr) return copy_;
     return absl::string_view(static_cast<const char*>(data_), size_);
   }
 
+  // True when a read hit a page the file no longer has (it shrank while
+  // mapped): bytes() then holds zeros there and its contents are not the
+  // file's.
+  bool truncated() const;
+
  private:
-  MappedFile(void* data, std::size_t size) : data_(data), size_(size) {}
+  MappedFile(void* data, std::size_t size, int slot) : data_(data), size_(size), slot_(slot) {}
+  explicit MappedFile(std::string copy) : copy_(std::move(copy)) {}
   void Unmap();
 
   void* data_ = nullptr;
   std::size_t size_ = 0;
+  int slot_ = -1;      // guard slot of the mapping
+  std::string copy_;   // the bytes, when no guard slot was free
 };
 
 }  // namespace internal

@@ -34,8 +34,9 @@ class ProtoWalker {
     Subgraph main;
     main.name = model.graph().name();
     b_->AddSubgraph(std::move(main));
-    for (const auto& v : model.graph().input()) b_->AddMainInput(v.name());
-    for (const auto& v : model.graph().output()) b_->AddMainOutput(v.name());
+    SEMMAP_RETURN_IF_ERROR(b_->Charge(static_cast<std::size_t>(model.metadata_props_size())));
+    for (const auto& v : model.graph().input()) SEMMAP_RETURN_IF_ERROR(b_->AddMainInput(v.name()));
+    for (const auto& v : model.graph().output()) SEMMAP_RETURN_IF_ERROR(b_->AddMainOutput(v.name()));
     SEMMAP_RETURN_IF_ERROR(AddGraph(model.graph(), 0));
     for (const auto& fn : model.functions()) {
       Subgraph s;
@@ -43,7 +44,7 @@ class ProtoWalker {
       s.name = fn.name();
       s.domain = fn.domain();
       const int index = b_->AddSubgraph(std::move(s));
-      for (const auto& in : fn.input()) b_->DefineValue(index, in);
+      for (const auto& in : fn.input()) SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, in));
       for (const auto& node : fn.node()) SEMMAP_RETURN_IF_ERROR(AddNode(node, index));
     }
     return absl::OkStatus();
@@ -51,26 +52,30 @@ class ProtoWalker {
 
  private:
   absl::Status AddGraph(const onnx::GraphProto& graph, int index) {
-    for (const auto& t : graph.initializer()) AddInitializer(t, index);
-    for (const auto& st : graph.sparse_initializer()) AddInitializer(st.values(), index);
-    for (const auto& v : graph.input()) b_->DefineValue(index, v.name());
+    for (const auto& t : graph.initializer()) SEMMAP_RETURN_IF_ERROR(AddInitializer(t, index));
+    for (const auto& st : graph.sparse_initializer()) {
+      SEMMAP_RETURN_IF_ERROR(AddInitializer(st.values(), index));
+    }
+    for (const auto& v : graph.input()) SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, v.name()));
     for (const auto& node : graph.node()) SEMMAP_RETURN_IF_ERROR(AddNode(node, index));
     return absl::OkStatus();
   }
 
-  void AddInitializer(const onnx::TensorProto& t, int index) {
+  absl::Status AddInitializer(const onnx::TensorProto& t, int index) {
     TensorInfo info;
     info.name = t.name();
     info.elem_type = t.data_type();
     info.dims.assign(t.dims().begin(), t.dims().end());
     info.external = t.data_location() == onnx::TensorProto::EXTERNAL;
     info.subgraph = index;
-    b_->AddInitializer(std::move(info));
+    return b_->AddInitializer(std::move(info));
   }
 
   absl::Status AddNode(const onnx::NodeProto& proto, int subgraph) {
     NodeId id;
     SEMMAP_RETURN_IF_ERROR(b_->AddNode(subgraph, &id));
+    SEMMAP_RETURN_IF_ERROR(b_->Charge(static_cast<std::size_t>(
+        proto.input_size() + proto.output_size() + proto.attribute_size())));
     Node& n = b_->node(id);
     n.name = proto.name();
     n.op_type = proto.op_type();
@@ -79,6 +84,7 @@ class ProtoWalker {
     n.outputs.assign(proto.output().begin(), proto.output().end());
     n.doc_string = proto.doc_string();
     ReadMetadata(proto, &n.metadata);
+    SEMMAP_RETURN_IF_ERROR(b_->Charge(n.metadata.size()));
     for (const auto& attr : proto.attribute()) n.attribute_names.push_back(attr.name());
     // Descend right after the owning node, in attribute order.
     for (const auto& attr : proto.attribute()) {
@@ -129,10 +135,15 @@ absl::Status LoadWithProtobuf(absl::string_view bytes, absl::string_view origin,
                               const GraphOptions& options, GraphBuilder* builder) {
   onnx::ModelProto model;
   SEMMAP_RETURN_IF_ERROR(ParseModelProto(bytes, origin, options.max_subgraph_depth, &model));
-  if (!model.has_graph() || model.ir_version() <= 0) {
+  // An empty GraphProto (zero bytes) is no graph: nothing in it to map.
+  const bool has_graph = model.has_graph() && model.graph().ByteSizeLong() > 0;
+  if (!has_graph || model.ir_version() <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": not an ONNX model (", model.has_graph() ? "no ir_version" : "no graph",
+        origin, ": not an ONNX model (", has_graph ? "no ir_version" : "no graph",
         "; is this a different protobuf message?)"));
+  }
+  for (const auto& op : model.opset_import()) {
+    if (op.version() < 0) return OpsetOutOfRange(origin, op.version());
   }
   return ProtoWalker(builder).Walk(model);
 }

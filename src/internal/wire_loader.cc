@@ -93,6 +93,7 @@ class WireWalker {
           break;
         case model_field::kMetadataProps:
           if (IsLen(f)) {
+            SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
             std::pair<std::string, std::string> kv;
             WireReader entry(f.bytes);
             if (!ReadEntry(&entry, &kv)) return Malformed(entry, "StringStringEntryProto");
@@ -107,9 +108,12 @@ class WireWalker {
       }
     }
     if (!r.ok()) return Malformed(r, "ModelProto");
-    if (graph.empty() || ir_version <= 0) {
+    // An empty GraphProto (zero bytes) is no graph: nothing in it to map.
+    const bool has_graph = std::any_of(graph.begin(), graph.end(),
+                                       [](absl::string_view g) { return !g.empty(); });
+    if (!has_graph || ir_version <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          origin_, ": not an ONNX model (", graph.empty() ? "no graph" : "no ir_version",
+          origin_, ": not an ONNX model (", !has_graph ? "no graph" : "no ir_version",
           "; is this a different protobuf message?)"));
     }
     b_->SetModelInfo(ir_version, std::move(producer_name), std::move(producer_version), opset,
@@ -150,15 +154,15 @@ class WireWalker {
           case graph_field::kInput: {
             absl::string_view value;
             SEMMAP_RETURN_IF_ERROR(ReadValueName(f.bytes, &value));
-            if (main) b_->AddMainInput(Str(value));
-            b_->DefineValue(index, Str(value));
+            if (main) SEMMAP_RETURN_IF_ERROR(b_->AddMainInput(Str(value)));
+            SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, Str(value)));
             break;
           }
           case graph_field::kOutput:
             if (main) {
               absl::string_view value;
               SEMMAP_RETURN_IF_ERROR(ReadValueName(f.bytes, &value));
-              b_->AddMainOutput(Str(value));
+              SEMMAP_RETURN_IF_ERROR(b_->AddMainOutput(Str(value)));
             }
             break;
           default:
@@ -206,9 +210,11 @@ class WireWalker {
       if (!IsLen(f)) continue;
       switch (f.number) {
         case node_field::kInput:
+          SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
           inputs_.push_back(f.bytes);
           break;
         case node_field::kOutput:
+          SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
           outputs_.push_back(f.bytes);
           break;
         case node_field::kName:
@@ -220,6 +226,7 @@ class WireWalker {
         case node_field::kAttribute: {
           Attribute a;
           SEMMAP_RETURN_IF_ERROR(ReadAttribute(f.bytes, &a));
+          SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
           n.attribute_names.emplace_back(a.name.data(), a.name.size());
           descend = descend || a.hasBody();
           break;
@@ -233,6 +240,7 @@ class WireWalker {
         case node_field::kMetadataProps: {
           // Unknown to older onnx.proto: an entry protobuf cannot parse is
           // dropped, as the protobuf loader does.
+          SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
           std::pair<std::string, std::string> kv;
           WireReader entry(f.bytes);
           if (ReadEntry(&entry, &kv)) n.metadata.push_back(std::move(kv));
@@ -290,7 +298,7 @@ class WireWalker {
     }
     if (!r.ok()) return Malformed(r, "FunctionProto");
     const int index = b_->AddSubgraph(std::move(s));
-    for (absl::string_view in : inputs) b_->DefineValue(index, Str(in));
+    for (absl::string_view in : inputs) SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, Str(in)));
     WireReader nodes(bytes);
     while (nodes.Next(&f)) {
       if (f.number == function_field::kNode && IsLen(f)) {
@@ -338,8 +346,7 @@ class WireWalker {
       if (!r.ok()) return Malformed(r, "TensorProto");
     }
     info.external = location == tensor_field::kExternal;
-    b_->AddInitializer(std::move(info));
-    return absl::OkStatus();
+    return b_->AddInitializer(std::move(info));
   }
 
   absl::Status ReadAttribute(absl::string_view bytes, Attribute* a) {
@@ -389,6 +396,7 @@ class WireWalker {
       if (f.number == kOpsetVersion && IsVarint(f)) version = static_cast<std::int64_t>(f.varint);
     }
     if (!r.ok()) return Malformed(r, "OperatorSetIdProto");
+    if (version < 0) return OpsetOutOfRange(origin_, version);
     if (domain.empty() || domain == "ai.onnx") *opset = version;
     return absl::OkStatus();
   }

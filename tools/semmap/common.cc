@@ -41,7 +41,7 @@ std::optional<Args> ParseCommandArgs(const std::string& tool, const std::string&
                                  kReferenceHelp + kAllowMismatchHelp;
   auto args = ParseArgs(argc, argv, value_options, flag_options);
   if (!args.ok()) {
-    std::cerr << tool << ": " << args.status().message() << "\n" << full_usage;
+    std::cerr << tool << ": " << EscapeControls(args.status().message()) << "\n" << full_usage;
     *exit_code = kExitBadInput;
     return std::nullopt;
   }

@@ -25,7 +25,7 @@ constexpr char kUsage[] =
     "inference on MODEL.onnx first to get a model runtimes accept (docs/report.md).\n"
     "  --module PATH       the module (\"\" is the root)\n"
     "  -o, --output OUT    the extracted model (written atomically)\n"
-    "  --allow-overwrite   allow OUT to be MODEL.onnx itself\n"
+    "  --allow-overwrite   allow OUT to be MODEL.onnx or the manifest\n"
     "  --json              print inputs, outputs and counts as JSON\n"
     "Exit codes: 0 ok, 1 no such module, 2 bad usage or input, a module without\n"
     "top-level nodes, external data outside OUT's directory; nothing is written\n"
@@ -49,6 +49,7 @@ int RunExtractCommand(int argc, char** argv) {
   const std::string& input = args->positional[0];
   semmap::ExtractOptions options;
   options.allow_overwrite = args->has("--allow-overwrite");
+  if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
 
   auto model = LoadWithProgress(input, args->option("--manifest"));
   if (!model.ok()) return Fail(kTool, model.status());

@@ -12,6 +12,7 @@
 //
 // Exit codes: 0 ok, 1 not found (node, module, class, layer), 2 bad usage
 // or input.
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -38,9 +39,27 @@ constexpr char kUsage[] =
     "Run `semmap COMMAND --help` for a command's options.\n"
     "Exit codes: 0 ok, 1 not found, 2 bad usage or input.\n";
 
+int RunCommand(int argc, char** argv);
+
+// A command's output is its result: a write that failed or was cut short
+// (a full disk, /dev/full, a closed file) must not exit 0.
+int CheckStdout(int exit_code) {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout) return exit_code;
+  const int err = errno;
+  std::cerr << "semmap: cannot write the output to standard output"
+            << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n";
+  return semmap_cli::kExitBadInput;
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) { return CheckStdout(RunCommand(argc, argv)); }
+
+namespace {
+
+int RunCommand(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << "semmap: missing command\n" << kUsage;
     return semmap_cli::kExitBadInput;
@@ -69,3 +88,5 @@ int main(int argc, char** argv) {
   std::cerr << "semmap: unknown command \"" << command << "\"\n" << kUsage;
   return semmap_cli::kExitBadInput;
 }
+
+}  // namespace

@@ -121,12 +121,16 @@ int PrintContainers(const LoadedModel& model, const semmap::SemanticQuery& query
   return kExitOk;
 }
 
-// Query errors: a name that is not there is "not found" (1); a malformed
-// request is bad input (2).
-int QueryFailure(const LoadedModel& model, const absl::Status& status) {
+// Query errors: a name that is not there is "not found" (1) and blames the
+// file that lacks it; a malformed request (an invalid pattern, a negative
+// layer) is bad input (2) and blames the option `flag` that carried it.
+int QueryFailure(const LoadedModel& model, absl::string_view flag, const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kNotFound) {
+    return Fail(kTool, absl::Status(status.code(), absl::StrCat(flag, ": ", status.message())));
+  }
   const std::string& file = model.manifest_path ? *model.manifest_path : model.model_path;
   return Fail(kTool, absl::Status(status.code(), absl::StrCat(file, ": ", status.message())),
-              status.code() == absl::StatusCode::kNotFound ? kExitNotFound : kExitBadInput);
+              kExitNotFound);
 }
 
 }  // namespace
@@ -168,28 +172,35 @@ int RunQueryCommand(int argc, char** argv) {
   if (args->has("--containers")) return PrintContainers(**model, query, json, count);
   absl::StatusOr<std::vector<semmap::NodeId>> nodes;
   nlohmann::json description;
+  std::string flag;
   if (const std::string* p = args->option("--module")) {
+    flag = "--module";
     nodes = query.nodesOfModule(*p, args->has("--subtree"));
     description = {{"kind", "module"}, {"module", *p}, {"subtree", args->has("--subtree")}};
   } else if (args->option("--layer")) {
     const std::string* container = args->option("--container");
+    flag = "--layer";
     nodes = container ? query.nodesOfLayer(*container, layer) : query.nodesOfLayer(layer);
     description = {{"kind", "layer"}, {"layer", layer}};
     if (container) description["container"] = *container;
   } else if (const std::string* c = args->option("--class")) {
+    flag = "--class";
     nodes = query.nodesOfClass(*c);
     description = {{"kind", "class"}, {"class", *c}};
   } else if (const std::string* cat = args->option("--category")) {
+    flag = "--category";
     nodes = query.nodesOfCategory(*cat);
     description = {{"kind", "category"}, {"category", *cat}};
   } else if (const std::string* re = args->option("--pattern")) {
+    flag = "--pattern";
     nodes = query.nodesMatching(*re);
     description = {{"kind", "pattern"}, {"pattern", *re}};
   } else {
+    flag = "--below";
     nodes = query.nodesBelowConfidence(below);
     description = {{"kind", "below"}, {"confidence", below}};
   }
-  if (!nodes.ok()) return QueryFailure(**model, nodes.status());
+  if (!nodes.ok()) return QueryFailure(**model, flag, nodes.status());
   return PrintNodes(**model, description, *nodes, json, count);
 }
 

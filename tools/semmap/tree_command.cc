@@ -55,11 +55,13 @@ std::string TopOps(const std::map<std::string, std::size_t>& ops, int k) {
   return out;
 }
 
-void PrintModule(const semmap::ModuleTree& tree, int index, int max_depth, bool nonempty,
-                 int ops) {
-  const semmap::TreeModule& m = tree.modules()[index];
-  if (nonempty && m.subtree_nodes == 0) return;
-  if (max_depth >= 0 && m.depth > max_depth) return;
+// Whether `m` and its subtree are printed.
+bool Shown(const semmap::TreeModule& m, int max_depth, bool nonempty) {
+  if (nonempty && m.subtree_nodes == 0) return false;
+  return max_depth < 0 || m.depth <= max_depth;
+}
+
+void PrintModule(const semmap::ModuleTree& tree, const semmap::TreeModule& m, int ops) {
   const semmap::ModuleInfo& info = tree.info(m);
   std::string line = absl::StrCat(std::string(2 * m.depth, ' '),
                                   info.path.empty() ? "<root>" : info.path);
@@ -71,7 +73,22 @@ void PrintModule(const semmap::ModuleTree& tree, int index, int max_depth, bool 
     absl::StrAppend(&line, "  [", TopOps(m.subtree_op_types, ops), "]");
   }
   std::cout << line << "\n";
-  for (int child : m.children) PrintModule(tree, child, max_depth, nonempty, ops);
+}
+
+// Pre-order, which modules() already is; skipping a hidden module's subtree
+// keeps the walk iterative, so any depth prints without deep recursion.
+void PrintTree(const semmap::ModuleTree& tree, int max_depth, bool nonempty, int ops) {
+  const std::vector<semmap::TreeModule>& modules = tree.modules();
+  std::vector<bool> hidden(modules.size(), false);
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    const semmap::TreeModule& m = modules[i];
+    if ((m.parent >= 0 && hidden[static_cast<std::size_t>(m.parent)]) ||
+        !Shown(m, max_depth, nonempty)) {
+      hidden[i] = true;
+      continue;
+    }
+    PrintModule(tree, m, ops);
+  }
 }
 
 int ParseCount(const std::string* text, const char* name, int fallback, int* out) {
@@ -110,7 +127,11 @@ int RunTreeCommand(int argc, char** argv) {
   semmap::TreeOptions options;
   options.model_specific_only = model_specific;
   const semmap::ModuleTree tree = semmap::ModuleTree::Build(mapper, options);
-  PrintModule(tree, 0, depth, args->has("--nonempty"), ops);
+  PrintTree(tree, depth, args->has("--nonempty"), ops);
+  if (ops > 0 && !tree.subtree_op_types_complete()) {
+    std::cout << "(subtree op types omitted: above " << options.max_op_type_entries
+              << " histogram entries)\n";
+  }
   if (tree.unmapped_nodes() > 0) std::cout << "(unmapped)  " << tree.unmapped_nodes() << " nodes\n";
   return kExitOk;
 }

@@ -24,7 +24,7 @@ constexpr char kAnnotateUsage[] =
     "dynamo-style `namespace` (\": <root class>/<path>: <class>/...\") that\n"
     "viewers show as a module hierarchy. Annotating an annotated file replaces the semmap.* entries.\n"
     "  -o, --output OUT       the annotated model (written atomically)\n"
-    "  --allow-overwrite      allow OUT to be MODEL.onnx itself\n"
+    "  --allow-overwrite      allow OUT to be MODEL.onnx or the manifest\n"
     "  --overwrite-namespace  replace a namespace the exporter wrote (kept by default)\n"
     "  --no-namespace         do not write namespace entries\n"
     "  --doc-string           also set each node's doc_string to the JSON form\n"
@@ -80,6 +80,7 @@ int RunAnnotateCommand(int argc, char** argv) {
   const std::string& input = args->positional[0];
   semmap::AnnotateOptions options;
   options.allow_overwrite = args->has("--allow-overwrite");
+  if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
   options.overwrite_namespace = args->has("--overwrite-namespace");
   options.write_namespace = !args->has("--no-namespace");
   options.doc_string_json = args->has("--doc-string");

@@ -1,0 +1,57 @@
+// GroundTruth: the node -> module answers an evaluation compares semmap's
+// mappings with (semmap-eval, the fixture corpus tools).
+//
+//   absl::StatusOr<semmap::GroundTruth> truth = semmap::GroundTruth::Load("truth.json");
+//   if (!truth.ok()) return truth.status();
+//   const std::string* module = truth->find(graph.node(i).id);
+//
+// The file is {"nodes": {"<node id>": "<module path>", ...}, "unknown": [...]};
+// other members are ignored. It is read with the same guards as a manifest:
+// a size limit, a nesting limit and no exception escaping. Immutable after
+// loading and safe to share between threads.
+#ifndef SEMMAP_INCLUDE_SEMMAP_TRUTH_H_
+#define SEMMAP_INCLUDE_SEMMAP_TRUTH_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace semmap {
+
+struct TruthOptions {
+  // Files above this size are refused (InvalidArgument).
+  std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
+  // Nesting deeper than this is refused before parsing (InvalidArgument);
+  // a truth file is two levels deep.
+  int max_nesting = 16;
+};
+
+class GroundTruth {
+ public:
+  // Reads `path`. NotFound for a missing file; InvalidArgument for a
+  // directory, a FIFO or device, a file above the limit, malformed JSON or a
+  // wrong shape (with the JSON pointer); ResourceExhausted when memory runs
+  // out. Messages start with the path.
+  static absl::StatusOr<GroundTruth> Load(const std::string& path,
+                                          const TruthOptions& options = {});
+  // Parses `text`; errors as Load, naming `origin`.
+  static absl::StatusOr<GroundTruth> Parse(absl::string_view text, absl::string_view origin,
+                                           const TruthOptions& options = {});
+
+  // The module path the truth gives node `id`, or nullptr when it has none.
+  const std::string* find(absl::string_view id) const {
+    auto it = modules_.find(id);
+    return it == modules_.end() ? nullptr : &it->second;
+  }
+  std::size_t size() const { return modules_.size(); }
+
+ private:
+  absl::flat_hash_map<std::string, std::string> modules_;
+};
+
+}  // namespace semmap
+
+#endif  // SEMMAP_INCLUDE_SEMMAP_TRUTH_H_
