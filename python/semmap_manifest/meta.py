@@ -98,6 +98,9 @@ def _on_meta(config: "PretrainedConfig", task: str, attn_implementation: str | N
             f"tensor values ({type(e).__name__}: {str(e).splitlines()[0]}); build it with real weights "
             "(semmap-manifest manifest --allocate-weights, or write_manifest on a model you hold)"
         ) from e
+    # Legacy constructors (torch.Tensor(n), as in wav2vec2's masked_spec_embed) ignore the
+    # device context and allocate on the CPU; move what they made (tied tensors stay tied).
+    model.to(device="meta")
     model.eval()
     return model
 
