@@ -92,8 +92,8 @@ def test_vmap_free_masks_without_optimum(tmp_path: Path, monkeypatch: pytest.Mon
     for name in [m for m in sys.modules if m == "optimum" or m.startswith("optimum.")] + ["optimum"]:
         monkeypatch.setitem(sys.modules, name, None)  # import optimum now raises ImportError
     out = tmp_path / "out"
-    status = main(["export", "--model-type", "bert", "--config", json.dumps({**TINY_BERT, "num_hidden_layers": 1}),
-                   "--vmap-free-masks", "-o", str(out)])
+    status = main(["export", "--model-type", "bert", "--task", "sequence-classification",
+                   "--config", json.dumps({**TINY_BERT, "num_hidden_layers": 1}), "--vmap-free-masks", "-o", str(out)])
     err = capsys.readouterr().err
     if int(transformers.__version__.split(".")[0]) >= 5:
         assert status == 0 and "not needed" in err
