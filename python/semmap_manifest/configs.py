@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 CONFIG_NAME = "config.json"
 
 
+def transformers_major() -> int:
+    """The major version of the installed transformers (4 or 5)."""
+    import transformers
+
+    return int(transformers.__version__.split(".", 1)[0])
+
+
 def _read_config_file(directory: Path) -> dict[str, Any]:
     """Parse and check ``directory/config.json``; errors name the file and the cause."""
     file = directory / CONFIG_NAME

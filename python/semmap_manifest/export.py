@@ -94,9 +94,9 @@ def vmap_free_masks_needed() -> bool:
     transformers 5.x builds them without vmap, so causal LMs and Whisper
     export without :func:`traceable_masks`.
     """
-    import transformers
+    from semmap_manifest.configs import transformers_major
 
-    return int(transformers.__version__.split(".", 1)[0]) < 5
+    return transformers_major() < 5
 
 
 def optimum_model_patcher() -> ModuleType:

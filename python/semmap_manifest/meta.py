@@ -33,22 +33,17 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import torch
 
-from semmap_manifest.configs import config_for_type, load_config
+from semmap_manifest.configs import config_for_type, load_config, transformers_major
 from semmap_manifest.models import ModelBuildError, auto_class
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
+
 class MetaDeviceError(ModelBuildError):
     """The model's constructor needs real tensor values (it computes with them in
     ``__init__``), so it cannot be built on the meta device; build it with real
     weights instead (``semmap-manifest manifest --allocate-weights``)."""
-
-
-def _transformers_major() -> int:
-    import transformers
-
-    return int(transformers.__version__.split(".", 1)[0])
 
 
 def pretrained_dtype(config: "PretrainedConfig") -> torch.dtype:
@@ -59,7 +54,7 @@ def pretrained_dtype(config: "PretrainedConfig") -> torch.dtype:
     only the config, so it falls back to torch's default dtype.
     transformers 4.x loads in torch's default dtype (float32).
     """
-    if _transformers_major() >= 5:
+    if transformers_major() >= 5:
         dtype = getattr(config, "dtype", None)
         if isinstance(dtype, str):
             dtype = getattr(torch, dtype, None)
