@@ -114,8 +114,13 @@ def _on_meta(config: "PretrainedConfig", task: str, attn_implementation: str | N
             "(semmap-manifest manifest --allocate-weights, or write_manifest on a model you hold)"
         ) from e
     # Legacy constructors (torch.Tensor(n), as in wav2vec2's masked_spec_embed) ignore the
-    # device context and allocate on the CPU; move what they made (tied tensors stay tied).
+    # device context and allocate on the CPU; move what they made.
     model.to(device="meta")
+    # no_init_weights skips the tying post_init does; tie as the real model is tied
+    # (lm_head.weight is embed_tokens.weight: one parameter under two names)
+    tie_weights = getattr(model, "tie_weights", None)
+    if callable(tie_weights):
+        tie_weights()
     model.eval()
     return model
 

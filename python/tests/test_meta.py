@@ -60,6 +60,13 @@ def test_meta_manifest_equals_real_model(arch: Arch, tmp_path: Path) -> None:
     meta = build_meta_model(model_type=arch.model_type, task=arch.task, overrides=arch.config)
     assert _all_on_meta(meta)
     assert _manifest_bytes(meta, tmp_path / "meta.json") == _manifest_bytes(real, tmp_path / "real.json")
+    # tied weights are one parameter under several names, as in the real model
+    assert _parameter_names(meta) == _parameter_names(real)
+
+
+def _parameter_names(model: torch.nn.Module) -> list[str]:
+    """Names of the distinct parameters (named_parameters lists a tied one once)."""
+    return [name for name, _ in model.named_parameters()]
 
 
 def _running_slice() -> str | None:
@@ -128,13 +135,15 @@ def test_saved_directory_reads_only_config(name: str, tmp_path: Path) -> None:
     model_type, task, config, dtype = SAVED[name]
     saved = tmp_path / "saved"
     save_model(saved, model_type, task, config, dtype)
-    loaded = _manifest_bytes(build_model(model_id=str(saved), task=task), tmp_path / "loaded.json")
+    real = build_model(model_id=str(saved), task=task)
+    loaded, loaded_names = _manifest_bytes(real, tmp_path / "loaded.json"), _parameter_names(real)
     weights = saved / "model.safetensors"
     assert weights.is_file()
     weights.write_bytes(b"not a safetensors file")  # any read of the weights now fails
     meta = build_meta_model(model_id=saved, task=task)
     assert _all_on_meta(meta)
     assert _manifest_bytes(meta, tmp_path / "meta.json") == loaded
+    assert _parameter_names(meta) == loaded_names
     with pytest.raises(Exception):
         build_model(model_id=str(saved), task=task)
 
