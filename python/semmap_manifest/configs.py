@@ -48,9 +48,13 @@ def _read_config_file(directory: Path) -> dict[str, Any]:
     if model_type not in CONFIG_MAPPING:
         import transformers
 
+        why = (
+            "the directory brings its own modelling code (auto_map), which semmap-manifest does not run"
+            if "auto_map" in value
+            else "a newer transformers release may know it"
+        )
         raise ModelBuildError(
-            f"{file}: unknown model_type {model_type!r} (transformers {transformers.__version__} does not "
-            "know it; a newer transformers release may)"
+            f"{file}: unknown model_type {model_type!r} (not in transformers {transformers.__version__}; {why})"
         )
     return value
 

@@ -166,8 +166,9 @@ def test_pretrained_dtype_follows_transformers(tmp_path: Path) -> None:
         ("[1]", "config.json: expected a JSON object"),
         ('{"hidden_size": 8}', 'config.json: no "model_type" field'),
         ('{"model_type": "no-such-model"}', "config.json: unknown model_type 'no-such-model'"),
+        ('{"model_type": "own-model", "auto_map": {}}', "brings its own modelling code"),
     ],
-    ids=["missing", "not-json", "not-object", "no-model-type", "unknown-model-type"],
+    ids=["missing", "not-json", "not-object", "no-model-type", "unknown-model-type", "remote-code"],
 )
 def test_config_errors_name_the_file(tmp_path: Path, content: str | None, message: str) -> None:
     if content is not None:
