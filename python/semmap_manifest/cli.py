@@ -39,7 +39,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", default="auto", choices=sorted(TASKS), help="which auto class to build (default: auto)")
     p.add_argument("--config", type=_parse_config, default={}, help="JSON object of config overrides")
     p.add_argument("--attn-implementation", default=None, help="e.g. eager or sdpa")
-    p.add_argument("--seed", type=int, default=0, help="torch.manual_seed before building (default 0); weights exist only for export and --allocate-weights")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="torch.manual_seed before building (default 0); weights exist only for export and --allocate-weights",
+    )
     p.add_argument("-o", "--output-dir", type=Path, default=Path("."), help="directory for the output files")
     p.add_argument("--no-config-summary", action="store_true", help="omit model.config from the manifest")
 
