@@ -11,6 +11,11 @@ Typical use from Python::
     from semmap_manifest import write_manifest
     write_manifest(model, "manifest.json")
 
+for a model too big to hold, built on the meta device (no weight allocated or read)::
+
+    from semmap_manifest import build_meta_model, write_manifest
+    write_manifest(build_meta_model(model_id="./saved-model", task="causal-lm"), "manifest.json")
+
 and from the shell::
 
     python -m semmap_manifest manifest --model-type bert --config '{"hidden_size": 32}' -o out/
@@ -21,6 +26,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from semmap_manifest.manifest import build_manifest, write_manifest  # noqa: E402
+from semmap_manifest.meta import build_meta_model  # noqa: E402
 from semmap_manifest.node_ids import node_ids  # noqa: E402
 
-__all__ = ["__version__", "build_manifest", "write_manifest", "node_ids"]
+__all__ = ["__version__", "build_manifest", "build_meta_model", "write_manifest", "node_ids"]

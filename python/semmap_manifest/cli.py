@@ -1,5 +1,9 @@
 """Command line: ``python -m semmap_manifest {manifest,export} ...`` (also ``semmap-manifest``).
 
+``manifest`` builds the model on PyTorch's meta device (no weight is allocated,
+and ``--model-id DIR`` reads only ``DIR/config.json``), so it works for models
+of any size; ``export`` needs real weights and builds or loads them.
+
 Exit status 0 on success; 2 for bad arguments; 1 when the model cannot be
 built or exported, with the underlying error on stderr. Output files are
 written atomically: on failure none of them is created or changed.
@@ -35,7 +39,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", default="auto", choices=sorted(TASKS), help="which auto class to build (default: auto)")
     p.add_argument("--config", type=_parse_config, default={}, help="JSON object of config overrides")
     p.add_argument("--attn-implementation", default=None, help="e.g. eager or sdpa")
-    p.add_argument("--seed", type=int, default=0, help="torch.manual_seed before building (default 0)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="torch.manual_seed before building (default 0); weights exist only for export and --allocate-weights",
+    )
     p.add_argument("-o", "--output-dir", type=Path, default=Path("."), help="directory for the output files")
     p.add_argument("--no-config-summary", action="store_true", help="omit model.config from the manifest")
 
@@ -46,8 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write semmap manifests (module hierarchy) and ONNX exports of HuggingFace models.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    m = sub.add_parser("manifest", help="write manifest.json for a model")
+    m = sub.add_parser(
+        "manifest",
+        help="write manifest.json for a model (built on the meta device: no weight is allocated or read)",
+    )
     _add_model_options(m)
+    m.add_argument(
+        "--allocate-weights",
+        action="store_true",
+        help="build the model with real weights (random, or loaded with --model-id) instead of on the meta "
+        "device; only for models whose constructor needs real tensors",
+    )
     e = sub.add_parser("export", help="write manifest.json and model.onnx (torch.onnx.export)")
     _add_model_options(e)
     e.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript")
@@ -56,24 +74,45 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--vmap-free-masks",
         action="store_true",
-        help="build attention masks without torch.vmap while exporting (Optimum's functions); needed by "
-        "transformers >= 4.53 causal LMs and Whisper with torch 2.9",
+        help="build attention masks without torch.vmap while exporting (Optimum's functions, the 'masks' "
+        "extra); needed by causal LMs and Whisper with transformers 4.53 to 4.x, ignored with transformers 5.x",
     )
     e.add_argument("--batch", type=int, default=2)
     e.add_argument("--sequence", type=int, default=8)
     return parser
 
 
-def _run(args: argparse.Namespace) -> None:
-    from semmap_manifest.manifest import build_manifest
-    from semmap_manifest.atomic import write_json
-    from semmap_manifest.models import build_model, example_inputs
+def _use_vmap_free_masks(args: argparse.Namespace) -> bool:
+    """Whether to patch the masks; checked before the model is built so a missing package fails fast."""
+    if args.command != "export" or not args.vmap_free_masks:
+        return False
+    from semmap_manifest.export import optimum_model_patcher, vmap_free_masks_needed
 
-    config = dict(args.config)
-    if args.command == "export":
-        # an export without past key/value inputs must not return a cache object
-        config.setdefault("use_cache", False)
-    model = build_model(
+    if not vmap_free_masks_needed():
+        import transformers
+
+        print(f"semmap-manifest: note: --vmap-free-masks is not needed with transformers {transformers.__version__} "
+              "(it builds masks without torch.vmap); ignored", file=sys.stderr)
+        return False
+    optimum_model_patcher()
+    return True
+
+
+def _build(args: argparse.Namespace, config: dict[str, Any]) -> Any:
+    """The model: on the meta device for a manifest, with weights for an export or --allocate-weights."""
+    if args.command == "manifest" and not args.allocate_weights:
+        from semmap_manifest.meta import build_meta_model
+
+        return build_meta_model(
+            model_type=args.model_type,
+            model_id=args.model_id,
+            task=args.task,
+            overrides=config,
+            attn_implementation=args.attn_implementation,
+        )
+    from semmap_manifest.models import build_model
+
+    return build_model(
         model_type=args.model_type,
         model_id=args.model_id,
         task=args.task,
@@ -81,6 +120,19 @@ def _run(args: argparse.Namespace) -> None:
         attn_implementation=args.attn_implementation,
         seed=args.seed,
     )
+
+
+def _run(args: argparse.Namespace) -> None:
+    from semmap_manifest.manifest import build_manifest
+    from semmap_manifest.atomic import write_json
+    from semmap_manifest.models import example_inputs
+
+    config = dict(args.config)
+    if args.command == "export":
+        # an export without past key/value inputs must not return a cache object
+        config.setdefault("use_cache", False)
+    vmap_free_masks = _use_vmap_free_masks(args)
+    model = _build(args, config)
     manifest = build_manifest(model, config_summary=not args.no_config_summary)
     out_dir: Path = args.output_dir
     if args.command == "export":
@@ -89,7 +141,7 @@ def _run(args: argparse.Namespace) -> None:
         from semmap_manifest.export import export_onnx, traceable_masks
 
         inputs = example_inputs(model, batch=args.batch, seq=args.sequence)
-        with traceable_masks() if args.vmap_free_masks else contextlib.nullcontext():
+        with traceable_masks() if vmap_free_masks else contextlib.nullcontext():
             export_onnx(
                 model,
                 inputs,

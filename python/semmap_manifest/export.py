@@ -12,6 +12,7 @@ import contextlib
 import io
 import os
 import warnings
+from types import ModuleType
 from typing import Iterator, Literal
 
 import torch
@@ -83,6 +84,34 @@ def export_onnx(
             program.save(str(tmp), external_data=False)
 
 
+class MissingDependencyError(RuntimeError):
+    """An option needs a package that is not installed; the message says how to get it."""
+
+
+def vmap_free_masks_needed() -> bool:
+    """Whether the installed transformers builds attention masks with ``torch.vmap`` (4.53 to 4.x).
+
+    transformers 5.x builds them without vmap, so causal LMs and Whisper
+    export without :func:`traceable_masks`.
+    """
+    from semmap_manifest.configs import transformers_major
+
+    return transformers_major() < 5
+
+
+def optimum_model_patcher() -> ModuleType:
+    """Optimum's ``model_patcher`` module, or a :class:`MissingDependencyError` saying how to install it."""
+    try:
+        from optimum.exporters.onnx import model_patcher
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"--vmap-free-masks uses Optimum's mask functions, which are not installed ({e}); install them with "
+            "pip install 'semmap-manifest[masks]' (optimum-onnx, which needs transformers < 4.58). "
+            "transformers >= 5 exports causal LMs and Whisper without the flag."
+        ) from e
+    return model_patcher
+
+
 @contextlib.contextmanager
 def traceable_masks() -> Iterator[None]:
     """Use Optimum's vmap-free attention-mask functions while exporting.
@@ -91,11 +120,12 @@ def traceable_masks() -> Iterator[None]:
     TorchScript tracer cannot record (``RuntimeError: unordered_map::at``).
     Optimum's exporter swaps in vectorised equivalents for the duration of an
     export; this does the same, using Optimum's functions, and restores the
-    originals afterwards.
+    originals afterwards. Raises :class:`MissingDependencyError` when Optimum
+    is not installed (the ``masks`` extra).
     """
     import transformers.masking_utils as mu
-    from optimum.exporters.onnx import model_patcher as mp
 
+    mp = optimum_model_patcher()
     saved_sdpa = mu.ALL_MASK_ATTENTION_FUNCTIONS["sdpa"]
     saved_eager = mu.ALL_MASK_ATTENTION_FUNCTIONS["eager"]
     saved_packed = mu.find_packed_sequence_indices

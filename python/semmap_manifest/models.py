@@ -58,8 +58,10 @@ def build_model(
 
     Exactly one of ``model_type`` (build from config, random weights drawn
     after ``torch.manual_seed(seed)``) and ``model_id`` (a local directory or
-    hub id, via ``from_pretrained``) must be given. ``config`` overrides
-    config fields in both cases.
+    hub id, via ``from_pretrained``, which reads the weights) must be given.
+    ``config`` overrides config fields in both cases. For a manifest alone,
+    :func:`semmap_manifest.meta.build_meta_model` builds the same model
+    without weights.
 
     ``trained_like`` adds small seeded noise to every parameter of a model
     built from a config. A fresh model's LayerNorm weights are all ones and its
@@ -69,7 +71,7 @@ def build_model(
     Noise gives the graph structure and initializer names of a trained model.
     Tied parameters (one ``Parameter`` under two names) stay tied.
     """
-    from transformers import AutoConfig
+    from semmap_manifest.configs import config_for_type, load_config
 
     if (model_type is None) == (model_id is None):
         raise ModelBuildError("give exactly one of model_type and model_id")
@@ -77,14 +79,10 @@ def build_model(
     extra: dict[str, Any] = {}
     if attn_implementation is not None:
         extra["attn_implementation"] = attn_implementation
-    overrides = dict(config or {})
     if model_id is not None:
-        model = cls.from_pretrained(model_id, **overrides, **extra)
+        model = cls.from_pretrained(model_id, config=load_config(model_id, config), **extra)
     else:
-        try:
-            cfg = AutoConfig.for_model(model_type, **overrides)
-        except ValueError as e:
-            raise ModelBuildError(f"cannot make a config for model type {model_type!r}: {e}") from e
+        cfg = config_for_type(model_type, config)  # type: ignore[arg-type]
         torch.manual_seed(seed)
         model = cls.from_config(cfg, **extra)
         if trained_like:

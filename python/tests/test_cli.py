@@ -47,3 +47,57 @@ def test_bad_input_fails_without_files(tmp_path: Path, args: list[str], message:
     assert r.returncode != 0
     assert message in r.stderr
     assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_manifest_on_meta_device_equals_allocated(tmp_path: Path) -> None:
+    config = json.dumps({**TINY_BERT, "num_hidden_layers": 1})
+    base = ["manifest", "--model-type", "bert", "--task", "sequence-classification", "--config", config]
+    meta = run(*base, "-o", str(tmp_path / "meta"))
+    allocated = run(*base, "--allocate-weights", "-o", str(tmp_path / "allocated"))
+    assert meta.returncode == 0, meta.stderr
+    assert allocated.returncode == 0, allocated.stderr
+    assert (tmp_path / "meta" / "manifest.json").read_bytes() == (tmp_path / "allocated" / "manifest.json").read_bytes()
+
+
+def test_model_id_directory_reads_only_config(tmp_path: Path) -> None:
+    from test_meta import save_model
+
+    import torch
+
+    saved = tmp_path / "saved"
+    save_model(saved, "bert", "sequence-classification", {**TINY_BERT, "num_hidden_layers": 1}, torch.float32)
+    (saved / "model.safetensors").write_bytes(b"not a safetensors file")
+    r = run("manifest", "--model-id", str(saved), "--task", "sequence-classification", "-o", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["model"]["class"] == "BertForSequenceClassification"
+    # an export needs the weights, and reads them
+    r = run("export", "--model-id", str(saved), "--task", "sequence-classification", "-o", str(tmp_path / "export"))
+    assert r.returncode == 1 and "SafetensorError" in r.stderr
+    assert not (tmp_path / "export").exists() or list((tmp_path / "export").iterdir()) == []
+
+
+def test_model_id_without_config_names_the_file(tmp_path: Path) -> None:
+    r = run("manifest", "--model-id", str(tmp_path), "-o", str(tmp_path / "out"))
+    assert r.returncode == 1
+    assert f"{tmp_path / 'config.json'}: not found" in r.stderr
+
+
+def test_vmap_free_masks_without_optimum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    import transformers
+
+    from semmap_manifest.cli import main
+
+    for name in [m for m in sys.modules if m == "optimum" or m.startswith("optimum.")] + ["optimum"]:
+        monkeypatch.setitem(sys.modules, name, None)  # import optimum now raises ImportError
+    out = tmp_path / "out"
+    status = main(["export", "--model-type", "bert", "--task", "sequence-classification",
+                   "--config", json.dumps({**TINY_BERT, "num_hidden_layers": 1}), "--vmap-free-masks", "-o", str(out)])
+    err = capsys.readouterr().err
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        assert status == 0 and "not needed" in err
+    else:
+        assert status == 1
+        assert "semmap-manifest[masks]" in err and "transformers >= 5" in err
+        assert not out.exists()
