@@ -118,7 +118,8 @@ with tempfile.TemporaryDirectory() as tmp:
     many_a += [module(f"m{i}.a", f"m{i}") for i in range(20000)]
     start = time.time()
     check("4 root binding", run(semmap, "map", write(t("scopes.onnx"), model(scopes)),
-                                "--manifest", write(t("many_a.json"), manifest(many_a))), 0)
+                                "--manifest", write(t("many_a.json"), manifest(many_a)),
+                                "--allow-manifest-mismatch"), 0)
     if time.time() - start > 30:
         failures.append(f"4 root binding took {time.time() - start:.0f} s")
 
