@@ -34,7 +34,10 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv,
         if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(arg, " needs a value"));
         value = argv[++i];
       }
-      args.options[arg] = value;
+      // A second value would silently replace the first (`-o a -o b`).
+      if (!args.options.emplace(arg, value).second) {
+        return absl::InvalidArgumentError(absl::StrCat(arg, " given twice"));
+      }
     } else if (flag_options.count(arg)) {
       if (inline_value) return absl::InvalidArgumentError(absl::StrCat(arg, " takes no value"));
       args.flags.insert(arg);

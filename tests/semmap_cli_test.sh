@@ -19,6 +19,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_lib.sh"
 # Help for the tool and every subcommand.
 expect 0 "" --help
 expect 0 "" --version
+expect 0 "" -V
+expect_stdout "--version" --help
+expect_stdout "usage: semmap annotate" help annotate
+expect 2 "unknown command \"frobnicate\"" help frobnicate
+expect 2 "-o given twice" annotate "$fx/model.onnx" -o "$tmp/a.onnx" -o "$tmp/b.onnx"
 for sub in map query tree annotate sidecar; do
   expect_stdout "usage: semmap $sub" "$sub" --help
 done

@@ -22,7 +22,7 @@ constexpr char kUsage[] =
     "outputs the values leaving it; initializers, opsets and known types are\n"
     "copied, Constant nodes feeding the region come along, unmapped nodes never\n"
     "do. Boundary values the source does not type stay untyped: run onnx shape\n"
-    "inference on MODEL.onnx first to get a model runtimes accept (docs/report.md).\n"
+    "inference on MODEL.onnx first to get a model runtimes accept (share/doc/semmap/report.md).\n"
     "  --module PATH       the module (\"\" is the root)\n"
     "  -o, --output OUT    the extracted model (written atomically)\n"
     "  --allow-overwrite   allow OUT to be MODEL.onnx or the manifest\n"

@@ -36,7 +36,8 @@ constexpr char kUsage[] =
     "  diff      two exports of one model compared module by module\n"
     "  extract   one module's nodes as a standalone ONNX model\n"
     "  report    self-contained HTML page: module tree, search, node mappings\n"
-    "Run `semmap COMMAND --help` for a command's options.\n"
+    "Run `semmap COMMAND --help` (or `semmap help COMMAND`) for a command's options;\n"
+    "`semmap --version` (-V) prints the version. Documentation: share/doc/semmap.\n"
     "Exit codes: 0 ok, 1 not found, 2 bad usage or input.\n";
 
 int RunCommand(int argc, char** argv);
@@ -53,6 +54,8 @@ int CheckStdout(int exit_code) {
   return semmap_cli::kExitBadInput;
 }
 
+int Dispatch(const std::string& command, int sub_argc, char** sub_argv);
+
 }  // namespace
 
 int main(int argc, char** argv) { return CheckStdout(RunCommand(argc, argv)); }
@@ -65,17 +68,25 @@ int RunCommand(int argc, char** argv) {
     return semmap_cli::kExitBadInput;
   }
   const std::string command = argv[1];
+  if (command == "help" && argc > 2) {
+    // `semmap help COMMAND` is `semmap COMMAND --help`.
+    char help_flag[] = "--help";
+    char* sub[] = {argv[2], help_flag, nullptr};
+    return Dispatch(argv[2], 2, sub);
+  }
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
     return semmap_cli::kExitOk;
   }
-  if (command == "--version") {
+  if (command == "--version" || command == "-V") {
     std::cout << "semmap " << SEMMAP_VERSION_STRING << "\n";
     return semmap_cli::kExitOk;
   }
   // Subcommands see their own name as argv[0].
-  const int sub_argc = argc - 1;
-  char** sub_argv = argv + 1;
+  return Dispatch(command, argc - 1, argv + 1);
+}
+
+int Dispatch(const std::string& command, int sub_argc, char** sub_argv) {
   if (command == "map") return semmap_cli::RunMap("semmap map", sub_argc, sub_argv,
                                                   semmap_cli::LoadWithProgress);
   if (command == "query") return semmap_cli::RunQueryCommand(sub_argc, sub_argv);

@@ -24,7 +24,7 @@ constexpr char kUsage[] =
     "                             (encoder and decoder alike), or of container P only\n"
     "  --class C                  nodes of modules of class C (\"Linear\" or qualified)\n"
     "  --category NAME            nodes of modules of a semantic category (attention,\n"
-    "                             projection, normalization, mlp, ...: rules/default.json)\n"
+    "                             projection, normalization, mlp, ...: share/semmap/rules/default.json)\n"
     "  --pattern RE               nodes whose module path matches the RE2 pattern\n"
     "                             (unanchored; use ^...$ for the whole path)\n"
     "  --below CONF               nodes with confidence below CONF (0..1)\n"

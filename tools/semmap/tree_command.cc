@@ -25,7 +25,7 @@ constexpr char kUsage[] =
     "  --depth N         show modules down to depth N (root = 0; default: all)\n"
     "  --nonempty        hide modules with no node in their subtree\n"
     "  --ops K           op types shown per module (default 3, 0 = none)\n"
-    "  --json            the tree as the sidecar's \"tree\" member (docs/sidecar.md)\n"
+    "  --json            the tree as the sidecar's \"tree\" member (share/doc/semmap/sidecar.md)\n"
     "Exit codes: 0 ok, 2 bad usage or input.\n";
 
 // "74.5k", "1.2M": parameter counts read at a glance.
