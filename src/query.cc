@@ -21,6 +21,56 @@ absl::string_view LastAtom(absl::string_view path) {
 
 std::string Quoted(absl::string_view path) { return absl::StrCat("\"", path, "\""); }
 
+// Edit distance, or `limit` + 1 once it exceeds `limit` (the rows stop).
+std::size_t BoundedDistance(absl::string_view a, absl::string_view b, std::size_t limit) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) return limit + 1;
+  std::vector<std::size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), std::size_t{0});
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    std::size_t best = row[0];
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+      best = std::min(best, row[j]);
+    }
+    if (best > limit) return limit + 1;
+  }
+  return row[b.size()];
+}
+
+// "no module "X" in the manifest", with the closest module path when one is
+// a few edits away (a typo) or ends the same way (a path given without its
+// leading atoms). Bounded: paths longer than 1 KiB and manifests of more
+// than 100k modules get no suggestion.
+absl::Status NoSuchModule(const Manifest& manifest, absl::string_view path) {
+  std::string message = absl::StrCat("no module ", Quoted(path), " in the manifest");
+  if (path.empty() || path.size() > 1024 || manifest.size() > 100'000) {
+    return absl::NotFoundError(message);
+  }
+  const std::size_t limit = std::max<std::size_t>(2, path.size() / 5);
+  std::size_t best = limit + 1;
+  absl::string_view suggestion;
+  for (const ModuleInfo& info : manifest.modules()) {
+    const absl::string_view candidate = info.path;
+    if (candidate.size() > path.size() &&
+        candidate.substr(candidate.size() - path.size()) == path &&
+        candidate[candidate.size() - path.size() - 1] == '.') {
+      suggestion = candidate;  // the path without its leading atoms
+      break;
+    }
+    const std::size_t d = BoundedDistance(path, candidate, limit);
+    if (d < best) {
+      best = d;
+      suggestion = candidate;
+    }
+  }
+  if (!suggestion.empty()) absl::StrAppend(&message, "; did you mean ", Quoted(suggestion), "?");
+  return absl::NotFoundError(message);
+}
+
 }  // namespace
 
 SemanticQuery::SemanticQuery(const SemanticMapper& mapper) : mapper_(&mapper) {
@@ -119,9 +169,7 @@ std::vector<NodeId> SemanticQuery::SubtreeNodes(const std::vector<ModuleId>& roo
 absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfModule(absl::string_view path,
                                                                  bool subtree) const {
   const ModuleId id = mapper_->manifest().find(path);
-  if (id == kNoModule) {
-    return absl::NotFoundError(absl::StrCat("no module ", Quoted(path), " in the manifest"));
-  }
+  if (id == kNoModule) return NoSuchModule(mapper_->manifest(), path);
   if (!subtree) return own_nodes_[id];
   return SubtreeNodes({id});
 }
@@ -158,7 +206,7 @@ absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfLayer(absl::string_vie
     return absl::InvalidArgumentError(absl::StrCat("layer index ", index, " is negative"));
   }
   if (mapper_->manifest().find(container) == kNoModule) {
-    return absl::NotFoundError(absl::StrCat("no module ", Quoted(container), " in the manifest"));
+    return NoSuchModule(mapper_->manifest(), container);
   }
   const RepeatedContainer* c = findContainer(container);
   if (c == nullptr) {

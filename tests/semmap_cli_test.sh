@@ -23,6 +23,10 @@ expect 0 "" -V
 expect_stdout "--version" --help
 expect_stdout "usage: semmap annotate" help annotate
 expect 2 "unknown command \"frobnicate\"" help frobnicate
+expect 1 "did you mean \"bert.encoder.layer.0.attention.self.query\"" query "${model[@]}" \
+  --module bert.encoder.layer.0.attention.self.querry
+expect 1 "did you mean \"bert.encoder.layer.0.attention.self.query\"" query "${model[@]}" \
+  --module encoder.layer.0.attention.self.query
 expect 2 "-o given twice" annotate "$fx/model.onnx" -o "$tmp/a.onnx" -o "$tmp/b.onnx"
 for sub in map query tree annotate sidecar; do
   expect_stdout "usage: semmap $sub" "$sub" --help
