@@ -273,7 +273,8 @@ class NamespaceSpeller {
     }
   }
 
-  const std::string& For(ModuleId module) const {
+  // A copy: the cache may rehash on the next call.
+  std::string For(ModuleId module) const {
     auto it = cache_.find(module);
     if (it != cache_.end()) return it->second;
     std::vector<ModuleId> chain;
@@ -288,7 +289,8 @@ class NamespaceSpeller {
       absl::StrAppend(&out, Element(*c, info, above));
       above = info.path;
     }
-    return cache_.emplace(module, std::move(out)).first->second;
+    cache_.emplace(module, out);
+    return out;
   }
 
  private:
