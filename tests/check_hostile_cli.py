@@ -48,15 +48,28 @@ def write(path, data):
     return path
 
 
+# Under AddressSanitizer (SEMMAP_SANITIZED=1, set by the sanitizer build's
+# ctest) an address-space limit stops the shadow memory from being mapped and
+# every run is several times slower: the memory bounds and time limits are
+# checked by the release build's run of this test, the rest by both.
+SANITIZED = os.environ.get("SEMMAP_SANITIZED") == "1"
+SLOWDOWN = 10 if SANITIZED else 1
+
+
 def run(*args, memory_mb=None, timeout=60, stdout=subprocess.PIPE):
+    if memory_mb and SANITIZED:
+        return None
     def limit():
         if memory_mb:
             resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
-    return subprocess.run([*args], stdout=stdout, stderr=subprocess.PIPE, timeout=timeout,
-                          preexec_fn=limit)
+    return subprocess.run([*args], stdout=stdout, stderr=subprocess.PIPE,
+                          timeout=timeout * SLOWDOWN, preexec_fn=limit)
 
 
 def check(name, done, code, fragment=""):
+    if done is None:
+        print(f"{name}: memory bound checked by the release build only")
+        return
     err = done.stderr.decode(errors="replace")
     if done.returncode != code or fragment not in err:
         failures.append(f"{name}: exit {done.returncode} (expected {code}), stderr: {err[:300]!r}")
@@ -108,7 +121,7 @@ with tempfile.TemporaryDirectory() as tmp:
     chain_json = write(t("chain.json"), manifest(chain))
     done = run(semmap, "sidecar", many_ops, "--manifest", chain_json, "--compact", memory_mb=3000)
     check("3 sidecar deep chain x many op types", done, 0)
-    if done.returncode == 0 and json.loads(done.stdout)["tree"].get("subtree_op_types_complete", True):
+    if done is not None and done.returncode == 0 and json.loads(done.stdout)["tree"].get("subtree_op_types_complete", True):
         failures.append("3 subtree op types not bounded")
 
     # 4. Root binding: 10,000 scopes under 'a', 20,000 modules named 'a'.
@@ -120,7 +133,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("4 root binding", run(semmap, "map", write(t("scopes.onnx"), model(scopes)),
                                 "--manifest", write(t("many_a.json"), manifest(many_a)),
                                 "--allow-manifest-mismatch"), 0)
-    if time.time() - start > 30:
+    if time.time() - start > 30 * SLOWDOWN:
         failures.append(f"4 root binding took {time.time() - start:.0f} s")
 
     # 5. A 16 MB name of 8M atoms, no manifest: linear, in bounded memory.
