@@ -338,7 +338,16 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   const internal::OpTraits ops(graph, rules);
   const internal::TensorEvidence tensors(graph, *manifest, rules, ops, mapper.binding_);
   if (!derived) {
-    mapper.fit_ = internal::AssessManifestFit(graph, *manifest, rules, mapper.binding_, tensors);
+    std::vector<internal::ScopeSample> samples;
+    samples.reserve(scopes.size());
+    for (const auto& [key, scope] : scopes) {
+      samples.push_back({scope.from_metadata,
+                         scope.from_metadata ? absl::string_view() : absl::string_view(key),
+                         scope.text,
+                         scope.segments, scope.qualified_class, scope.nodes});
+    }
+    mapper.fit_ = internal::AssessManifestFit(graph, samples, *manifest, rules, mapper.binding_,
+                                              tensors);
     if (!mapper.fit_.fits && !options.allow_manifest_mismatch) {
       return absl::FailedPreconditionError(
           absl::StrCat("the manifest does not fit the graph: ", mapper.fit_.evidence));

@@ -81,6 +81,14 @@ TEST_CASE("Manifests of other models are refused", "[manifest_fit][fixture]") {
   }
 }
 
+TEST_CASE("The refusal names a scope of the graph", "[manifest_fit][fixture]") {
+  const Loaded l = Load("bert-seqcls.torchscript", "gpt2-causal-lm.torchscript");
+  auto refused = semmap::SemanticMapper::Create(l.graph, &l.manifest);
+  REQUIRE_FALSE(refused.ok());
+  // The smallest missing scope in text order, quoted as the graph spells it.
+  CHECK(absl::StrContains(refused.status().message(), "(e.g. \"/bert/embeddings\" is not in the manifest)"));
+}
+
 TEST_CASE("A task model maps against its base model's manifest", "[manifest_fit][fixture]") {
   for (const char* dir : {"bert-seqcls.torchscript", "bert-seqcls.dynamo"}) {
     CAPTURE(dir);

@@ -7,8 +7,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "absl/container/flat_hash_map.h"
-#include "internal/exporter_metadata.h"
 #include "internal/file_io.h"
 #include "semmap/scope_path.h"
 
@@ -147,79 +145,56 @@ std::size_t UnusedTrailingItems(const Manifest& manifest, const std::vector<bool
   return worst;
 }
 
-// Counts the nodes whose name or module stack gives a non-root scope, and
-// those whose scope the manifest has literally; touches those modules.
-void CheckScopes(const Graph& graph, const Manifest& manifest, const Rules& rules,
+// Counts the nodes whose scope lies below the root, and those whose scope
+// the manifest has literally; touches those modules. The example of a
+// missing scope (and of a conflicting class) is the smallest in text order,
+// so messages do not depend on the order of `scopes`.
+void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifest,
                  const RootBinding& binding, ManifestFit* fit, ManifestFit* outside,
                  std::vector<bool>* touched, std::string* first_scope) {
-  // Scope text -> its literal module; kOutside for a scope outside the
-  // binding.
-  constexpr ModuleId kOutside = -2;
-  constexpr ModuleId kConflict = -3;  // the module exists with another class
-  absl::flat_hash_map<std::string, ModuleId> by_scope;
-  ModuleStack stack;
-  for (const Node& node : graph.nodes()) {
-    std::string key;
-    bool from_name = false;
-    if (!node.name.empty() && node.name.front() == '/' && !rules.isDerivedNodeName(node.name)) {
-      const std::size_t slash = node.name.rfind('/');
-      if (slash == 0) continue;  // "/Constant_3": the root scope, true of any manifest
-      key = node.name.substr(0, slash);
-      from_name = true;
-    } else if (ReadModuleStack(node.metadata, &stack) && !stack.deepest().empty()) {
-      key = absl::StrCat("\x1e", stack.deepest());
-    } else {
+  absl::string_view conflict_path;
+  for (const ScopeSample& scope : scopes) {
+    if (scope.segments.empty()) continue;  // the root scope, true of any manifest
+    const std::string dotted =
+        scope.from_metadata ? std::string(scope.path) : DottedPathOf(scope.segments);
+    bool beyond_wrapper = false;
+    const ModuleId id = LiteralModule(manifest, binding, dotted, &beyond_wrapper);
+    if (beyond_wrapper) {
+      ++outside->distinct_scopes;
+      outside->scoped_nodes += scope.nodes;
       continue;
     }
-    auto it = by_scope.find(key);
-    if (it == by_scope.end()) {
-      ModuleId id = kNoModule;
-      if (from_name) {
-        bool outside = false;
-        id = LiteralModule(manifest, binding, DottedPathOf(ScopePath::Parse(node.name).segments()),
-                           &outside);
-        if (outside) id = kOutside;
-      } else {
-        bool outside = false;
-        id = LiteralModule(manifest, binding, stack.deepest(), &outside);
-        if (outside) id = kOutside;
-        // The exporter knows each module's class: another architecture with
-        // the same paths (a sibling model family) shows here.
-        const std::string cls = stack.deepestClass();
-        if (id >= 0 && !cls.empty() && cls != manifest.module(id).qualified_class) {
-          ++fit->class_conflicts;
-          if (fit->first_class_conflict.empty()) {
-            fit->first_class_conflict = absl::StrCat(
-                "module \"", Abbreviate(stack.deepest(), 80), "\" is ", Abbreviate(cls, 80),
-                " in the graph, ", Abbreviate(manifest.module(id).qualified_class, 80),
-                " in the manifest");
-          }
-          id = kConflict;
-        }
+    ++fit->distinct_scopes;
+    fit->scoped_nodes += scope.nodes;
+    if (id == kNoModule) {
+      const absl::string_view text = scope.from_metadata ? scope.path : scope.name_scope;
+      if (first_scope->empty() || text < *first_scope) *first_scope = std::string(text);
+      continue;
+    }
+    // The exporter knows each module's class: another architecture with
+    // the same paths (a sibling model family) shows here.
+    const std::string& manifest_class = manifest.module(id).qualified_class;
+    if (!scope.qualified_class.empty() && scope.qualified_class != manifest_class) {
+      ++fit->class_conflicts;
+      if (conflict_path.empty() || scope.path < conflict_path) {
+        conflict_path = scope.path;
+        fit->first_class_conflict = absl::StrCat(
+            "module \"", Abbreviate(std::string(scope.path), 80), "\" is ",
+            Abbreviate(std::string(scope.qualified_class), 80), " in the graph, ",
+            Abbreviate(manifest_class, 80), " in the manifest");
       }
-      if (id != kOutside) ++fit->distinct_scopes;
-      if (id == kOutside) ++outside->distinct_scopes;
-      if (id >= 0) ++fit->resolved_scopes;
-      it = by_scope.emplace(std::move(key), id).first;
-    }
-    if (it->second == kOutside) {
-      ++outside->scoped_nodes;
       continue;
     }
-    ++fit->scoped_nodes;
-    if (it->second == kConflict) continue;
-    if (it->second == kNoModule) {
-      if (first_scope->empty()) *first_scope = from_name ? node.name.substr(0, node.name.rfind('/')) : stack.deepest();
-      continue;
-    }
-    ++fit->resolved_nodes;
-    Touch(manifest, it->second, touched);
+    ++fit->resolved_scopes;
+    fit->resolved_nodes += scope.nodes;
+    Touch(manifest, id, touched);
   }
 }
 
 }  // namespace
 
-ManifestFit AssessManifestFit(const Graph& graph, const Manifest& manifest, const Rules& rules,
+ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
+                              const Manifest& manifest, const Rules& rules,
                               const RootBinding& binding, const TensorEvidence& tensors) {
   ManifestFit fit;
   std::vector<bool> touched(manifest.size(), false);
@@ -228,7 +203,7 @@ ManifestFit AssessManifestFit(const Graph& graph, const Manifest& manifest, cons
   // smaller part (a task head), counted as unresolved otherwise (a wrapper
   // another model's manifest made up from one stray scope).
   ManifestFit outside;
-  CheckScopes(graph, manifest, rules, binding, &fit, &outside, &touched, &first_scope);
+  CheckScopes(scopes, manifest, binding, &fit, &outside, &touched, &first_scope);
   std::string first_unknown;
   std::string first_conflict;
   for (const TensorInfo& t : graph.initializers()) {

@@ -5,6 +5,9 @@
 
 #include <vector>
 
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
 #include "internal/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -15,11 +18,22 @@
 namespace semmap {
 namespace internal {
 
-// Linear in the graph's nodes, names and initializers plus the manifest's
-// modules (each distinct scope is parsed once).
-ManifestFit AssessManifestFit(const Graph& graph, const Manifest& manifest,
-                              const Rules& rules, const RootBinding& binding,
-                              const TensorEvidence& tensors);
+// A distinct scope of the graph as the mapper parsed it (mapper.cc): the
+// scope part of TorchScript names, or a dynamo module stack's deepest path.
+struct ScopeSample {
+  bool from_metadata = false;
+  absl::string_view name_scope;  // names: "/encoder/layer.0/attention"
+  absl::string_view path;        // metadata: "encoder.layer.0.attention"
+  absl::Span<const absl::string_view> segments;  // empty for the root scope
+  absl::string_view qualified_class;             // metadata, when written
+  std::size_t nodes = 0;
+};
+
+// Linear in the distinct scopes and the initializers plus the manifest's
+// modules; names are not parsed again.
+ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
+                              const Manifest& manifest, const Rules& rules,
+                              const RootBinding& binding, const TensorEvidence& tensors);
 
 }  // namespace internal
 }  // namespace semmap
