@@ -137,9 +137,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           ? absl::StatusOr<semmap::Manifest>(absl::NotFoundError("no manifest"))
           : semmap::Manifest::Parse(manifest_text, "fuzz.json");
 
-  absl::StatusOr<semmap::SemanticMapper> mapper =
-      semmap::SemanticMapper::Create(*graph, manifest.ok() ? &*manifest : nullptr);
-  SEMMAP_FUZZ_CHECK(mapper.ok());  // no limits refuse a loaded graph today
+  // A manifest that does not fit the graph is refused (FailedPrecondition)
+  // unless allowed; allowed, every loaded graph maps (no limit refuses one).
+  const semmap::Manifest* m = manifest.ok() ? &*manifest : nullptr;
+  absl::StatusOr<semmap::SemanticMapper> strict = semmap::SemanticMapper::Create(*graph, m);
+  SEMMAP_FUZZ_CHECK(strict.ok() || (m != nullptr && absl::IsFailedPrecondition(strict.status())));
+  semmap::MapperOptions options;
+  options.allow_manifest_mismatch = true;
+  absl::StatusOr<semmap::SemanticMapper> mapper = semmap::SemanticMapper::Create(*graph, m, options);
+  SEMMAP_FUZZ_CHECK(mapper.ok());
+  SEMMAP_FUZZ_CHECK(strict.ok() == mapper->manifestFit().fits);
   SEMMAP_FUZZ_CHECK(mapper->hasManifest() == manifest.ok());
   CheckMappings(*mapper);
   CheckQueries(*mapper);
