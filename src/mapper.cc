@@ -114,9 +114,23 @@ std::vector<std::pair<std::string, std::string>> ScopeDerivedPaths(const ScopeMa
   return out;
 }
 
+// The scopes sorted by their segments: the candidates below (and their cap)
+// do not depend on hash iteration order, and a PrefixResolver shares the
+// steps of neighbours.
+std::vector<Scope*> SortedScopes(ScopeMap* scopes) {
+  std::vector<Scope*> ordered;
+  ordered.reserve(scopes->size());
+  for (auto& entry : *scopes) ordered.push_back(&entry.second);
+  std::sort(ordered.begin(), ordered.end(), [](const Scope* a, const Scope* b) {
+    return std::lexicographical_compare(a->segments.begin(), a->segments.end(),
+                                        b->segments.begin(), b->segments.end());
+  });
+  return ordered;
+}
+
 // Every plausible way to bind the ONNX root scope to the manifest.
 std::vector<RootBinding> BindingCandidates(
-    const Manifest& manifest, const ScopeMap& scopes,
+    const Manifest& manifest, const std::vector<Scope*>& ordered,
     int max_wrapper_segments) {
   std::vector<RootBinding> out;
   out.emplace_back();  // ONNX root == manifest root
@@ -126,15 +140,6 @@ std::vector<RootBinding> BindingCandidates(
   // looked up once, so the lookups cost at most one visit per module (a
   // module has one variable name).
   absl::flat_hash_set<absl::string_view> looked_up;
-  // Sorted, so the candidates (and the cap below) do not depend on hash
-  // iteration order.
-  std::vector<const Scope*> ordered;
-  ordered.reserve(scopes.size());
-  for (const auto& entry : scopes) ordered.push_back(&entry.second);
-  std::sort(ordered.begin(), ordered.end(), [](const Scope* a, const Scope* b) {
-    return std::lexicographical_compare(a->segments.begin(), a->segments.end(),
-                                        b->segments.begin(), b->segments.end());
-  });
   for (const Scope* scope : ordered) {
     const auto& segments = scope->segments;
     if (segments.empty()) continue;
@@ -180,18 +185,19 @@ std::vector<RootBinding> BindingCandidates(
   return out;
 }
 
-RootBinding ChooseBinding(const Manifest& manifest, const ScopeMap& scopes,
+RootBinding ChooseBinding(const Manifest& manifest, const std::vector<Scope*>& ordered,
                           int max_wrapper_segments) {
   const internal::ScopeResolver resolver(manifest);
   std::vector<RootBinding> candidates =
-      BindingCandidates(manifest, scopes, max_wrapper_segments);
+      BindingCandidates(manifest, ordered, max_wrapper_segments);
   RootBinding best;
   bool have_best = false;
   for (RootBinding& c : candidates) {
-    for (const auto& entry : scopes) {
-      const Scope& s = entry.second;
+    internal::PrefixResolver prefix(resolver, c.root, c.wrapper);
+    for (const Scope* scope : ordered) {
+      const Scope& s = *scope;
       c.scoped_nodes += s.nodes;
-      const auto r = resolver.Resolve(s.segments, c.root, c.wrapper);
+      const auto r = prefix.Resolve(s.segments);
       if (r.complete()) c.resolved_nodes += s.nodes;
       c.indirect_steps += r.indirect * s.nodes;
     }
@@ -287,15 +293,17 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   }
   mapper.manifest_ = manifest;
   const bool derived = mapper.owned_manifest_ != nullptr;
+  const std::vector<Scope*> ordered = SortedScopes(&scopes);
   mapper.binding_ = derived ? RootBinding{}
-                            : ChooseBinding(*manifest, scopes, options.max_wrapper_segments);
+                            : ChooseBinding(*manifest, ordered, options.max_wrapper_segments);
 
   // Resolve each distinct scope once; its nodes copy the outcome.
   const internal::ScopeResolver resolver(*manifest);
+  internal::PrefixResolver prefix(resolver, mapper.binding_.root, mapper.binding_.wrapper);
   const std::size_t wrapper_len = mapper.binding_.wrapper.size();
-  for (auto& entry : scopes) {
-    Scope& s = entry.second;
-    s.resolution = resolver.Resolve(s.segments, mapper.binding_.root, mapper.binding_.wrapper);
+  for (Scope* scope : ordered) {
+    Scope& s = *scope;
+    s.resolution = prefix.Resolve(s.segments);
     const internal::ScopeResolution& r = s.resolution;
     if (derived) mapper.binding_.scoped_nodes += s.nodes;
     if (derived && r.complete()) mapper.binding_.resolved_nodes += s.nodes;
