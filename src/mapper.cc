@@ -264,9 +264,43 @@ SemanticMapper::~SemanticMapper() = default;
 absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
                                                       const Manifest* manifest,
                                                       const MapperOptions& options) try {
+  return Create(graph, manifest == nullptr ? nullptr : std::make_shared<const Manifest>(*manifest),
+                options);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory("the manifest", "copying");
+}
+
+absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_path,
+                                                    const std::string& manifest_path,
+                                                    const OpenOptions& options) {
+  SEMMAP_ASSIGN_OR_RETURN(Graph graph, Graph::Load(model_path, options.graph));
+  std::shared_ptr<const Manifest> manifest;
+  if (!manifest_path.empty()) {
+    SEMMAP_ASSIGN_OR_RETURN(Manifest loaded, Manifest::Load(manifest_path, options.manifest));
+    manifest = std::make_shared<const Manifest>(std::move(loaded));
+  }
+  absl::StatusOr<SemanticMapper> mapper =
+      Create(std::move(graph), std::move(manifest), options.mapper);
+  if (absl::IsFailedPrecondition(mapper.status()) && !manifest_path.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        model_path, ": manifest ", manifest_path, " is of another model: ",
+        mapper.status().message()));
+  }
+  if (!mapper.ok()) {
+    return absl::Status(mapper.status().code(),
+                        absl::StrCat(model_path, ": ", mapper.status().message()));
+  }
+  return mapper;
+}
+
+absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
+                                                      std::shared_ptr<const Manifest> shared,
+                                                      const MapperOptions& options) try {
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
-  SemanticMapper mapper;
-  mapper.graph_ = &graph;
+  SemanticMapper mapper(std::move(graph_handle));
+  const Graph& graph = mapper.graph_;
+  const Manifest* manifest = shared.get();
+  mapper.has_manifest_ = manifest != nullptr;
   mapper.mappings_.resize(graph.size());
 
   // Parse every name (or module stack) once; group nodes by scope.
@@ -283,16 +317,16 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     SEMMAP_RETURN_IF_ERROR(internal::CheckSameModel(graph, *options.reference, rules));
     MapperOptions reference_options = options;
     reference_options.reference = nullptr;
-    SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, manifest, reference_options));
+    SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, shared, reference_options));
   }
   if (manifest == nullptr) {
-    mapper.owned_manifest_ = std::make_unique<Manifest>(
-        reference ? reference->manifest()
-                  : Manifest::FromModulePaths(ScopeDerivedPaths(scopes)));
-    manifest = mapper.owned_manifest_.get();
+    shared = reference ? reference->manifest_
+                       : std::make_shared<const Manifest>(
+                             Manifest::FromModulePaths(ScopeDerivedPaths(scopes)));
+    manifest = shared.get();
   }
-  mapper.manifest_ = manifest;
-  const bool derived = mapper.owned_manifest_ != nullptr;
+  mapper.manifest_ = std::move(shared);
+  const bool derived = !mapper.has_manifest_;
   const std::vector<Scope*> ordered = SortedScopes(&scopes);
   mapper.binding_ = derived ? RootBinding{}
                             : ChooseBinding(*manifest, ordered, options.max_wrapper_segments);
@@ -407,7 +441,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
 }
 
 absl::StatusOr<Mapping> SemanticMapper::moduleFor(absl::string_view node) const {
-  const NodeId id = graph_->find(node);
+  const NodeId id = graph_.find(node);
   if (id == kNoNode) {
     return absl::NotFoundError(absl::StrCat(
         "no node named \"", internal::Abbreviate(std::string(node)), "\" in the graph"));
