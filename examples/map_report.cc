@@ -62,7 +62,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_
     loaded->manifest_path = *manifest_path;
     auto manifest = semmap::Manifest::Load(*manifest_path);
     if (!manifest.ok()) return manifest.status();
-    loaded->manifest.emplace(*std::move(manifest));
+    loaded->manifest = std::make_shared<const semmap::Manifest>(*std::move(manifest));
   }
   semmap::MapperOptions options;
   options.allow_manifest_mismatch = allow_manifest_mismatch;
@@ -77,8 +77,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_
     reference.emplace(*std::move(reference_graph));
     options.reference = &*reference;
   }
-  auto mapper = semmap::SemanticMapper::Create(
-      *loaded->graph, loaded->manifest ? &*loaded->manifest : nullptr, options);
+  auto mapper = semmap::SemanticMapper::Create(*loaded->graph, loaded->manifest, options);
   if (!mapper.ok() && reference_path != nullptr) {
     return absl::Status(mapper.status().code(),
                         absl::StrCat(model_path, ": --reference ", *reference_path, ": ",

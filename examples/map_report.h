@@ -15,14 +15,15 @@
 
 namespace semmap_cli {
 
-// A model, its optional manifest and the mapper over both, kept together
-// because the mapper points into the other two.
+// A model, its optional manifest and the mapper over both, with the paths
+// they came from (the mapper owns what it maps with; graph and manifest
+// share its copies).
 struct LoadedModel {
   std::string model_path;
   std::optional<std::string> manifest_path;
   std::optional<std::string> reference_path;  // --reference, read while mapping
   std::optional<semmap::Graph> graph;
-  std::optional<semmap::Manifest> manifest;
+  std::shared_ptr<const semmap::Manifest> manifest;  // null without one
   std::optional<semmap::SemanticMapper> mapper;
 };
 

@@ -35,15 +35,15 @@ inline void CheckGraph(const semmap::Graph& g, const semmap::GraphOptions& optio
     SEMMAP_FUZZ_CHECK(ids.insert(node.id).second);
     SEMMAP_FUZZ_CHECK(g.find(node.id) == i);
     SEMMAP_FUZZ_CHECK(node.subgraph >= 0 && node.subgraph < subgraphs);
-    for (const std::string& out : node.outputs) {
+    for (absl::string_view out : node.outputs) {
       if (out.empty()) continue;
       const semmap::NodeId p = g.producer(out, node.subgraph);
       SEMMAP_FUZZ_CHECK(p >= 0 && p < n);
       bool produces = false;
-      for (const std::string& o : g.node(p).outputs) produces |= o == out;
+      for (absl::string_view o : g.node(p).outputs) produces |= o == out;
       SEMMAP_FUZZ_CHECK(produces);
     }
-    for (const std::string& in : node.inputs) {
+    for (absl::string_view in : node.inputs) {
       if (in.empty()) continue;
       const auto consumers = g.consumers(in, node.subgraph);
       for (std::size_t k = 0; k < consumers.size(); ++k) {

@@ -140,7 +140,7 @@ std::string LeafOf(const Node& n) {
   if (slash != absl::string_view::npos) leaf.remove_prefix(slash + 1);
   if (!leaf.empty()) return std::string(leaf);
   if (n.op_type.empty()) return "node";
-  std::string op = n.op_type;  // an op type is not checked for '/'
+  std::string op(n.op_type);  // an op type is not checked for '/'
   std::replace(op.begin(), op.end(), '/', '_');
   return op;
 }
@@ -366,7 +366,7 @@ ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptio
   // Every name of the model stays reserved, so a new name never equals an
   // old one: matching files by name before and after stays unambiguous.
   absl::flat_hash_set<std::string> taken;
-  for (const Node& n : graph.nodes()) taken.insert(n.name);
+  for (const Node& n : graph.nodes()) taken.emplace(n.name);
   absl::flat_hash_map<ModuleId, std::optional<std::string>> prefixes;
   for (std::size_t i = 0; i < graph.size(); ++i) {
     const NodeId id = static_cast<NodeId>(i);

@@ -23,10 +23,10 @@ std::vector<std::string> NodeKeys(const Graph& graph) {
   keys.reserve(graph.size());
   for (const Node& n : graph.nodes()) {
     if (!n.name.empty() && name_count[n.name] == 1) {
-      keys.push_back(n.name);
+      keys.emplace_back(n.name);
     } else {
       keys.push_back(absl::StrCat(QualifiedOpType(n), "->",
-                                  n.outputs.empty() ? std::string() : n.outputs.front()));
+                                  n.outputs.empty() ? absl::string_view() : n.outputs.front()));
     }
   }
   return keys;
@@ -37,7 +37,7 @@ DiffNode MakeNode(const SemanticMapper& mapper, NodeId id, const std::string& ke
   const Mapping& m = mapper.moduleFor(id);
   DiffNode d;
   d.key = key;
-  d.name = n.name;
+  d.name = std::string(n.name);
   d.op_type = QualifiedOpType(n);
   d.module = std::string(m.module_path);
   d.mapped = m.mapped();

@@ -15,128 +15,36 @@
 
 namespace semmap {
 
-Graph::Graph(const Graph& other)
-    : nodes_(other.nodes_),
-      subgraphs_(other.subgraphs_),
-      initializers_(other.initializers_),
-      inputs_(other.inputs_),
-      outputs_(other.outputs_),
-      ir_version_(other.ir_version_),
-      opset_(other.opset_),
-      producer_name_(other.producer_name_),
-      producer_version_(other.producer_version_),
-      model_metadata_(other.model_metadata_),
-      defined_values_(other.defined_values_) {
-  BuildIndexes();
+bool operator==(const Node& a, const Node& b) {
+  return a.id == b.id && a.name == b.name && a.op_type == b.op_type && a.domain == b.domain &&
+         a.inputs == b.inputs && a.outputs == b.outputs &&
+         a.attribute_names == b.attribute_names && a.metadata == b.metadata &&
+         a.input_values == b.input_values && a.output_values == b.output_values &&
+         a.doc_string == b.doc_string && a.subgraph == b.subgraph;
 }
 
-Graph& Graph::operator=(const Graph& other) {
-  if (this != &other) {
-    Graph copy(other);
-    *this = std::move(copy);
-  }
-  return *this;
+bool operator==(const Subgraph& a, const Subgraph& b) {
+  return a.kind == b.kind && a.name == b.name && a.owner == b.owner &&
+         a.attribute == b.attribute && a.domain == b.domain && a.parent == b.parent &&
+         a.depth == b.depth;
 }
 
-void Graph::BuildIndexes() {
-  values_.clear();
-  value_producer_.clear();
-  consumer_offsets_.clear();
-  consumer_nodes_.clear();
-  initializer_index_.clear();
-
-  if (by_id_.empty()) {
-    // The first node with an id wins, as node order decides.
-    by_id_.reserve(nodes_.size());
-    for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      by_id_.try_emplace(nodes_[i].id, static_cast<NodeId>(i));
-    }
-  }
-  std::size_t outputs = 0, inputs = 0;
-  for (const Node& n : nodes_) {
-    outputs += n.outputs.size();
-    inputs += n.inputs.size();
-  }
-  values_.reserve(outputs + initializers_.size() + defined_values_.size());
-  value_producer_.reserve(outputs + initializers_.size() + defined_values_.size());
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& n = nodes_[i];
-    for (const std::string& out : n.outputs) {
-      if (out.empty()) continue;
-      const auto next = static_cast<std::uint32_t>(value_producer_.size());
-      if (values_.try_emplace(ScopedName{n.subgraph, out}, next).second) {
-        value_producer_.push_back(static_cast<NodeId>(i));  // the first producer wins
-      }
-    }
-  }
-  auto define = [this](int scope, absl::string_view name) {
-    const auto next = static_cast<std::uint32_t>(value_producer_.size());
-    if (values_.try_emplace(ScopedName{scope, name}, next).second) value_producer_.push_back(kNoNode);
-  };
-  for (std::size_t i = 0; i < initializers_.size(); ++i) {
-    const TensorInfo& t = initializers_[i];
-    define(t.subgraph, t.name);
-    if (t.subgraph == 0) initializer_index_.emplace(t.name, i);
-  }
-  for (const auto& value : defined_values_) define(value.first, value.second);
-
-  // (value, consumer) pairs in node order, then grouped by value (counting
-  // sort), sorted and de-duplicated per value.
-  std::vector<std::pair<std::uint32_t, NodeId>> uses;
-  uses.reserve(inputs);
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& n = nodes_[i];
-    for (const std::string& in : n.inputs) {
-      if (in.empty()) continue;
-      int scope = -1;
-      const std::int64_t value = resolve(in, n.subgraph, &scope);
-      if (value < 0) continue;
-      uses.emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));
-      // An outer value used inside a subgraph is consumed by every owner
-      // between the use and the definition.
-      for (int s = n.subgraph; s != scope && s > 0;) {
-        const Subgraph& sub = subgraphs_[static_cast<std::size_t>(s)];
-        if (sub.kind != Subgraph::Kind::kAttribute) break;
-        uses.emplace_back(static_cast<std::uint32_t>(value), sub.owner);
-        s = sub.parent;
-      }
-    }
-  }
-  const std::size_t count = value_producer_.size();
-  std::vector<std::uint32_t> begin(count + 1, 0);
-  for (const auto& use : uses) ++begin[use.first + 1];
-  for (std::size_t v = 0; v < count; ++v) begin[v + 1] += begin[v];
-  consumer_nodes_.resize(uses.size());
-  {
-    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (const auto& use : uses) consumer_nodes_[fill[use.first]++] = use.second;
-  }
-  std::vector<std::pair<std::uint32_t, NodeId>>().swap(uses);
-  consumer_offsets_.assign(count + 1, 0);
-  std::uint32_t out = 0;
-  for (std::size_t v = 0; v < count; ++v) {
-    auto first = consumer_nodes_.begin() + begin[v];
-    auto last = consumer_nodes_.begin() + begin[v + 1];
-    if (!std::is_sorted(first, last)) std::sort(first, last);
-    last = std::unique(first, last);
-    consumer_offsets_[v] = out;
-    for (auto it = first; it != last; ++it) consumer_nodes_[out++] = *it;
-  }
-  consumer_offsets_[count] = out;
-  consumer_nodes_.resize(out);
+bool operator==(const TensorInfo& a, const TensorInfo& b) {
+  return a.name == b.name && a.elem_type == b.elem_type && a.dims == b.dims &&
+         a.external == b.external && a.subgraph == b.subgraph;
 }
 
-std::int64_t Graph::resolve(absl::string_view value, int subgraph, int* scope) const {
-  for (int s = subgraph; s >= 0 && s < static_cast<int>(subgraphs_.size());) {
-    auto it = values_.find(ScopedName{s, value});
-    if (it != values_.end()) {
+ValueId Graph::Resolve(const Rep& rep, absl::string_view value, int subgraph, int* scope) {
+  for (int s = subgraph; s >= 0 && s < static_cast<int>(rep.subgraphs.size());) {
+    auto it = rep.values.find(ScopedName{s, value});
+    if (it != rep.values.end()) {
       *scope = s;
       return it->second;
     }
-    if (subgraphs_[static_cast<std::size_t>(s)].kind != Subgraph::Kind::kAttribute) break;
-    s = subgraphs_[static_cast<std::size_t>(s)].parent;
+    if (rep.subgraphs[static_cast<std::size_t>(s)].kind != Subgraph::Kind::kAttribute) break;
+    s = rep.subgraphs[static_cast<std::size_t>(s)].parent;
   }
-  return -1;
+  return kNoValue;
 }
 
 absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& options) try {
@@ -146,10 +54,13 @@ absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& o
     SEMMAP_ASSIGN_OR_RETURN(std::string bytes, internal::ReadFile(path, limit));
     return Parse(bytes, path, options);
   }
-  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
+  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile mapped,
                           internal::MappedFile::Open(path, options.max_file_bytes));
-  absl::StatusOr<Graph> graph = Parse(file.bytes(), path, options);
-  if (file.truncated()) {
+  // The Graph keeps the mapping (and its SIGBUS guard): its strings point
+  // into it.
+  auto file = std::make_shared<const internal::MappedFile>(std::move(mapped));
+  absl::StatusOr<Graph> graph = Build(file->bytes(), path, options, file);
+  if (file->truncated()) {
     // What was parsed held zeros where the file's end used to be.
     return absl::DataLossError(absl::StrCat(
         path, ": the file shrank while it was read (truncated by another process?)"));
@@ -163,16 +74,29 @@ absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& o
 
 absl::StatusOr<Graph> Graph::Parse(absl::string_view bytes, absl::string_view origin,
                                    const GraphOptions& options) try {
+  if (options.loader == Loader::kProtobuf) return Build(bytes, origin, options, nullptr);
+  // The wire scan keeps views into the bytes: the Graph owns a copy.
+  auto copy = std::make_shared<const std::string>(bytes.data(), bytes.size());
+  return Build(*copy, origin, options, copy);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the model");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the model");
+}
+
+absl::StatusOr<Graph> Graph::Build(absl::string_view bytes, absl::string_view origin,
+                                   const GraphOptions& options,
+                                   std::shared_ptr<const void> backing) try {
   if (bytes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected an ONNX model"));
   }
-  internal::GraphBuilder builder(origin, options);
+  const bool durable = options.loader != Loader::kProtobuf;
+  internal::GraphBuilder builder(origin, options, std::move(backing), durable);
   if (options.loader == Loader::kProtobuf) {
     SEMMAP_RETURN_IF_ERROR(internal::LoadWithProtobuf(bytes, origin, options, &builder));
   } else {
     SEMMAP_RETURN_IF_ERROR(internal::LoadWithWireScan(bytes, origin, options, &builder));
   }
-  SEMMAP_RETURN_IF_ERROR(builder.CheckNames());
   return builder.Finish();
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(origin, "loading the model");
@@ -183,28 +107,18 @@ absl::StatusOr<Graph> Graph::Parse(absl::string_view bytes, absl::string_view or
 NodeId Graph::find(absl::string_view id_or_name) const {
   // A name that is unique in the model is its node's id, so one lookup
   // answers both.
-  auto it = by_id_.find(id_or_name);
-  return it == by_id_.end() ? kNoNode : it->second;
+  auto it = rep_->by_id.find(id_or_name);
+  return it == rep_->by_id.end() ? kNoNode : it->second;
 }
 
-NodeId Graph::producer(absl::string_view value, int subgraph) const {
+ValueId Graph::value(absl::string_view name, int subgraph) const {
   int scope;
-  const std::int64_t v = resolve(value, subgraph, &scope);
-  return v < 0 ? kNoNode : value_producer_[static_cast<std::size_t>(v)];
-}
-
-absl::Span<const NodeId> Graph::consumers(absl::string_view value, int subgraph) const {
-  int scope;
-  const std::int64_t v = resolve(value, subgraph, &scope);
-  if (v < 0) return {};
-  const std::uint32_t b = consumer_offsets_[static_cast<std::size_t>(v)];
-  const std::uint32_t e = consumer_offsets_[static_cast<std::size_t>(v) + 1];
-  return absl::Span<const NodeId>(consumer_nodes_.data() + b, e - b);
+  return Resolve(*rep_, name, subgraph, &scope);
 }
 
 const TensorInfo* Graph::initializer(absl::string_view name) const {
-  auto it = initializer_index_.find(name);
-  return it == initializer_index_.end() ? nullptr : &initializers_[it->second];
+  auto it = rep_->initializer_index.find(name);
+  return it == rep_->initializer_index.end() ? nullptr : &rep_->initializers[it->second];
 }
 
 }  // namespace semmap

@@ -114,9 +114,23 @@ std::vector<std::pair<std::string, std::string>> ScopeDerivedPaths(const ScopeMa
   return out;
 }
 
+// The scopes sorted by their segments: the candidates below (and their cap)
+// do not depend on hash iteration order, and a PrefixResolver shares the
+// steps of neighbours.
+std::vector<Scope*> SortedScopes(ScopeMap* scopes) {
+  std::vector<Scope*> ordered;
+  ordered.reserve(scopes->size());
+  for (auto& entry : *scopes) ordered.push_back(&entry.second);
+  std::sort(ordered.begin(), ordered.end(), [](const Scope* a, const Scope* b) {
+    return std::lexicographical_compare(a->segments.begin(), a->segments.end(),
+                                        b->segments.begin(), b->segments.end());
+  });
+  return ordered;
+}
+
 // Every plausible way to bind the ONNX root scope to the manifest.
 std::vector<RootBinding> BindingCandidates(
-    const Manifest& manifest, const ScopeMap& scopes,
+    const Manifest& manifest, const std::vector<Scope*>& ordered,
     int max_wrapper_segments) {
   std::vector<RootBinding> out;
   out.emplace_back();  // ONNX root == manifest root
@@ -126,15 +140,6 @@ std::vector<RootBinding> BindingCandidates(
   // looked up once, so the lookups cost at most one visit per module (a
   // module has one variable name).
   absl::flat_hash_set<absl::string_view> looked_up;
-  // Sorted, so the candidates (and the cap below) do not depend on hash
-  // iteration order.
-  std::vector<const Scope*> ordered;
-  ordered.reserve(scopes.size());
-  for (const auto& entry : scopes) ordered.push_back(&entry.second);
-  std::sort(ordered.begin(), ordered.end(), [](const Scope* a, const Scope* b) {
-    return std::lexicographical_compare(a->segments.begin(), a->segments.end(),
-                                        b->segments.begin(), b->segments.end());
-  });
   for (const Scope* scope : ordered) {
     const auto& segments = scope->segments;
     if (segments.empty()) continue;
@@ -180,18 +185,19 @@ std::vector<RootBinding> BindingCandidates(
   return out;
 }
 
-RootBinding ChooseBinding(const Manifest& manifest, const ScopeMap& scopes,
+RootBinding ChooseBinding(const Manifest& manifest, const std::vector<Scope*>& ordered,
                           int max_wrapper_segments) {
   const internal::ScopeResolver resolver(manifest);
   std::vector<RootBinding> candidates =
-      BindingCandidates(manifest, scopes, max_wrapper_segments);
+      BindingCandidates(manifest, ordered, max_wrapper_segments);
   RootBinding best;
   bool have_best = false;
   for (RootBinding& c : candidates) {
-    for (const auto& entry : scopes) {
-      const Scope& s = entry.second;
+    internal::PrefixResolver prefix(resolver, c.root, c.wrapper);
+    for (const Scope* scope : ordered) {
+      const Scope& s = *scope;
       c.scoped_nodes += s.nodes;
-      const auto r = resolver.Resolve(s.segments, c.root, c.wrapper);
+      const auto r = prefix.Resolve(s.segments);
       if (r.complete()) c.resolved_nodes += s.nodes;
       c.indirect_steps += r.indirect * s.nodes;
     }
@@ -258,9 +264,43 @@ SemanticMapper::~SemanticMapper() = default;
 absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
                                                       const Manifest* manifest,
                                                       const MapperOptions& options) try {
+  return Create(graph, manifest == nullptr ? nullptr : std::make_shared<const Manifest>(*manifest),
+                options);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory("the manifest", "copying");
+}
+
+absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_path,
+                                                    const std::string& manifest_path,
+                                                    const OpenOptions& options) {
+  SEMMAP_ASSIGN_OR_RETURN(Graph graph, Graph::Load(model_path, options.graph));
+  std::shared_ptr<const Manifest> manifest;
+  if (!manifest_path.empty()) {
+    SEMMAP_ASSIGN_OR_RETURN(Manifest loaded, Manifest::Load(manifest_path, options.manifest));
+    manifest = std::make_shared<const Manifest>(std::move(loaded));
+  }
+  absl::StatusOr<SemanticMapper> mapper =
+      Create(std::move(graph), std::move(manifest), options.mapper);
+  if (absl::IsFailedPrecondition(mapper.status()) && !manifest_path.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        model_path, ": manifest ", manifest_path, " is of another model: ",
+        mapper.status().message()));
+  }
+  if (!mapper.ok()) {
+    return absl::Status(mapper.status().code(),
+                        absl::StrCat(model_path, ": ", mapper.status().message()));
+  }
+  return mapper;
+}
+
+absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
+                                                      std::shared_ptr<const Manifest> shared,
+                                                      const MapperOptions& options) try {
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
-  SemanticMapper mapper;
-  mapper.graph_ = &graph;
+  SemanticMapper mapper(std::move(graph_handle));
+  const Graph& graph = mapper.graph_;
+  const Manifest* manifest = shared.get();
+  mapper.has_manifest_ = manifest != nullptr;
   mapper.mappings_.resize(graph.size());
 
   // Parse every name (or module stack) once; group nodes by scope.
@@ -277,25 +317,27 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
     SEMMAP_RETURN_IF_ERROR(internal::CheckSameModel(graph, *options.reference, rules));
     MapperOptions reference_options = options;
     reference_options.reference = nullptr;
-    SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, manifest, reference_options));
+    SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, shared, reference_options));
   }
   if (manifest == nullptr) {
-    mapper.owned_manifest_ = std::make_unique<Manifest>(
-        reference ? reference->manifest()
-                  : Manifest::FromModulePaths(ScopeDerivedPaths(scopes)));
-    manifest = mapper.owned_manifest_.get();
+    shared = reference ? reference->manifest_
+                       : std::make_shared<const Manifest>(
+                             Manifest::FromModulePaths(ScopeDerivedPaths(scopes)));
+    manifest = shared.get();
   }
-  mapper.manifest_ = manifest;
-  const bool derived = mapper.owned_manifest_ != nullptr;
+  mapper.manifest_ = std::move(shared);
+  const bool derived = !mapper.has_manifest_;
+  const std::vector<Scope*> ordered = SortedScopes(&scopes);
   mapper.binding_ = derived ? RootBinding{}
-                            : ChooseBinding(*manifest, scopes, options.max_wrapper_segments);
+                            : ChooseBinding(*manifest, ordered, options.max_wrapper_segments);
 
   // Resolve each distinct scope once; its nodes copy the outcome.
   const internal::ScopeResolver resolver(*manifest);
+  internal::PrefixResolver prefix(resolver, mapper.binding_.root, mapper.binding_.wrapper);
   const std::size_t wrapper_len = mapper.binding_.wrapper.size();
-  for (auto& entry : scopes) {
-    Scope& s = entry.second;
-    s.resolution = resolver.Resolve(s.segments, mapper.binding_.root, mapper.binding_.wrapper);
+  for (Scope* scope : ordered) {
+    Scope& s = *scope;
+    s.resolution = prefix.Resolve(s.segments);
     const internal::ScopeResolution& r = s.resolution;
     if (derived) mapper.binding_.scoped_nodes += s.nodes;
     if (derived && r.complete()) mapper.binding_.resolved_nodes += s.nodes;
@@ -399,7 +441,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
 }
 
 absl::StatusOr<Mapping> SemanticMapper::moduleFor(absl::string_view node) const {
-  const NodeId id = graph_->find(node);
+  const NodeId id = graph_.find(node);
   if (id == kNoNode) {
     return absl::NotFoundError(absl::StrCat(
         "no node named \"", internal::Abbreviate(std::string(node)), "\" in the graph"));

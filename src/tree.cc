@@ -55,7 +55,7 @@ bool IsTorchLeaf(const ModuleInfo& info) {
 }
 
 std::string QualifiedOpType(const Node& node) {
-  if (node.domain.empty() || node.domain == "ai.onnx") return node.op_type;
+  if (node.domain.empty() || node.domain == "ai.onnx") return std::string(node.op_type);
   return absl::StrCat(node.domain, ".", node.op_type);
 }
 

@@ -28,8 +28,8 @@ namespace {
 std::map<std::string, std::string> MetadataOf(const semmap::Node& n) {
   std::map<std::string, std::string> out;
   for (const auto& [key, value] : n.metadata) {
-    REQUIRE(out.count(key) == 0);  // no duplicate keys after annotating
-    out[key] = value;
+    REQUIRE(out.count(std::string(key)) == 0);  // no duplicate keys after annotating
+    out[std::string(key)] = std::string(value);
   }
   return out;
 }
@@ -37,8 +37,8 @@ std::map<std::string, std::string> MetadataOf(const semmap::Node& n) {
 // The part of an old name a scoped name keeps (the op type when empty).
 std::string LeafOfForTest(const semmap::Node& n) {
   const std::size_t slash = n.name.rfind('/');
-  const std::string leaf = slash == std::string::npos ? n.name : n.name.substr(slash + 1);
-  return leaf.empty() ? n.op_type : leaf;
+  const std::string leaf(slash == absl::string_view::npos ? n.name : n.name.substr(slash + 1));
+  return leaf.empty() ? std::string(n.op_type) : leaf;
 }
 
 }  // namespace
@@ -82,8 +82,8 @@ TEST_CASE("Annotated models carry each node's mapping and nothing else changes",
     if (m.mapped()) CHECK(meta.at("namespace") == namespaces.values[i]);
   }
   std::vector<std::string> names_before, names_after;
-  for (const auto& t : f->graph->initializers()) names_before.push_back(t.name);
-  for (const auto& t : annotated->initializers()) names_after.push_back(t.name);
+  for (const auto& t : f->graph->initializers()) names_before.emplace_back(t.name);
+  for (const auto& t : annotated->initializers()) names_after.emplace_back(t.name);
   CHECK(names_after == names_before);
   CHECK(annotated->inputs() == f->graph->inputs());
   CHECK(annotated->outputs() == f->graph->outputs());
@@ -495,9 +495,9 @@ TEST_CASE("Scoped names are unique among old and new names", "[annotate][scoped]
   CHECK(plan.kept == 1);
   std::set<std::string> all;
   for (std::size_t i = 0; i < plan.names.size(); ++i) {
-    const std::string& name = plan.names[i].empty()
-                                  ? p.graph->node(static_cast<semmap::NodeId>(i)).name
-                                  : plan.names[i];
+    const std::string name = plan.names[i].empty()
+                                 ? std::string(p.graph->node(static_cast<semmap::NodeId>(i)).name)
+                                 : plan.names[i];
     CHECK(all.insert(name).second);
   }
 }
@@ -577,7 +577,7 @@ TEST_CASE("Annotated with scoped names, real exports map back to the same module
   REQUIRE(annotated.ok());
   REQUIRE(annotated->size() == f->graph->size());
   std::set<std::string> names;
-  for (const semmap::Node& n : annotated->nodes()) CHECK(names.insert(n.name).second);
+  for (const semmap::Node& n : annotated->nodes()) CHECK(names.emplace(n.name).second);
   auto remapped = semmap::SemanticMapper::Create(*annotated, &*f->manifest);
   REQUIRE(remapped.ok());
   auto bare = semmap::SemanticMapper::Create(*annotated, nullptr);

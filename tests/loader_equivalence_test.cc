@@ -70,10 +70,10 @@ void CheckSameGraph(const Graph& a, const Graph& b) {
     CHECK(x.subgraph == y.subgraph);
     CHECK(a.find(x.id) == b.find(y.id));
     CHECK(a.find(x.name) == b.find(y.name));
-    for (const std::string& v : x.inputs) {
+    for (absl::string_view v : x.inputs) {
       CHECK(a.producer(v, x.subgraph) == b.producer(v, x.subgraph));
     }
-    for (const std::string& v : x.outputs) {
+    for (absl::string_view v : x.outputs) {
       CHECK(a.producer(v, x.subgraph) == b.producer(v, x.subgraph));
       const auto ca = a.consumers(v, x.subgraph);
       const auto cb = b.consumers(v, x.subgraph);
@@ -105,7 +105,7 @@ void CheckSameGraph(const Graph& a, const Graph& b) {
     CHECK(x.external == y.external);
     CHECK(x.subgraph == y.subgraph);
     CHECK((a.initializer(x.name) == nullptr) == (b.initializer(y.name) == nullptr));
-    for (const std::string& v : a.inputs()) {
+    for (absl::string_view v : a.inputs()) {
       const auto ca = a.consumers(v);
       const auto cb = b.consumers(v);
       CHECK(ca.size() == cb.size());

@@ -19,7 +19,7 @@ namespace semmap_test {
 struct MappedFixture {
   std::string dir;
   std::optional<semmap::Graph> graph;
-  std::optional<semmap::Manifest> manifest;
+  std::shared_ptr<const semmap::Manifest> manifest;  // null without one
   std::optional<semmap::SemanticMapper> mapper;
   std::map<std::string, std::string> truth;  // node id -> module path
 
@@ -27,8 +27,7 @@ struct MappedFixture {
   std::string manifest_path() const { return Fixture(dir, "manifest.json"); }
 };
 
-// Held by pointer: the mapper points into graph and manifest. Without
-// `with_manifest`, mapped from the names alone.
+// Without `with_manifest`, mapped from the names alone.
 inline std::unique_ptr<MappedFixture> LoadMapped(const std::string& dir,
                                                  bool with_manifest = true) {
   auto f = std::make_unique<MappedFixture>();
@@ -39,9 +38,9 @@ inline std::unique_ptr<MappedFixture> LoadMapped(const std::string& dir,
   if (with_manifest) {
     auto m = semmap::Manifest::Load(f->manifest_path());
     REQUIRE(m.ok());
-    f->manifest.emplace(*std::move(m));
+    f->manifest = std::make_shared<const semmap::Manifest>(*std::move(m));
   }
-  auto mapper = semmap::SemanticMapper::Create(*f->graph, f->manifest ? &*f->manifest : nullptr);
+  auto mapper = semmap::SemanticMapper::Create(*f->graph, f->manifest);
   REQUIRE(mapper.ok());
   f->mapper.emplace(*std::move(mapper));
   std::ifstream in(Fixture(dir, "truth.json"));

@@ -18,7 +18,7 @@ namespace {
 
 std::set<std::string> Ids(const MappedFixture& f, const std::vector<NodeId>& nodes) {
   std::set<std::string> out;
-  for (NodeId n : nodes) out.insert(f.graph->node(n).id);
+  for (NodeId n : nodes) out.emplace(f.graph->node(n).id);
   return out;
 }
 

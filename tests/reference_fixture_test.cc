@@ -56,7 +56,7 @@ double Accuracy(const SemanticMapper& mapper, const std::map<std::string, std::s
   std::size_t known = 0, correct = 0;
   const Graph& g = mapper.graph();
   for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(g.size()); ++i) {
-    auto t = truth.find(g.node(i).id);
+    auto t = truth.find(std::string(g.node(i).id));
     if (t == truth.end()) continue;
     ++known;
     const semmap::Mapping& m = mapper.moduleFor(i);

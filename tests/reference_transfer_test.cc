@@ -48,7 +48,7 @@ std::string PairedName(const std::vector<NodeMatch>& m, const Graph& p, const Gr
   const NodeId id = p.find(p_name);
   REQUIRE(id != semmap::kNoNode);
   if (m[id].reference_nodes.size() != 1) return "";
-  return r.node(m[id].reference_nodes[0]).name;
+  return std::string(r.node(m[id].reference_nodes[0]).name);
 }
 
 }  // namespace

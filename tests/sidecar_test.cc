@@ -33,7 +33,7 @@ TEST_CASE("The sidecar holds every node's mapping and the module tree", "[sideca
   for (std::size_t i = 0; i < f->graph->size(); ++i) {
     const json& n = doc["nodes"][i];
     const semmap::Mapping& m = f->mapper->moduleFor(static_cast<semmap::NodeId>(i));
-    CHECK(n["id"] == f->graph->node(static_cast<semmap::NodeId>(i)).id);
+    CHECK(n["id"] == std::string(f->graph->node(static_cast<semmap::NodeId>(i)).id));
     if (m.mapped()) {
       CHECK(n["module"] == std::string(m.module_path));
     } else {

@@ -16,7 +16,7 @@ double Accuracy(const MappedFixture& f, semmap::Strategy only, std::size_t* answ
   *answers = 0;
   for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f.graph->size()); ++i) {
     const semmap::Mapping& m = f.mapper->moduleFor(i);
-    auto truth = f.truth.find(f.graph->node(i).id);
+    auto truth = f.truth.find(std::string(f.graph->node(i).id));
     if (m.strategy != only || truth == f.truth.end()) continue;
     ++*answers;
     if (std::string(m.module_path) == truth->second) ++correct;
@@ -105,7 +105,7 @@ TEST_CASE("the dynamo exporter's creation counters restore a re-sorted file's or
   auto f = LoadMapped("torch-2.15/vit-imgcls.dynamo.onnxslim");
   std::size_t correct = 0, known = 0;
   for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
-    auto truth = f->truth.find(f->graph->node(i).id);
+    auto truth = f->truth.find(std::string(f->graph->node(i).id));
     if (truth == f->truth.end()) continue;
     ++known;
     if (std::string(f->mapper->moduleFor(i).module_path) == truth->second) ++correct;

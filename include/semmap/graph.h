@@ -25,12 +25,13 @@
 #define SEMMAP_INCLUDE_SEMMAP_GRAPH_H_
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -44,17 +45,37 @@ class GraphBuilder;
 using NodeId = std::int32_t;
 inline constexpr NodeId kNoNode = -1;
 
+// Index of a value (a name as defined in one scope: a node output, a graph
+// or function input, an initializer); see Graph::valueName().
+using ValueId = std::int32_t;
+inline constexpr ValueId kNoValue = -1;
+
+// One metadata_props entry: key, value.
+using MetadataEntry = std::pair<absl::string_view, absl::string_view>;
+
+// Every string and span of a Node, Subgraph or TensorInfo points into
+// memory the Graph owns (the mapped file or its own storage): valid as long
+// as the Graph, or any copy of it, lives. Copy what must outlive it.
 struct Node {
-  std::string id;  // unique key, see above
-  std::string name;
-  std::string op_type;
-  std::string domain;  // "" for the default ONNX domain
-  std::vector<std::string> inputs;  // "" marks an omitted optional input
-  std::vector<std::string> outputs;
-  std::vector<std::string> attribute_names;
-  std::vector<std::pair<std::string, std::string>> metadata;  // metadata_props
-  std::string doc_string;
+  absl::string_view id;  // unique key, see above
+  absl::string_view name;
+  absl::string_view op_type;
+  absl::string_view domain;  // "" for the default ONNX domain
+  absl::Span<const absl::string_view> inputs;  // "" marks an omitted optional input
+  absl::Span<const absl::string_view> outputs;
+  absl::Span<const absl::string_view> attribute_names;
+  absl::Span<const MetadataEntry> metadata;  // metadata_props
+  // The value each input and output names, parallel to `inputs` and
+  // `outputs`: resolved as ONNX scoping does (see Graph::producer).
+  // kNoValue for "" and for names defined nowhere.
+  absl::Span<const ValueId> input_values;
+  absl::Span<const ValueId> output_values;
+  absl::string_view doc_string;
   int subgraph = 0;  // index into Graph::subgraphs(); 0 is the main graph
+
+  // Field by field, by content (ids of values included).
+  friend bool operator==(const Node& a, const Node& b);
+  friend bool operator!=(const Node& a, const Node& b) { return !(a == b); }
 };
 
 // A graph body: the main graph (index 0), a subgraph held by a node
@@ -62,20 +83,26 @@ struct Node {
 struct Subgraph {
   enum class Kind { kMain, kAttribute, kFunction };
   Kind kind = Kind::kMain;
-  std::string name;
-  NodeId owner = kNoNode;   // for kAttribute: the node holding it
-  std::string attribute;    // for kAttribute: "then_branch", "body", ...
-  std::string domain;       // for kFunction
-  int parent = -1;          // enclosing subgraph; -1 for main and functions
-  int depth = 0;            // nesting depth; 0 for main and functions
+  absl::string_view name;
+  NodeId owner = kNoNode;        // for kAttribute: the node holding it
+  absl::string_view attribute;   // for kAttribute: "then_branch", "body", ...
+  absl::string_view domain;      // for kFunction
+  int parent = -1;               // enclosing subgraph; -1 for main and functions
+  int depth = 0;                 // nesting depth; 0 for main and functions
+
+  friend bool operator==(const Subgraph& a, const Subgraph& b);
+  friend bool operator!=(const Subgraph& a, const Subgraph& b) { return !(a == b); }
 };
 
 struct TensorInfo {
-  std::string name;
+  absl::string_view name;
   std::int32_t elem_type = 0;  // onnx TensorProto.DataType value
-  std::vector<std::int64_t> dims;  // empty when unknown or scalar
+  absl::Span<const std::int64_t> dims;  // empty when unknown or scalar
   bool external = false;  // payload lives in an external data file
   int subgraph = 0;
+
+  friend bool operator==(const TensorInfo& a, const TensorInfo& b);
+  friend bool operator!=(const TensorInfo& a, const TensorInfo& b) { return !(a == b); }
 };
 
 // How Graph::Load and Graph::Parse read the file.
@@ -120,17 +147,21 @@ class Graph {
   // structure of every message it reads but only the lengths of those it
   // skips (tensor payloads, value types), so it accepts some files whose
   // skipped parts protobuf would reject.
+  //
+  // With the wire scan the Graph keeps the file mapped and its strings
+  // point into the mapping: loading allocates nothing per node name.
   static absl::StatusOr<Graph> Load(const std::string& path,
                                     const GraphOptions& options = {});
-  // Same, from the serialized bytes; `origin` names the source in messages.
+  // Same, from the serialized bytes (copied: the Graph does not refer to
+  // `bytes` after returning); `origin` names the source in messages.
   static absl::StatusOr<Graph> Parse(absl::string_view bytes,
                                      absl::string_view origin,
                                      const GraphOptions& options = {});
 
-  const std::vector<Node>& nodes() const { return nodes_; }
-  const Node& node(NodeId id) const { return nodes_[id]; }
-  std::size_t size() const { return nodes_.size(); }
-  const std::vector<Subgraph>& subgraphs() const { return subgraphs_; }
+  const std::vector<Node>& nodes() const { return rep_->nodes; }
+  const Node& node(NodeId id) const { return rep_->nodes[static_cast<std::size_t>(id)]; }
+  std::size_t size() const { return rep_->nodes.size(); }
+  const std::vector<Subgraph>& subgraphs() const { return rep_->subgraphs; }
 
   // Node by id (see above), or by name when the name is unique; kNoNode
   // otherwise.
@@ -140,42 +171,63 @@ class Graph {
   // `subgraph` refers to the definition in that subgraph or the nearest
   // enclosing one. Function bodies are scopes of their own.
   //
-  // The node producing `value` as seen from `subgraph`, or kNoNode for graph
-  // inputs, initializers and unknown names.
-  NodeId producer(absl::string_view value, int subgraph = 0) const;
-  // Nodes consuming that same value, in node order. A node whose subgraph
-  // body uses an outer value counts as a consumer too.
-  absl::Span<const NodeId> consumers(absl::string_view value,
-                                     int subgraph = 0) const;
+  // The value `name` refers to as seen from `subgraph`, or kNoValue.
+  ValueId value(absl::string_view name, int subgraph = 0) const;
+  std::size_t valueCount() const { return rep_->value_producer.size(); }
+  absl::string_view valueName(ValueId v) const {
+    return rep_->value_names[static_cast<std::size_t>(v)];
+  }
+  // The node producing `v`, or kNoNode for graph inputs and initializers.
+  NodeId producer(ValueId v) const {
+    return v < 0 ? kNoNode : rep_->value_producer[static_cast<std::size_t>(v)];
+  }
+  // Nodes consuming `v`, in node order. A node whose subgraph body uses an
+  // outer value counts as a consumer too.
+  absl::Span<const NodeId> consumers(ValueId v) const {
+    if (v < 0) return {};
+    const std::uint32_t b = rep_->consumer_offsets[static_cast<std::size_t>(v)];
+    const std::uint32_t e = rep_->consumer_offsets[static_cast<std::size_t>(v) + 1];
+    return absl::Span<const NodeId>(rep_->consumer_nodes.data() + b, e - b);
+  }
+  // By name: the same as producer(value(name, subgraph)) and
+  // consumers(value(name, subgraph)).
+  NodeId producer(absl::string_view value, int subgraph = 0) const {
+    return producer(this->value(value, subgraph));
+  }
+  absl::Span<const NodeId> consumers(absl::string_view value, int subgraph = 0) const {
+    return consumers(this->value(value, subgraph));
+  }
 
   // Initializer by name (sparse initializers included), or nullptr.
   const TensorInfo* initializer(absl::string_view name) const;
-  const std::vector<TensorInfo>& initializers() const { return initializers_; }
-  const std::vector<std::string>& inputs() const { return inputs_; }
-  const std::vector<std::string>& outputs() const { return outputs_; }
-
-  std::int64_t ir_version() const { return ir_version_; }
-  std::int64_t opset() const { return opset_; }  // default domain
-  const std::string& producer_name() const { return producer_name_; }
-  const std::string& producer_version() const { return producer_version_; }
-  const std::vector<std::pair<std::string, std::string>>& model_metadata() const {
-    return model_metadata_;
+  // The initializer defining `v` (in any subgraph), or nullptr.
+  const TensorInfo* initializerOf(ValueId v) const {
+    if (v < 0) return nullptr;
+    const std::int32_t t = rep_->value_initializer[static_cast<std::size_t>(v)];
+    return t < 0 ? nullptr : &rep_->initializers[static_cast<std::size_t>(t)];
   }
+  const std::vector<TensorInfo>& initializers() const { return rep_->initializers; }
+  const std::vector<absl::string_view>& inputs() const { return rep_->inputs; }
+  const std::vector<absl::string_view>& outputs() const { return rep_->outputs; }
 
- // Copies rebuild the indexes (they point into the copied strings).
-  Graph(const Graph& other);
-  Graph& operator=(const Graph& other);
+  std::int64_t ir_version() const { return rep_->ir_version; }
+  std::int64_t opset() const { return rep_->opset; }  // default domain
+  absl::string_view producer_name() const { return rep_->producer_name; }
+  absl::string_view producer_version() const { return rep_->producer_version; }
+  const std::vector<MetadataEntry>& model_metadata() const { return rep_->model_metadata; }
+
+  // A Graph is a handle to immutable data: copies share it (O(1)), and the
+  // strings and spans it hands out stay valid while any copy lives.
+  Graph(const Graph&) = default;
+  Graph& operator=(const Graph&) = default;
   Graph(Graph&&) noexcept = default;
   Graph& operator=(Graph&&) noexcept = default;
   ~Graph() = default;
 
  private:
   friend class internal::GraphBuilder;
-  Graph() = default;
 
-  // A value or initializer name as seen in one subgraph. The view points
-  // into a string owned by this Graph (node outputs, initializers_,
-  // defined_values_), whose buffers do not move once loading has finished.
+  // A value or initializer name as seen in one subgraph.
   struct ScopedName {
     int scope;
     absl::string_view name;
@@ -188,37 +240,56 @@ class Graph {
     }
   };
 
-  // Builds every index below from nodes_, subgraphs_, initializers_ and
-  // defined_values_; ids must be assigned. by_id_ is kept when filled.
-  void BuildIndexes();
-  // The index in values_ of `value` as used in `subgraph` (ONNX scoping),
-  // or -1; `*scope` is set to the defining subgraph.
-  std::int64_t resolve(absl::string_view value, int subgraph, int* scope) const;
+  struct Rep {
+    // What the views below point into: the mapped file or a copy of the
+    // bytes, and strings the loader had to copy or make (generated ids).
+    std::shared_ptr<const void> backing;
+    std::deque<std::string> owned;
 
-  std::vector<Node> nodes_;
-  std::vector<Subgraph> subgraphs_;
-  std::vector<TensorInfo> initializers_;
-  std::vector<std::string> inputs_;
-  std::vector<std::string> outputs_;
-  std::int64_t ir_version_ = 0;
-  std::int64_t opset_ = 0;
-  std::string producer_name_;
-  std::string producer_version_;
-  std::vector<std::pair<std::string, std::string>> model_metadata_;
-  // Values defined without a producer other than initializers: graph inputs
-  // of every subgraph and function inputs, with the subgraph defining them.
-  std::vector<std::pair<int, std::string>> defined_values_;
+    std::vector<Node> nodes;
+    std::vector<Subgraph> subgraphs;
+    std::vector<TensorInfo> initializers;
+    std::vector<absl::string_view> inputs;
+    std::vector<absl::string_view> outputs;
+    std::int64_t ir_version = 0;
+    std::int64_t opset = 0;
+    absl::string_view producer_name;
+    absl::string_view producer_version;
+    std::vector<MetadataEntry> model_metadata;
+    // Values defined without a producer other than initializers: graph
+    // inputs of every subgraph and function inputs, with their subgraph.
+    std::vector<std::pair<int, absl::string_view>> defined_values;
 
-  absl::flat_hash_map<absl::string_view, NodeId> by_id_;
-  // Every value defined in a scope: produced by a node, a graph or function
-  // input, or an initializer. Index into value_producer_ (kNoNode when not
-  // produced) and into consumer_offsets_: the consumers of value v are
-  // consumer_nodes_[consumer_offsets_[v] .. consumer_offsets_[v + 1]).
-  absl::flat_hash_map<ScopedName, std::uint32_t> values_;
-  std::vector<NodeId> value_producer_;
-  std::vector<std::uint32_t> consumer_offsets_;
-  std::vector<NodeId> consumer_nodes_;
-  absl::flat_hash_map<absl::string_view, std::size_t> initializer_index_;
+    // Storage of the nodes' spans and the initializers' dims.
+    std::vector<absl::string_view> node_strings;
+    std::vector<MetadataEntry> node_metadata;
+    std::vector<ValueId> node_values;  // parallel to node_strings
+    std::vector<std::int64_t> dims;
+
+    absl::flat_hash_map<absl::string_view, NodeId> by_id;
+    // Every value defined in a scope: its id, name, producer (kNoNode when
+    // not produced); the consumers of v are
+    // consumer_nodes[consumer_offsets[v] .. consumer_offsets[v + 1]).
+    absl::flat_hash_map<ScopedName, ValueId> values;
+    std::vector<absl::string_view> value_names;
+    std::vector<NodeId> value_producer;
+    std::vector<std::int32_t> value_initializer;  // index into initializers, or -1
+    std::vector<std::uint32_t> consumer_offsets;
+    std::vector<NodeId> consumer_nodes;
+    absl::flat_hash_map<absl::string_view, std::size_t> initializer_index;
+  };
+
+  explicit Graph(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
+  // Loads `bytes`, whose memory `backing` keeps alive (null for the
+  // protobuf loader, which copies what it keeps).
+  static absl::StatusOr<Graph> Build(absl::string_view bytes, absl::string_view origin,
+                                     const GraphOptions& options,
+                                     std::shared_ptr<const void> backing);
+  // The index of `value` as used in `subgraph` (ONNX scoping), or kNoValue;
+  // `*scope` is set to the defining subgraph.
+  static ValueId Resolve(const Rep& rep, absl::string_view value, int subgraph, int* scope);
+
+  std::shared_ptr<const Rep> rep_;
 };
 
 }  // namespace semmap

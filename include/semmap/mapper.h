@@ -1,9 +1,8 @@
 // SemanticMapper: which module produced each ONNX node.
 //
-//   absl::StatusOr<semmap::Graph> graph = semmap::Graph::Load("model.onnx");
-//   absl::StatusOr<semmap::Manifest> manifest = semmap::Manifest::Load("manifest.json");
 //   absl::StatusOr<semmap::SemanticMapper> mapper =
-//       semmap::SemanticMapper::Create(*graph, &*manifest);
+//       semmap::SemanticMapper::Open("model.onnx", "manifest.json");
+//   if (!mapper.ok()) { std::cerr << mapper.status() << "\n"; return 2; }
 //   absl::StatusOr<semmap::Mapping> m =
 //       mapper->moduleFor("/bert/encoder/layer.0/attention/self/query/MatMul");
 //   // m->module_path == "bert.encoder.layer.0.attention.self.query",
@@ -38,8 +37,11 @@
 // Without a manifest the mapper derives module paths from the scopes alone
 // (class names unknown) and lowers its confidence accordingly.
 //
-// Lifetime: the Graph and Manifest passed to Create() must outlive the
-// mapper. Thread-safety: const methods are safe to call concurrently.
+// Lifetime: a mapper owns what it maps with. It shares the Graph (a handle,
+// graph.h) and holds the manifest, so nothing it hands out dangles while it
+// lives: Mappings point into its manifest and evidence, Nodes into its
+// graph. Copy what must outlive it. Thread-safety: const methods are safe
+// to call concurrently.
 #ifndef SEMMAP_INCLUDE_SEMMAP_MAPPER_H_
 #define SEMMAP_INCLUDE_SEMMAP_MAPPER_H_
 
@@ -58,7 +60,7 @@
 namespace semmap {
 
 struct MapperOptions {
-  // Inference rules; null means Rules::Default(). Must outlive the mapper.
+  // Inference rules; null means Rules::Default(). Only read during Create().
   const Rules* rules = nullptr;
   // Upper bound on neighbourhood passes; each pass is linear in the graph.
   int max_neighbourhood_passes = 64;
@@ -133,9 +135,29 @@ class SemanticMapper {
   //                       options.allow_manifest_mismatch is false (the
   //                       message is ManifestFit::evidence)
   // Otherwise none for well-formed inputs.
-  static absl::StatusOr<SemanticMapper> Create(const Graph& graph,
-                                               const Manifest* manifest,
+  static absl::StatusOr<SemanticMapper> Create(Graph graph,
+                                               std::shared_ptr<const Manifest> manifest,
                                                const MapperOptions& options = {});
+  // Same; the mapper keeps a copy of `*manifest` (null: none), so neither
+  // argument need outlive it.
+  static absl::StatusOr<SemanticMapper> Create(const Graph& graph, const Manifest* manifest,
+                                               const MapperOptions& options = {});
+
+  // Loads the model and the manifest ("" for none) and maps: the one call
+  // most users need. Errors name the file at fault: those of Graph::Load,
+  // Manifest::Load and Create() (a misfit names both files).
+  struct OpenOptions {
+    GraphOptions graph;
+    ManifestOptions manifest;
+    MapperOptions mapper;
+  };
+  static absl::StatusOr<SemanticMapper> Open(const std::string& model_path,
+                                             const std::string& manifest_path,
+                                             const OpenOptions& options);
+  static absl::StatusOr<SemanticMapper> Open(const std::string& model_path,
+                                             const std::string& manifest_path) {
+    return Open(model_path, manifest_path, OpenOptions());
+  }
 
   SemanticMapper(SemanticMapper&&) noexcept;
   SemanticMapper& operator=(SemanticMapper&&) noexcept;
@@ -161,15 +183,17 @@ class SemanticMapper {
   // The manifest used: the caller's, or the scope-derived one when none was
   // given (class names empty).
   const Manifest& manifest() const { return *manifest_; }
-  bool hasManifest() const { return owned_manifest_ == nullptr; }
-  const Graph& graph() const { return *graph_; }
+  // The same manifest, shared: keeps it alive past the mapper.
+  const std::shared_ptr<const Manifest>& sharedManifest() const { return manifest_; }
+  bool hasManifest() const { return has_manifest_; }
+  const Graph& graph() const { return graph_; }
 
  private:
-  SemanticMapper() = default;
+  explicit SemanticMapper(Graph graph) : graph_(std::move(graph)) {}
 
-  const Graph* graph_ = nullptr;
-  const Manifest* manifest_ = nullptr;
-  std::unique_ptr<Manifest> owned_manifest_;
+  Graph graph_;
+  std::shared_ptr<const Manifest> manifest_;
+  bool has_manifest_ = false;
   RootBinding binding_;
   ManifestFit fit_;
   std::vector<Mapping> mappings_;

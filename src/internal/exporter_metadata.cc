@@ -15,8 +15,7 @@ constexpr absl::string_view kSemmapModule = "semmap.module";
 // Written by torch.export when a node has no module stack.
 constexpr absl::string_view kEmptyStackMarker = "_empty_nn_module_stack_from_metadata_hook";
 
-const std::string* Find(const std::vector<std::pair<std::string, std::string>>& metadata,
-                        absl::string_view key) {
+const absl::string_view* Find(absl::Span<const MetadataEntry> metadata, absl::string_view key) {
   for (const auto& kv : metadata) {
     if (kv.first == key) return &kv.second;
   }
@@ -85,14 +84,13 @@ bool ParsePythonStringList(absl::string_view text, std::vector<std::string>* out
   return true;
 }
 
-bool ReadModuleStack(const std::vector<std::pair<std::string, std::string>>& metadata,
-                     ModuleStack* out) {
+bool ReadModuleStack(absl::Span<const MetadataEntry> metadata, ModuleStack* out) {
   out->paths.clear();
   out->classes.clear();
-  if (const std::string* scopes = Find(metadata, kNameScopes)) {
+  if (const absl::string_view* scopes = Find(metadata, kNameScopes)) {
     if (ParsePythonStringList(*scopes, &out->paths) && out->paths.size() >= 2) {
       out->paths.pop_back();  // the FX node
-      if (const std::string* classes = Find(metadata, kClassHierarchy)) {
+      if (const absl::string_view* classes = Find(metadata, kClassHierarchy)) {
         if (ParsePythonStringList(*classes, &out->classes) && !out->classes.empty()) {
           out->classes.pop_back();
         }
@@ -104,7 +102,7 @@ bool ReadModuleStack(const std::vector<std::pair<std::string, std::string>>& met
   // A namespace next to semmap.* entries was written by `semmap annotate`:
   // semmap's own answer, not the exporter's evidence.
   if (out->paths.empty() && Find(metadata, kSemmapModule) == nullptr) {
-    const std::string* ns = Find(metadata, kNamespace);
+    const absl::string_view* ns = Find(metadata, kNamespace);
     if (ns == nullptr || !ParseNamespace(*ns, out)) return false;
   }
   if (out->classes.size() != out->paths.size()) out->classes.clear();

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "semmap/graph.h"
 
 namespace semmap {
 namespace internal {
@@ -31,8 +33,7 @@ struct ModuleStack {
 
 // Reads the module stack from a node's metadata_props; false when the node
 // carries none (or only the exporter's empty-stack marker).
-bool ReadModuleStack(const std::vector<std::pair<std::string, std::string>>& metadata,
-                     ModuleStack* out);
+bool ReadModuleStack(absl::Span<const MetadataEntry> metadata, ModuleStack* out);
 
 // Parses a Python repr of a list of strings ("['a', \"b\"]"). False on
 // anything else. Handles the escapes repr produces.

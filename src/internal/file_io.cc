@@ -54,8 +54,8 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   return data;
 }
 
-std::string Abbreviate(const std::string& text, std::size_t max) {
-  if (text.size() <= max) return text;
+std::string Abbreviate(absl::string_view text, std::size_t max) {
+  if (text.size() <= max) return std::string(text);
   return absl::StrCat(text.substr(0, max), "... (", text.size(), " bytes)");
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace semmap {
 namespace internal {
@@ -18,7 +19,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
 
 // Returns `text` shortened to at most `max` bytes with an ellipsis, for
 // quoting untrusted names in messages.
-std::string Abbreviate(const std::string& text, std::size_t max = 120);
+std::string Abbreviate(absl::string_view text, std::size_t max = 120);
 
 }  // namespace internal
 }  // namespace semmap

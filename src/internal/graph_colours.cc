@@ -25,7 +25,7 @@ bool Commutative(const Node& n) {
   return std::find(std::begin(kOps), std::end(kOps), n.op_type) != std::end(kOps);
 }
 
-std::size_t IndexOf(const std::vector<std::string>& names, absl::string_view value) {
+std::size_t IndexOf(absl::Span<const absl::string_view> names, absl::string_view value) {
   for (std::size_t i = 0; i < names.size(); ++i) {
     if (names[i] == value) return i;
   }
@@ -57,7 +57,7 @@ class Refiner {
       const Node& node = graph.node(i);
       if (node.subgraph != 0) continue;
       ins_.clear();
-      for (const std::string& in : node.inputs) {
+      for (absl::string_view in : node.inputs) {
         if (in.empty()) {
           ins_.push_back(1);
           continue;

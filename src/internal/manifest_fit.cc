@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/types/span.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -53,7 +54,7 @@ bool ParameterLike(absl::string_view name) {
   return previous != '.';
 }
 
-std::int64_t ElementCount(const std::vector<std::int64_t>& dims) {
+std::int64_t ElementCount(absl::Span<const std::int64_t> dims) {
   std::int64_t n = 1;
   for (std::int64_t d : dims) {
     if (d < 0 || (d != 0 && n > INT64_MAX / d)) return -1;

@@ -52,8 +52,8 @@ ModuleId Lift(const Manifest& manifest, ModuleId m) {
 
 // True when the node reads an initializer of rank 2 or more: a weight.
 bool ReadsWeight(const Graph& graph, const Node& n) {
-  for (const std::string& in : n.inputs) {
-    const TensorInfo* t = in.empty() ? nullptr : graph.initializer(in);
+  for (ValueId v : n.input_values) {
+    const TensorInfo* t = graph.initializerOf(v);
     if (t != nullptr && t->dims.size() >= 2) return true;
   }
   return false;
@@ -90,16 +90,14 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
       Side producers;
       Side consumers;
       bool has_producer = false;
-      for (const std::string& in : n.inputs) {
-        if (in.empty()) continue;
-        const NodeId p = graph.producer(in, n.subgraph);
+      for (ValueId v : n.input_values) {
+        const NodeId p = graph.producer(v);
         if (p == kNoNode) continue;
         has_producer = true;
         producers.Add(manifest, out[p]);
       }
-      for (const std::string& value : n.outputs) {
-        if (value.empty()) continue;
-        for (NodeId c : graph.consumers(value, n.subgraph)) {
+      for (ValueId value : n.output_values) {
+        for (NodeId c : graph.consumers(value)) {
           if (c != static_cast<NodeId>(i)) consumers.Add(manifest, out[c]);
         }
       }

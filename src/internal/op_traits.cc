@@ -8,7 +8,7 @@ namespace internal {
 OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(), 0) {
   absl::flat_hash_map<absl::string_view, std::uint8_t> by_op;
   for (std::size_t i = 0; i < graph.size(); ++i) {
-    const std::string& op = graph.node(static_cast<NodeId>(i)).op_type;
+    absl::string_view op = graph.node(static_cast<NodeId>(i)).op_type;
     auto it = by_op.find(op);
     if (it == by_op.end()) {
       std::uint8_t bits = 0;
@@ -35,9 +35,10 @@ std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
       }
       bool from_shape = false;
       bool only_shape = !n.inputs.empty();
-      for (const std::string& in : n.inputs) {
-        if (in.empty() || graph.initializer(in) != nullptr) continue;
-        const NodeId p = graph.producer(in, n.subgraph);
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        const ValueId v = n.input_values[k];
+        if (n.inputs[k].empty() || graph.initializerOf(v) != nullptr) continue;
+        const NodeId p = graph.producer(v);
         if (p == kNoNode) {
           only_shape = false;  // a graph input: real data
         } else if (shape[p]) {

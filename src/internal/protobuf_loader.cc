@@ -27,13 +27,11 @@ class ProtoWalker {
     for (const auto& op : model.opset_import()) {
       if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
     }
-    std::vector<std::pair<std::string, std::string>> metadata;
-    for (const auto& kv : model.metadata_props()) metadata.emplace_back(kv.key(), kv.value());
-    b_->SetModelInfo(model.ir_version(), model.producer_name(), model.producer_version(), opset,
-                     std::move(metadata));
+    b_->SetModelInfo(model.ir_version(), model.producer_name(), model.producer_version(), opset);
+    for (const auto& kv : model.metadata_props()) b_->AddModelMetadata(kv.key(), kv.value());
     Subgraph main;
     main.name = model.graph().name();
-    b_->AddSubgraph(std::move(main));
+    b_->AddSubgraph(main);
     SEMMAP_RETURN_IF_ERROR(b_->Charge(static_cast<std::size_t>(model.metadata_props_size())));
     for (const auto& v : model.graph().input()) SEMMAP_RETURN_IF_ERROR(b_->AddMainInput(v.name()));
     for (const auto& v : model.graph().output()) SEMMAP_RETURN_IF_ERROR(b_->AddMainOutput(v.name()));
@@ -43,7 +41,7 @@ class ProtoWalker {
       s.kind = Subgraph::Kind::kFunction;
       s.name = fn.name();
       s.domain = fn.domain();
-      const int index = b_->AddSubgraph(std::move(s));
+      const int index = b_->AddSubgraph(s);
       for (const auto& in : fn.input()) SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, in));
       for (const auto& node : fn.node()) SEMMAP_RETURN_IF_ERROR(AddNode(node, index));
     }
@@ -62,30 +60,35 @@ class ProtoWalker {
   }
 
   absl::Status AddInitializer(const onnx::TensorProto& t, int index) {
-    TensorInfo info;
-    info.name = t.name();
-    info.elem_type = t.data_type();
-    info.dims.assign(t.dims().begin(), t.dims().end());
-    info.external = t.data_location() == onnx::TensorProto::EXTERNAL;
-    info.subgraph = index;
-    return b_->AddInitializer(std::move(info));
+    return b_->AddInitializer(t.name(), t.data_type(),
+                              absl::MakeConstSpan(t.dims().data(), t.dims().size()),
+                              t.data_location() == onnx::TensorProto::EXTERNAL, index);
   }
 
   absl::Status AddNode(const onnx::NodeProto& proto, int subgraph) {
-    NodeId id;
-    SEMMAP_RETURN_IF_ERROR(b_->AddNode(subgraph, &id));
     SEMMAP_RETURN_IF_ERROR(b_->Charge(static_cast<std::size_t>(
         proto.input_size() + proto.output_size() + proto.attribute_size())));
-    Node& n = b_->node(id);
+    std::vector<absl::string_view> inputs(proto.input().begin(), proto.input().end());
+    std::vector<absl::string_view> outputs(proto.output().begin(), proto.output().end());
+    std::vector<absl::string_view> attributes;
+    attributes.reserve(static_cast<std::size_t>(proto.attribute_size()));
+    for (const auto& attr : proto.attribute()) attributes.push_back(attr.name());
+    std::vector<onnx::StringStringEntryProto> entries = ReadMetadata(proto);
+    SEMMAP_RETURN_IF_ERROR(b_->Charge(entries.size()));
+    std::vector<MetadataEntry> metadata;
+    metadata.reserve(entries.size());
+    for (const auto& e : entries) metadata.emplace_back(e.key(), e.value());
+    NodeFields n;
     n.name = proto.name();
     n.op_type = proto.op_type();
     n.domain = proto.domain();
-    n.inputs.assign(proto.input().begin(), proto.input().end());
-    n.outputs.assign(proto.output().begin(), proto.output().end());
     n.doc_string = proto.doc_string();
-    ReadMetadata(proto, &n.metadata);
-    SEMMAP_RETURN_IF_ERROR(b_->Charge(n.metadata.size()));
-    for (const auto& attr : proto.attribute()) n.attribute_names.push_back(attr.name());
+    n.inputs = inputs;
+    n.outputs = outputs;
+    n.attribute_names = attributes;
+    n.metadata = metadata;
+    NodeId id;
+    SEMMAP_RETURN_IF_ERROR(b_->AddNode(subgraph, n, &id));
     // Descend right after the owning node, in attribute order.
     for (const auto& attr : proto.attribute()) {
       if (attr.type() == onnx::AttributeProto::GRAPH || attr.has_g()) {
@@ -107,11 +110,11 @@ class ProtoWalker {
     s.owner = owner;
     s.attribute = attribute;
     s.parent = parent;
-    return AddGraph(graph, b_->AddSubgraph(std::move(s)));
+    return AddGraph(graph, b_->AddSubgraph(s));
   }
 
-  static void ReadMetadata(const onnx::NodeProto& proto,
-                           std::vector<std::pair<std::string, std::string>>* out) {
+  static std::vector<onnx::StringStringEntryProto> ReadMetadata(const onnx::NodeProto& proto) {
+    std::vector<onnx::StringStringEntryProto> out;
     const auto& unknown = proto.GetReflection()->GetUnknownFields(proto);
     for (int i = 0; i < unknown.field_count(); ++i) {
       const auto& field = unknown.field(i);
@@ -120,10 +123,9 @@ class ProtoWalker {
         continue;
       }
       onnx::StringStringEntryProto entry;
-      if (entry.ParseFromString(field.length_delimited())) {
-        out->emplace_back(entry.key(), entry.value());
-      }
+      if (entry.ParseFromString(field.length_delimited())) out.push_back(std::move(entry));
     }
+    return out;
   }
 
   GraphBuilder* b_;

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "internal/file_io.h"
@@ -23,7 +24,7 @@ constexpr double kMaxShapeMismatch = 0.05;
 // Underscores tried from the end of a folded constant's name.
 constexpr int kMaxFoldedSuffixes = 4;
 
-std::string Dims(const std::vector<std::int64_t>& dims) {
+std::string Dims(absl::Span<const std::int64_t> dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
 }
 
@@ -39,10 +40,10 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
     // names are kept by every tool.
     e.by_initializers = false;
     absl::flat_hash_set<absl::string_view> r_names, p_names;
-    for (const std::string& n : reference.inputs()) r_names.insert(n);
-    for (const std::string& n : reference.outputs()) r_names.insert(n);
-    for (const std::string& n : processed.inputs()) p_names.insert(n);
-    for (const std::string& n : processed.outputs()) p_names.insert(n);
+    for (absl::string_view n : reference.inputs()) r_names.insert(n);
+    for (absl::string_view n : reference.outputs()) r_names.insert(n);
+    for (absl::string_view n : processed.inputs()) p_names.insert(n);
+    for (absl::string_view n : processed.outputs()) p_names.insert(n);
     e.reference_names = r_names.size();
     e.processed_names = p_names.size();
     for (absl::string_view n : r_names) e.found += p_names.contains(n);
@@ -54,7 +55,7 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
   // which say nothing either way.
   absl::flat_hash_set<absl::string_view> r_computed;
   for (const Node& n : reference.nodes()) {
-    for (const std::string& o : n.outputs) r_computed.insert(o);
+    for (absl::string_view o : n.outputs) r_computed.insert(o);
   }
   auto folded = [&r_computed](absl::string_view name) {
     if (r_computed.contains(name)) return true;
@@ -75,7 +76,7 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
     if (it != r_tensors.end()) {
       ++e.known;
       found.insert(it->first);
-      const std::vector<std::int64_t>& r_dims = it->second->dims;
+      absl::Span<const std::int64_t> r_dims = it->second->dims;
       if (!t.dims.empty() && !r_dims.empty() && t.dims != r_dims) {
         if (e.shape_mismatches++ == 0) {
           e.first_mismatch =

@@ -35,7 +35,7 @@ std::vector<char> ConstantNodes(const Graph& g) {
       const Node& n = g.node(i);
       if (constant[i] || n.subgraph != 0) continue;
       bool all = true;
-      for (const std::string& in : n.inputs) {
+      for (absl::string_view in : n.inputs) {
         if (in.empty()) continue;
         const NodeId q = g.producer(in, 0);
         if (q == kNoNode || !constant[q]) {
@@ -110,7 +110,7 @@ class Matcher {
       const Node& n = r_.node(r);
       if (!n.name.empty() && name_count[n.name] == 1) r_by_name_.emplace(n.name, r);
       if (n.subgraph != 0) continue;
-      for (const std::string& o : n.outputs) {
+      for (absl::string_view o : n.outputs) {
         if (!o.empty()) r_values_.insert(o);
       }
     }
@@ -120,7 +120,7 @@ class Matcher {
         r_initializers_.emplace(t.name, &t);
       }
     }
-    for (const std::string& in : r_.inputs()) r_values_.insert(in);
+    for (absl::string_view in : r_.inputs()) r_values_.insert(in);
     // Structural signatures of R's main-graph nodes that read something
     // other than constants.
     std::vector<absl::string_view> tokens;
@@ -129,7 +129,7 @@ class Matcher {
       if (n.subgraph != 0) continue;
       tokens.clear();
       bool anchored = false;
-      for (const std::string& in : n.inputs) {
+      for (absl::string_view in : n.inputs) {
         tokens.push_back(ReferenceToken(in));
         anchored |= !in.empty() && tokens.back() != kConstToken;
       }
@@ -149,15 +149,15 @@ class Matcher {
   // P values named like R values are those values; so are initializers
   // renamed with a rule suffix that keep their shape ("<w>_quantized").
   void SeedValues() {
-    auto seed = [this](const std::string& v) {
+    auto seed = [this](absl::string_view v) {
       if (!v.empty() && r_values_.contains(v)) value_map_.try_emplace(v, v);
     };
     for (const Node& n : p_.nodes()) {
       if (n.subgraph != 0) continue;
-      for (const std::string& v : n.inputs) seed(v);
-      for (const std::string& v : n.outputs) seed(v);
+      for (absl::string_view v : n.inputs) seed(v);
+      for (absl::string_view v : n.outputs) seed(v);
     }
-    for (const std::string& v : p_.inputs()) seed(v);
+    for (absl::string_view v : p_.inputs()) seed(v);
     for (const TensorInfo& t : p_.initializers()) {
       if (t.subgraph != 0) continue;
       if (r_values_.contains(t.name)) {
@@ -292,7 +292,7 @@ class Matcher {
         if (out_[p].rule != MatchRule::kNone || n.subgraph != 0) continue;
         tokens.clear();
         bool ready = true, anchored = false;
-        for (const std::string& in : n.inputs) {
+        for (absl::string_view in : n.inputs) {
           absl::string_view t;
           if (!ProcessedToken(in, &t)) {
             ready = false;
@@ -321,7 +321,7 @@ class Matcher {
     const Node& n = p_.node(p);
     if (n.subgraph != 0) return;
     std::vector<NodeId> producers;
-    for (const std::string& o : n.outputs) {
+    for (absl::string_view o : n.outputs) {
       auto it = value_map_.find(o);
       if (it == value_map_.end()) continue;
       const NodeId r = r_.producer(it->second, 0);
@@ -329,7 +329,7 @@ class Matcher {
     }
     if (producers.empty()) return;
     absl::flat_hash_set<absl::string_view> ins;
-    for (const std::string& in : n.inputs) {
+    for (absl::string_view in : n.inputs) {
       auto it = value_map_.find(in);
       if (it != value_map_.end() && !r_initializers_.contains(it->second)) ins.insert(it->second);
     }
@@ -354,7 +354,7 @@ class Matcher {
       stack.pop_back();
       if (!back.insert(r).second) continue;
       if (back.size() > limits_.max_span_nodes) return {};
-      for (const std::string& in : r_.node(r).inputs) {
+      for (absl::string_view in : r_.node(r).inputs) {
         if (in.empty() || ins.contains(in)) continue;
         const NodeId q = r_.producer(in, 0);
         if (q != kNoNode) stack.push_back(q);
@@ -379,7 +379,7 @@ class Matcher {
       const NodeId r = stack.back();
       stack.pop_back();
       if (!forward.insert(r).second) continue;
-      for (const std::string& o : r_.node(r).outputs) {
+      for (absl::string_view o : r_.node(r).outputs) {
         if (!o.empty() && !push_consumers(o)) return {};
       }
     }
@@ -391,7 +391,7 @@ class Matcher {
   // ("<value>_QuantizeLinear") says where the value comes from, not where
   // the node belongs: no match.
   void MatchDerivedName(NodeId p) {
-    const std::string& name = p_.node(p).name;
+    absl::string_view name = p_.node(p).name;
     if (name.empty()) return;
     auto same = r_by_name_.find(name);
     if (same != r_by_name_.end()) {
@@ -552,7 +552,7 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
       bool agree = true, complete = !n.outputs.empty();
       double weakest = 1.0;
       std::size_t count = 0;
-      for (const std::string& o : n.outputs) {
+      for (absl::string_view o : n.outputs) {
         if (o.empty()) continue;
         if (graph_outputs.contains(o)) complete = false;
         for (NodeId c : processed.consumers(o, n.subgraph)) {

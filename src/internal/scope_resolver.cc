@@ -1,5 +1,7 @@
 #include "internal/scope_resolver.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "semmap/scope_path.h"
 
@@ -11,8 +13,10 @@ ModuleId ScopeResolver::Step(ModuleId parent, absl::string_view segment,
   const ModuleInfo& p = manifest_.module(parent);
   // The common case: the segment is the child's own attribute name, or a
   // ModuleList child ("layer.0") right under the module that called it.
-  const ModuleId direct = manifest_.find(
-      p.path.empty() ? std::string(segment) : absl::StrCat(p.path, ".", segment));
+  path_.assign(p.path);
+  if (!path_.empty()) path_.push_back('.');
+  path_.append(segment.data(), segment.size());
+  const ModuleId direct = manifest_.find(path_);
   if (direct != kNoModule) return direct;
   *indirect = true;
   // Otherwise a descendant with that variable name: a called container
@@ -63,6 +67,54 @@ ScopeResolution ScopeResolver::Resolve(absl::Span<const absl::string_view> segme
   }
   r.module = current;
   r.resolved = i;
+  return r;
+}
+
+ScopeResolution PrefixResolver::Resolve(absl::Span<const absl::string_view> segments) {
+  ScopeResolution r;
+  r.total = segments.size();
+  const std::size_t w = wrapper_.size();
+  bool wrapped = segments.size() >= w;
+  for (std::size_t i = 0; wrapped && i < w; ++i) wrapped = segments[i] == wrapper_[i];
+  if (!wrapped) return r;
+  // Steps shared with the previous scope: its segments up to the first
+  // difference, as far as it resolved them.
+  std::size_t shared = 0;
+  while (shared < segments.size() && shared < previous_.size() &&
+         segments[shared] == previous_[shared]) {
+    ++shared;
+  }
+  std::size_t keep = shared > w ? shared - w : 0;
+  if (states_.empty()) states_.push_back(State{root_, false, false, 0});
+  states_[0].module = root_;
+  keep = std::min(keep, states_.size() - 1);
+  states_.resize(keep + 1);
+  previous_ = segments;
+  for (std::size_t i = w + keep; i < segments.size(); ++i) {
+    State next = states_.back();
+    bool indirect = false;
+    ModuleId m = resolver_.Step(next.module, segments[i], &next.ambiguous, &indirect);
+    if (m == kNoModule) {
+      // A module called more than once: "relu_1" is the second call of "relu".
+      absl::string_view base;
+      long call = 0;
+      if (SplitCallSuffix(segments[i], &base, &call)) {
+        indirect = false;
+        m = resolver_.Step(next.module, base, &next.ambiguous, &indirect);
+        if (m != kNoModule) next.call_suffix = true;
+      }
+    }
+    if (m == kNoModule) break;
+    next.module = m;
+    next.indirect += indirect;
+    states_.push_back(next);
+  }
+  const State& last = states_.back();
+  r.module = last.module;
+  r.resolved = w + states_.size() - 1;
+  r.call_suffix = last.call_suffix;
+  r.ambiguous = last.ambiguous;
+  r.indirect = last.indirect;
   return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/types/span.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
@@ -48,7 +49,7 @@ constexpr std::size_t kMinNamedShare = 10;
 // for the names to give the order (CreationOrder).
 constexpr std::size_t kMinKeyedShare = 5;
 
-bool Compatible(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& shape) {
+bool Compatible(absl::Span<const std::int64_t> dims, absl::Span<const std::int64_t> shape) {
   if (dims.size() != shape.size()) return false;
   if (dims == shape) return true;
   return dims.size() == 2 && dims[0] == shape[1] && dims[1] == shape[0];
@@ -177,18 +178,15 @@ class Structure {
   // pass-through ops, when no parameter is named after it; else nullptr.
   const TensorInfo* UnnamedWeight(NodeId i) const {
     const Node& n = graph_.node(i);
-    for (const std::string& input : n.inputs) {
-      std::string value = input;
-      int subgraph = n.subgraph;
-      for (int depth = 0; depth <= kMaxPassthrough && !value.empty(); ++depth) {
-        if (const TensorInfo* t = graph_.initializer(value)) {
+    for (ValueId value : n.input_values) {
+      for (int depth = 0; depth <= kMaxPassthrough && value != kNoValue; ++depth) {
+        if (const TensorInfo* t = graph_.initializerOf(value)) {
           if (t->dims.size() >= 2 && tensors_.ParameterOwner(t->name) == kNoModule) return t;
           break;
         }
-        const NodeId p = graph_.producer(value, subgraph);
+        const NodeId p = graph_.producer(value);
         if (p == kNoNode || !ops_.isWeightPassthrough(p) || graph_.node(p).inputs.empty()) break;
-        value = graph_.node(p).inputs[0];
-        subgraph = graph_.node(p).subgraph;
+        value = graph_.node(p).input_values[0];
       }
     }
     return nullptr;
@@ -199,9 +197,8 @@ class Structure {
   ModuleId ConsumersModule(NodeId i) const {
     const Node& n = graph_.node(i);
     ModuleId module = kNoModule;
-    for (const std::string& v : n.outputs) {
-      if (v.empty()) continue;
-      for (NodeId c : graph_.consumers(v, n.subgraph)) {
+    for (ValueId v : n.output_values) {
+      for (NodeId c : graph_.consumers(v)) {
         const Mapping& m = out_[c];
         if (!m.mapped() || m.strategy != Strategy::kTensorNames || (module != kNoModule && m.module != module)) {
           return kNoModule;
@@ -214,7 +211,7 @@ class Structure {
 
   template <typename Params>
   static std::size_t ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module,
-                             const std::vector<std::int64_t>& dims) {
+                             absl::Span<const std::int64_t> dims) {
     // `params` is in module order: search the module's range only.
     auto first = std::lower_bound(params.begin(), params.end(), module,
                                   [](const auto& p, ModuleId m) { return p.module < m; });
@@ -295,7 +292,7 @@ class Structure {
   void NameFamilies() {
     absl::flat_hash_map<absl::string_view, NodeId> by_name;
     for (std::size_t i = 0; i < n_; ++i) {
-      const std::string& name = graph_.node(static_cast<NodeId>(i)).name;
+      absl::string_view name = graph_.node(static_cast<NodeId>(i)).name;
       if (!name.empty()) by_name.emplace(name, static_cast<NodeId>(i));
     }
     // Roots first: a shorter name is never derived from a longer one.
@@ -306,7 +303,7 @@ class Structure {
     });
     for (NodeId i : by_length) {
       if (out_[i].mapped()) continue;
-      const std::string& name = graph_.node(i).name;
+      absl::string_view name = graph_.node(i).name;
       if (name.empty() || name.size() > kMaxFamilyName || rules_.isDerivedNodeName(name)) continue;
       int tries = 0;
       for (std::size_t cut = name.rfind('_'); cut != std::string::npos && cut > 0 && tries++ < kMaxFamilyCuts;
@@ -369,8 +366,8 @@ class Structure {
         continue;
       }
       // The file is in topological order, so producers are keyed first.
-      for (const std::string& v : n.inputs) {
-        const NodeId p = v.empty() ? kNoNode : graph_.producer(v, n.subgraph);
+      for (ValueId v : n.input_values) {
+        const NodeId p = graph_.producer(v);
         if (p != kNoNode && static_cast<std::size_t>(p) < i) key[i] = std::max(key[i], key[p]);
       }
     }
@@ -403,7 +400,7 @@ class Structure {
         auto& [node, next_input] = stack.back();
         const Node& n = graph_.node(node);
         if (next_input < n.inputs.size()) {
-          const std::string& v = n.inputs[next_input++];
+          absl::string_view v = n.inputs[next_input++];
           const NodeId p = v.empty() ? kNoNode : graph_.producer(v, 0);
           if (p != kNoNode && state[p] == 0 && graph_.node(p).subgraph == 0) {
             state[p] = 1;
@@ -416,7 +413,7 @@ class Structure {
         stack.pop_back();
       }
     };
-    for (const std::string& output : graph_.outputs()) visit(graph_.producer(output, 0));
+    for (absl::string_view output : graph_.outputs()) visit(graph_.producer(output, 0));
     for (std::size_t i = 0; i < n_; ++i) {
       if (graph_.node(static_cast<NodeId>(i)).subgraph == 0) visit(static_cast<NodeId>(i));
     }
@@ -442,9 +439,10 @@ class Structure {
   template <typename F>
   bool ForComputedInputs(NodeId i, F&& f, bool* from_input = nullptr) const {
     const Node& n = graph_.node(i);
-    for (const std::string& v : n.inputs) {
-      if (v.empty() || graph_.initializer(v) != nullptr) continue;
-      const NodeId p = graph_.producer(v, n.subgraph);
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+      const absl::string_view v = n.inputs[k];
+      if (v.empty() || graph_.initializerOf(n.input_values[k]) != nullptr) continue;
+      const NodeId p = graph_.producer(n.input_values[k]);
       if (p == kNoNode) {
         if (from_input != nullptr) *from_input = true;
         continue;
@@ -471,9 +469,8 @@ class Structure {
       if (next == kNoModule || library_[next] || !Candidate(i) || first_anchor_[next] < pos_[i]) continue;
       const Node& n = graph_.node(i);
       bool any = false, all = true;
-      for (const std::string& v : n.outputs) {
-        if (v.empty()) continue;
-        for (NodeId c : graph_.consumers(v, n.subgraph)) {
+      for (ValueId v : n.output_values) {
+        for (NodeId c : graph_.consumers(v)) {
           any = true;
           const bool ok = (anchored_[c] && out_[c].module == next) || (head.contains(c) && head[c] == next);
           if (!ok) all = false;
@@ -575,15 +572,15 @@ class Structure {
                      " and ", manifest_.module(out_[hi].module).path, ": ",
                      manifest_.module(module).class_name.empty() ? manifest_.module(module).path
                                                                  : manifest_.module(module).class_name);
-    auto single_input = [&](NodeId i, std::string* input) {
+    auto single_input = [&](NodeId i, absl::string_view* input) {
       int count = 0;
       ForComputedInputs(i, [&](absl::string_view v, NodeId) {
-        if (count++ == 0) *input = std::string(v);
+        if (count++ == 0) *input = v;
         return true;
       });
       return count == 1;
     };
-    std::string entry;
+    absl::string_view entry;
     if (!single_input(seed, &entry)) return;
     // Backwards: single-input producers used only by the region (collected
     // last first, then put in order).
@@ -591,22 +588,22 @@ class Structure {
     for (;;) {
       const Node& first = graph_.node(region.back());
       const NodeId p = graph_.producer(entry, first.subgraph);
-      std::string before;
+      absl::string_view before;
       if (p == kNoNode || pos_[p] <= pos_[lo] || !Candidate(p) || !single_input(p, &before)) break;
       if (graph_.consumers(entry, first.subgraph).size() != 1) break;
       region.push_back(p);
       entry = before;
     }
     std::reverse(region.begin(), region.end());
-    absl::flat_hash_set<std::string> values = {entry};
+    absl::flat_hash_set<absl::string_view> values = {entry};
     absl::flat_hash_set<NodeId> members(region.begin(), region.end());
     for (NodeId r : region) {
-      for (const std::string& o : graph_.node(r).outputs) values.insert(o);
+      for (absl::string_view o : graph_.node(r).outputs) values.insert(o);
     }
     // Forwards: consumers reading only the region's values.
     for (std::size_t q = 0; q < region.size(); ++q) {
       const Node& n = graph_.node(region[q]);
-      for (const std::string& o : n.outputs) {
+      for (absl::string_view o : n.outputs) {
         if (o.empty()) continue;
         for (NodeId c : graph_.consumers(o, n.subgraph)) {
           if (members.contains(c) || pos_[c] >= pos_[hi] || !Candidate(c)) continue;
@@ -616,7 +613,7 @@ class Structure {
           if (!inside) continue;
           members.insert(c);
           region.push_back(c);
-          for (const std::string& co : graph_.node(c).outputs) values.insert(co);
+          for (absl::string_view co : graph_.node(c).outputs) values.insert(co);
         }
       }
     }

@@ -76,7 +76,7 @@ bool TensorEvidence::WidenRewritten(NodeId id, Mapping* m) const {
                                      [](const auto& kv) { return kv.first == kRewriteRuleKey; });
   if (!rewritten) return false;
   ModuleId module = m->module;
-  for (const std::string& input : n.inputs) {
+  for (absl::string_view input : n.inputs) {
     const ModuleId owner = input.empty() ? kNoModule : ParameterOwner(input);
     if (owner != kNoModule && !manifest_.isAncestorOrSelf(module, owner)) {
       module = manifest_.lowestCommonAncestor(module, owner);
@@ -105,11 +105,11 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
     confidence = std::min(confidence, c);
     if (sources++ == 0) first = absl::StrCat(what, " ", name);
   };
-  for (const std::string& o : n.outputs) {
+  for (absl::string_view o : n.outputs) {
     add(ParameterOwner(o), kProducedParameter, "produces parameter", o);
     add(ValueScope(o), kOutputScope, "output named", o);
   }
-  for (const std::string& i : n.inputs) {
+  for (absl::string_view i : n.inputs) {
     if (i.empty()) continue;
     bool via_identity = false;
     const ModuleId owner = WeightOwner(i, n.subgraph, 0, &via_identity);

@@ -49,7 +49,6 @@ using Spans = absl::InlinedVector<absl::string_view, 1>;
 
 bool IsLen(const WireField& f) { return f.type == WireType::kLen; }
 bool IsVarint(const WireField& f) { return f.type == WireType::kVarint; }
-std::string Str(absl::string_view v) { return std::string(v.data(), v.size()); }
 
 struct Attribute {
   absl::string_view name;
@@ -68,8 +67,8 @@ class WireWalker {
 
   absl::Status Walk() {
     std::int64_t ir_version = 0, opset = 0;
-    std::string producer_name, producer_version;
-    std::vector<std::pair<std::string, std::string>> metadata;
+    absl::string_view producer_name, producer_version;
+    std::vector<MetadataEntry> metadata;
     Spans graph;
     std::vector<absl::string_view> functions;
     WireReader r(file_);
@@ -80,10 +79,10 @@ class WireWalker {
           if (IsVarint(f)) ir_version = static_cast<std::int64_t>(f.varint);
           break;
         case model_field::kProducerName:
-          if (IsLen(f)) producer_name = Str(f.bytes);
+          if (IsLen(f)) producer_name = f.bytes;
           break;
         case model_field::kProducerVersion:
-          if (IsLen(f)) producer_version = Str(f.bytes);
+          if (IsLen(f)) producer_version = f.bytes;
           break;
         case model_field::kGraph:
           if (IsLen(f)) graph.push_back(f.bytes);
@@ -94,10 +93,10 @@ class WireWalker {
         case model_field::kMetadataProps:
           if (IsLen(f)) {
             SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
-            std::pair<std::string, std::string> kv;
+            MetadataEntry kv;
             WireReader entry(f.bytes);
             if (!ReadEntry(&entry, &kv)) return Malformed(entry, "StringStringEntryProto");
-            metadata.push_back(std::move(kv));
+            metadata.push_back(kv);
           }
           break;
         case model_field::kFunctions:
@@ -116,8 +115,8 @@ class WireWalker {
           origin_, ": not an ONNX model (", !has_graph ? "no graph" : "no ir_version",
           "; is this a different protobuf message?)"));
     }
-    b_->SetModelInfo(ir_version, std::move(producer_name), std::move(producer_version), opset,
-                     std::move(metadata));
+    b_->SetModelInfo(ir_version, producer_name, producer_version, opset);
+    for (const MetadataEntry& kv : metadata) b_->AddModelMetadata(kv.first, kv.second);
     SEMMAP_RETURN_IF_ERROR(AddGraph(graph, Subgraph()));
     for (absl::string_view fn : functions) SEMMAP_RETURN_IF_ERROR(AddFunction(fn));
     return absl::OkStatus();
@@ -154,15 +153,15 @@ class WireWalker {
           case graph_field::kInput: {
             absl::string_view value;
             SEMMAP_RETURN_IF_ERROR(ReadValueName(f.bytes, &value));
-            if (main) SEMMAP_RETURN_IF_ERROR(b_->AddMainInput(Str(value)));
-            SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, Str(value)));
+            if (main) SEMMAP_RETURN_IF_ERROR(b_->AddMainInput(value));
+            SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, value));
             break;
           }
           case graph_field::kOutput:
             if (main) {
               absl::string_view value;
               SEMMAP_RETURN_IF_ERROR(ReadValueName(f.bytes, &value));
-              SEMMAP_RETURN_IF_ERROR(b_->AddMainOutput(Str(value)));
+              SEMMAP_RETURN_IF_ERROR(b_->AddMainOutput(value));
             }
             break;
           default:
@@ -171,8 +170,8 @@ class WireWalker {
       }
       if (!r.ok()) return Malformed(r, "GraphProto");
     }
-    s.name = Str(name);
-    b_->AddSubgraph(std::move(s));
+    s.name = name;
+    b_->AddSubgraph(s);
     if (main) b_->ReserveNodes(nodes);
     for (absl::string_view st : sparse) {
       Spans values;
@@ -198,11 +197,11 @@ class WireWalker {
   }
 
   absl::Status AddNode(absl::string_view bytes, int subgraph) {
-    NodeId id;
-    SEMMAP_RETURN_IF_ERROR(b_->AddNode(subgraph, &id));
-    Node& n = b_->node(id);
+    NodeFields n;
     inputs_.clear();
     outputs_.clear();
+    attributes_.clear();
+    metadata_.clear();
     bool descend = false;
     WireReader r(bytes);
     WireField f;
@@ -218,32 +217,32 @@ class WireWalker {
           outputs_.push_back(f.bytes);
           break;
         case node_field::kName:
-          n.name.assign(f.bytes.data(), f.bytes.size());
+          n.name = f.bytes;
           break;
         case node_field::kOpType:
-          n.op_type.assign(f.bytes.data(), f.bytes.size());
+          n.op_type = f.bytes;
           break;
         case node_field::kAttribute: {
           Attribute a;
           SEMMAP_RETURN_IF_ERROR(ReadAttribute(f.bytes, &a));
           SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
-          n.attribute_names.emplace_back(a.name.data(), a.name.size());
+          attributes_.push_back(a.name);
           descend = descend || a.hasBody();
           break;
         }
         case node_field::kDocString:
-          n.doc_string.assign(f.bytes.data(), f.bytes.size());
+          n.doc_string = f.bytes;
           break;
         case node_field::kDomain:
-          n.domain.assign(f.bytes.data(), f.bytes.size());
+          n.domain = f.bytes;
           break;
         case node_field::kMetadataProps: {
           // Unknown to older onnx.proto: an entry protobuf cannot parse is
           // dropped, as the protobuf loader does.
           SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
-          std::pair<std::string, std::string> kv;
+          MetadataEntry kv;
           WireReader entry(f.bytes);
-          if (ReadEntry(&entry, &kv)) n.metadata.push_back(std::move(kv));
+          if (ReadEntry(&entry, &kv)) metadata_.push_back(kv);
           break;
         }
         default:
@@ -251,13 +250,15 @@ class WireWalker {
       }
     }
     if (!r.ok()) return Malformed(r, "NodeProto");
-    n.inputs.reserve(inputs_.size());
-    for (absl::string_view v : inputs_) n.inputs.emplace_back(v.data(), v.size());
-    n.outputs.reserve(outputs_.size());
-    for (absl::string_view v : outputs_) n.outputs.emplace_back(v.data(), v.size());
+    n.inputs = inputs_;
+    n.outputs = outputs_;
+    n.attribute_names = attributes_;
+    n.metadata = metadata_;
+    NodeId id;
+    SEMMAP_RETURN_IF_ERROR(b_->AddNode(subgraph, n, &id));
     if (!descend) return absl::OkStatus();
-    // Descend right after the owning node, in attribute order. `n` may
-    // dangle from here on: subgraph nodes grow the node vector.
+    // Descend right after the owning node, in attribute order (the lists
+    // above are stored: the scratch vectors are free again).
     WireReader again(bytes);
     while (again.Next(&f)) {
       if (f.number != node_field::kAttribute || !IsLen(f)) continue;
@@ -279,9 +280,9 @@ class WireWalker {
     Subgraph s;
     s.kind = Subgraph::Kind::kAttribute;
     s.owner = owner;
-    s.attribute = Str(attribute);
+    s.attribute = attribute;
     s.parent = parent;
-    return AddGraph(spans, std::move(s));
+    return AddGraph(spans, s);
   }
 
   absl::Status AddFunction(absl::string_view bytes) {
@@ -292,13 +293,13 @@ class WireWalker {
     WireField f;
     while (r.Next(&f)) {
       if (!IsLen(f)) continue;
-      if (f.number == function_field::kName) s.name = Str(f.bytes);
-      if (f.number == function_field::kDomain) s.domain = Str(f.bytes);
+      if (f.number == function_field::kName) s.name = f.bytes;
+      if (f.number == function_field::kDomain) s.domain = f.bytes;
       if (f.number == function_field::kInput) inputs.push_back(f.bytes);
     }
     if (!r.ok()) return Malformed(r, "FunctionProto");
-    const int index = b_->AddSubgraph(std::move(s));
-    for (absl::string_view in : inputs) SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, Str(in)));
+    const int index = b_->AddSubgraph(s);
+    for (absl::string_view in : inputs) SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, in));
     WireReader nodes(bytes);
     while (nodes.Next(&f)) {
       if (f.number == function_field::kNode && IsLen(f)) {
@@ -309,8 +310,9 @@ class WireWalker {
   }
 
   absl::Status AddTensor(const Spans& spans, int subgraph) {
-    TensorInfo info;
-    info.subgraph = subgraph;
+    absl::string_view name;
+    std::int32_t elem_type = 0;
+    dims_.clear();
     std::int32_t location = 0;
     for (absl::string_view span : spans) {
       WireReader r(span);
@@ -319,19 +321,19 @@ class WireWalker {
         switch (f.number) {
           case tensor_field::kDims:
             if (IsVarint(f)) {
-              info.dims.push_back(static_cast<std::int64_t>(f.varint));
+              dims_.push_back(static_cast<std::int64_t>(f.varint));
             } else if (IsLen(f) &&
-                       !ForEachPackedVarint(f.bytes, [&info](std::uint64_t v) {
-                         info.dims.push_back(static_cast<std::int64_t>(v));
+                       !ForEachPackedVarint(f.bytes, [this](std::uint64_t v) {
+                         dims_.push_back(static_cast<std::int64_t>(v));
                        })) {
               return MalformedAt(f.bytes.data(), "malformed packed dims in TensorProto");
             }
             break;
           case tensor_field::kDataType:
-            if (IsVarint(f)) info.elem_type = static_cast<std::int32_t>(f.varint);
+            if (IsVarint(f)) elem_type = static_cast<std::int32_t>(f.varint);
             break;
           case tensor_field::kName:
-            if (IsLen(f)) info.name = Str(f.bytes);
+            if (IsLen(f)) name = f.bytes;
             break;
           case tensor_field::kDataLocation:
             if (IsVarint(f)) {
@@ -345,8 +347,8 @@ class WireWalker {
       }
       if (!r.ok()) return Malformed(r, "TensorProto");
     }
-    info.external = location == tensor_field::kExternal;
-    return b_->AddInitializer(std::move(info));
+    return b_->AddInitializer(name, elem_type, dims_, location == tensor_field::kExternal,
+                              subgraph);
   }
 
   absl::Status ReadAttribute(absl::string_view bytes, Attribute* a) {
@@ -401,12 +403,12 @@ class WireWalker {
     return absl::OkStatus();
   }
 
-  static bool ReadEntry(WireReader* r, std::pair<std::string, std::string>* kv) {
+  static bool ReadEntry(WireReader* r, MetadataEntry* kv) {
     WireField f;
     while (r->Next(&f)) {
       if (!IsLen(f)) continue;
-      if (f.number == kEntryKey) kv->first = Str(f.bytes);
-      if (f.number == kEntryValue) kv->second = Str(f.bytes);
+      if (f.number == kEntryKey) kv->first = f.bytes;
+      if (f.number == kEntryValue) kv->second = f.bytes;
     }
     return r->ok();
   }
@@ -437,9 +439,12 @@ class WireWalker {
   absl::string_view file_;
   absl::string_view origin_;
   GraphBuilder* b_;
-  // Reused by AddNode before it recurses.
+  // Scratch lists, reused by AddNode (stored before it recurses) and AddTensor.
   std::vector<absl::string_view> inputs_;
   std::vector<absl::string_view> outputs_;
+  std::vector<absl::string_view> attributes_;
+  std::vector<MetadataEntry> metadata_;
+  std::vector<std::int64_t> dims_;
 };
 
 }  // namespace
