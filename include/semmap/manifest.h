@@ -66,6 +66,12 @@ struct ManifestOptions {
 
 class Manifest {
  public:
+  Manifest(const Manifest& other);
+  Manifest& operator=(const Manifest& other);
+  Manifest(Manifest&&) noexcept = default;
+  Manifest& operator=(Manifest&&) noexcept = default;
+  ~Manifest() = default;
+
   // Reads and validates a manifest file. Errors (messages start with the
   // file name): NotFound (missing file), InvalidArgument (not JSON, not a
   // manifest, a field of the wrong type or missing, with its JSON pointer;
@@ -114,6 +120,12 @@ class Manifest {
 
  private:
   Manifest() = default;
+  // Parse's work. When `owned` holds the text (Load), it is released once
+  // the JSON is parsed, before the modules are built.
+  static absl::StatusOr<Manifest> ParseText(absl::string_view text, absl::string_view origin,
+                                            const ManifestOptions& options, std::string* owned);
+  // Builds the lookup tables from modules_ (InvalidArgument on a duplicate
+  // path, naming `origin`).
   absl::Status Index(absl::string_view origin);
 
   int schema_version_ = 0;
@@ -122,9 +134,15 @@ class Manifest {
   std::string model_type_;
   std::vector<std::pair<std::string, std::string>> config_;
   std::vector<ModuleInfo> modules_;
-  absl::flat_hash_map<std::string, ModuleId> by_path_;
-  absl::flat_hash_map<std::string, std::vector<ModuleId>> by_variable_name_;
-  absl::flat_hash_map<std::string, ModuleId> tensor_owner_;
+  // The tables hold no copies of the strings they are keyed by: keys view
+  // modules_[i].path and .variable_name (the vector's elements never move
+  // once indexed, and a move of the Manifest keeps its buffer) and
+  // tensor_names_. Copies of a Manifest index their own strings again.
+  absl::flat_hash_map<absl::string_view, ModuleId> by_path_;
+  absl::flat_hash_map<absl::string_view, std::vector<ModuleId>> by_variable_name_;
+  // Every parameter's and buffer's full dotted name, back to back.
+  std::vector<char> tensor_names_;
+  absl::flat_hash_map<absl::string_view, ModuleId> tensor_owner_;
 };
 
 // The TorchScript scope variable name of a module path (see ModuleInfo).
