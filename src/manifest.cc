@@ -260,7 +260,19 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
   // Resolve parent and children links and check they agree.
   for (std::size_t i = 1; i < m.modules_.size(); ++i) {
     const absl::string_view parent_path = links.parent[i];
-    const ModuleId parent = m.find(parent_path);
+    // Modules are usually listed depth first, so the parent is the module
+    // before or one of its nearest ancestors: a few string comparisons find
+    // it without hashing the path (paths are unique: the same answer).
+    ModuleId parent = kNoModule;
+    ModuleId candidate = static_cast<ModuleId>(i - 1);
+    for (int step = 0; step < 8 && candidate != kNoModule; ++step) {
+      if (m.modules_[candidate].path == parent_path) {
+        parent = candidate;
+        break;
+      }
+      candidate = m.modules_[candidate].parent;
+    }
+    if (parent == kNoModule) parent = m.find(parent_path);
     if (parent == kNoModule) {
       return error(i, "parent", absl::StrCat("unknown module \"",
                                              internal::Abbreviate(std::string(parent_path)), "\""));
@@ -284,10 +296,36 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
     m.modules_[i].parent = parent;
     m.modules_[i].depth = m.modules_[parent].depth + 1;
   }
-  std::vector<bool> listed(m.modules_.size(), false);
-  for (std::size_t i = 0; i < m.modules_.size(); ++i) {
+  // The modules naming each module as their parent, in manifest order.
+  const std::size_t n = m.modules_.size();
+  std::vector<std::size_t> first_kid(n + 1, 0);
+  for (std::size_t i = 1; i < n; ++i) ++first_kid[m.modules_[i].parent + 1];
+  for (std::size_t i = 0; i < n; ++i) first_kid[i + 1] += first_kid[i];
+  std::vector<ModuleId> kids(n > 0 ? n - 1 : 0);
+  {
+    std::vector<std::size_t> next(first_kid.begin(), first_kid.end() - 1);
+    for (std::size_t i = 1; i < n; ++i) kids[next[m.modules_[i].parent]++] = static_cast<ModuleId>(i);
+  }
+  std::vector<bool> listed(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
     const std::size_t first = links.first_child[i], end = links.first_child[i + 1];
     m.modules_[i].children.reserve(end - first);
+    // Usually the children list names exactly those modules in that order:
+    // checked by comparing paths, with nothing to look up. Otherwise each
+    // name is looked up and checked below, with the error it deserves.
+    const std::size_t kid_begin = first_kid[i], kid_count = first_kid[i + 1] - kid_begin;
+    bool same = kid_count == end - first;
+    for (std::size_t k = 0; same && k < kid_count; ++k) {
+      same = links.children[first + k] == m.modules_[kids[kid_begin + k]].path;
+    }
+    if (same) {
+      for (std::size_t k = 0; k < kid_count; ++k) {
+        const ModuleId child = kids[kid_begin + k];
+        listed[child] = true;
+        m.modules_[i].children.push_back(child);
+      }
+      continue;
+    }
     for (std::size_t c = first; c < end; ++c) {
       const absl::string_view child_path = links.children[c];
       const ModuleId child = m.find(child_path);
