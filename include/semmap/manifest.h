@@ -12,6 +12,8 @@
 //   if (id != semmap::kNoModule) std::cout << m->module(id).class_name;
 //
 // A Manifest is immutable after loading and safe to share between threads.
+// Moving one is cheap; a copy rebuilds its lookup tables over its own
+// strings (the tables key on views of the modules' strings, not copies).
 #ifndef SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_
 #define SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_
 
@@ -73,13 +75,17 @@ class Manifest {
   ~Manifest() = default;
 
   // Reads and validates a manifest file. Errors (messages start with the
-  // file name): NotFound (missing file), InvalidArgument (not JSON, not a
-  // manifest, a field of the wrong type or missing, with its JSON pointer;
-  // duplicate paths; a parent/children inconsistency), FailedPrecondition
-  // (a schema version this build does not read).
+  // file name): NotFound (missing file), InvalidArgument (not valid JSON,
+  // with the byte and the cause: syntax, UTF-8, nesting deeper than 256, an
+  // integer outside 64 bits; not a manifest; a field of the wrong type or
+  // missing, with its JSON pointer; duplicate paths; a parent/children
+  // inconsistency; above a limit of `options`), FailedPrecondition (a
+  // schema version this build does not read). The whole file is validated
+  // as JSON before any field is read; a key given twice keeps its last value.
   static absl::StatusOr<Manifest> Load(const std::string& path,
                                        const ManifestOptions& options = {});
-  // Same, from JSON text; `origin` names the source in messages.
+  // Same, from JSON text (max_file_bytes applies to its size); `origin`
+  // names the source in messages.
   static absl::StatusOr<Manifest> Parse(absl::string_view json,
                                         absl::string_view origin,
                                         const ManifestOptions& options = {});
