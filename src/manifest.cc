@@ -1,24 +1,25 @@
 #include "semmap/manifest.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "internal/file_io.h"
-#include "internal/json_nesting.h"
+#include "internal/json_reader.h"
 #include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
-#include "nlohmann/json.hpp"
 
 namespace semmap {
 namespace {
 
-using nlohmann::json;
+using internal::JsonValue;
 
 constexpr int kMaxJsonNesting = 256;
 
@@ -45,125 +46,116 @@ void MarkNumberedChildren(std::vector<ModuleInfo>* modules) {
   }
 }
 
-// Field access with errors that carry the JSON pointer of the field.
-class Reader {
- public:
-  explicit Reader(absl::string_view origin) : origin_(origin) {}
-
-  absl::Status Error(const std::string& pointer, absl::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin_, ": ", pointer.empty() ? "/" : pointer, ": ", what));
-  }
-
-  absl::StatusOr<const json*> Field(const json& obj, const std::string& pointer,
-                                    const char* key) const {
-    auto it = obj.find(key);
-    if (it == obj.end()) {
-      return Error(pointer, absl::StrCat("missing required field \"", key, "\""));
-    }
-    return &*it;
-  }
-
-  absl::StatusOr<std::string> String(const json& obj, const std::string& pointer,
-                                     const char* key, bool allow_empty) const {
-    SEMMAP_ASSIGN_OR_RETURN(const json* v, Field(obj, pointer, key));
-    const std::string where = absl::StrCat(pointer, "/", key);
-    if (!v->is_string()) {
-      return Error(where, absl::StrCat("expected a string, found ", v->type_name()));
-    }
-    std::string s = v->get<std::string>();
-    if (!allow_empty && s.empty()) return Error(where, "must not be empty");
-    return s;
-  }
-
-  absl::StatusOr<std::vector<TensorSpec>> Tensors(const json& obj,
-                                                  const std::string& pointer,
-                                                  const char* key) const {
-    SEMMAP_ASSIGN_OR_RETURN(const json* v, Field(obj, pointer, key));
-    const std::string where = absl::StrCat(pointer, "/", key);
-    if (!v->is_array()) {
-      return Error(where, absl::StrCat("expected an array, found ", v->type_name()));
-    }
-    std::vector<TensorSpec> out;
-    out.reserve(v->size());
-    for (std::size_t i = 0; i < v->size(); ++i) {
-      const json& t = (*v)[i];
-      const std::string tp = absl::StrCat(where, "/", i);
-      if (!t.is_object()) return Error(tp, "expected an object");
-      TensorSpec spec;
-      SEMMAP_ASSIGN_OR_RETURN(spec.name, String(t, tp, "name", false));
-      SEMMAP_ASSIGN_OR_RETURN(spec.dtype, String(t, tp, "dtype", false));
-      SEMMAP_ASSIGN_OR_RETURN(const json* shape, Field(t, tp, "shape"));
-      if (!shape->is_array()) return Error(tp + "/shape", "expected an array");
-      for (std::size_t d = 0; d < shape->size(); ++d) {
-        const json& dim = (*shape)[d];
-        if (!dim.is_number_integer() || dim.get<std::int64_t>() < 0) {
-          return Error(absl::StrCat(tp, "/shape/", d),
-                       "expected a non-negative integer");
-        }
-        spec.shape.push_back(dim.get<std::int64_t>());
-      }
-      out.push_back(std::move(spec));
-    }
-    return out;
-  }
-
- private:
-  absl::string_view origin_;
+// What a module says of its parent and children, as views of the JSON
+// document's strings; resolved once every module is known.
+struct Links {
+  std::vector<absl::string_view> parent;  // per module; unused for the root
+  std::vector<absl::string_view> children;  // every module's, back to back
+  std::vector<std::size_t> first_child;     // per module, plus the end
 };
 
-absl::Status ParseModules(const json& doc, const Reader& r,
-                          std::vector<ModuleInfo>* modules,
-                          std::vector<std::pair<std::string, std::vector<std::string>>>* links,
-                          std::size_t max_modules) {
-  auto it = doc.find("modules");
-  if (it == doc.end()) return r.Error("", "missing required field \"modules\"");
-  if (!it->is_array()) {
-    return r.Error("/modules", absl::StrCat("expected an array, found ", it->type_name()));
+absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
+                         const std::optional<JsonValue>& field, std::vector<TensorSpec>* out) {
+  if (!field) return module.Error(absl::StrCat("missing required field \"", key, "\""));
+  const JsonValue& list = *field;
+  if (!list.is_array()) {
+    return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
   }
-  if (it->empty()) return r.Error("/modules", "must list at least the root module");
-  if (it->size() > max_modules) {
-    return r.Error("/modules", absl::StrCat(it->size(), " modules, above the limit of ",
-                                            max_modules));
-  }
-  modules->reserve(it->size());
-  links->reserve(it->size());
-  for (std::size_t i = 0; i < it->size(); ++i) {
-    const json& m = (*it)[i];
-    const std::string p = absl::StrCat("/modules/", i);
-    if (!m.is_object()) return r.Error(p, "expected an object");
-    ModuleInfo info;
-    SEMMAP_ASSIGN_OR_RETURN(info.path, r.String(m, p, "path", true));
-    SEMMAP_ASSIGN_OR_RETURN(info.class_name, r.String(m, p, "class", false));
-    SEMMAP_ASSIGN_OR_RETURN(info.qualified_class, r.String(m, p, "qualified_class", false));
-    SEMMAP_ASSIGN_OR_RETURN(const json* parent, r.Field(m, p, "parent"));
-    std::string parent_path;
-    if (parent->is_null()) {
-      if (i != 0 || !info.path.empty()) {
-        return r.Error(p + "/parent", "only the root (the first module, path \"\") has no parent");
+  out->reserve(list.size());
+  return list.ForEachElement([out](const JsonValue& t) -> absl::Status {
+    if (!t.is_object()) return t.Error("expected an object");
+    static constexpr absl::string_view kKeys[] = {"name", "dtype", "shape"};
+    std::optional<JsonValue> f[3];
+    t.Lookup(kKeys, absl::MakeSpan(f));
+    TensorSpec spec;
+    if (!f[0]) return t.Error("missing required field \"name\"");
+    SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, f[0]->AsString(false));
+    if (!f[1]) return t.Error("missing required field \"dtype\"");
+    SEMMAP_ASSIGN_OR_RETURN(absl::string_view dtype, f[1]->AsString(false));
+    if (!f[2]) return t.Error("missing required field \"shape\"");
+    const JsonValue& shape = *f[2];
+    if (!shape.is_array()) return shape.Error("expected an array");
+    spec.name.assign(name.data(), name.size());
+    spec.dtype.assign(dtype.data(), dtype.size());
+    spec.shape.reserve(shape.size());
+    SEMMAP_RETURN_IF_ERROR(shape.ForEachElement([&spec](const JsonValue& dim) -> absl::Status {
+      // An integer above INT64_MAX is unsigned: not a dimension either.
+      if (!dim.is_integer() || dim.is_unsigned() || dim.int64() < 0) {
+        return dim.Error("expected a non-negative integer");
       }
-    } else if (parent->is_string()) {
-      if (i == 0) return r.Error(p + "/parent", "the root module must have parent null");
-      parent_path = parent->get<std::string>();
-    } else {
-      return r.Error(p + "/parent", "expected a string or null");
-    }
-    SEMMAP_ASSIGN_OR_RETURN(const json* children, r.Field(m, p, "children"));
-    if (!children->is_array()) return r.Error(p + "/children", "expected an array");
-    std::vector<std::string> child_paths;
-    child_paths.reserve(children->size());
-    for (std::size_t c = 0; c < children->size(); ++c) {
-      if (!(*children)[c].is_string()) {
-        return r.Error(absl::StrCat(p, "/children/", c), "expected a string");
-      }
-      child_paths.push_back((*children)[c].get<std::string>());
-    }
-    SEMMAP_ASSIGN_OR_RETURN(info.parameters, r.Tensors(m, p, "parameters"));
-    SEMMAP_ASSIGN_OR_RETURN(info.buffers, r.Tensors(m, p, "buffers"));
-    modules->push_back(std::move(info));
-    links->emplace_back(std::move(parent_path), std::move(child_paths));
+      spec.shape.push_back(dim.int64());
+      return absl::OkStatus();
+    }));
+    out->push_back(std::move(spec));
+    return absl::OkStatus();
+  });
+}
+
+// One module object, fields checked in schema order (path, class,
+// qualified_class, parent, children, parameters, buffers).
+absl::Status ReadModule(const JsonValue& m, std::size_t i, ModuleInfo* info, Links* links) {
+  if (!m.is_object()) return m.Error("expected an object");
+  static constexpr absl::string_view kKeys[] = {"path",     "class",      "qualified_class",
+                                                "parent",   "children",   "parameters",
+                                                "buffers"};
+  std::optional<JsonValue> f[7];
+  m.Lookup(kKeys, absl::MakeSpan(f));
+  absl::string_view text[3];
+  for (int k = 0; k < 3; ++k) {
+    if (!f[k]) return m.Error(absl::StrCat("missing required field \"", kKeys[k], "\""));
+    SEMMAP_ASSIGN_OR_RETURN(text[k], f[k]->AsString(/*allow_empty=*/k == 0));
   }
+  info->path.assign(text[0].data(), text[0].size());
+  info->class_name.assign(text[1].data(), text[1].size());
+  info->qualified_class.assign(text[2].data(), text[2].size());
+  if (!f[3]) return m.Error("missing required field \"parent\"");
+  const JsonValue& parent = *f[3];
+  absl::string_view parent_path;
+  if (parent.is_null()) {
+    if (i != 0 || !info->path.empty()) {
+      return parent.Error("only the root (the first module, path \"\") has no parent");
+    }
+  } else if (parent.is_string()) {
+    if (i == 0) return parent.Error("the root module must have parent null");
+    parent_path = parent.string();
+  } else {
+    return parent.Error("expected a string or null");
+  }
+  links->parent.push_back(parent_path);
+  if (!f[4]) return m.Error("missing required field \"children\"");
+  const JsonValue& children = *f[4];
+  if (!children.is_array()) return children.Error("expected an array");
+  SEMMAP_RETURN_IF_ERROR(children.ForEachElement([links](const JsonValue& c) -> absl::Status {
+    if (!c.is_string()) return c.Error("expected a string");
+    links->children.push_back(c.string());
+    return absl::OkStatus();
+  }));
+  links->first_child.push_back(links->children.size());
+  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "parameters", f[5], &info->parameters));
+  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "buffers", f[6], &info->buffers));
   return absl::OkStatus();
+}
+
+absl::Status ReadModules(const JsonValue& doc, std::vector<ModuleInfo>* modules, Links* links,
+                         std::size_t max_modules) {
+  SEMMAP_ASSIGN_OR_RETURN(const JsonValue list, doc.Field("modules"));
+  if (!list.is_array()) {
+    return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
+  }
+  const std::size_t n = list.size();
+  if (n == 0) return list.Error("must list at least the root module");
+  if (n > max_modules) {
+    return list.Error(absl::StrCat(n, " modules, above the limit of ", max_modules));
+  }
+  modules->resize(n);
+  links->parent.reserve(n);
+  links->first_child.reserve(n + 1);
+  links->first_child.push_back(0);
+  std::size_t i = 0;
+  return list.ForEachElement([&](const JsonValue& m) {
+    const std::size_t index = i++;
+    return ReadModule(m, index, &(*modules)[index], links);
+  });
 }
 
 }  // namespace
@@ -184,9 +176,10 @@ std::string VariableNameOf(absl::string_view path) {
 
 absl::StatusOr<Manifest> Manifest::Load(const std::string& path,
                                         const ManifestOptions& options) try {
+  // Read with the reader's padding: parsed in place, never copied.
   SEMMAP_ASSIGN_OR_RETURN(std::string text,
-                          internal::ReadFile(path, options.max_file_bytes));
-  return Parse(text, path, options);
+                          internal::ReadFile(path, options.max_file_bytes, internal::kJsonPadding));
+  return ParseText(text, path, options, &text);
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(path, "loading the manifest");
 } catch (const std::length_error&) {
@@ -196,109 +189,160 @@ absl::StatusOr<Manifest> Manifest::Load(const std::string& path,
 absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
                                          absl::string_view origin,
                                          const ManifestOptions& options) try {
+  return ParseText(text, origin, options, nullptr);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the manifest");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the manifest");
+}
+
+absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::string_view origin,
+                                             const ManifestOptions& options, std::string* owned) {
   if (text.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected a JSON manifest"));
   }
-  SEMMAP_RETURN_IF_ERROR(internal::CheckJsonNesting(text, kMaxJsonNesting, origin));
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": not valid JSON at byte ", e.byte, ": ",
-        internal::Abbreviate(e.what(), 200)));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": cannot parse JSON: ",
-                                                   internal::Abbreviate(e.what(), 200)));
-  }
-  const Reader r(origin);
+  const bool padded = owned != nullptr && owned->data() == text.data() &&
+                      owned->capacity() >= text.size() + internal::kJsonPadding;
+  SEMMAP_ASSIGN_OR_RETURN(
+      const internal::JsonDocument json,
+      internal::JsonDocument::Parse(text, origin, {options.max_file_bytes, kMaxJsonNesting},
+                                    padded));
+  // The document holds its own copies of the strings: the text can go.
+  if (owned != nullptr) std::string().swap(*owned);
+  const JsonValue doc = json.root();
   if (!doc.is_object()) {
-    return r.Error("", absl::StrCat("expected a JSON object, found ", doc.type_name()));
+    return doc.Error(absl::StrCat("expected a JSON object, found ", doc.type_name()));
   }
-  auto format = doc.find("format");
-  if (format == doc.end() || !format->is_string() ||
-      format->get<std::string>() != "semmap.manifest") {
-    return r.Error("/format", "not a semmap manifest (expected \"format\": \"semmap.manifest\")");
+  const std::optional<JsonValue> format = doc.Find("format");
+  if (!format || !format->is_string() || format->string() != "semmap.manifest") {
+    return doc.ErrorAt("format", "not a semmap manifest (expected \"format\": \"semmap.manifest\")");
   }
-  auto version = doc.find("schema_version");
-  if (version == doc.end() || !version->is_number_integer()) {
-    return r.Error("/schema_version", "missing or not an integer");
+  const std::optional<JsonValue> version = doc.Find("schema_version");
+  if (!version || !version->is_integer()) {
+    return doc.ErrorAt("schema_version", "missing or not an integer");
   }
   Manifest m;
-  // Compared as read: get<int>() would wrap 2^32 + 1 to 1.
-  const std::int64_t schema_version = version->is_number_unsigned()
-                                          ? static_cast<std::int64_t>(std::min<std::uint64_t>(
-                                                version->get<std::uint64_t>(), INT64_MAX))
-                                          : version->get<std::int64_t>();
-  if (schema_version != kManifestSchemaVersion) {
+  // Compared as read: a narrowing conversion would wrap 2^32 + 1 to 1.
+  if (version->is_unsigned() || version->int64() != kManifestSchemaVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
-        origin, ": manifest schema version ", version->dump(),
+        origin, ": manifest schema version ",
+        version->is_unsigned() ? absl::StrCat(version->uint64()) : absl::StrCat(version->int64()),
         " is not supported (this build reads version ", kManifestSchemaVersion, ")"));
   }
   m.schema_version_ = kManifestSchemaVersion;
-  SEMMAP_ASSIGN_OR_RETURN(const json* model, r.Field(doc, "", "model"));
-  if (!model->is_object()) return r.Error("/model", "expected an object");
-  SEMMAP_ASSIGN_OR_RETURN(m.model_class_, r.String(*model, "/model", "class", false));
-  SEMMAP_ASSIGN_OR_RETURN(m.model_qualified_class_,
-                          r.String(*model, "/model", "qualified_class", false));
-  auto model_type = model->find("model_type");
-  if (model_type != model->end() && model_type->is_string()) {
-    m.model_type_ = model_type->get<std::string>();
+  SEMMAP_ASSIGN_OR_RETURN(const JsonValue model, doc.Field("model"));
+  if (!model.is_object()) return model.Error("expected an object");
+  SEMMAP_ASSIGN_OR_RETURN(absl::string_view model_class, model.StringField("class", false));
+  SEMMAP_ASSIGN_OR_RETURN(absl::string_view model_qualified,
+                          model.StringField("qualified_class", false));
+  m.model_class_ = std::string(model_class);
+  m.model_qualified_class_ = std::string(model_qualified);
+  if (const std::optional<JsonValue> type = model.Find("model_type"); type && type->is_string()) {
+    m.model_type_ = std::string(type->string());
   }
-  auto config = model->find("config");
-  if (config != model->end() && config->is_object()) {
-    for (auto c = config->begin(); c != config->end(); ++c) {
-      m.config_.emplace_back(c.key(), c.value().dump());
-    }
+  if (const std::optional<JsonValue> config = model.Find("config"); config && config->is_object()) {
+    SEMMAP_RETURN_IF_ERROR(
+        config->ForEachField([&m](absl::string_view key, const JsonValue& value) {
+          m.config_.emplace_back(std::string(key), value.Dump());
+          return absl::OkStatus();
+        }));
   }
-  std::vector<std::pair<std::string, std::vector<std::string>>> links;
-  SEMMAP_RETURN_IF_ERROR(ParseModules(doc, r, &m.modules_, &links, options.max_modules));
+  Links links;
+  SEMMAP_RETURN_IF_ERROR(ReadModules(doc, &m.modules_, &links, options.max_modules));
   if (!m.modules_[0].path.empty()) {
-    return r.Error("/modules/0/path", "the first module must be the root, path \"\"");
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": /modules/0/path: the first module must be the root, path \"\""));
   }
   SEMMAP_RETURN_IF_ERROR(m.Index(origin));
+  const auto error = [origin](std::size_t i, absl::string_view where, absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": /modules/", i, "/", where, ": ", what));
+  };
   // Resolve parent and children links and check they agree.
   for (std::size_t i = 1; i < m.modules_.size(); ++i) {
-    const ModuleId parent = m.find(links[i].first);
+    const absl::string_view parent_path = links.parent[i];
+    // Modules are usually listed depth first, so the parent is the module
+    // before or one of its nearest ancestors: a few string comparisons find
+    // it without hashing the path (paths are unique: the same answer).
+    ModuleId parent = kNoModule;
+    ModuleId candidate = static_cast<ModuleId>(i - 1);
+    for (int step = 0; step < 8 && candidate != kNoModule; ++step) {
+      if (m.modules_[candidate].path == parent_path) {
+        parent = candidate;
+        break;
+      }
+      candidate = m.modules_[candidate].parent;
+    }
+    if (parent == kNoModule) parent = m.find(parent_path);
     if (parent == kNoModule) {
-      return r.Error(absl::StrCat("/modules/", i, "/parent"),
-                     absl::StrCat("unknown module \"", internal::Abbreviate(links[i].first), "\""));
+      return error(i, "parent", absl::StrCat("unknown module \"",
+                                             internal::Abbreviate(std::string(parent_path)), "\""));
     }
     if (static_cast<std::size_t>(parent) >= i) {
-      return r.Error(absl::StrCat("/modules/", i, "/parent"),
-                     "a parent must be listed before its children (cyclic or out-of-order parents)");
+      return error(i, "parent",
+                   "a parent must be listed before its children (cyclic or out-of-order parents)");
     }
     // Module paths are dotted: a parent's path is its child's without the
     // last atom. A parent named otherwise would break every path lookup.
-    const std::string& path = m.modules_[i].path;
+    const absl::string_view path = m.modules_[i].path;
     const std::size_t dot = path.rfind('.');
     const absl::string_view expected =
-        dot == std::string::npos ? absl::string_view() : absl::string_view(path).substr(0, dot);
-    if (links[i].first != expected) {
-      return r.Error(absl::StrCat("/modules/", i, "/parent"),
-                     absl::StrCat("\"", internal::Abbreviate(links[i].first),
-                                  "\" is not the module's path without its last atom, \"",
-                                  internal::Abbreviate(std::string(expected)), "\""));
+        dot == absl::string_view::npos ? absl::string_view() : path.substr(0, dot);
+    if (parent_path != expected) {
+      return error(i, "parent",
+                   absl::StrCat("\"", internal::Abbreviate(std::string(parent_path)),
+                                "\" is not the module's path without its last atom, \"",
+                                internal::Abbreviate(std::string(expected)), "\""));
     }
     m.modules_[i].parent = parent;
     m.modules_[i].depth = m.modules_[parent].depth + 1;
   }
-  std::vector<bool> listed(m.modules_.size(), false);
-  for (std::size_t i = 0; i < m.modules_.size(); ++i) {
-    for (std::size_t c = 0; c < links[i].second.size(); ++c) {
-      const ModuleId child = m.find(links[i].second[c]);
-      const std::string where = absl::StrCat("/modules/", i, "/children/", c);
+  // The modules naming each module as their parent, in manifest order.
+  const std::size_t n = m.modules_.size();
+  std::vector<std::size_t> first_kid(n + 1, 0);
+  for (std::size_t i = 1; i < n; ++i) ++first_kid[m.modules_[i].parent + 1];
+  for (std::size_t i = 0; i < n; ++i) first_kid[i + 1] += first_kid[i];
+  std::vector<ModuleId> kids(n > 0 ? n - 1 : 0);
+  {
+    std::vector<std::size_t> next(first_kid.begin(), first_kid.end() - 1);
+    for (std::size_t i = 1; i < n; ++i) kids[next[m.modules_[i].parent]++] = static_cast<ModuleId>(i);
+  }
+  std::vector<bool> listed(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t first = links.first_child[i], end = links.first_child[i + 1];
+    m.modules_[i].children.reserve(end - first);
+    // Usually the children list names exactly those modules in that order:
+    // checked by comparing paths, with nothing to look up. Otherwise each
+    // name is looked up and checked below, with the error it deserves.
+    const std::size_t kid_begin = first_kid[i], kid_count = first_kid[i + 1] - kid_begin;
+    bool same = kid_count == end - first;
+    for (std::size_t k = 0; same && k < kid_count; ++k) {
+      same = links.children[first + k] == m.modules_[kids[kid_begin + k]].path;
+    }
+    if (same) {
+      for (std::size_t k = 0; k < kid_count; ++k) {
+        const ModuleId child = kids[kid_begin + k];
+        listed[child] = true;
+        m.modules_[i].children.push_back(child);
+      }
+      continue;
+    }
+    for (std::size_t c = first; c < end; ++c) {
+      const absl::string_view child_path = links.children[c];
+      const ModuleId child = m.find(child_path);
+      const auto child_error = [&](absl::string_view what) {
+        return error(i, absl::StrCat("children/", c - first), what);
+      };
       if (child == kNoModule) {
-        return r.Error(where, absl::StrCat("unknown module \"",
-                                           internal::Abbreviate(links[i].second[c]), "\""));
+        return child_error(absl::StrCat("unknown module \"",
+                                        internal::Abbreviate(std::string(child_path)), "\""));
       }
       if (m.modules_[child].parent != static_cast<ModuleId>(i)) {
-        return r.Error(where, "child does not name this module as its parent");
+        return child_error("child does not name this module as its parent");
       }
       // Only its parent may list a child, so once overall means once there.
       if (listed[child]) {
-        return r.Error(where, absl::StrCat("child \"", internal::Abbreviate(links[i].second[c]),
-                                           "\" is listed twice"));
+        return child_error(absl::StrCat(
+            "child \"", internal::Abbreviate(std::string(child_path)), "\" is listed twice"));
       }
       listed[child] = true;
       m.modules_[i].children.push_back(child);
@@ -306,16 +350,27 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
   }
   for (std::size_t i = 1; i < m.modules_.size(); ++i) {
     if (!listed[i]) {  // O(1): a linear search of siblings is quadratic on flat models
-      return r.Error(absl::StrCat("/modules/", i, "/parent"),
-                     "parent does not list this module among its children");
+      return error(i, "parent", "parent does not list this module among its children");
     }
   }
   MarkNumberedChildren(&m.modules_);
   return m;
-} catch (const std::bad_alloc&) {
-  return internal::OutOfMemory(origin, "loading the manifest");
-} catch (const std::length_error&) {
-  return internal::OutOfMemory(origin, "loading the manifest");
+}
+
+Manifest::Manifest(const Manifest& other)
+    : schema_version_(other.schema_version_),
+      model_class_(other.model_class_),
+      model_qualified_class_(other.model_qualified_class_),
+      model_type_(other.model_type_),
+      config_(other.config_),
+      modules_(other.modules_) {
+  // The tables view this copy's own strings; the paths are known unique.
+  (void)Index("");
+}
+
+Manifest& Manifest::operator=(const Manifest& other) {
+  if (this != &other) *this = Manifest(other);
+  return *this;
 }
 
 Manifest Manifest::FromModulePaths(
@@ -323,7 +378,9 @@ Manifest Manifest::FromModulePaths(
   Manifest m;
   m.schema_version_ = kManifestSchemaVersion;
   m.modules_.emplace_back();  // root
-  m.by_path_.emplace("", 0);
+  // Modules move while the vector grows: index their own strings at the end.
+  absl::flat_hash_map<std::string, ModuleId> by_path;
+  by_path.emplace("", 0);
   auto set_class = [&m](ModuleId id, const std::string& qualified) {
     ModuleInfo& info = m.modules_[id];
     if (qualified.empty() || !info.qualified_class.empty()) return;
@@ -339,8 +396,8 @@ Manifest Manifest::FromModulePaths(
     for (absl::string_view atom : absl::StrSplit(full, '.', absl::SkipEmpty())) {
       if (!path.empty()) path.push_back('.');
       path.append(atom.data(), atom.size());
-      auto it = m.by_path_.find(path);
-      if (it != m.by_path_.end()) {
+      auto it = by_path.find(path);
+      if (it != by_path.end()) {
         parent = it->second;
         continue;
       }
@@ -349,21 +406,24 @@ Manifest Manifest::FromModulePaths(
       info.path = path;
       info.parent = parent;
       info.depth = m.modules_[parent].depth + 1;
-      info.variable_name = VariableNameOf(path);
       m.modules_[parent].children.push_back(id);
-      m.by_variable_name_[info.variable_name].push_back(id);
-      m.by_path_.emplace(path, id);
+      by_path.emplace(path, id);
       m.modules_.push_back(std::move(info));
       parent = id;
     }
     if (parent != 0) set_class(parent, entry.second);
   }
+  (void)m.Index("");  // paths are unique by construction
   MarkNumberedChildren(&m.modules_);
   return m;
 }
 
 absl::Status Manifest::Index(absl::string_view origin) {
+  by_path_.clear();
+  by_variable_name_.clear();
+  tensor_owner_.clear();
   by_path_.reserve(modules_.size());
+  std::size_t tensor_bytes = 0, tensors = 0;
   for (std::size_t i = 0; i < modules_.size(); ++i) {
     ModuleInfo& info = modules_[i];
     if (!by_path_.emplace(info.path, static_cast<ModuleId>(i)).second) {
@@ -372,11 +432,32 @@ absl::Status Manifest::Index(absl::string_view origin) {
           internal::Abbreviate(info.path), "\""));
     }
     info.variable_name = VariableNameOf(info.path);
-    if (i > 0) by_variable_name_[info.variable_name].push_back(static_cast<ModuleId>(i));
     for (const auto* list : {&info.parameters, &info.buffers}) {
       for (const TensorSpec& t : *list) {
-        tensor_owner_.emplace(info.path.empty() ? t.name : absl::StrCat(info.path, ".", t.name),
-                              static_cast<ModuleId>(i));
+        tensor_bytes += info.path.size() + 1 + t.name.size();
+        ++tensors;
+      }
+    }
+  }
+  // Keys are views: filled once every string is in place.
+  for (std::size_t i = 1; i < modules_.size(); ++i) {
+    by_variable_name_[modules_[i].variable_name].push_back(static_cast<ModuleId>(i));
+  }
+  tensor_names_.clear();
+  tensor_names_.reserve(tensor_bytes);
+  tensor_owner_.reserve(tensors);
+  for (std::size_t i = 0; i < modules_.size(); ++i) {
+    const ModuleInfo& info = modules_[i];
+    for (const auto* list : {&info.parameters, &info.buffers}) {
+      for (const TensorSpec& t : *list) {
+        const std::size_t begin = tensor_names_.size();
+        tensor_names_.insert(tensor_names_.end(), info.path.begin(), info.path.end());
+        if (!info.path.empty()) tensor_names_.push_back('.');
+        tensor_names_.insert(tensor_names_.end(), t.name.begin(), t.name.end());
+        // reserve() above: the buffer does not move while names are added.
+        tensor_owner_.emplace(
+            absl::string_view(tensor_names_.data() + begin, tensor_names_.size() - begin),
+            static_cast<ModuleId>(i));
       }
     }
   }

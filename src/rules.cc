@@ -1,25 +1,29 @@
 #include "semmap/rules.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "internal/default_rules.h"
 #include "internal/file_io.h"
-#include "internal/json_nesting.h"
+#include "internal/json_reader.h"
 #include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
-#include "nlohmann/json.hpp"
 #include "re2/re2.h"
 
 namespace semmap {
 namespace {
 
-using nlohmann::json;
+using internal::JsonValue;
 
 constexpr int kRulesVersion = 1;
+// `[`/`{` levels; a rule file needs four.
+constexpr int kMaxJsonNesting = 64;
 constexpr std::size_t kMaxPatternBytes = 4096;
 constexpr std::int64_t kMaxProgramMemory = 1 << 20;  // per pattern, as RE2 caps it
 constexpr std::uint64_t kMaxRuleFileBytes = 16 << 20;
@@ -64,72 +68,68 @@ struct Rules::Impl {
 
 namespace {
 
-absl::Status TotalBudgetExceeded(absl::string_view origin, absl::string_view pointer) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      origin, ": ", pointer, ": the file's patterns together are above the compiled size limit (",
+absl::Status TotalBudgetExceeded(const JsonValue& value) {
+  return value.Error(absl::StrCat(
+      "the file's patterns together are above the compiled size limit (",
       kMaxTotalProgramMemory, " bytes of RE2 program memory)"));
 }
 
-absl::StatusOr<std::unique_ptr<RE2>> Compile(const json& value, const std::string& pointer,
-                                             absl::string_view origin, ProgramBudget* budget) {
-  if (!value.is_string()) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pointer, ": expected a pattern string"));
-  }
-  const std::string pattern = value.get<std::string>();
+absl::StatusOr<std::unique_ptr<RE2>> Compile(const JsonValue& value, ProgramBudget* budget) {
+  if (!value.is_string()) return value.Error("expected a pattern string");
+  const absl::string_view pattern = value.string();
   if (pattern.empty() || pattern.size() > kMaxPatternBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": ", pointer, ": pattern must be 1 to ", kMaxPatternBytes, " bytes"));
+    return value.Error(absl::StrCat("pattern must be 1 to ", kMaxPatternBytes, " bytes"));
   }
   if (++budget->patterns > kMaxPatterns) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": ", pointer, ": more than ", kMaxPatterns, " patterns in one file"));
+    return value.Error(absl::StrCat("more than ", kMaxPatterns, " patterns in one file"));
   }
   const std::int64_t left = kMaxTotalProgramMemory - budget->used;
-  if (left <= 0) return TotalBudgetExceeded(origin, pointer);
+  if (left <= 0) return TotalBudgetExceeded(value);
   RE2::Options options;
   options.set_log_errors(false);
   options.set_max_mem(std::min(kMaxProgramMemory, left));
-  auto re = std::make_unique<RE2>(pattern, options);
+  auto re = std::make_unique<RE2>(Piece(pattern), options);
   if (!re->ok() && left < kMaxProgramMemory && re->error_code() == RE2::ErrorPatternTooLarge) {
-    return TotalBudgetExceeded(origin, pointer);
+    return TotalBudgetExceeded(value);
   }
   if (re->ok()) budget->used += kBytesPerInstruction * re->ProgramSize();
   if (!re->ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pointer, ": invalid pattern \"",
-                                                   internal::Abbreviate(pattern, 80), "\": ",
-                                                   internal::Abbreviate(re->error(), 200)));
+    return value.Error(absl::StrCat("invalid pattern \"",
+                                    internal::Abbreviate(std::string(pattern), 80), "\": ",
+                                    internal::Abbreviate(re->error(), 200)));
   }
   return re;
 }
 
-absl::Status CompileList(const json& doc, const char* key, absl::string_view origin,
-                         ProgramBudget* budget, std::vector<std::unique_ptr<RE2>>* out) {
-  auto it = doc.find(key);
-  if (it == doc.end()) return absl::OkStatus();
-  const std::string where = absl::StrCat("/", key);
-  if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": ", where, ": expected an array"));
-  for (std::size_t i = 0; i < it->size(); ++i) {
-    const json& entry = (*it)[i];
-    const std::string p = absl::StrCat(where, "/", i);
-    if (!entry.is_object() || !entry.contains("pattern")) {
-      return absl::InvalidArgumentError(absl::StrCat(origin, ": ", p, ": expected {\"pattern\": ...}"));
-    }
-    SEMMAP_ASSIGN_OR_RETURN(auto re, Compile(entry["pattern"], p + "/pattern", origin, budget));
-    out->push_back(std::move(re));
-  }
-  return absl::OkStatus();
+// The value of `key` in `object`, compiled, when `object` is an object with
+// that key; otherwise `shape` (the expected form) at `object`.
+absl::StatusOr<std::unique_ptr<RE2>> CompileMember(const JsonValue& object, absl::string_view key,
+                                                   absl::string_view shape,
+                                                   ProgramBudget* budget) {
+  std::optional<JsonValue> member = object.is_object() ? object.Find(key) : std::nullopt;
+  if (!member) return object.Error(shape);
+  return Compile(*member, budget);
 }
 
-absl::StatusOr<std::unique_ptr<RE2>> CompileSingle(const json& doc, const char* key,
-                                                   absl::string_view origin,
+absl::Status CompileList(const JsonValue& doc, absl::string_view key, ProgramBudget* budget,
+                         std::vector<std::unique_ptr<RE2>>* out) {
+  const std::optional<JsonValue> list = doc.Find(key);
+  if (!list) return absl::OkStatus();
+  if (!list->is_array()) return list->Error("expected an array");
+  return list->ForEachElement([&](const JsonValue& entry) -> absl::Status {
+    SEMMAP_ASSIGN_OR_RETURN(auto re,
+                            CompileMember(entry, "pattern", "expected {\"pattern\": ...}", budget));
+    out->push_back(std::move(re));
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::unique_ptr<RE2>> CompileSingle(const JsonValue& doc, absl::string_view key,
+                                                   absl::string_view field,
                                                    ProgramBudget* budget) {
-  auto it = doc.find(key);
-  if (it == doc.end()) return std::unique_ptr<RE2>();
-  const std::string where = absl::StrCat("/", key);
-  if (!it->is_object() || !it->contains("pattern")) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", where, ": expected {\"pattern\": ...}"));
-  }
-  return Compile((*it)["pattern"], where + "/pattern", origin, budget);
+  const std::optional<JsonValue> rule = doc.Find(key);
+  if (!rule) return std::unique_ptr<RE2>();
+  return CompileMember(*rule, field, absl::StrCat("expected {\"", field, "\": ...}"), budget);
 }
 
 }  // namespace
@@ -155,108 +155,95 @@ absl::StatusOr<Rules> Rules::Load(const std::string& path) {
 }
 
 absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view origin) try {
-  SEMMAP_RETURN_IF_ERROR(internal::CheckJsonNesting(text, 64, origin));
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": not valid JSON: ",
-                                                   internal::Abbreviate(e.what(), 200)));
+  SEMMAP_ASSIGN_OR_RETURN(
+      const internal::JsonDocument json,
+      internal::JsonDocument::Parse(text, origin, {kMaxRuleFileBytes, kMaxJsonNesting}));
+  const JsonValue doc = json.root();
+  const std::optional<JsonValue> format = doc.Find("format");
+  if (!format || !format->is_string() || format->string() != "semmap.rules") {
+    return doc.ErrorAt("format", "not a semmap rule file (expected \"format\": \"semmap.rules\")");
   }
-  // Type checks before value()/get(): nlohmann throws on a type mismatch.
-  if (!doc.is_object() || !doc.contains("format") || !doc["format"].is_string() ||
-      doc["format"].get<std::string>() != "semmap.rules") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": /format: not a semmap rule file (expected \"format\": \"semmap.rules\")"));
-  }
-  if (!doc.contains("version") || !doc["version"].is_number_integer() ||
-      doc["version"].get<std::int64_t>() != kRulesVersion) {
+  const std::optional<JsonValue> version = doc.Find("version");
+  if (!version || !version->is_integer() || version->is_unsigned() ||
+      version->int64() != kRulesVersion) {
     return absl::FailedPreconditionError(
         absl::StrCat(origin, ": /version: this build reads rule files of version ", kRulesVersion));
   }
   auto impl = std::make_unique<Impl>();
   ProgramBudget budget;
-  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", origin, &budget, &impl->derived_names));
-  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", origin, &budget, &impl->value_suffixes));
-  SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops, CompileSingle(doc, "weight_passthrough_ops", origin, &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops, CompileSingle(doc, "follow_consumers_ops", origin, &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->shape_source_ops, CompileSingle(doc, "shape_source_ops", origin, &budget));
-  if (auto it = doc.find("categories"); it != doc.end()) {
-    if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": /categories: expected an array"));
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const json& c = (*it)[i];
-      const std::string p = absl::StrCat("/categories/", i);
-      if (!c.is_object() || !c.contains("category") || !c["category"].is_string()) {
-        return absl::InvalidArgumentError(absl::StrCat(origin, ": ", p, ": expected {\"category\": \"...\", ...}"));
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", &budget, &impl->derived_names));
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", &budget, &impl->value_suffixes));
+  SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops,
+                          CompileSingle(doc, "weight_passthrough_ops", "pattern", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops,
+                          CompileSingle(doc, "follow_consumers_ops", "pattern", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->shape_source_ops,
+                          CompileSingle(doc, "shape_source_ops", "pattern", &budget));
+  if (const std::optional<JsonValue> categories = doc.Find("categories")) {
+    if (!categories->is_array()) return categories->Error("expected an array");
+    const absl::Status status = categories->ForEachElement([&](const JsonValue& c) -> absl::Status {
+      static constexpr absl::string_view kKeys[] = {"category", "class", "qualified_class", "path",
+                                                    "repeated_child"};
+      std::optional<JsonValue> f[5];
+      c.Lookup(kKeys, absl::MakeSpan(f));
+      if (!c.is_object() || !f[0] || !f[0]->is_string()) {
+        return c.Error("expected {\"category\": \"...\", ...}");
       }
       Impl::Category cat;
-      cat.name = c["category"].get<std::string>();
-      if (c.contains("class")) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.class_re, Compile(c["class"], p + "/class", origin, &budget));
+      cat.name = std::string(f[0]->string());
+      if (f[1]) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.class_re, Compile(*f[1], &budget));
       }
-      if (c.contains("qualified_class")) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.qualified_re, Compile(c["qualified_class"], p + "/qualified_class", origin, &budget));
+      if (f[2]) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.qualified_re, Compile(*f[2], &budget));
       }
-      if (c.contains("path")) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(c["path"], p + "/path", origin, &budget));
+      if (f[3]) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(*f[3], &budget));
       }
-      if (c.contains("repeated_child")) {
-        if (!c["repeated_child"].is_boolean()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(origin, ": ", p, "/repeated_child: expected true or false"));
-        }
-        cat.repeated_child = c["repeated_child"].get<bool>();
+      if (f[4]) {
+        if (!f[4]->is_boolean()) return f[4]->Error("expected true or false");
+        cat.repeated_child = f[4]->boolean();
       }
       if (!cat.class_re && !cat.qualified_re && !cat.path_re && !cat.repeated_child) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            origin, ": ", p, ": a category needs class, qualified_class, path or repeated_child"));
+        return c.Error("a category needs class, qualified_class, path or repeated_child");
       }
       impl->categories.push_back(std::move(cat));
-    }
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
   }
-  if (auto it = doc.find("library_modules"); it != doc.end()) {
-    if (!it->is_object() || !it->contains("qualified_class")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(origin, ": /library_modules: expected {\"qualified_class\": ...}"));
-    }
-    SEMMAP_ASSIGN_OR_RETURN(impl->library_modules,
-                            Compile((*it)["qualified_class"], "/library_modules/qualified_class", origin, &budget));
-  }
-  if (auto it = doc.find("uncalled_modules"); it != doc.end()) {
-    if (!it->is_object() || !it->contains("qualified_class")) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(origin, ": /uncalled_modules: expected {\"qualified_class\": ...}"));
-    }
-    SEMMAP_ASSIGN_OR_RETURN(
-        impl->uncalled_modules,
-        Compile((*it)["qualified_class"], "/uncalled_modules/qualified_class", origin, &budget));
-  }
-  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "order_keys", origin, &budget, &impl->order_keys));
+  SEMMAP_ASSIGN_OR_RETURN(impl->library_modules,
+                          CompileSingle(doc, "library_modules", "qualified_class", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->uncalled_modules,
+                          CompileSingle(doc, "uncalled_modules", "qualified_class", &budget));
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "order_keys", &budget, &impl->order_keys));
   for (std::size_t i = 0; i < impl->order_keys.size(); ++i) {
     if (impl->order_keys[i]->NumberOfCapturingGroups() != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           origin, ": /order_keys/", i, "/pattern: needs exactly one capturing group (the counter)"));
     }
   }
-  if (auto it = doc.find("module_ops"); it != doc.end()) {
-    if (!it->is_array()) return absl::InvalidArgumentError(absl::StrCat(origin, ": /module_ops: expected an array"));
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      const json& r = (*it)[i];
-      const std::string p = absl::StrCat("/module_ops/", i);
-      if (!r.is_object() || !r.contains("ops") || (!r.contains("class") && !r.contains("qualified_class"))) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            origin, ": ", p, ": expected {\"class\" or \"qualified_class\": ..., \"ops\": ...}"));
+  if (const std::optional<JsonValue> module_ops = doc.Find("module_ops")) {
+    if (!module_ops->is_array()) return module_ops->Error("expected an array");
+    const absl::Status status = module_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {
+      static constexpr absl::string_view kKeys[] = {"class", "qualified_class", "ops"};
+      std::optional<JsonValue> f[3];
+      r.Lookup(kKeys, absl::MakeSpan(f));
+      if (!r.is_object() || !f[2] || (!f[0] && !f[1])) {
+        return r.Error("expected {\"class\" or \"qualified_class\": ..., \"ops\": ...}");
       }
       Impl::ModuleOps rule;
-      if (r.contains("class")) {
-        SEMMAP_ASSIGN_OR_RETURN(rule.class_re, Compile(r["class"], p + "/class", origin, &budget));
+      if (f[0]) {
+        SEMMAP_ASSIGN_OR_RETURN(rule.class_re, Compile(*f[0], &budget));
       }
-      if (r.contains("qualified_class")) {
-        SEMMAP_ASSIGN_OR_RETURN(rule.qualified_re, Compile(r["qualified_class"], p + "/qualified_class", origin, &budget));
+      if (f[1]) {
+        SEMMAP_ASSIGN_OR_RETURN(rule.qualified_re, Compile(*f[1], &budget));
       }
-      SEMMAP_ASSIGN_OR_RETURN(rule.ops_re, Compile(r["ops"], p + "/ops", origin, &budget));
+      SEMMAP_ASSIGN_OR_RETURN(rule.ops_re, Compile(*f[2], &budget));
       impl->module_ops.push_back(std::move(rule));
-    }
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
   }
   return Rules(std::move(impl));
 } catch (const std::bad_alloc&) {

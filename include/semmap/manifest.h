@@ -12,6 +12,8 @@
 //   if (id != semmap::kNoModule) std::cout << m->module(id).class_name;
 //
 // A Manifest is immutable after loading and safe to share between threads.
+// Moving one is cheap; a copy rebuilds its lookup tables over its own
+// strings (the tables key on views of the modules' strings, not copies).
 #ifndef SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_
 #define SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_
 
@@ -66,14 +68,24 @@ struct ManifestOptions {
 
 class Manifest {
  public:
+  Manifest(const Manifest& other);
+  Manifest& operator=(const Manifest& other);
+  Manifest(Manifest&&) noexcept = default;
+  Manifest& operator=(Manifest&&) noexcept = default;
+  ~Manifest() = default;
+
   // Reads and validates a manifest file. Errors (messages start with the
-  // file name): NotFound (missing file), InvalidArgument (not JSON, not a
-  // manifest, a field of the wrong type or missing, with its JSON pointer;
-  // duplicate paths; a parent/children inconsistency), FailedPrecondition
-  // (a schema version this build does not read).
+  // file name): NotFound (missing file), InvalidArgument (not valid JSON,
+  // with the byte and the cause: syntax, UTF-8, nesting deeper than 256, an
+  // integer outside 64 bits; not a manifest; a field of the wrong type or
+  // missing, with its JSON pointer; duplicate paths; a parent/children
+  // inconsistency; above a limit of `options`), FailedPrecondition (a
+  // schema version this build does not read). The whole file is validated
+  // as JSON before any field is read; a key given twice keeps its last value.
   static absl::StatusOr<Manifest> Load(const std::string& path,
                                        const ManifestOptions& options = {});
-  // Same, from JSON text; `origin` names the source in messages.
+  // Same, from JSON text (max_file_bytes applies to its size); `origin`
+  // names the source in messages.
   static absl::StatusOr<Manifest> Parse(absl::string_view json,
                                         absl::string_view origin,
                                         const ManifestOptions& options = {});
@@ -114,6 +126,12 @@ class Manifest {
 
  private:
   Manifest() = default;
+  // Parse's work. When `owned` holds the text (Load), it is released once
+  // the JSON is parsed, before the modules are built.
+  static absl::StatusOr<Manifest> ParseText(absl::string_view text, absl::string_view origin,
+                                            const ManifestOptions& options, std::string* owned);
+  // Builds the lookup tables from modules_ (InvalidArgument on a duplicate
+  // path, naming `origin`).
   absl::Status Index(absl::string_view origin);
 
   int schema_version_ = 0;
@@ -122,9 +140,15 @@ class Manifest {
   std::string model_type_;
   std::vector<std::pair<std::string, std::string>> config_;
   std::vector<ModuleInfo> modules_;
-  absl::flat_hash_map<std::string, ModuleId> by_path_;
-  absl::flat_hash_map<std::string, std::vector<ModuleId>> by_variable_name_;
-  absl::flat_hash_map<std::string, ModuleId> tensor_owner_;
+  // The tables hold no copies of the strings they are keyed by: keys view
+  // modules_[i].path and .variable_name (the vector's elements never move
+  // once indexed, and a move of the Manifest keeps its buffer) and
+  // tensor_names_. Copies of a Manifest index their own strings again.
+  absl::flat_hash_map<absl::string_view, ModuleId> by_path_;
+  absl::flat_hash_map<absl::string_view, std::vector<ModuleId>> by_variable_name_;
+  // Every parameter's and buffer's full dotted name, back to back.
+  std::vector<char> tensor_names_;
+  absl::flat_hash_map<absl::string_view, ModuleId> tensor_owner_;
 };
 
 // The TorchScript scope variable name of a module path (see ModuleInfo).

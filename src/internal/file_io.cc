@@ -14,7 +14,8 @@ namespace semmap {
 namespace internal {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     std::uint64_t max_bytes) {
+                                     std::uint64_t max_bytes,
+                                     std::size_t padding) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
@@ -43,14 +44,16 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
     return absl::InternalError(
         absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
   }
+  const std::size_t size = static_cast<std::size_t>(st.st_size);
   std::string data;
-  data.resize(static_cast<std::size_t>(st.st_size));
-  const std::size_t got =
-      data.empty() ? 0 : std::fread(&data[0], 1, data.size(), file.get());
-  if (got != data.size()) {
+  // Zero-filled, then shrunk: the padding stays allocated and initialised.
+  data.resize(size + padding);
+  const std::size_t got = size == 0 ? 0 : std::fread(&data[0], 1, size, file.get());
+  if (got != size) {
     return absl::DataLossError(absl::StrCat(path, ": read ", got, " of ",
-                                            data.size(), " bytes"));
+                                            size, " bytes"));
   }
+  data.resize(size);
   return data;
 }
 

@@ -2,6 +2,7 @@
 #ifndef SEMMAP_SRC_INTERNAL_FILE_IO_H_
 #define SEMMAP_SRC_INTERNAL_FILE_IO_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -13,9 +14,12 @@ namespace internal {
 
 // Reads `path` into a string. NotFound when it does not exist,
 // InvalidArgument when it is a directory or larger than `max_bytes`,
-// Internal for other I/O failures. Messages start with the path.
+// Internal for other I/O failures. Messages start with the path. The
+// string's buffer holds `padding` zero bytes after the text, for parsers
+// that read past its end (internal/json_reader.h).
 absl::StatusOr<std::string> ReadFile(const std::string& path,
-                                     std::uint64_t max_bytes);
+                                     std::uint64_t max_bytes,
+                                     std::size_t padding = 0);
 
 // Returns `text` shortened to at most `max` bytes with an ellipsis, for
 // quoting untrusted names in messages.

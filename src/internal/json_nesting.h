@@ -1,5 +1,6 @@
-// A pre-parse guard: JSON nested deeper than a limit is refused before the
-// recursive parser sees it.
+// A nesting guard: JSON nested deeper than a limit is refused before a
+// recursive parser sees it (truth files), and the JSON reader
+// (json_reader.h) names the byte where its own limit was crossed.
 #ifndef SEMMAP_SRC_INTERNAL_JSON_NESTING_H_
 #define SEMMAP_SRC_INTERNAL_JSON_NESTING_H_
 
