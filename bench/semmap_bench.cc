@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
         std::cerr << "semmap_bench: " << manifest.status().message() << "\n";
         return 2;
       }
-      auto mapper = semmap::SemanticMapper::Create(*graph, &*manifest);
+      auto mapper = semmap::SemanticMapper::Create(
+          *graph, std::make_shared<const semmap::Manifest>(*std::move(manifest)));
       t3 = Now();
       if (!mapper.ok()) {
         std::cerr << "semmap_bench: " << mapper.status().message() << "\n";

@@ -55,6 +55,23 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_
                                                       bool allow_manifest_mismatch) {
   auto loaded = std::make_unique<LoadedModel>();
   loaded->model_path = model_path;
+  if (reference_path == nullptr) {
+    // Graph and manifest read on two threads.
+    semmap::SemanticMapper::OpenOptions options;
+    options.mapper.allow_manifest_mismatch = allow_manifest_mismatch;
+    if (manifest_path != nullptr) loaded->manifest_path = *manifest_path;
+    auto mapper = semmap::SemanticMapper::Open(
+        model_path, manifest_path != nullptr ? *manifest_path : std::string(), options);
+    if (absl::IsFailedPrecondition(mapper.status()) && manifest_path != nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          mapper.status().message(), "; pass --allow-manifest-mismatch to map anyway"));
+    }
+    if (!mapper.ok()) return mapper.status();
+    loaded->graph.emplace(mapper->graph());
+    if (mapper->hasManifest()) loaded->manifest = mapper->sharedManifest();
+    loaded->mapper.emplace(*std::move(mapper));
+    return loaded;
+  }
   auto graph = semmap::Graph::Load(model_path);
   if (!graph.ok()) return graph.status();
   loaded->graph.emplace(*std::move(graph));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <system_error>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -273,14 +275,34 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
 absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_path,
                                                     const std::string& manifest_path,
                                                     const OpenOptions& options) {
-  SEMMAP_ASSIGN_OR_RETURN(Graph graph, Graph::Load(model_path, options.graph));
+  // The two files are read on two threads (each reader is single-threaded
+  // and they share nothing); on one when no thread can be started.
+  absl::StatusOr<Manifest> loaded = absl::NotFoundError("no manifest");
+  auto read_manifest = [&]() {
+    try {
+      loaded = Manifest::Load(manifest_path, options.manifest);
+    } catch (...) {
+      loaded = internal::OutOfMemory(manifest_path, "loading the manifest");
+    }
+  };
+  std::thread reader;
+  if (!manifest_path.empty()) {
+    try {
+      reader = std::thread(read_manifest);
+    } catch (const std::system_error&) {
+      read_manifest();
+    }
+  }
+  absl::StatusOr<Graph> graph = Graph::Load(model_path, options.graph);
+  if (reader.joinable()) reader.join();
+  if (!graph.ok()) return graph.status();
   std::shared_ptr<const Manifest> manifest;
   if (!manifest_path.empty()) {
-    SEMMAP_ASSIGN_OR_RETURN(Manifest loaded, Manifest::Load(manifest_path, options.manifest));
-    manifest = std::make_shared<const Manifest>(std::move(loaded));
+    if (!loaded.ok()) return loaded.status();
+    manifest = std::make_shared<const Manifest>(*std::move(loaded));
   }
   absl::StatusOr<SemanticMapper> mapper =
-      Create(std::move(graph), std::move(manifest), options.mapper);
+      Create(*std::move(graph), std::move(manifest), options.mapper);
   if (absl::IsFailedPrecondition(mapper.status()) && !manifest_path.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         model_path, ": manifest ", manifest_path, " is of another model: ",
