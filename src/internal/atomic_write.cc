@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -96,12 +97,25 @@ void RemoveStaleTemps(const std::string& dir, const std::string& output) {
   }
 }
 
-// Writes all of `bytes` to `fd`; false with errno set on failure.
-bool WriteAll(int fd, absl::string_view bytes) {
-  const char* data = bytes.data();
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
+// Writes all of `pieces` to `fd`, in order; false with errno set on
+// failure. writev in batches: a piece may be gigabytes (a tensor payload),
+// many may be a few bytes (re-encoded lengths).
+bool WriteAll(int fd, absl::Span<const absl::string_view> pieces) {
+  constexpr std::size_t kBatch = 512;  // below IOV_MAX everywhere
+  std::size_t next = 0;        // first piece not completely written
+  std::size_t written_in = 0;  // bytes of pieces[next] already written
+  while (next < pieces.size()) {
+    struct iovec iov[kBatch];
+    int count = 0;
+    for (std::size_t i = next; i < pieces.size() && count < static_cast<int>(kBatch); ++i) {
+      const std::size_t skip = i == next ? written_in : 0;
+      if (pieces[i].size() == skip) continue;
+      iov[count].iov_base = const_cast<char*>(pieces[i].data() + skip);
+      iov[count].iov_len = pieces[i].size() - skip;
+      ++count;
+    }
+    if (count == 0) return true;  // only empty pieces left
+    const ssize_t n = ::writev(fd, iov, count);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -110,8 +124,17 @@ bool WriteAll(int fd, absl::string_view bytes) {
       errno = EIO;
       return false;
     }
-    data += n;
-    left -= static_cast<std::size_t>(n);
+    std::size_t left = static_cast<std::size_t>(n);
+    while (next < pieces.size()) {
+      const std::size_t rest = pieces[next].size() - written_in;
+      if (left < rest) {
+        written_in += left;
+        break;
+      }
+      left -= rest;
+      ++next;
+      written_in = 0;
+    }
   }
   return true;
 }
@@ -119,7 +142,8 @@ bool WriteAll(int fd, absl::string_view bytes) {
 // FIFOs and character devices (/dev/null, a terminal, /dev/stdout on a
 // pipe) are streamed into: there is nothing to replace atomically, and
 // renaming over them would replace the device or the pipe itself.
-absl::Status StreamInto(const std::string& path, absl::string_view bytes) {
+absl::Status StreamInto(const std::string& path, absl::Span<const absl::string_view> bytes,
+                        const std::function<absl::Status()>& before_commit) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(path, "cannot open for writing", errno);
   if (!WriteAll(fd, bytes)) {
@@ -128,7 +152,8 @@ absl::Status StreamInto(const std::string& path, absl::string_view bytes) {
     return ErrnoError(path, "write failed", err);
   }
   if (::close(fd) != 0) return ErrnoError(path, "close failed", errno);
-  return absl::OkStatus();
+  // A stream cannot be taken back: the check can only report.
+  return before_commit ? before_commit() : absl::OkStatus();
 }
 
 // What an existing output is, after following symlinks.
@@ -205,10 +230,16 @@ absl::Status CheckOutputFor(const std::string& output,
 }
 
 absl::Status WriteFileAtomically(const std::string& requested, absl::string_view bytes) {
+  return WritePiecesAtomically(requested, absl::MakeConstSpan(&bytes, 1));
+}
+
+absl::Status WritePiecesAtomically(const std::string& requested,
+                                   absl::Span<const absl::string_view> bytes,
+                                   const std::function<absl::Status()>& before_commit) {
   const std::string path = ResolveOutput(requested);
   switch (KindOf(path)) {
     case OutputKind::kStream:
-      return StreamInto(path, bytes);
+      return StreamInto(path, bytes, before_commit);
     case OutputKind::kOther:
       return absl::InvalidArgumentError(absl::StrCat(
           requested, ": not a regular file, FIFO or character device; refusing to replace it"));
@@ -252,6 +283,14 @@ absl::Status WriteFileAtomically(const std::string& requested, absl::string_view
   struct stat existing;
   if (::stat(path.c_str(), &existing) == 0 && ::fchmod(fd, existing.st_mode & 07777) != 0) {
     return fail("cannot copy the permissions of the existing file");
+  }
+  if (before_commit) {
+    absl::Status verdict = before_commit();
+    if (!verdict.ok()) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return verdict;
+    }
   }
   if (::fsync(fd) != 0) return fail("fsync failed");
   if (::close(fd) != 0) {
