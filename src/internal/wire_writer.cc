@@ -41,6 +41,8 @@ using Spans = absl::InlinedVector<absl::string_view, 1>;
 bool IsLen(const WireField& f) { return f.type == WireType::kLen; }
 bool IsVarint(const WireField& f) { return f.type == WireType::kVarint; }
 
+}  // namespace
+
 void AppendVarint(std::string* out, std::uint64_t v) {
   while (v >= 0x80) {
     out->push_back(static_cast<char>((v & 0x7f) | 0x80));
@@ -49,12 +51,17 @@ void AppendVarint(std::string* out, std::uint64_t v) {
   out->push_back(static_cast<char>(v));
 }
 
-// A length-delimited field as protobuf writes it: tag, length, payload.
-void AppendLenField(std::string* out, std::uint32_t number, absl::string_view bytes) {
+void AppendLenHeader(std::string* out, std::uint32_t number, std::uint64_t length) {
   AppendVarint(out, (std::uint64_t{number} << 3) | static_cast<std::uint64_t>(WireType::kLen));
-  AppendVarint(out, bytes.size());
+  AppendVarint(out, length);
+}
+
+void AppendLenField(std::string* out, std::uint32_t number, absl::string_view bytes) {
+  AppendLenHeader(out, number, bytes.size());
   out->append(bytes.data(), bytes.size());
 }
+
+namespace {
 
 // A metadata_props entry; onnx.proto is proto2, so an empty value is still
 // written, as StringStringEntryProto::set_value("") serializes it.

@@ -40,6 +40,13 @@
 namespace semmap {
 namespace internal {
 
+// Protobuf's encodings, for writers that assemble messages from pieces.
+void AppendVarint(std::string* out, std::uint64_t value);
+// A length-delimited field's tag and length, without the payload.
+void AppendLenHeader(std::string* out, std::uint32_t number, std::uint64_t length);
+// Tag, length and payload.
+void AppendLenField(std::string* out, std::uint32_t number, absl::string_view payload);
+
 // What to change in one NodeProto. The editor fills a cleared edit.
 struct NodeEdit {
   // metadata_props entries (field 9) to remove: key equal to one of
