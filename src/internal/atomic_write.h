@@ -3,6 +3,7 @@
 #ifndef SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_
 #define SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_
 
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <string>
@@ -60,9 +61,23 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view byte
 // `before_commit`, when given, runs after the bytes are written and before
 // the rename (or the end of the stream): an error from it removes the
 // temporary file, leaves `path` untouched and is returned.
+//
+// `source`, when given, names the file that `source->mapping` maps: large
+// pieces inside the mapping are then copied by the kernel from the file
+// itself (copy_file_range), so the input's pages are never faulted into
+// this process. Only while `source->path` still names the mapped file
+// (same device and inode); elsewhere, or where the kernel cannot copy (other
+// file systems, a stream output), the mapping is read.
+struct PieceSource {
+  absl::string_view mapping;
+  std::string path;
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+};
 absl::Status WritePiecesAtomically(const std::string& path,
                                    absl::Span<const absl::string_view> pieces,
-                                   const std::function<absl::Status()>& before_commit = nullptr);
+                                   const std::function<absl::Status()>& before_commit = nullptr,
+                                   const PieceSource* source = nullptr);
 
 }  // namespace internal
 }  // namespace semmap
