@@ -1,7 +1,6 @@
 #include "semmap/annotate.h"
 
 #include <algorithm>
-#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -14,98 +13,20 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "google/protobuf/unknown_field_set.h"
 #include "internal/atomic_write.h"
 #include "internal/file_io.h"
-#include "internal/model_proto.h"
+#include "internal/mapped_file.h"
 #include "internal/scope_resolver.h"
 #include "internal/status_macros.h"
+#include "internal/wire_writer.h"
 #include "nlohmann/json.hpp"
-#include "onnx/onnx_pb.h"
 #include "semmap/scope_path.h"
 #include "semmap/tree.h"
 
 namespace semmap {
 namespace {
 
-// NodeProto.metadata_props is field 9 since onnx 1.16. Debian's onnx 1.12
-// does not know it, so entries live among the unknown fields, as the loader
-// (graph.cc) reads them.
-constexpr int kNodeMetadataPropsField = 9;
 constexpr char kNamespaceKey[] = "namespace";
-
-using NodeVisitor = std::function<absl::Status(onnx::NodeProto*)>;
-
-// Graph's traversal order (graph.h): each node, then the bodies of its
-// GRAPH / GRAPHS attributes, recursively; model-local functions last.
-absl::Status VisitGraph(onnx::GraphProto* graph, const NodeVisitor& visit);
-
-absl::Status VisitNode(onnx::NodeProto* node, const NodeVisitor& visit) {
-  SEMMAP_RETURN_IF_ERROR(visit(node));
-  for (onnx::AttributeProto& attr : *node->mutable_attribute()) {
-    if (attr.type() == onnx::AttributeProto::GRAPH || attr.has_g()) {
-      SEMMAP_RETURN_IF_ERROR(VisitGraph(attr.mutable_g(), visit));
-    }
-    for (onnx::GraphProto& body : *attr.mutable_graphs()) {
-      SEMMAP_RETURN_IF_ERROR(VisitGraph(&body, visit));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status VisitGraph(onnx::GraphProto* graph, const NodeVisitor& visit) {
-  for (onnx::NodeProto& node : *graph->mutable_node()) {
-    SEMMAP_RETURN_IF_ERROR(VisitNode(&node, visit));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status VisitModel(onnx::ModelProto* model, const NodeVisitor& visit) {
-  SEMMAP_RETURN_IF_ERROR(VisitGraph(model->mutable_graph(), visit));
-  for (onnx::FunctionProto& fn : *model->mutable_functions()) {
-    for (onnx::NodeProto& node : *fn.mutable_node()) {
-      SEMMAP_RETURN_IF_ERROR(VisitNode(&node, visit));
-    }
-  }
-  return absl::OkStatus();
-}
-
-std::size_t CountExternalTensors(const onnx::GraphProto& graph) {
-  std::size_t count = 0;
-  for (const auto& t : graph.initializer()) {
-    if (t.data_location() == onnx::TensorProto::EXTERNAL) ++count;
-  }
-  for (const auto& node : graph.node()) {
-    for (const auto& attr : node.attribute()) {
-      if (attr.has_g()) count += CountExternalTensors(attr.g());
-      for (const auto& body : attr.graphs()) count += CountExternalTensors(body);
-    }
-  }
-  return count;
-}
-
-// Removes metadata entries whose key `drop` selects.
-void DropMetadata(onnx::NodeProto* node, const std::function<bool(const std::string&)>& drop) {
-  google::protobuf::UnknownFieldSet* fields = node->GetReflection()->MutableUnknownFields(node);
-  for (int i = fields->field_count(); i-- > 0;) {
-    const google::protobuf::UnknownField& field = fields->field(i);
-    if (field.number() != kNodeMetadataPropsField ||
-        field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
-      continue;
-    }
-    onnx::StringStringEntryProto entry;
-    if (!entry.ParseFromString(field.length_delimited())) continue;
-    if (drop(entry.key())) fields->DeleteSubrange(i, 1);
-  }
-}
-
-void AddMetadata(onnx::NodeProto* node, const std::string& key, const std::string& value) {
-  onnx::StringStringEntryProto entry;
-  entry.set_key(key);
-  entry.set_value(value);
-  node->GetReflection()->MutableUnknownFields(node)->AddLengthDelimited(
-      kNodeMetadataPropsField, entry.SerializeAsString());
-}
 
 std::string ConfidenceText(double confidence) { return absl::StrCat(confidence); }
 
@@ -416,20 +337,13 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
       internal::CheckOutputFor(output,
                                {{input, "the input model"}, {options.manifest_path, "the manifest"}},
                                options.allow_overwrite));
-  SEMMAP_ASSIGN_OR_RETURN(onnx::ModelProto model,
-                          internal::LoadModelProto(input, options.max_file_bytes,
-                                                   options.max_subgraph_depth));
-  if (onnx::NodeProto::descriptor()->FindFieldByNumber(kNodeMetadataPropsField) != nullptr) {
-    // A newer onnx parses field 9 itself; writing unknown fields would
-    // duplicate entries. Graph would need the same change.
-    return absl::UnimplementedError(absl::StrCat(
-        input, ": this onnx build knows NodeProto.metadata_props; semmap writes it as an "
-               "unknown field"));
-  }
+  // The file's own bytes, mapped: edited at the wire level (wire_writer.h),
+  // with no size limit of protobuf's and whatever onnx semmap was built with.
+  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
+                          internal::MappedFile::Open(input, options.max_file_bytes));
 
   const Graph& graph = mapper.graph();
   AnnotateResult result;
-  result.external_tensors = CountExternalTensors(model.graph());
   ScopedNamePlan plan;
   if (options.scoped_names) {
     plan = PlanScopedNames(mapper, options);
@@ -439,28 +353,29 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   const NamespacePlan namespaces = PlanNamespaces(mapper, options);
   result.namespaces_written = namespaces.written;
   result.namespaces_kept = namespaces.kept;
-  NodeId next = 0;
-  const NodeVisitor annotate_node = [&](onnx::NodeProto* node) -> absl::Status {
-    if (static_cast<std::size_t>(next) >= graph.size() || graph.node(next).name != node->name() ||
-        graph.node(next).op_type != node->op_type()) {
+  const internal::NodeEditor annotate_node = [&](const internal::NodeView& node,
+                                                 internal::NodeEdit* edit) -> absl::Status {
+    const NodeId next = static_cast<NodeId>(node.index);
+    if (node.index >= graph.size() || graph.node(next).name != node.name ||
+        graph.node(next).op_type != node.op_type) {
       return absl::FailedPreconditionError(absl::StrCat(
-          input, ": node ", next, " (\"", internal::Abbreviate(node->name()),
+          input, ": node ", node.index, " (\"", internal::Abbreviate(std::string(node.name)),
           "\") differs from the graph that was mapped; was the file changed?"));
     }
     const Mapping& m = mapper.moduleFor(next);
     const std::string& ns = namespaces.values[next];
-    DropMetadata(node, [&](const std::string& key) {
-      return absl::StartsWith(key, "semmap.") || (!ns.empty() && key == kNamespaceKey);
-    });
+    edit->drop_key_prefixes.emplace_back("semmap.");
+    if (!ns.empty()) edit->drop_keys.emplace_back(kNamespaceKey);
     // namespace before semmap.*: a second run finds semmap's namespace
     // (spelled as it would write it) and re-appends semmap.*, giving the
     // same bytes (idempotence).
-    if (!ns.empty()) AddMetadata(node, kNamespaceKey, ns);
-    AddMetadata(node, "semmap.module", std::string(m.module_path));
-    AddMetadata(node, "semmap.class", std::string(m.qualified_class));
-    AddMetadata(node, "semmap.confidence", ConfidenceText(m.confidence));
-    AddMetadata(node, "semmap.strategy", std::string(StrategyName(m.strategy)));
-    if (!m.category.empty()) AddMetadata(node, "semmap.category", std::string(m.category));
+    auto& add = edit->add_metadata;
+    if (!ns.empty()) add.emplace_back(kNamespaceKey, ns);
+    add.emplace_back("semmap.module", std::string(m.module_path));
+    add.emplace_back("semmap.class", std::string(m.qualified_class));
+    add.emplace_back("semmap.confidence", ConfidenceText(m.confidence));
+    add.emplace_back("semmap.strategy", std::string(StrategyName(m.strategy)));
+    if (!m.category.empty()) add.emplace_back("semmap.category", std::string(m.category));
     if (options.doc_string_json) {
       nlohmann::json doc = {{"semmap",
                              {{"module", std::string(m.module_path)},
@@ -468,27 +383,33 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
                               {"confidence", m.confidence},
                               {"strategy", std::string(StrategyName(m.strategy))}}}};
       // Module paths may come from non-UTF-8 node names: replace, never throw.
-      node->set_doc_string(doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      edit->doc_string = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
-    if (options.scoped_names && !plan.names[next].empty()) node->set_name(plan.names[next]);
+    if (options.scoped_names && !plan.names[next].empty()) edit->name = plan.names[next];
     result.mapped += m.mapped() ? 1 : 0;
-    ++next;
     return absl::OkStatus();
   };
-  SEMMAP_RETURN_IF_ERROR(VisitModel(&model, annotate_node));
-  if (static_cast<std::size_t>(next) != graph.size()) {
+  SEMMAP_ASSIGN_OR_RETURN(internal::ModelRewrite rewrite,
+                          internal::ModelRewrite::Plan(file.bytes(), input, annotate_node,
+                                                       options.max_subgraph_depth));
+  if (rewrite.nodes() != graph.size()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        input, ": has ", next, " nodes but the mapped graph has ", graph.size(),
+        input, ": has ", rewrite.nodes(), " nodes but the mapped graph has ", graph.size(),
         "; was the file changed?"));
   }
-  result.nodes = static_cast<std::size_t>(next);
-
-  std::string out_bytes;
-  if (!model.SerializeToString(&out_bytes)) {
-    return absl::InternalError(absl::StrCat(output, ": cannot serialize the annotated model"));
-  }
-  SEMMAP_RETURN_IF_ERROR(internal::WriteFileAtomically(output, out_bytes));
-  result.bytes_written = out_bytes.size();
+  result.nodes = rewrite.nodes();
+  result.external_tensors = rewrite.external_tensors();
+  // The pieces are views into the mapping: a file that shrank meanwhile
+  // reads as zeros there, so the output is checked before it replaces any.
+  // Tensor payloads are copied by the kernel from the input file.
+  const internal::PieceSource from_file{file.bytes(), input, file.device(), file.inode()};
+  SEMMAP_RETURN_IF_ERROR(internal::WritePiecesAtomically(output, rewrite.pieces(), [&] {
+    return file.truncated() ? absl::DataLossError(absl::StrCat(
+                                  input, ": the file shrank while it was read (truncated by "
+                                         "another process?); nothing written"))
+                            : absl::OkStatus();
+  }, &from_file));
+  result.bytes_written = rewrite.size();
   return result;
 }
 

@@ -1,5 +1,6 @@
 #include "semmap/extract.h"
 
+#include <deque>
 #include <filesystem>
 #include <utility>
 
@@ -9,10 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "internal/atomic_write.h"
 #include "internal/file_io.h"
-#include "internal/model_proto.h"
+#include "internal/mapped_file.h"
 #include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
-#include "onnx/onnx_pb.h"
+#include "internal/wire_model_index.h"
+#include "internal/wire_writer.h"
 
 namespace semmap {
 namespace {
@@ -31,52 +33,70 @@ bool IsConstantSource(const Node& n) {
          n.inputs.empty();
 }
 
-// Names a subgraph body reads from enclosing scopes: used but not defined
-// inside (ONNX names are unique across nested scopes, so no shadowing).
-void CollectDefined(const onnx::GraphProto& g, absl::flat_hash_set<std::string>* defined) {
-  for (const auto& i : g.input()) defined->insert(i.name());
-  for (const auto& t : g.initializer()) defined->insert(t.name());
-  for (const auto& t : g.sparse_initializer()) defined->insert(t.values().name());
-  for (const auto& n : g.node()) {
-    for (const auto& o : n.output()) defined->insert(o);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectDefined(a.g(), defined);
-      for (const auto& body : a.graphs()) CollectDefined(body, defined);
-    }
-  }
-}
-
-void CollectUsed(const onnx::GraphProto& g, std::vector<std::string>* used) {
-  for (const auto& n : g.node()) {
-    for (const auto& i : n.input()) used->push_back(i);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) CollectUsed(a.g(), used);
-      for (const auto& body : a.graphs()) CollectUsed(body, used);
-    }
-  }
-  for (const auto& o : g.output()) used->push_back(o.name());
-}
-
 // Every value a top-level node reads: its inputs, then the outer names its
-// bodies read, in order, without duplicates.
-std::vector<std::string> ValuesRead(const onnx::NodeProto& node) {
-  std::vector<std::string> read(node.input().begin(), node.input().end());
-  for (const auto& a : node.attribute()) {
-    std::vector<const onnx::GraphProto*> bodies;
-    if (a.has_g()) bodies.push_back(&a.g());
-    for (const auto& body : a.graphs()) bodies.push_back(&body);
-    for (const onnx::GraphProto* body : bodies) {
-      absl::flat_hash_set<std::string> defined;
-      CollectDefined(*body, &defined);
-      std::vector<std::string> used;
-      CollectUsed(*body, &used);
-      for (std::string& u : used) {
-        if (!u.empty() && !defined.contains(u)) read.push_back(std::move(u));
-      }
-    }
-  }
+// bodies read, in order (repeats kept).
+std::vector<absl::string_view> ValuesRead(const internal::WireNode& node) {
+  std::vector<absl::string_view> read(node.inputs.begin(), node.inputs.end());
+  read.insert(read.end(), node.outer_reads.begin(), node.outer_reads.end());
   return read;
 }
+
+// The extracted model's bytes: views into the source file and the few
+// buffers built here, in order.
+class Pieces {
+ public:
+  explicit Pieces(std::deque<std::string>* owned) : owned_(owned) {}
+  void View(absl::string_view bytes) {
+    pieces_.push_back(bytes);
+    size_ += bytes.size();
+  }
+  void Own(std::string bytes) {
+    owned_->push_back(std::move(bytes));
+    View(owned_->back());
+  }
+  // A length-delimited field whose payload is `payload` (not copied).
+  void LenField(std::uint32_t number, absl::string_view payload) {
+    std::string header;
+    internal::AppendLenHeader(&header, number, payload.size());
+    Own(std::move(header));
+    View(payload);
+  }
+  void VarintField(std::uint32_t number, std::uint64_t value) {
+    std::string field;
+    internal::AppendVarint(&field, std::uint64_t{number} << 3);
+    internal::AppendVarint(&field, value);
+    Own(std::move(field));
+  }
+  // A message field made of `inner`'s pieces.
+  void Message(std::uint32_t number, const Pieces& inner) {
+    std::string header;
+    internal::AppendLenHeader(&header, number, inner.size_);
+    Own(std::move(header));
+    pieces_.insert(pieces_.end(), inner.pieces_.begin(), inner.pieces_.end());
+    size_ += inner.size_;
+  }
+  const std::vector<absl::string_view>& pieces() const { return pieces_; }
+  std::uint64_t size() const { return size_; }
+
+ private:
+  std::deque<std::string>* owned_;  // element addresses never move
+  std::vector<absl::string_view> pieces_;
+  std::uint64_t size_ = 0;
+};
+
+// ModelProto, GraphProto and ValueInfoProto fields written, in the order
+// protobuf writes them (by number).
+namespace model_field {
+constexpr std::uint32_t kIrVersion = 1, kProducerName = 2, kProducerVersion = 3, kDomain = 4,
+                        kModelVersion = 5, kGraph = 7, kOpsetImport = 8, kMetadataProps = 14,
+                        kFunctions = 25;
+}
+namespace graph_field {
+constexpr std::uint32_t kNode = 1, kName = 2, kInitializer = 5, kInput = 11, kOutput = 12,
+                        kSparseInitializer = 15;
+}
+constexpr std::uint32_t kValueInfoName = 1;
+constexpr std::uint32_t kEntryKey = 1, kEntryValue = 2;
 
 // The top-level node each Graph node belongs to (itself, or the main-graph
 // node owning its subgraph); kNoNode inside model-local functions.
@@ -141,34 +161,39 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   }
   ExtractResult result;
   result.module = module_path;
+  // The file's own bytes, mapped and indexed at the wire level: no protobuf
+  // parse, no 2 GB limit; tensor payloads are copied, never decoded.
+  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
+                          internal::MappedFile::Open(input, options.max_file_bytes));
   SEMMAP_ASSIGN_OR_RETURN(
-      onnx::ModelProto source,
-      internal::LoadModelProto(input, options.max_file_bytes, options.max_subgraph_depth));
-  const onnx::GraphProto& g = source.graph();
-  // Main-graph proto node k is the k-th Graph node with subgraph 0.
+      const internal::WireModel source,
+      internal::IndexWireModel(file.bytes(), input, options.max_subgraph_depth));
+  const std::vector<internal::WireNode>& nodes = source.nodes;
+  const int node_count = static_cast<int>(nodes.size());
+  // Main-graph node k is the k-th Graph node with subgraph 0.
   std::vector<NodeId> graph_id_of;
   for (std::size_t i = 0; i < graph.size(); ++i) {
     if (graph.node(static_cast<NodeId>(i)).subgraph == 0) graph_id_of.push_back(static_cast<NodeId>(i));
   }
-  if (graph_id_of.size() != static_cast<std::size_t>(g.node_size())) {
+  if (graph_id_of.size() != nodes.size()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        input, ": has ", g.node_size(), " top-level nodes but the mapped graph has ",
+        input, ": has ", nodes.size(), " top-level nodes but the mapped graph has ",
         graph_id_of.size(), "; was the file changed?"));
   }
-  for (int k = 0; k < g.node_size(); ++k) {
+  for (int k = 0; k < node_count; ++k) {
     const Node& n = graph.node(graph_id_of[k]);
-    if (n.name != g.node(k).name() || n.op_type != g.node(k).op_type()) {
+    if (n.name != nodes[k].name || n.op_type != nodes[k].op_type) {
       return absl::FailedPreconditionError(absl::StrCat(
-          input, ": node ", k, " (", Quoted(g.node(k).name()),
+          input, ": node ", k, " (", Quoted(std::string(nodes[k].name)),
           ") differs from the graph that was mapped; was the file changed?"));
     }
   }
 
   // Constants the region reads come along; they are never outputs.
   std::vector<bool> copied(graph.size(), false);
-  for (int k = 0; k < g.node_size(); ++k) {
+  for (int k = 0; k < node_count; ++k) {
     if (!in_region[graph_id_of[k]] || copied[graph_id_of[k]]) continue;
-    for (const std::string& v : ValuesRead(g.node(k))) {
+    for (absl::string_view v : ValuesRead(nodes[k])) {
       if (v.empty()) continue;
       const NodeId p = graph.producer(v, 0);
       if (p != kNoNode && !in_region[p] && IsConstantSource(graph.node(p))) {
@@ -178,90 +203,67 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
     }
   }
 
-  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
-  for (const auto& t : g.initializer()) initializers.emplace(t.name(), &t);
-  absl::flat_hash_map<std::string, const onnx::SparseTensorProto*> sparse;
-  for (const auto& t : g.sparse_initializer()) sparse.emplace(t.values().name(), &t);
-  absl::flat_hash_map<std::string, const onnx::ValueInfoProto*> types;
-  for (const auto& v : g.value_info()) types.emplace(v.name(), &v);
-  for (const auto& v : g.output()) types[v.name()] = &v;
-  for (const auto& v : g.input()) types[v.name()] = &v;
-  absl::flat_hash_set<std::string> graph_outputs;
-  for (const auto& v : g.output()) graph_outputs.insert(v.name());
-
-  onnx::ModelProto out;
-  out.set_ir_version(source.ir_version());
-  *out.mutable_opset_import() = source.opset_import();
-  out.set_producer_name(source.producer_name());
-  out.set_producer_version(source.producer_version());
-  out.set_domain(source.domain());
-  out.set_model_version(source.model_version());
-  *out.mutable_functions() = source.functions();
-  auto* meta = out.add_metadata_props();
-  meta->set_key("semmap.extracted_module");
-  meta->set_value(module_path);
-  onnx::GraphProto* og = out.mutable_graph();
-  og->set_name(absl::StrCat(g.name().empty() ? "graph" : g.name(), ":",
-                            module_path.empty() ? "<root>" : module_path));
-
+  std::deque<std::string> owned;
+  Pieces og(&owned);  // the GraphProto, fields in protobuf's order
+  Pieces initializers(&owned), inputs(&owned), outputs(&owned), sparse(&owned);
   const std::vector<NodeId> top_owner = TopLevelOwners(graph);
   const std::string in_dir = DirectoryOf(input), out_dir = DirectoryOf(output);
-  absl::flat_hash_set<std::string> produced, seen;
-  auto add_type = [&](onnx::ValueInfoProto* vi, const std::string& name) {
-    auto it = types.find(name);
-    if (it != types.end() && it->second->has_type()) {
-      *vi = *it->second;
+  absl::flat_hash_set<absl::string_view> produced, seen;
+  auto add_type = [&](Pieces* list, std::uint32_t field, absl::string_view name) {
+    auto it = source.types.find(name);
+    if (it != source.types.end() && it->second.typed) {
+      list->LenField(field, it->second.bytes);
     } else {
-      vi->set_name(name);
+      std::string info;
+      internal::AppendLenField(&info, kValueInfoName, name);
+      owned.push_back(std::move(info));
+      list->LenField(field, owned.back());
       ++result.untyped;
     }
   };
-  for (int k = 0; k < g.node_size(); ++k) {
+  for (int k = 0; k < node_count; ++k) {
     if (!in_region[graph_id_of[k]]) continue;
-    const onnx::NodeProto& node = g.node(k);
-    for (const std::string& v : ValuesRead(node)) {
+    const internal::WireNode& node = nodes[k];
+    for (absl::string_view v : ValuesRead(node)) {
       if (v.empty() || produced.contains(v) || !seen.insert(v).second) continue;
-      if (auto it = initializers.find(v); it != initializers.end()) {
-        const onnx::TensorProto& t = *it->second;
-        if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      if (auto it = source.initializers.find(v); it != source.initializers.end()) {
+        const internal::WireTensor& t = it->second;
+        if (t.external) {
           ++result.external_tensors;
           if (in_dir != out_dir) {
-            std::string location;
-            for (const auto& e : t.external_data()) {
-              if (e.key() == "location") location = e.value();
-            }
             return absl::FailedPreconditionError(absl::StrCat(
-                output, ": initializer ", Quoted(v), " keeps its data in external file ",
-                Quoted(location), " relative to ", in_dir,
+                output, ": initializer ", Quoted(std::string(v)), " keeps its data in external file ",
+                Quoted(std::string(t.location)), " relative to ", in_dir,
                 "; write the extracted model into that directory"));
           }
         }
-        *og->add_initializer() = t;
-        result.initializers.push_back(v);
-      } else if (auto sp = sparse.find(v); sp != sparse.end()) {
-        *og->add_sparse_initializer() = *sp->second;
-        result.initializers.push_back(v);
+        initializers.LenField(graph_field::kInitializer, t.bytes);
+        result.initializers.emplace_back(v);
+      } else if (auto sp = source.sparse_initializers.find(v);
+                 sp != source.sparse_initializers.end()) {
+        sparse.LenField(graph_field::kSparseInitializer, sp->second);
+        result.initializers.emplace_back(v);
       } else {
-        add_type(og->add_input(), v);
-        result.inputs.push_back(v);
+        add_type(&inputs, graph_field::kInput, v);
+        result.inputs.emplace_back(v);
       }
     }
-    *og->add_node() = node;
+    og.LenField(graph_field::kNode, node.bytes);
     ++result.nodes;
     if (copied[graph_id_of[k]]) {
-      produced.insert(node.output().begin(), node.output().end());
+      produced.insert(node.outputs.begin(), node.outputs.end());
       continue;
     }
-    for (const std::string& v : node.output()) {
+    for (absl::string_view v : node.outputs) {
       if (v.empty()) continue;
       produced.insert(v);
-      bool leaves = graph_outputs.contains(v);
+      bool leaves = source.graph_outputs.contains(v);
       for (NodeId c : graph.consumers(v, 0)) {
         leaves = leaves || top_owner[c] == kNoNode || !in_region[top_owner[c]];
       }
       if (leaves) {
-        add_type(og->add_output(), v);
-        result.outputs.push_back(v);
+        add_type(&outputs, graph_field::kOutput, v);
+        result.outputs.emplace_back(v);
       }
     }
   }
@@ -269,12 +271,46 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
     return absl::FailedPreconditionError(absl::StrCat(
         "module ", Quoted(module_path), ": its nodes produce no value read outside them"));
   }
-  std::string bytes;
-  if (!out.SerializeToString(&bytes)) {
-    return absl::InternalError(absl::StrCat(output, ": cannot serialize the extracted model"));
+  og.Own([&] {
+    std::string name;
+    internal::AppendLenField(
+        &name, graph_field::kName,
+        absl::StrCat(source.graph_name.empty() ? "graph" : source.graph_name, ":",
+                     module_path.empty() ? "<root>" : module_path));
+    return name;
+  }());
+  for (const Pieces* part : {&initializers, &inputs, &outputs, &sparse}) {
+    for (absl::string_view piece : part->pieces()) og.View(piece);
   }
-  SEMMAP_RETURN_IF_ERROR(internal::WriteFileAtomically(output, bytes));
-  result.bytes_written = bytes.size();
+
+  // The ModelProto: what the source says of itself, the graph, the opsets,
+  // the functions, and which module this is.
+  Pieces out(&owned);
+  out.VarintField(model_field::kIrVersion, source.ir_version);
+  out.LenField(model_field::kProducerName, source.producer_name);
+  out.LenField(model_field::kProducerVersion, source.producer_version);
+  out.LenField(model_field::kDomain, source.domain);
+  out.VarintField(model_field::kModelVersion, source.model_version);
+  out.Message(model_field::kGraph, og);
+  for (absl::string_view opset : source.opset_imports) out.LenField(model_field::kOpsetImport, opset);
+  std::string entry;
+  internal::AppendLenField(&entry, kEntryKey, "semmap.extracted_module");
+  internal::AppendLenField(&entry, kEntryValue, module_path);
+  owned.push_back(std::move(entry));
+  out.LenField(model_field::kMetadataProps, owned.back());
+  for (absl::string_view fn : source.functions) out.LenField(model_field::kFunctions, fn);
+
+  // The pieces are views into the mapping: a file that shrank meanwhile
+  // reads as zeros there, so the output is checked before it replaces any.
+  // Tensor payloads are copied by the kernel from the input file.
+  const internal::PieceSource from_file{file.bytes(), input, file.device(), file.inode()};
+  SEMMAP_RETURN_IF_ERROR(internal::WritePiecesAtomically(output, out.pieces(), [&] {
+    return file.truncated() ? absl::DataLossError(absl::StrCat(
+                                  input, ": the file shrank while it was read (truncated by "
+                                         "another process?); nothing written"))
+                            : absl::OkStatus();
+  }, &from_file));
+  result.bytes_written = out.size();
   return result;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(output, "extracting the module");

@@ -184,3 +184,66 @@ TEST_CASE("Extraction takes If nodes whole and refuses modules living only in bo
   CHECK(top->inputs == std::vector<std::string>{"c", "p"});
   CHECK(top->outputs == std::vector<std::string>{"y"});
 }
+
+TEST_CASE("Extraction copies the source's bytes at the wire level, whatever their order",
+          "[extract][wire]") {
+  onnx::ModelProto model = ExternalDataModel();
+  model.set_doc_string("not copied");
+  onnx::FunctionProto* fn = model.add_functions();
+  fn->set_name("F");
+  fn->set_domain("local");
+  // The graph written in two occurrences and the functions first: protobuf
+  // merges the occurrences, and so does the wire index.
+  onnx::ModelProto functions_only;
+  *functions_only.mutable_functions() = model.functions();
+  onnx::ModelProto first = model;
+  first.clear_functions();
+  first.mutable_graph()->mutable_node()->DeleteSubrange(1, 2);
+  onnx::ModelProto second;
+  *second.mutable_graph()->mutable_node() = model.graph().node();
+  second.mutable_graph()->mutable_node()->DeleteSubrange(0, 1);
+  TempDir tmp;
+  const std::string path = tmp.file("model.onnx");
+  WriteBytes(path, semmap_test::Serialize(functions_only) + semmap_test::Serialize(first) +
+                       semmap_test::Serialize(second));
+  auto graph = semmap::Graph::Load(path);
+  REQUIRE(graph.ok());
+  REQUIRE(graph->size() == 3);
+  auto mapper = semmap::SemanticMapper::Create(*graph, nullptr);
+  REQUIRE(mapper.ok());
+
+  auto result = ExtractModule(*mapper, path, "lin", tmp.file("lin.onnx"));
+  REQUIRE(result.ok());
+  // What protobuf gives when the same model is built from the parsed source.
+  onnx::ModelProto expected;
+  expected.set_ir_version(model.ir_version());
+  *expected.mutable_opset_import() = model.opset_import();
+  expected.set_producer_name(model.producer_name());
+  expected.set_producer_version("");
+  expected.set_domain("");
+  expected.set_model_version(0);
+  *expected.mutable_functions() = model.functions();
+  auto* meta = expected.add_metadata_props();
+  meta->set_key("semmap.extracted_module");
+  meta->set_value("lin");
+  onnx::GraphProto* g = expected.mutable_graph();
+  g->set_name("g:lin");
+  *g->add_initializer() = model.graph().initializer(0);
+  g->add_input()->set_name("a");
+  *g->add_node() = model.graph().node(1);
+  g->add_output()->set_name("l");
+  const std::string bytes = ReadBytes(tmp.file("lin.onnx"));
+  CHECK(bytes == expected.SerializeAsString());
+  CHECK(result->bytes_written == bytes.size());
+
+  SECTION("a truncated source names the file and the byte offset") {
+    const std::string whole = ReadBytes(path);
+    WriteBytes(path, whole.substr(0, whole.size() - 7));
+    auto r = ExtractModule(*mapper, path, "lin", tmp.file("cut.onnx"));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK_THAT(std::string(r.status().message()),
+               Catch::StartsWith(path + ": not a valid ONNX model: byte offset "));
+    CHECK_FALSE(std::filesystem::exists(tmp.file("cut.onnx")));
+  }
+}

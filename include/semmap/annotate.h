@@ -30,8 +30,15 @@
 // manifest with their classes; it knows the true call stack and adds the
 // operator as a last level) is kept unless
 // AnnotateOptions::overwrite_namespace is set; one naming nothing of the
-// manifest (the exporter's empty-stack marker) is replaced. Everything else in the file
-// is preserved, unknown fields included; external data references are
+// manifest (the exporter's empty-stack marker) is replaced. Everything else
+// in the file is preserved byte for byte: the model is not parsed with
+// protobuf but edited at the wire level (each node's edited fields spliced
+// into the file's own bytes, tensor payloads copied verbatim, only the
+// length prefixes of the messages around an edited node re-encoded), so
+// files above 2 GB are annotated and the result does not depend on the onnx
+// version semmap was built with. New entries follow the node's existing
+// fields; the output parses to the same ModelProto as protobuf's
+// serialization of the same edits. External data references are
 // written unchanged (relative to the output's directory: move the data
 // files along when writing elsewhere; see AnnotateResult::external_tensors).
 //
@@ -69,6 +76,7 @@
 //   NotFound          input missing; output directory missing
 //   PermissionDenied  output directory not writable
 //   FailedPrecondition input is not the model the mapper was built on
+//   DataLoss           the input shrank while it was read
 // On error nothing is written and the input is untouched. Thread-safe: the
 // mapper is only read.
 #ifndef SEMMAP_INCLUDE_SEMMAP_ANNOTATE_H_
@@ -112,8 +120,10 @@ struct AnnotateOptions {
   // The rules the mapper used, to avoid names it would not read as scopes
   // (Rules::isDerivedNodeName); null means Rules::Default().
   const Rules* rules = nullptr;
-  // Inputs above this size are refused (InvalidArgument).
-  std::uint64_t max_file_bytes = std::uint64_t{2} << 30;
+  // Inputs above this size are refused (InvalidArgument). The file is
+  // edited at the wire level over a memory map, so protobuf's 2 GB message
+  // limit does not apply; the default is GraphOptions'.
+  std::uint64_t max_file_bytes = std::uint64_t{1} << 40;
   int max_subgraph_depth = 64;
 };
 

@@ -30,6 +30,14 @@
 //     the source first (`onnx.shape_inference.infer_shapes_path`); the
 //     mapping is unchanged by it. ExtractResult::untyped counts them.
 //
+// The source is not parsed with protobuf: its main graph is indexed at the
+// wire level over a memory map and the nodes, initializers (payloads
+// included) and value infos the region needs are copied byte for byte, so
+// sources above 2 GB are extracted and the onnx version semmap was built
+// with does not matter. The output parses to the model protobuf would build
+// from the parsed source (its own fields in protobuf's order; the copied
+// messages as the source wrote them).
+//
 // External data: references are kept unchanged, which is only correct when
 // the output is in the source model's directory; elsewhere, a region that
 // reads an external initializer is refused (FailedPrecondition, naming the
@@ -46,6 +54,7 @@
 //   InvalidArgument    output is the input (without allow_overwrite) or a
 //                      directory; input not an ONNX model
 //   PermissionDenied   output directory not writable
+//   DataLoss           the input shrank while it was read
 // The output is written atomically. Thread-safe: the mapper is only read.
 #ifndef SEMMAP_INCLUDE_SEMMAP_EXTRACT_H_
 #define SEMMAP_INCLUDE_SEMMAP_EXTRACT_H_
@@ -65,9 +74,10 @@ struct ExtractOptions {
   bool allow_overwrite = false;
   // The manifest the mapper read, if any: protected like the input model.
   std::string manifest_path;
-  // Inputs above this size are refused (InvalidArgument); protobuf's own
-  // limit is 2 GB.
-  std::uint64_t max_file_bytes = std::uint64_t{2} << 30;
+  // Inputs above this size are refused (InvalidArgument). The source is
+  // read at the wire level over a memory map (no protobuf parse), so there
+  // is no 2 GB limit; the default is GraphOptions'.
+  std::uint64_t max_file_bytes = std::uint64_t{1} << 40;
   int max_subgraph_depth = 64;
 };
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -96,12 +97,25 @@ void RemoveStaleTemps(const std::string& dir, const std::string& output) {
   }
 }
 
-// Writes all of `bytes` to `fd`; false with errno set on failure.
-bool WriteAll(int fd, absl::string_view bytes) {
-  const char* data = bytes.data();
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
+// Writes all of `pieces` to `fd`, in order; false with errno set on
+// failure. writev in batches: a piece may be gigabytes (a tensor payload),
+// many may be a few bytes (re-encoded lengths).
+bool WriteVector(int fd, absl::Span<const absl::string_view> pieces) {
+  constexpr std::size_t kBatch = 512;  // below IOV_MAX everywhere
+  std::size_t next = 0;        // first piece not completely written
+  std::size_t written_in = 0;  // bytes of pieces[next] already written
+  while (next < pieces.size()) {
+    struct iovec iov[kBatch];
+    int count = 0;
+    for (std::size_t i = next; i < pieces.size() && count < static_cast<int>(kBatch); ++i) {
+      const std::size_t skip = i == next ? written_in : 0;
+      if (pieces[i].size() == skip) continue;
+      iov[count].iov_base = const_cast<char*>(pieces[i].data() + skip);
+      iov[count].iov_len = pieces[i].size() - skip;
+      ++count;
+    }
+    if (count == 0) return true;  // only empty pieces left
+    const ssize_t n = ::writev(fd, iov, count);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -110,8 +124,85 @@ bool WriteAll(int fd, absl::string_view bytes) {
       errno = EIO;
       return false;
     }
-    data += n;
-    left -= static_cast<std::size_t>(n);
+    std::size_t left = static_cast<std::size_t>(n);
+    while (next < pieces.size()) {
+      const std::size_t rest = pieces[next].size() - written_in;
+      if (left < rest) {
+        written_in += left;
+        break;
+      }
+      left -= rest;
+      ++next;
+      written_in = 0;
+    }
+  }
+  return true;
+}
+
+// The file large pieces may be copied from by the kernel.
+struct OpenSource {
+  absl::string_view mapping;
+  int fd = -1;
+  const std::string* path = nullptr;  // set when pieces come from a mapped file
+};
+
+// A write that failed. Reading a mapped page the file no longer has fails
+// the write with EFAULT (the kernel, not this process, touched it): the
+// source shrank while it was copied.
+absl::Status WriteFailed(const std::string& path, int err, const OpenSource& source) {
+  if (err == EFAULT && source.path != nullptr) {
+    return absl::DataLossError(absl::StrCat(
+        *source.path, ": the file shrank while it was copied (truncated by another process?); ",
+        path, " not written"));
+  }
+  return ErrnoError(path, "write failed", err);
+}
+
+// Pieces this large inside the source's mapping are copied from its file.
+constexpr std::size_t kKernelCopyMin = std::size_t{1} << 20;
+
+bool FromSource(const OpenSource& source, absl::string_view piece) {
+  return source.fd >= 0 && piece.size() >= kKernelCopyMin &&
+         piece.data() >= source.mapping.data() &&
+         piece.data() + piece.size() <= source.mapping.data() + source.mapping.size();
+}
+
+// copy_file_range from the source file at the piece's offset; whatever the
+// kernel does not copy (unsupported, or the file shrank) is written from
+// the mapping, whose guard turns a vanished page into zeros and a
+// truncated() that the caller checks before committing.
+bool CopyFromSource(int fd, const OpenSource& source, absl::string_view piece) {
+  loff_t offset = piece.data() - source.mapping.data();
+  std::size_t done = 0;
+  while (done < piece.size()) {
+    const ssize_t n = ::copy_file_range(source.fd, &offset, fd, nullptr, piece.size() - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && done == 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+                               errno == EOPNOTSUPP || errno == EBADF || errno == EPERM)) {
+      break;  // the kernel cannot copy between these two: read the mapping
+    }
+    if (n < 0) return false;
+    if (n == 0) break;  // the file is shorter than the mapping: read the mapping
+    done += static_cast<std::size_t>(n);
+  }
+  if (done == piece.size()) return true;
+  const absl::string_view rest = piece.substr(done);
+  return WriteVector(fd, absl::MakeConstSpan(&rest, 1));
+}
+
+// Writes all of `pieces` to `fd`, in order; false with errno set on failure.
+bool WriteAll(int fd, absl::Span<const absl::string_view> pieces, const OpenSource& source) {
+  std::size_t i = 0;
+  while (i < pieces.size()) {
+    if (FromSource(source, pieces[i])) {
+      if (!CopyFromSource(fd, source, pieces[i])) return false;
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < pieces.size() && !FromSource(source, pieces[j])) ++j;
+    if (!WriteVector(fd, pieces.subspan(i, j - i))) return false;
+    i = j;
   }
   return true;
 }
@@ -119,16 +210,19 @@ bool WriteAll(int fd, absl::string_view bytes) {
 // FIFOs and character devices (/dev/null, a terminal, /dev/stdout on a
 // pipe) are streamed into: there is nothing to replace atomically, and
 // renaming over them would replace the device or the pipe itself.
-absl::Status StreamInto(const std::string& path, absl::string_view bytes) {
+absl::Status StreamInto(const std::string& path, absl::Span<const absl::string_view> bytes,
+                        const std::function<absl::Status()>& before_commit,
+                        const OpenSource& source) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(path, "cannot open for writing", errno);
-  if (!WriteAll(fd, bytes)) {
+  if (!WriteAll(fd, bytes, source)) {
     const int err = errno;
     ::close(fd);
-    return ErrnoError(path, "write failed", err);
+    return WriteFailed(path, err, source);
   }
   if (::close(fd) != 0) return ErrnoError(path, "close failed", errno);
-  return absl::OkStatus();
+  // A stream cannot be taken back: the check can only report.
+  return before_commit ? before_commit() : absl::OkStatus();
 }
 
 // What an existing output is, after following symlinks.
@@ -205,10 +299,36 @@ absl::Status CheckOutputFor(const std::string& output,
 }
 
 absl::Status WriteFileAtomically(const std::string& requested, absl::string_view bytes) {
+  return WritePiecesAtomically(requested, absl::MakeConstSpan(&bytes, 1));
+}
+
+absl::Status WritePiecesAtomically(const std::string& requested,
+                                   absl::Span<const absl::string_view> bytes,
+                                   const std::function<absl::Status()>& before_commit,
+                                   const PieceSource* piece_source) {
+  OpenSource source;
+  if (piece_source != nullptr) source.path = &piece_source->path;
+  if (piece_source != nullptr && piece_source->inode != 0) {
+    source.mapping = piece_source->mapping;
+    source.fd = ::open(piece_source->path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (source.fd >= 0 &&
+        (::fstat(source.fd, &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != piece_source->device ||
+         static_cast<std::uint64_t>(st.st_ino) != piece_source->inode)) {
+      ::close(source.fd);  // no longer the mapped file: read the mapping
+      source.fd = -1;
+    }
+  }
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{source.fd};
   const std::string path = ResolveOutput(requested);
   switch (KindOf(path)) {
     case OutputKind::kStream:
-      return StreamInto(path, bytes);
+      return StreamInto(path, bytes, before_commit, source);
     case OutputKind::kOther:
       return absl::InvalidArgumentError(absl::StrCat(
           requested, ": not a regular file, FIFO or character device; refusing to replace it"));
@@ -248,10 +368,23 @@ absl::Status WriteFileAtomically(const std::string& requested, absl::string_view
     ::unlink(tmp.c_str());
     return ErrnoError(path, action, err);
   };
-  if (!WriteAll(fd, bytes)) return fail("write failed");
+  if (!WriteAll(fd, bytes, source)) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return WriteFailed(path, err, source);
+  }
   struct stat existing;
   if (::stat(path.c_str(), &existing) == 0 && ::fchmod(fd, existing.st_mode & 07777) != 0) {
     return fail("cannot copy the permissions of the existing file");
+  }
+  if (before_commit) {
+    absl::Status verdict = before_commit();
+    if (!verdict.ok()) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return verdict;
+    }
   }
   if (::fsync(fd) != 0) return fail("fsync failed");
   if (::close(fd) != 0) {

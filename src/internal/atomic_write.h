@@ -3,11 +3,14 @@
 #ifndef SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_
 #define SEMMAP_SRC_INTERNAL_ATOMIC_WRITE_H_
 
+#include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace semmap {
 namespace internal {
@@ -51,6 +54,30 @@ absl::Status CheckOutputFor(const std::string& output,
 // (semmap's name pattern, writer pid gone, unchanged for an hour) are
 // removed first. A full disk or quota is ResourceExhausted.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
+
+// The same, with the file's bytes given as pieces written in order (views
+// into a memory-mapped input and a few new buffers): nothing is
+// concatenated in memory, so the output may be far larger than memory.
+// `before_commit`, when given, runs after the bytes are written and before
+// the rename (or the end of the stream): an error from it removes the
+// temporary file, leaves `path` untouched and is returned.
+//
+// `source`, when given, names the file that `source->mapping` maps: large
+// pieces inside the mapping are then copied by the kernel from the file
+// itself (copy_file_range), so the input's pages are never faulted into
+// this process. Only while `source->path` still names the mapped file
+// (same device and inode); elsewhere, or where the kernel cannot copy (other
+// file systems, a stream output), the mapping is read.
+struct PieceSource {
+  absl::string_view mapping;
+  std::string path;
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+};
+absl::Status WritePiecesAtomically(const std::string& path,
+                                   absl::Span<const absl::string_view> pieces,
+                                   const std::function<absl::Status()>& before_commit = nullptr,
+                                   const PieceSource* source = nullptr);
 
 }  // namespace internal
 }  // namespace semmap

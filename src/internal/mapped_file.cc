@@ -138,7 +138,10 @@ absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
     if (!bytes.ok()) return bytes.status();
     return MappedFile(*std::move(bytes));
   }
-  return MappedFile(data, size, slot);
+  MappedFile file(data, size, slot);
+  file.device_ = static_cast<std::uint64_t>(st.st_dev);
+  file.inode_ = static_cast<std::uint64_t>(st.st_ino);
+  return file;
 }
 
 bool MappedFile::truncated() const { return slot_ >= 0 && g_slots[slot_].faulted.load(); }
@@ -147,7 +150,9 @@ MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
       slot_(std::exchange(other.slot_, -1)),
-      copy_(std::move(other.copy_)) {}
+      copy_(std::move(other.copy_)),
+      device_(std::exchange(other.device_, 0)),
+      inode_(std::exchange(other.inode_, 0)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
@@ -156,6 +161,8 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     size_ = std::exchange(other.size_, 0);
     slot_ = std::exchange(other.slot_, -1);
     copy_ = std::move(other.copy_);
+    device_ = std::exchange(other.device_, 0);
+    inode_ = std::exchange(other.inode_, 0);
   }
   return *this;
 }
@@ -169,6 +176,7 @@ void MappedFile::Unmap() {
   size_ = 0;
   slot_ = -1;
   copy_.clear();
+  device_ = inode_ = 0;
 }
 
 }  // namespace internal

@@ -48,6 +48,12 @@ class MappedFile {
   // file's.
   bool truncated() const;
 
+  // The mapped file's device and inode (both 0 when the file was read into
+  // memory instead): writers that copy from the file itself check that
+  // the path still names it.
+  std::uint64_t device() const { return device_; }
+  std::uint64_t inode() const { return inode_; }
+
  private:
   MappedFile(void* data, std::size_t size, int slot) : data_(data), size_(size), slot_(slot) {}
   explicit MappedFile(std::string copy) : copy_(std::move(copy)) {}
@@ -57,6 +63,8 @@ class MappedFile {
   std::size_t size_ = 0;
   int slot_ = -1;      // guard slot of the mapping
   std::string copy_;   // the bytes, when no guard slot was free
+  std::uint64_t device_ = 0;
+  std::uint64_t inode_ = 0;
 };
 
 }  // namespace internal

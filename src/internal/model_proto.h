@@ -1,6 +1,7 @@
-// Reading a whole ModelProto with protobuf: for the protobuf loader and for
-// the commands that rewrite or cut a model (annotate, extract). Limited to
-// 2 GB (protobuf's message limit); Graph::Load's wire scan has no such limit.
+// Reading a whole ModelProto with protobuf, for the protobuf loader
+// (Loader::kProtobuf). Limited to 2 GB (protobuf's message limit); the wire
+// scan, and annotate and extract, which work at the wire level
+// (wire_writer.h, wire_model_index.h), have no such limit.
 #ifndef SEMMAP_SRC_INTERNAL_MODEL_PROTO_H_
 #define SEMMAP_SRC_INTERNAL_MODEL_PROTO_H_
 

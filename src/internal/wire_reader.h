@@ -98,6 +98,9 @@ class WireReader {
   }
 
   bool ok() const { return error_.what == nullptr; }
+  // The first byte of the next field's tag (the end of the message when
+  // none is left): with the previous position, the span a field occupies.
+  const char* position() const { return p_; }
   const WireError& error() const { return error_; }
 
   // Reads one base-128 varint (at most 10 bytes) and advances `*p`.
