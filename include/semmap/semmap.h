@@ -7,10 +7,12 @@
 #include "semmap/diff.h"      // IWYU pragma: export
 #include "semmap/extract.h"   // IWYU pragma: export
 #include "semmap/graph.h"     // IWYU pragma: export
+#include "semmap/graphml.h"   // IWYU pragma: export
 #include "semmap/manifest.h"  // IWYU pragma: export
 #include "semmap/mapper.h"    // IWYU pragma: export
 #include "semmap/mapping.h"   // IWYU pragma: export
 #include "semmap/query.h"     // IWYU pragma: export
+#include "semmap/profile.h"   // IWYU pragma: export
 #include "semmap/report.h"    // IWYU pragma: export
 #include "semmap/rules.h"     // IWYU pragma: export
 #include "semmap/scope_path.h"  // IWYU pragma: export
