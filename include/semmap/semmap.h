@@ -11,6 +11,7 @@
 #include "semmap/manifest.h"  // IWYU pragma: export
 #include "semmap/mapper.h"    // IWYU pragma: export
 #include "semmap/mapping.h"   // IWYU pragma: export
+#include "semmap/node_data.h"  // IWYU pragma: export
 #include "semmap/query.h"     // IWYU pragma: export
 #include "semmap/profile.h"   // IWYU pragma: export
 #include "semmap/report.h"    // IWYU pragma: export

@@ -23,6 +23,7 @@ int RunExtractCommand(int argc, char** argv);
 int RunReportCommand(int argc, char** argv);
 int RunProfileCommand(int argc, char** argv);
 int RunGraphmlCommand(int argc, char** argv);
+int RunNodeDataCommand(int argc, char** argv);
 
 // LoadModel() with a progress indicator on a terminal. Without
 // `reference_path`, the --reference that ParseCommandArgs parsed (if any)
