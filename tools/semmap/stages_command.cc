@@ -104,9 +104,9 @@ int RunExtractStages(const char* tool, const char* usage, const Args& args) {
   for (const semmap::StageInfo& s : result->stages) {
     std::cout << s.path << ": " << EscapeControls(s.first_unit.empty() ? "-" : s.first_unit)
               << " .. " << EscapeControls(s.last_unit.empty() ? "-" : s.last_unit) << ", "
-              << s.nodes << " nodes, " << (result->by_time ? "time " : "weight ") << s.weight
-              << (result->by_time ? " us, " : ", ") << s.inputs.size() << " inputs, "
-              << s.outputs.size() << " outputs\n";
+              << s.nodes << " nodes (" << s.copied_constants << " constants copied), ";
+    if (result->by_time) std::cout << "kernel time " << s.weight << " us, ";
+    std::cout << s.inputs.size() << " inputs, " << s.outputs.size() << " outputs\n";
   }
   return kExitOk;
 }
