@@ -14,7 +14,8 @@
 //     graph itself; ops mapped to the root or to no module sit at its top
 //     level;
 //   - every node of the main graph is an op node; nodes of If/Loop/Scan
-//     bodies belong to their owner and are not drawn;
+//     bodies belong to their owner and are not drawn. Nested graph ids are
+//     "cluster_m<N>", so Graphviz draws them as boxes;
 //   - graph inputs and outputs are nodes of their own at the top level;
 //     initializers are not drawn (they would outnumber the ops);
 //   - one directed edge per (producer, consumer, value): the value name is
@@ -29,10 +30,10 @@
 // "input", "output"), label, module, class, collapsed (boolean), nodes
 // (long: nodes in a module's subtree), op_type, domain, name (the ONNX node
 // name), category, confidence (double), strategy, time_us (long, with a
-// profile); edges: tensor. Labels also go to yEd's node graphics so yEd
-// shows them without a properties mapping. Names from the model are
-// untrusted: text is XML-escaped, invalid UTF-8 and characters XML 1.0
-// forbids become U+FFFD.
+// profile); edges: tensor. Labels are also written as yEd node graphics
+// (the form yEd's own files use), so yEd needs no properties mapping.
+// Names from the model are untrusted: text is XML-escaped, invalid UTF-8
+// and characters XML 1.0 forbids become U+FFFD.
 //
 // Errors from WriteGraphml (messages start with the output path):
 //   InvalidArgument   output is the model or manifest file (without

@@ -31,8 +31,9 @@ constexpr char kUsage[] =
     "set to the export. Time that goes to no module is listed by reason.\n"
     "  --ort-profile P     the profile JSON written by ONNX Runtime\n"
     "  --top N             rows per table (default 10, 0 = all)\n"
-    "  --json              everything as JSON (every module, layer, class, category\n"
-    "                      and op type, and each reason for unattributed time)\n"
+    "  --json              everything as JSON (every module with time, every layer,\n"
+    "                      class, category and op type, each reason for\n"
+    "                      unattributed time with examples)\n"
     "Exit codes: 0 ok (unattributed time is reported, not an error), 2 bad usage\n"
     "or input, or a profile that names none of MODEL.onnx's nodes.\n";
 
