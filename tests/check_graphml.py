@@ -158,6 +158,24 @@ def main():
                   f"{G.number_of_edges()} edges; --depth 2: {len(folded)} folded, "
                   f"{ops2} ops, {H.number_of_edges()} edges")
 
+        # Hostile names: markup and control characters stay text.
+        from onnx import TensorProto, helper
+        weird = "</data><node id=\"x\">&amp;\x01\"'"
+        g = helper.make_graph(
+            [helper.make_node("Relu", ["in" + weird], [weird], name="/a" + weird + "/Relu"),
+             helper.make_node("Neg", [weird], ["out"], name="n\x02")],
+            "g", [helper.make_tensor_value_info("in" + weird, TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2])])
+        hostile = tmp / "hostile.onnx"
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), hostile)
+        run(binary, "graphml", str(hostile), "-o", str(tmp / "hostile.graphml"))
+        H = nx.read_graphml(tmp / "hostile.graphml")
+        names = {a.get("name") for _n, a in H.nodes(data=True)}
+        clean = weird.replace("\x01", "\ufffd")
+        assert "/a" + clean + "/Relu" in names and "n\ufffd" in names, names
+        assert {a["tensor"] for _u, _v, a in H.edges(data=True)} == {"in" + clean, clean, "out"}
+        print("ok hostile names kept as text")
+
         # Refusals: bad depth, output onto the model, missing -o.
         d = fixtures / "bert-seqcls.torchscript"
         for args, needle in [(["--depth", "0", "-o", str(tmp / "x.graphml")], "--depth"),
