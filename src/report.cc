@@ -121,8 +121,18 @@ std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& op
        subtree_nodes = json::array(), own_parameters = json::array(),
        subtree_parameters = json::array(), op_types = json::array(), own_op_types = json::array(),
        mean = json::array(), min = json::array(), own_mean = json::array(), own_min = json::array();
+  const ProfileAttribution* profile = options.profile;
+  if (profile != nullptr &&
+      (profile->node_us.size() != graph.size() || profile->modules.size() != manifest.size())) {
+    profile = nullptr;  // another graph's: documented as ignored
+  }
+  json time_us = json::array(), own_time_us = json::array();
   for (std::size_t i = 0; i < mods.size(); ++i) {
     const TreeModule& m = mods[i];
+    if (profile != nullptr) {
+      time_us.push_back(profile->modules[m.module].subtree_us);
+      own_time_us.push_back(profile->modules[m.module].own_us);
+    }
     const ModuleInfo& info = tree.info(m);
     path.push_back(info.path);
     class_name.push_back(strings.Index(info.class_name));
@@ -179,6 +189,16 @@ std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& op
                 {"category", std::move(node_category)},
                 {"evidence", std::move(node_evidence)},
                 {"subgraph", std::move(node_subgraph)}}}};
+  if (profile != nullptr) {
+    doc["profile"] = {{"path", options.profile_path},
+                      {"kernel_us", profile->kernel_us},
+                      {"attributed_us", profile->attributed_us},
+                      {"profiled_nodes", profile->profiled_nodes},
+                      {"attributed_nodes", profile->attributed_nodes}};
+    doc["modules"]["time_us"] = std::move(time_us);
+    doc["modules"]["own_time_us"] = std::move(own_time_us);
+    doc["nodes"]["time_us"] = profile->node_us;
+  }
   // Names come from the file: replace invalid UTF-8 rather than throw.
   return doc.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -181,6 +181,39 @@ def main():
         page.send("Page.close")
         print("ok hostile names rendered as text")
 
+        # With a real ONNX Runtime profile: a time column in the tree and the
+        # node table, the root's time being the attributed kernel time.
+        profile = tmp / "profile.json"
+        subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "make_ort_profile.py"),
+                        str(d / "model.onnx"), str(profile), "--runs", "5"], check=True)
+        timed_html = tmp / "timed.html"
+        run(str(Path(binary).resolve()), "report", *rel, "--ort-profile", str(profile), "-o",
+            str(timed_html), cwd=fixtures)
+        times = json.loads(run(binary, "profile", str(d / "model.onnx"), "--manifest",
+                               str(d / "manifest.json"), "--ort-profile", str(profile), "--json"))
+        page = open_report(browser, timed_html, "m=bert.encoder.layer.1.attention.self")
+        head = page.js("[...document.querySelectorAll('#tree .head span')].map((s) => s.textContent)")
+        if head[-1] != "kernel time":
+            sys.exit(f"{timed_html}: no kernel time column in the tree header: {head}")
+        badges = page.js("[...document.querySelectorAll('#treebody .mod[data-index] .time')]"
+                         ".map((b) => [b.closest('.mod').dataset.path, b.textContent, b.style.background])")
+        root = [b for b in badges if b[0] == ""]
+        want = f"{times['attributed_us'] / 1000:.3f} ms 100.0%"
+        if not root or root[0][1] != want:
+            sys.exit(f"{timed_html}: root time badge {root[:1]}, expected {want!r}")
+        if len({b[2] for b in badges}) < 3:
+            sys.exit(f"{timed_html}: time badges are not coloured by time: {badges[:5]}")
+        cols = page.js("[...document.querySelectorAll('#nodes th')].map((t) => t.textContent)")
+        cells = page.js("[...document.querySelectorAll('#nodes tr[data-node] td:last-child')]"
+                        ".map((t) => t.textContent)")
+        if cols[-1] != "time" or not any(c.endswith(" ms") for c in cells):
+            sys.exit(f"{timed_html}: node table time column {cols} {cells[:5]}")
+        timed_png = page.screenshot()
+        screenshot.parent.mkdir(parents=True, exist_ok=True)
+        screenshot.with_name("report-time-screenshot.png").write_bytes(timed_png)
+        page.send("Page.close")
+        print(f"ok report with a profile: {len(badges)} time badges, root {root[0][1]}")
+
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         page = open_report(browser, html, "q=query&m=bert.encoder.layer.1.attention.self")
         png = page.screenshot()

@@ -122,3 +122,32 @@ TEST_CASE("WriteReport refuses to overwrite its inputs and writes atomically", "
   REQUIRE(semmap::WriteReport(*f->mapper, tmp.file("r.html"), options).ok());
   CHECK(semmap_test::ReadBytes(tmp.file("r.html")) == semmap::ReportHtml(*f->mapper, options));
 }
+
+TEST_CASE("A profile adds kernel time to the report's data", "[report][profile][fixture]") {
+  auto f = LoadMapped("bert-seqcls.torchscript");
+  const std::string query = "/bert/encoder/layer.1/attention/self/query/MatMul";
+  const std::string text = "[{\"cat\": \"Node\", \"name\": \"" + query +
+                           "_kernel_time\", \"dur\": 25, \"args\": {\"op_name\": \"MatMul\"}},"
+                           "{\"cat\": \"Node\", \"name\": \"elsewhere_kernel_time\", \"dur\": 5}]";
+  auto profile = semmap::Profile::Parse(text, "p.json");
+  REQUIRE(profile.ok());
+  auto a = semmap::AttributeProfile(*f->mapper, *profile);
+  REQUIRE(a.ok());
+  semmap::ReportOptions options;
+  CHECK(nlohmann::json::parse(semmap::ReportDataJson(*f->mapper, options)).count("profile") == 0);
+  options.profile = &*a;
+  options.profile_path = "p.json";
+  const auto data = nlohmann::json::parse(semmap::ReportDataJson(*f->mapper, options));
+  CHECK(data["profile"]["kernel_us"] == 30);
+  CHECK(data["profile"]["attributed_us"] == 25);
+  const auto& paths = data["modules"]["path"];
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string path = paths[i];
+    CAPTURE(path);
+    const std::string module = "bert.encoder.layer.1.attention.self.query";
+    const bool above = path.empty() || path == module || module.rfind(path + ".", 0) == 0;
+    CHECK(data["modules"]["time_us"][i] == (above ? 25 : 0));
+  }
+  const semmap::NodeId id = f->graph->find(query);
+  CHECK(data["nodes"]["time_us"][id] == 25);
+}

@@ -32,6 +32,7 @@
 
 #include "absl/status/status.h"
 #include "semmap/mapper.h"
+#include "semmap/profile.h"
 
 namespace semmap {
 
@@ -42,6 +43,14 @@ struct ReportOptions {
   std::string manifest_path;
   // Allow the output to be the model or manifest file.
   bool allow_overwrite = false;
+  // Kernel time from an ONNX Runtime profile of this graph (AttributeProfile
+  // with the same mapper), or null. With it the page gains a time column in
+  // the module tree (subtree time, coloured by its share of the attributed
+  // time) and in the node table, and the data gains "profile",
+  // modules.time_us / own_time_us and nodes.time_us (docs/report.md). An
+  // attribution of another graph is ignored.
+  const ProfileAttribution* profile = nullptr;
+  std::string profile_path;  // shown in the page
 };
 
 // The embedded data document (JSON text, not yet escaped for HTML).

@@ -21,6 +21,11 @@ int RunSidecarCommand(int argc, char** argv);
 int RunDiffCommand(int argc, char** argv);
 int RunExtractCommand(int argc, char** argv);
 int RunReportCommand(int argc, char** argv);
+int RunProfileCommand(int argc, char** argv);
+int RunGraphmlCommand(int argc, char** argv);
+int RunNodeDataCommand(int argc, char** argv);
+// semmap extract --stages / --boundaries, after extract parsed `args`.
+int RunExtractStages(const char* tool, const char* usage, const Args& args);
 
 // LoadModel() with a progress indicator on a terminal. Without
 // `reference_path`, the --reference that ParseCommandArgs parsed (if any)

@@ -16,6 +16,8 @@ constexpr char kTool[] = "semmap extract";
 constexpr char kUsage[] =
     "usage: semmap extract MODEL.onnx [--manifest MANIFEST.json] --module PATH -o OUT.onnx\n"
     "                      [--allow-overwrite] [--json]\n"
+    "       semmap extract MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
+    "                      (--stages N [--ort-profile PROFILE.json] | --boundaries A,B,...)\n"
     "\n"
     "Writes the top-level nodes mapped into the subtree of module PATH as a\n"
     "standalone model: its inputs are the values flowing into the region, its\n"
@@ -27,18 +29,28 @@ constexpr char kUsage[] =
     "  -o, --output OUT    the extracted model (written atomically)\n"
     "  --allow-overwrite   allow OUT to be MODEL.onnx or the manifest\n"
     "  --json              print inputs, outputs and counts as JSON\n"
+    "  --stages N          instead of one module, split the model into N consecutive\n"
+    "                      stages OUT.stage0.onnx.. at module boundaries (no layer or\n"
+    "                      module split), balanced by node count; each stage's inputs\n"
+    "                      are model inputs or earlier stages' outputs\n"
+    "  --ort-profile P     balance --stages by kernel time from an ONNX Runtime profile\n"
+    "  --boundaries A,B    stages starting at modules A, B, ... (in model order)\n"
     "Exit codes: 0 ok, 1 no such module, 2 bad usage or input, a module without\n"
-    "top-level nodes, external data outside OUT's directory; nothing is written\n"
-    "on error.\n";
+    "top-level nodes, external data outside OUT's directory, more stages than cuts\n"
+    "or a boundary that would split a layer; nothing is written on error.\n";
 
 }  // namespace
 
 int RunExtractCommand(int argc, char** argv) {
   int exit_code = 0;
   auto args = ParseCommandArgs(kTool, kUsage, argc, argv,
-                               {"--manifest", "--module", "-o", "--output"},
+                               {"--manifest", "--module", "-o", "--output", "--stages",
+                                "--boundaries", "--ort-profile"},
                                {"--allow-overwrite", "--json"}, &exit_code);
   if (!args) return exit_code;
+  if (args->option("--stages") || args->option("--boundaries") || args->option("--ort-profile")) {
+    return RunExtractStages(kTool, kUsage, *args);
+  }
   const std::string* module = args->option("--module");
   const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
   if (module == nullptr || output == nullptr) {

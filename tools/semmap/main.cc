@@ -9,6 +9,9 @@
 //   semmap diff     A.onnx B.onnx --manifest M [--manifest-b MB] [--json]
 //   semmap extract  MODEL.onnx --manifest M --module P -o OUT.onnx
 //   semmap report   MODEL.onnx --manifest M -o REPORT.html
+//   semmap profile  MODEL.onnx --ort-profile PROFILE.json [--manifest M] [--json]
+//   semmap graphml  MODEL.onnx [--manifest M] -o OUT.graphml [--depth N]
+//   semmap node-data MODEL.onnx [--manifest M] -o OUT.json [--value time --ort-profile P]
 //
 // Exit codes: 0 ok, 1 not found (node, module, class, layer), 2 bad usage
 // or input.
@@ -36,6 +39,9 @@ constexpr char kUsage[] =
     "  diff      two exports of one model compared module by module\n"
     "  extract   one module's nodes as a standalone ONNX model\n"
     "  report    self-contained HTML page: module tree, search, node mappings\n"
+    "  profile   ONNX Runtime profile's kernel time by module, layer, class\n"
+    "  graphml   GraphML with modules as nested graphs (yEd, Gephi, networkx)\n"
+    "  node-data Model Explorer node data: confidence or profiled time per node\n"
     "Run `semmap COMMAND --help` (or `semmap help COMMAND`) for a command's options;\n"
     "`semmap --version` (-V) prints the version. Documentation: share/doc/semmap.\n"
     "Exit codes: 0 ok, 1 not found, 2 bad usage or input.\n";
@@ -96,6 +102,9 @@ int Dispatch(const std::string& command, int sub_argc, char** sub_argv) {
   if (command == "diff") return semmap_cli::RunDiffCommand(sub_argc, sub_argv);
   if (command == "extract") return semmap_cli::RunExtractCommand(sub_argc, sub_argv);
   if (command == "report") return semmap_cli::RunReportCommand(sub_argc, sub_argv);
+  if (command == "profile") return semmap_cli::RunProfileCommand(sub_argc, sub_argv);
+  if (command == "graphml") return semmap_cli::RunGraphmlCommand(sub_argc, sub_argv);
+  if (command == "node-data") return semmap_cli::RunNodeDataCommand(sub_argc, sub_argv);
   std::cerr << "semmap: unknown command \"" << command << "\"\n" << kUsage;
   return semmap_cli::kExitBadInput;
 }

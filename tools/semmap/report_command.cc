@@ -1,5 +1,6 @@
 // semmap report: the module tree as a self-contained HTML page.
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "commands.h"
@@ -13,7 +14,7 @@ namespace {
 constexpr char kTool[] = "semmap report";
 constexpr char kUsage[] =
     "usage: semmap report MODEL.onnx [--manifest MANIFEST.json] -o REPORT.html\n"
-    "                     [--allow-overwrite]\n"
+    "                     [--ort-profile PROFILE.json] [--allow-overwrite]\n"
     "\n"
     "Writes one self-contained HTML file (no network needed): the module tree,\n"
     "collapsible, with node and parameter counts, op-type mix and mapping\n"
@@ -22,6 +23,9 @@ constexpr char kUsage[] =
     "with a search, #m=PATH to select a module: REPORT.html#q=attn&m=model.h.1\n"
     "(the page keeps the fragment up to date, so a view can be shared).\n"
     "  -o, --output OUT   the report (written atomically)\n"
+    "  --ort-profile P    add kernel time from an ONNX Runtime profile of MODEL.onnx\n"
+    "                     (see semmap profile): a time column in the tree, coloured\n"
+    "                     by share of the attributed time, and per node\n"
     "  --allow-overwrite  allow OUT to be the model or manifest file\n"
     "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n";
 
@@ -29,7 +33,7 @@ constexpr char kUsage[] =
 
 int RunReportCommand(int argc, char** argv) {
   int exit_code = 0;
-  auto args = ParseCommandArgs(kTool, kUsage, argc, argv, {"--manifest", "-o", "--output"},
+  auto args = ParseCommandArgs(kTool, kUsage, argc, argv, {"--manifest", "-o", "--output", "--ort-profile"},
                                {"--allow-overwrite"}, &exit_code);
   if (!args) return exit_code;
   const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
@@ -42,8 +46,22 @@ int RunReportCommand(int argc, char** argv) {
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
   options.allow_overwrite = args->has("--allow-overwrite");
 
+  std::optional<semmap::Profile> profile;
+  if (const std::string* p = args->option("--ort-profile")) {
+    auto loaded = semmap::Profile::Load(*p);
+    if (!loaded.ok()) return Fail(kTool, loaded.status());
+    profile = *std::move(loaded);
+    options.profile_path = *p;
+  }
   auto model = LoadWithProgress(options.model_path, args->option("--manifest"));
   if (!model.ok()) return Fail(kTool, model.status());
+  std::optional<semmap::ProfileAttribution> attribution;
+  if (profile) {
+    auto a = semmap::AttributeProfile(*(*model)->mapper, *profile);
+    if (!a.ok()) return Fail(kTool, a.status());
+    attribution = *std::move(a);
+    options.profile = &*attribution;
+  }
   absl::Status written;
   {
     Progress progress("writing " + *output);
@@ -52,7 +70,12 @@ int RunReportCommand(int argc, char** argv) {
   if (!written.ok()) return Fail(kTool, written);
   std::cout << *output << ": report of " << (*model)->mapper->manifest().size() << " modules, "
             << (*model)->graph->size() << " nodes (" << (*model)->mapper->mappedCount()
-            << " mapped)\n";
+            << " mapped)";
+  if (attribution) {
+    std::cout << ", kernel time of " << attribution->attributed_nodes << " of "
+              << attribution->profiled_nodes << " profiled nodes";
+  }
+  std::cout << "\n";
   return kExitOk;
 }
 

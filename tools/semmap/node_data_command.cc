@@ -1,0 +1,113 @@
+// semmap node-data: Model Explorer node data (confidence or kernel time).
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "commands.h"
+#include "nlohmann/json.hpp"
+#include "semmap/node_data.h"
+#include "semmap/semmap.h"
+
+namespace semmap_cli {
+namespace {
+
+constexpr char kTool[] = "semmap node-data";
+constexpr char kUsage[] =
+    "usage: semmap node-data MODEL.onnx [--manifest MANIFEST.json] -o OUT.json\n"
+    "                        [--value confidence | --value time --ort-profile PROFILE.json]\n"
+    "                        [--allow-overwrite] [--json]\n"
+    "\n"
+    "Writes node data for Google's Model Explorer (its \"node data\" overlay, the\n"
+    "ModelNodeData JSON of model_explorer's node_data_builder): a value per node\n"
+    "of MODEL.onnx's main graph, keyed as the ONNX adapter names nodes, with the\n"
+    "colours to paint them. Load it next to MODEL.onnx in Model Explorer\n"
+    "(model-explorer MODEL.onnx --node_data_paths=OUT.json, or the UI).\n"
+    "  --value confidence  mapping confidence 0..1: unmapped red, < 0.5 orange,\n"
+    "                      < 0.9 yellow, confident green (default)\n"
+    "  --value time        kernel time per node (microseconds, all runs) from\n"
+    "                      --ort-profile, white to red (see semmap profile)\n"
+    "  -o, --output OUT    the JSON file (written atomically)\n"
+    "  --allow-overwrite   allow OUT to be an input file\n"
+    "  --json              print the graph id and node count as JSON\n"
+    "Exit codes: 0 ok, 2 bad usage or input, a profile naming none of MODEL.onnx's\n"
+    "nodes, or OUT not writable.\n";
+
+}  // namespace
+
+int RunNodeDataCommand(int argc, char** argv) {
+  int exit_code = 0;
+  auto args = ParseCommandArgs(kTool, kUsage, argc, argv,
+                               {"--manifest", "-o", "--output", "--value", "--ort-profile"},
+                               {"--allow-overwrite", "--json"}, &exit_code);
+  if (!args) return exit_code;
+  const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
+  if (output == nullptr) {
+    std::cerr << kTool << ": missing -o OUT.json\n" << kUsage;
+    return kExitBadInput;
+  }
+  semmap::NodeDataOptions options;
+  const std::string* value = args->option("--value");
+  const std::string* profile_path = args->option("--ort-profile");
+  if (value == nullptr || *value == "confidence") {
+    options.value = semmap::NodeDataValue::kConfidence;
+  } else if (*value == "time") {
+    options.value = semmap::NodeDataValue::kTime;
+  } else {
+    std::cerr << kTool << ": --value is confidence or time, got \"" << EscapeControls(*value)
+              << "\"\n" << kUsage;
+    return kExitBadInput;
+  }
+  const bool time = options.value == semmap::NodeDataValue::kTime;
+  if (time != (profile_path != nullptr)) {
+    std::cerr << kTool << ": "
+              << (time ? "--value time needs --ort-profile PROFILE.json"
+                       : "--ort-profile goes with --value time")
+              << "\n" << kUsage;
+    return kExitBadInput;
+  }
+  const std::string& input = args->positional[0];
+  options.allow_overwrite = args->has("--allow-overwrite");
+  options.protected_paths.push_back(input);
+  if (const std::string* m = args->option("--manifest")) options.protected_paths.push_back(*m);
+  std::optional<semmap::Profile> profile;
+  if (time) {
+    options.protected_paths.push_back(*profile_path);
+    auto loaded = semmap::Profile::Load(*profile_path);
+    if (!loaded.ok()) return Fail(kTool, loaded.status());
+    profile = *std::move(loaded);
+  }
+  auto model = LoadWithProgress(input, args->option("--manifest"));
+  if (!model.ok()) return Fail(kTool, model.status());
+  const semmap::SemanticMapper& mapper = *(*model)->mapper;
+  std::optional<semmap::ProfileAttribution> attribution;
+  if (profile) {
+    auto a = semmap::AttributeProfile(mapper, *profile);
+    if (!a.ok()) return Fail(kTool, a.status());
+    std::int64_t found_calls = 0;
+    for (std::int64_t c : a->node_calls) found_calls += c;
+    if (found_calls == 0) {
+      return Fail(kTool, absl::InvalidArgumentError(
+                             *profile_path + ": names none of the nodes of " + input +
+                             " (semmap profile says why)"));
+    }
+    attribution = *std::move(a);
+  }
+  auto result = semmap::WriteModelExplorerNodeData(
+      mapper, attribution ? &*attribution : nullptr, *output, options);
+  if (!result.ok()) return Fail(kTool, result.status());
+  if (args->has("--json")) {
+    nlohmann::json j = {{"model", input},
+                        {"output", *output},
+                        {"value", time ? "time" : "confidence"},
+                        {"graph_id", result->graph_id},
+                        {"results", result->results}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << *output << ": Model Explorer node data, " << (time ? "kernel time" : "confidence")
+              << " of " << result->results << " nodes of graph \""
+              << EscapeControls(result->graph_id) << "\"\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace semmap_cli

@@ -1,0 +1,292 @@
+// semmap profile: an ONNX Runtime profile's kernel time by module, layer,
+// class and semantic category.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "commands.h"
+#include "nlohmann/json.hpp"
+#include "progress.h"
+#include "semmap/semmap.h"
+
+namespace semmap_cli {
+namespace {
+
+constexpr char kTool[] = "semmap profile";
+constexpr char kUsage[] =
+    "usage: semmap profile MODEL.onnx --ort-profile PROFILE.json [--manifest MANIFEST.json]\n"
+    "                      [--top N] [--json]\n"
+    "\n"
+    "Reads ONNX Runtime's profiler output (SessionOptions.enable_profiling) and\n"
+    "gives each node's kernel time to its module: modules ranked by subtree and by\n"
+    "own time, each item of every repeated container (layers), classes and semantic\n"
+    "categories, with time, share of the attributed time, kernel calls and profiled\n"
+    "nodes. MODEL.onnx must be the graph the session ran: ONNX Runtime optimizes\n"
+    "the export before running it, so save that graph with\n"
+    "SessionOptions.optimized_model_filepath and pass it here, with --reference\n"
+    "set to the export. Time that goes to no module is listed by reason.\n"
+    "  --ort-profile P     the profile JSON written by ONNX Runtime\n"
+    "  --top N             rows per table (default 10, 0 = all)\n"
+    "  --json              everything as JSON (every module with time, every layer,\n"
+    "                      class, category and op type, each reason for\n"
+    "                      unattributed time with examples)\n"
+    "Exit codes: 0 ok (unattributed time is reported, not an error), 2 bad usage\n"
+    "or input, or a profile that names none of MODEL.onnx's nodes.\n";
+
+std::string Ms(std::int64_t us) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3f", static_cast<double>(us) / 1000.0);
+  return buffer;
+}
+
+std::string Share(std::int64_t us, std::int64_t total) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f%%",
+                total > 0 ? 100.0 * static_cast<double>(us) / static_cast<double>(total) : 0.0);
+  return buffer;
+}
+
+std::string Row(std::int64_t us, std::int64_t total, std::int64_t calls, std::size_t nodes) {
+  char buffer[96];
+  std::snprintf(buffer, sizeof buffer, "%10s %6s %7lld %6zu  ", Ms(us).c_str(),
+                Share(us, total).c_str(), static_cast<long long>(calls), nodes);
+  return buffer;
+}
+
+std::string ModuleLabel(const semmap::Manifest& manifest, semmap::ModuleId id) {
+  const semmap::ModuleInfo& info = manifest.module(id);
+  std::string label = info.path.empty() ? "<root>" : EscapeControls(info.path);
+  if (!info.class_name.empty()) absl::StrAppend(&label, " (", EscapeControls(info.class_name), ")");
+  return label;
+}
+
+constexpr char kHeader[] = "   time_ms  share   calls  nodes  ";
+
+void PrintModules(const semmap::Manifest& manifest, const semmap::ProfileAttribution& a,
+                  bool subtree, std::size_t top) {
+  std::vector<const semmap::ModuleTime*> rows;
+  for (const semmap::ModuleTime& m : a.modules) {
+    if ((subtree ? m.subtree_us : m.own_us) > 0) rows.push_back(&m);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto* x, const auto* y) {
+    return subtree ? x->subtree_us > y->subtree_us : x->own_us > y->own_us;
+  });
+  std::cout << "\nmodules by " << (subtree ? "subtree" : "own") << " time"
+            << (top && rows.size() > top ? absl::StrCat(" (top ", top, " of ", rows.size(), ")")
+                                         : std::string())
+            << ":\n" << kHeader << "module\n";
+  for (std::size_t i = 0; i < rows.size() && (top == 0 || i < top); ++i) {
+    const semmap::ModuleTime& m = *rows[i];
+    std::cout << (subtree ? Row(m.subtree_us, a.attributed_us, m.subtree_calls, m.subtree_nodes)
+                          : Row(m.own_us, a.attributed_us, m.own_calls, m.own_nodes))
+              << ModuleLabel(manifest, m.module) << "\n";
+  }
+}
+
+void PrintGroups(const char* title, const char* column,
+                 const std::vector<semmap::GroupTime>& groups, std::int64_t total,
+                 std::size_t top, const char* empty_name) {
+  std::cout << "\n" << title
+            << (top && groups.size() > top
+                    ? absl::StrCat(" (top ", top, " of ", groups.size(), ")")
+                    : std::string())
+            << ":\n" << kHeader << column << "\n";
+  for (std::size_t i = 0; i < groups.size() && (top == 0 || i < top); ++i) {
+    const semmap::GroupTime& g = groups[i];
+    std::cout << Row(g.us, total, g.calls, g.nodes)
+              << (g.name.empty() ? empty_name : EscapeControls(g.name))
+              << "\n";
+  }
+}
+
+// Layers: per repeated container, its items in index order, so the layers
+// of one stack read side by side.
+void PrintLayers(const semmap::Manifest& manifest, const semmap::ProfileAttribution& a,
+                 std::size_t top) {
+  if (a.layers.empty()) return;
+  std::cout << "\nlayers (items of repeated containers, whole subtrees):\n" << kHeader << "item\n";
+  semmap::ModuleId container = semmap::kNoModule;
+  std::size_t shown = 0;
+  for (const semmap::LayerTime& l : a.layers) {
+    if (l.container != container) {
+      container = l.container;
+      shown = 0;
+    }
+    if (top != 0 && shown++ >= top) continue;
+    std::cout << Row(l.us, a.attributed_us, l.calls, l.nodes) << ModuleLabel(manifest, l.item)
+              << "\n";
+  }
+}
+
+nlohmann::json GroupsJson(const std::vector<semmap::GroupTime>& groups) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const semmap::GroupTime& g : groups) {
+    out.push_back({{"name", g.name}, {"us", g.us}, {"calls", g.calls}, {"nodes", g.nodes}});
+  }
+  return out;
+}
+
+nlohmann::json AttributionJson(const LoadedModel& model, const std::string& profile_path,
+                               const semmap::Profile& profile,
+                               const semmap::ProfileAttribution& a) {
+  const semmap::Manifest& manifest = model.mapper->manifest();
+  nlohmann::json modules = nlohmann::json::array();
+  for (const semmap::ModuleTime& m : a.modules) {
+    if (m.subtree_us == 0 && m.subtree_calls == 0) continue;
+    const semmap::ModuleInfo& info = manifest.module(m.module);
+    modules.push_back({{"module", info.path},
+                       {"class", info.class_name},
+                       {"own_us", m.own_us},
+                       {"subtree_us", m.subtree_us},
+                       {"own_calls", m.own_calls},
+                       {"subtree_calls", m.subtree_calls},
+                       {"own_nodes", m.own_nodes},
+                       {"subtree_nodes", m.subtree_nodes}});
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const semmap::LayerTime& l : a.layers) {
+    layers.push_back({{"container", manifest.module(l.container).path},
+                      {"index", l.index},
+                      {"module", manifest.module(l.item).path},
+                      {"us", l.us},
+                      {"calls", l.calls},
+                      {"nodes", l.nodes}});
+  }
+  nlohmann::json unattributed = nlohmann::json::array();
+  for (const semmap::UnattributedTime& u : a.unattributed) {
+    unattributed.push_back({{"reason", std::string(semmap::UnattributedReasonName(u.reason))},
+                            {"nodes", u.nodes},
+                            {"us", u.us},
+                            {"calls", u.calls},
+                            {"examples", u.examples}});
+  }
+  return {{"model", model.model_path},
+          {"manifest", model.manifest_path ? nlohmann::json(*model.manifest_path) : nullptr},
+          {"reference", model.reference_path ? nlohmann::json(*model.reference_path) : nullptr},
+          {"profile", profile_path},
+          {"runs", profile.runs()},
+          {"run_us", profile.run_us()},
+          {"providers", profile.providers()},
+          {"kernel_events", profile.kernel_events()},
+          {"kernel_us", a.kernel_us},
+          {"attributed_us", a.attributed_us},
+          {"profiled_nodes", a.profiled_nodes},
+          {"attributed_nodes", a.attributed_nodes},
+          {"unattributed", unattributed},
+          {"modules", modules},
+          {"layers", layers},
+          {"classes", GroupsJson(a.classes)},
+          {"categories", GroupsJson(a.categories)},
+          {"op_types", GroupsJson(a.op_types)}};
+}
+
+const char* ReasonText(semmap::UnattributedReason reason) {
+  switch (reason) {
+    case semmap::UnattributedReason::kNotInGraph:
+      return "name no node of the model (the session ran another graph: pass the one "
+             "saved with SessionOptions.optimized_model_filepath, with --reference "
+             "set to the export)";
+    case semmap::UnattributedReason::kOpTypeMismatch:
+      return "name a node of another op type (the session ran another graph)";
+    case semmap::UnattributedReason::kUnmapped:
+      return "are nodes semmap maps to no module";
+  }
+  return "";
+}
+
+}  // namespace
+
+int RunProfileCommand(int argc, char** argv) {
+  int exit_code = 0;
+  auto args = ParseCommandArgs(kTool, kUsage, argc, argv,
+                               {"--manifest", "--ort-profile", "--top"}, {"--json"}, &exit_code);
+  if (!args) return exit_code;
+  const std::string* profile_path = args->option("--ort-profile");
+  if (profile_path == nullptr) {
+    std::cerr << kTool << ": missing --ort-profile PROFILE.json\n" << kUsage;
+    return kExitBadInput;
+  }
+  int top = 10;
+  if (const std::string* t = args->option("--top")) {
+    if (!absl::SimpleAtoi(*t, &top) || top < 0 || top > 1000000) {
+      std::cerr << kTool << ": --top needs an integer from 0 to 1000000, got \""
+                << EscapeControls(*t) << "\"\n" << kUsage;
+      return kExitBadInput;
+    }
+  }
+  const std::string& input = args->positional[0];
+  absl::StatusOr<semmap::Profile> profile;
+  {
+    Progress progress("reading " + *profile_path);
+    profile = semmap::Profile::Load(*profile_path);
+  }
+  if (!profile.ok()) return Fail(kTool, profile.status());
+  auto model = LoadWithProgress(input, args->option("--manifest"));
+  if (!model.ok()) return Fail(kTool, model.status());
+  const semmap::SemanticMapper& mapper = *(*model)->mapper;
+  auto attribution = semmap::AttributeProfile(mapper, *profile);
+  if (!attribution.ok()) return Fail(kTool, attribution.status());
+  const semmap::ProfileAttribution& a = *attribution;
+
+  std::size_t found = a.attributed_nodes;
+  for (const semmap::UnattributedTime& u : a.unattributed) {
+    if (u.reason == semmap::UnattributedReason::kUnmapped) found += u.nodes;
+  }
+  if (a.profiled_nodes == 0) {
+    return Fail(kTool, absl::InvalidArgumentError(absl::StrCat(
+                           *profile_path, ": no kernel events (cat \"Node\", name "
+                           "\"<node>_kernel_time\"): not a profile of a run")));
+  }
+  if (found == 0) {
+    return Fail(kTool, absl::InvalidArgumentError(absl::StrCat(
+                           *profile_path, ": none of its ", a.profiled_nodes,
+                           " profiled nodes is a node of ", input,
+                           " (first: \"", EscapeControls(profile->nodes().front().name),
+                           "\"); profile the graph the "
+                           "session ran: save it with SessionOptions.optimized_model_filepath "
+                           "and pass that file, with --reference ", input)));
+  }
+  for (const semmap::UnattributedTime& u : a.unattributed) {
+    if (u.reason == semmap::UnattributedReason::kUnmapped) continue;
+    std::cerr << kTool << ": warning: " << u.nodes << " profiled nodes ("
+              << Share(u.us, a.kernel_us) << " of kernel time) " << ReasonText(u.reason) << "\n";
+  }
+  if (args->has("--json")) {
+    std::cout << AttributionJson(**model, *profile_path, *profile, a)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
+    return kExitOk;
+  }
+  const semmap::Manifest& manifest = mapper.manifest();
+  std::cout << "profile:  " << *profile_path << " (" << profile->runs() << " runs, "
+            << profile->kernel_events() << " kernel events of " << a.profiled_nodes
+            << " nodes, " << Ms(a.kernel_us) << " ms kernel time";
+  if (profile->runs() > 0) {
+    std::cout << ", " << Ms(profile->run_us() / profile->runs()) << " ms per run";
+  }
+  for (const std::string& p : profile->providers()) std::cout << ", " << p;
+  std::cout << ")\nmodel:    " << input << " (" << (*model)->graph->size() << " nodes)";
+  if ((*model)->reference_path) std::cout << ", reference " << *(*model)->reference_path;
+  std::cout << "\nattributed: " << Ms(a.attributed_us) << " of " << Ms(a.kernel_us) << " ms ("
+            << Share(a.attributed_us, a.kernel_us) << "), " << a.attributed_nodes << " of "
+            << a.profiled_nodes << " profiled nodes\n";
+  for (const semmap::UnattributedTime& u : a.unattributed) {
+    std::cout << "not attributed: " << Ms(u.us) << " ms (" << Share(u.us, a.kernel_us) << "), "
+              << u.nodes << " nodes " << ReasonText(u.reason) << "; e.g. "
+              << EscapeControls(u.examples.empty() ? std::string() : u.examples.front()) << "\n";
+  }
+  const std::size_t n = static_cast<std::size_t>(top);
+  PrintModules(manifest, a, /*subtree=*/true, n);
+  PrintModules(manifest, a, /*subtree=*/false, n);
+  PrintLayers(manifest, a, n);
+  PrintGroups("classes (own time)", "class", a.classes, a.attributed_us, n, "(no class)");
+  PrintGroups("categories", "category", a.categories, a.attributed_us, n, "(no category)");
+  PrintGroups("op types", "op type", a.op_types, a.attributed_us, n, "");
+  return kExitOk;
+}
+
+}  // namespace semmap_cli

@@ -1,0 +1,114 @@
+// semmap extract --stages N | --boundaries A,B: the model split into
+// consecutive stages at module boundaries.
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "commands.h"
+#include "nlohmann/json.hpp"
+#include "progress.h"
+#include "semmap/semmap.h"
+
+namespace semmap_cli {
+
+int RunExtractStages(const char* tool, const char* usage, const Args& args) {
+  semmap::StageOptions options;
+  const std::string* stages = args.option("--stages");
+  const std::string* boundaries = args.option("--boundaries");
+  const std::string* output = args.option("-o") ? args.option("-o") : args.option("--output");
+  if ((stages != nullptr) == (boundaries != nullptr) || args.option("--module") != nullptr) {
+    std::cerr << tool << ": give one of --module, --stages and --boundaries\n" << usage;
+    return kExitBadInput;
+  }
+  if (output == nullptr) {
+    std::cerr << tool << ": missing -o OUT.onnx\n" << usage;
+    return kExitBadInput;
+  }
+  if (stages != nullptr &&
+      (!absl::SimpleAtoi(*stages, &options.stages) || options.stages < 1 ||
+       options.stages > 100000)) {
+    std::cerr << tool << ": --stages needs an integer from 1 to 100000, got \""
+              << EscapeControls(*stages) << "\"\n" << usage;
+    return kExitBadInput;
+  }
+  if (boundaries != nullptr) {
+    options.boundaries = absl::StrSplit(*boundaries, ',');
+  }
+  const std::string* profile_path = args.option("--ort-profile");
+  if (profile_path != nullptr && stages == nullptr) {
+    std::cerr << tool << ": --ort-profile balances --stages by time; it does not go with "
+              << "--boundaries\n" << usage;
+    return kExitBadInput;
+  }
+  const std::string& input = args.positional[0];
+  options.allow_overwrite = args.has("--allow-overwrite");
+  if (const std::string* m = args.option("--manifest")) options.manifest_path = *m;
+  std::optional<semmap::Profile> profile;
+  if (profile_path != nullptr) {
+    auto loaded = semmap::Profile::Load(*profile_path);
+    if (!loaded.ok()) return Fail(tool, loaded.status());
+    profile = *std::move(loaded);
+  }
+  auto model = LoadWithProgress(input, args.option("--manifest"));
+  if (!model.ok()) return Fail(tool, model.status());
+  const semmap::SemanticMapper& mapper = *(*model)->mapper;
+  std::optional<semmap::ProfileAttribution> attribution;
+  if (profile) {
+    auto a = semmap::AttributeProfile(mapper, *profile);
+    if (!a.ok()) return Fail(tool, a.status());
+    attribution = *std::move(a);
+    options.profile = &*attribution;
+  }
+  absl::StatusOr<semmap::StagesResult> result;
+  {
+    Progress progress("writing stages of " + input);
+    result = semmap::SplitStages(mapper, input, *output, options);
+  }
+  if (!result.ok()) {
+    const bool unknown = result.status().code() == absl::StatusCode::kInvalidArgument &&
+                         absl::string_view(result.status().message()).find("no such module") !=
+                             absl::string_view::npos;
+    return Fail(tool, result.status(), unknown ? kExitNotFound : kExitBadInput);
+  }
+  std::size_t untyped = 0;
+  for (const semmap::StageInfo& s : result->stages) untyped += s.untyped;
+  if (untyped > 0) {
+    std::cerr << tool << ": note: " << untyped << " stage inputs/outputs have no type in "
+              << input << "; run onnx shape inference on it first for runnable stages\n";
+  }
+  if (args.has("--json")) {
+    nlohmann::json stages_json = nlohmann::json::array();
+    for (const semmap::StageInfo& s : result->stages) {
+      stages_json.push_back({{"path", s.path},
+                             {"first_unit", s.first_unit},
+                             {"last_unit", s.last_unit},
+                             {"nodes", s.nodes},
+                             {"copied_constants", s.copied_constants},
+                             {"weight", s.weight},
+                             {"inputs", s.inputs},
+                             {"outputs", s.outputs},
+                             {"initializers", s.initializers},
+                             {"untyped", s.untyped},
+                             {"bytes", s.bytes}});
+    }
+    nlohmann::json j = {{"model", input},
+                        {"balance", result->by_time ? "time_us" : "nodes"},
+                        {"allowed_cuts", result->allowed_cuts},
+                        {"stages", stages_json}};
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return kExitOk;
+  }
+  for (const semmap::StageInfo& s : result->stages) {
+    std::cout << s.path << ": " << EscapeControls(s.first_unit.empty() ? "-" : s.first_unit)
+              << " .. " << EscapeControls(s.last_unit.empty() ? "-" : s.last_unit) << ", "
+              << s.nodes << " nodes (" << s.copied_constants << " constants copied), ";
+    if (result->by_time) std::cout << "kernel time " << s.weight << " us, ";
+    std::cout << s.inputs.size() << " inputs, " << s.outputs.size() << " outputs\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace semmap_cli
