@@ -200,10 +200,10 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
     return;
   }
   out << "model:    " << model.model_path << " (" << graph.size() << " nodes, "
-      << graph.producer_name() << " " << graph.producer_version() << ", opset "
+      << graph.producerName() << " " << graph.producerVersion() << ", opset "
       << graph.opset() << ")\n";
   if (model.manifest_path) {
-    out << "manifest: " << *model.manifest_path << " (" << manifest.model_class() << ", "
+    out << "manifest: " << *model.manifest_path << " (" << manifest.modelClass() << ", "
         << manifest.size() << " modules)\n";
   } else {
     out << "manifest: none (module paths from node names; classes unknown)\n";

@@ -70,10 +70,10 @@ void CompareLoaders(absl::string_view bytes, const semmap::GraphOptions& options
                       a.external == b.external && a.subgraph == b.subgraph);
   }
   SEMMAP_FUZZ_CHECK(wire->inputs() == proto->inputs() && wire->outputs() == proto->outputs());
-  SEMMAP_FUZZ_CHECK(wire->ir_version() == proto->ir_version() && wire->opset() == proto->opset());
-  SEMMAP_FUZZ_CHECK(wire->producer_name() == proto->producer_name() &&
-                    wire->producer_version() == proto->producer_version());
-  SEMMAP_FUZZ_CHECK(wire->model_metadata() == proto->model_metadata());
+  SEMMAP_FUZZ_CHECK(wire->irVersion() == proto->irVersion() && wire->opset() == proto->opset());
+  SEMMAP_FUZZ_CHECK(wire->producerName() == proto->producerName() &&
+                    wire->producerVersion() == proto->producerVersion());
+  SEMMAP_FUZZ_CHECK(wire->modelMetadata() == proto->modelMetadata());
 }
 #endif
 

@@ -107,8 +107,8 @@ void CheckTreeAndSidecar(const semmap::SemanticMapper& mapper) {
     options.model_specific_only = model_specific;
     const semmap::ModuleTree tree = semmap::ModuleTree::Build(mapper, options);
     SEMMAP_FUZZ_CHECK(!tree.modules().empty());
-    SEMMAP_FUZZ_CHECK(tree.counted_nodes() == mapper.graph().size());
-    SEMMAP_FUZZ_CHECK(tree.root().subtree_nodes + tree.unmapped_nodes() == tree.counted_nodes());
+    SEMMAP_FUZZ_CHECK(tree.countedNodes() == mapper.graph().size());
+    SEMMAP_FUZZ_CHECK(tree.root().subtree_nodes + tree.unmappedNodes() == tree.countedNodes());
   }
   semmap::SidecarOptions options;
   options.indent = -1;

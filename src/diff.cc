@@ -100,8 +100,8 @@ json OpsJson(const std::map<std::string, std::size_t>& ops) {
 absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapper& b,
                                      const DiffOptions& options) {
   ModelDiff diff;
-  diff.model_class_a = a.hasManifest() ? a.manifest().model_class() : "";
-  diff.model_class_b = b.hasManifest() ? b.manifest().model_class() : "";
+  diff.model_class_a = a.hasManifest() ? a.manifest().modelClass() : "";
+  diff.model_class_b = b.hasManifest() ? b.manifest().modelClass() : "";
   diff.nodes_a = a.graph().size();
   diff.nodes_b = b.graph().size();
   if (options.require_same_model_class && a.hasManifest() && b.hasManifest() &&

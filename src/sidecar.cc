@@ -65,10 +65,10 @@ json TreeJson(const SemanticMapper& mapper, bool model_specific) {
          {"folded", folded}});
   }
   json out = {{"view", model_specific ? "model_specific" : "full"},
-              {"unmapped_nodes", tree.unmapped_nodes()},
+              {"unmapped_nodes", tree.unmappedNodes()},
               {"modules", modules}};
   // Only when TreeOptions::max_op_type_entries emptied the subtree histograms.
-  if (!tree.subtree_op_types_complete()) out["subtree_op_types_complete"] = false;
+  if (!tree.subtreeOpTypesComplete()) out["subtree_op_types_complete"] = false;
   return out;
 }
 
@@ -83,14 +83,14 @@ std::string SidecarJson(const SemanticMapper& mapper, const SidecarOptions& opti
   doc["generator"] = {{"semmap", SEMMAP_VERSION_STRING}};
   doc["model"] = {{"path", PathOrNull(options.model_path)},
                   {"nodes", graph.size()},
-                  {"ir_version", graph.ir_version()},
+                  {"ir_version", graph.irVersion()},
                   {"opset", graph.opset()},
-                  {"producer_name", graph.producer_name()},
-                  {"producer_version", graph.producer_version()}};
+                  {"producer_name", graph.producerName()},
+                  {"producer_version", graph.producerVersion()}};
   doc["manifest"] = mapper.hasManifest()
                         ? json{{"path", PathOrNull(options.manifest_path)},
-                               {"model_class", manifest.model_class()},
-                               {"qualified_class", manifest.model_qualified_class()},
+                               {"model_class", manifest.modelClass()},
+                               {"qualified_class", manifest.modelQualifiedClass()},
                                {"modules", manifest.size()}}
                         : json();
   const RootBinding& b = mapper.rootBinding();

@@ -33,7 +33,7 @@ TEST_CASE("A real TorchScript export loads with indexes", "[graph]") {
   auto g = Graph::Load(Fixture("bert-seqcls.torchscript", "model.onnx"));
   REQUIRE(g.ok());
   CHECK(g->size() > 100);
-  CHECK(g->producer_name() == "pytorch");
+  CHECK(g->producerName() == "pytorch");
   CHECK(g->opset() == 17);
   const semmap::NodeId q = g->find("/bert/encoder/layer.0/attention/self/query/MatMul");
   REQUIRE(q != kNoNode);

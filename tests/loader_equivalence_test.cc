@@ -46,11 +46,11 @@ std::vector<std::string> FixtureDirs() {
 }
 
 void CheckSameGraph(const Graph& a, const Graph& b) {
-  CHECK(a.ir_version() == b.ir_version());
+  CHECK(a.irVersion() == b.irVersion());
   CHECK(a.opset() == b.opset());
-  CHECK(a.producer_name() == b.producer_name());
-  CHECK(a.producer_version() == b.producer_version());
-  CHECK(a.model_metadata() == b.model_metadata());
+  CHECK(a.producerName() == b.producerName());
+  CHECK(a.producerVersion() == b.producerVersion());
+  CHECK(a.modelMetadata() == b.modelMetadata());
   CHECK(a.inputs() == b.inputs());
   CHECK(a.outputs() == b.outputs());
   REQUIRE(a.size() == b.size());
@@ -277,7 +277,7 @@ TEST_CASE("Both loaders agree on every field of a hand-built model", "[loader]")
     auto merged = Graph::Parse(bytes + Serialize(extra), "merged.onnx");
     REQUIRE(merged.ok());
     CHECK(merged->subgraphs()[0].name == "renamed");
-    CHECK(merged->producer_name() == "other");
+    CHECK(merged->producerName() == "other");
   }
   SECTION("unpacked dims, unknown enum values and unknown fields") {
     onnx::ModelProto model = RichModel();

@@ -14,9 +14,9 @@ TEST_CASE("A real manifest loads and indexes every module", "[manifest]") {
   const std::string path = Fixture("bert-seqcls.torchscript", "manifest.json");
   auto m = Manifest::Load(path);
   REQUIRE(m.ok());
-  CHECK(m->schema_version() == 1);
-  CHECK(m->model_class() == "BertForSequenceClassification");
-  CHECK(m->model_type() == "bert");
+  CHECK(m->schemaVersion() == 1);
+  CHECK(m->modelClass() == "BertForSequenceClassification");
+  CHECK(m->modelType() == "bert");
   CHECK(m->module(m->root()).path.empty());
 
   const semmap::ModuleId q = m->find("bert.encoder.layer.0.attention.self.query");

@@ -115,7 +115,7 @@ TEST_CASE("ONNX root wrapping the manifest root: task-model names, base-model ma
   auto base = Manifest::Parse(
       SubManifest(Fixture("bert-seqcls.torchscript", "manifest.json"), "bert"), "bert.json");
   REQUIRE(base.ok());
-  REQUIRE(base->model_class() == "BertModel");
+  REQUIRE(base->modelClass() == "BertModel");
   auto mapper = SemanticMapper::Create(*g, &*base);
   REQUIRE(mapper.ok());
   REQUIRE(mapper->rootBinding().wrapper == std::vector<std::string>{"bert"});

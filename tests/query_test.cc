@@ -223,7 +223,7 @@ TEST_CASE("Tree counts nodes, ops and parameters; the model-specific view folds 
   const semmap::ModuleTree full = semmap::ModuleTree::Build(*f->mapper);
   REQUIRE(full.modules().size() == f->manifest->size());
   CHECK(full.root().subtree_nodes == f->mapper->mappedCount());
-  CHECK(full.unmapped_nodes() == f->graph->size() - f->mapper->mappedCount());
+  CHECK(full.unmappedNodes() == f->graph->size() - f->mapper->mappedCount());
   std::int64_t params = 0;
   for (const semmap::ModuleInfo& m : f->manifest->modules()) {
     for (const semmap::TensorSpec& p : m.parameters) {
@@ -266,7 +266,7 @@ TEST_CASE("Tree node filter: the hook for category views", "[tree][fixture]") {
   const semmap::ModuleTree tree = semmap::ModuleTree::Build(*f->mapper, options);
   std::size_t matmuls = 0;
   for (const semmap::Node& n : f->graph->nodes()) matmuls += n.op_type == "MatMul";
-  CHECK(tree.counted_nodes() == matmuls);
+  CHECK(tree.countedNodes() == matmuls);
   CHECK(tree.root().subtree_op_types.size() == 1);
 }
 

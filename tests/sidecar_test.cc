@@ -26,7 +26,7 @@ TEST_CASE("The sidecar holds every node's mapping and the module tree", "[sideca
   CHECK(doc["format"] == "semmap.sidecar");
   CHECK(doc["schema_version"] == semmap::kSidecarSchemaVersion);
   CHECK(doc["model"]["path"] == f->model_path());
-  CHECK(doc["manifest"]["model_class"] == f->manifest->model_class());
+  CHECK(doc["manifest"]["model_class"] == f->manifest->modelClass());
   CHECK(doc["summary"]["mapped"] == f->mapper->mappedCount());
   REQUIRE(doc["nodes"].size() == f->graph->size());
   std::size_t agree_with_truth = 0;

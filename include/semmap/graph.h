@@ -210,11 +210,11 @@ class Graph {
   const std::vector<absl::string_view>& inputs() const { return rep_->inputs; }
   const std::vector<absl::string_view>& outputs() const { return rep_->outputs; }
 
-  std::int64_t ir_version() const { return rep_->ir_version; }
+  std::int64_t irVersion() const { return rep_->ir_version; }
   std::int64_t opset() const { return rep_->opset; }  // default domain
-  absl::string_view producer_name() const { return rep_->producer_name; }
-  absl::string_view producer_version() const { return rep_->producer_version; }
-  const std::vector<MetadataEntry>& model_metadata() const { return rep_->model_metadata; }
+  absl::string_view producerName() const { return rep_->producer_name; }
+  absl::string_view producerVersion() const { return rep_->producer_version; }
+  const std::vector<MetadataEntry>& modelMetadata() const { return rep_->model_metadata; }
 
   // A Graph is a handle to immutable data: copies share it (O(1)), and the
   // strings and spans it hands out stay valid while any copy lives.

@@ -97,10 +97,10 @@ class Manifest {
   static Manifest FromModulePaths(
       const std::vector<std::pair<std::string, std::string>>& paths_and_classes);
 
-  int schema_version() const { return schema_version_; }
-  const std::string& model_class() const { return model_class_; }
-  const std::string& model_qualified_class() const { return model_qualified_class_; }
-  const std::string& model_type() const { return model_type_; }
+  int schemaVersion() const { return schema_version_; }
+  const std::string& modelClass() const { return model_class_; }
+  const std::string& modelQualifiedClass() const { return model_qualified_class_; }
+  const std::string& modelType() const { return model_type_; }
   // Scalar config fields, rendered as JSON text, in file order.
   const std::vector<std::pair<std::string, std::string>>& config() const {
     return config_;

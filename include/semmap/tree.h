@@ -46,7 +46,7 @@ struct TreeOptions {
   // Bound on the entries of all subtree op-type histograms together, which
   // grow as depth x distinct op types (a deep chain over many op types).
   // Above it the subtree histograms are left empty and
-  // ModuleTree::subtree_op_types_complete() is false; own histograms hold
+  // ModuleTree::subtreeOpTypesComplete() is false; own histograms hold
   // at most one entry per node and are always filled.
   std::size_t max_op_type_entries = std::size_t{1} << 22;
 };
@@ -83,14 +83,14 @@ class ModuleTree {
   // Index of the module at `path`, or -1 when unknown or folded away.
   int find(absl::string_view path) const;
 
-  bool model_specific_only() const { return model_specific_only_; }
+  bool modelSpecificOnly() const { return model_specific_only_; }
   // Nodes counted (those passing the filter) and, of them, unmapped ones,
   // which belong to no module.
-  std::size_t counted_nodes() const { return counted_nodes_; }
-  std::size_t unmapped_nodes() const { return unmapped_nodes_; }
+  std::size_t countedNodes() const { return counted_nodes_; }
+  std::size_t unmappedNodes() const { return unmapped_nodes_; }
   // False when the subtree op-type histograms would have exceeded
   // TreeOptions::max_op_type_entries and were left empty.
-  bool subtree_op_types_complete() const { return subtree_op_types_complete_; }
+  bool subtreeOpTypesComplete() const { return subtree_op_types_complete_; }
 
  private:
   ModuleTree() = default;

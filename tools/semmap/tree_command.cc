@@ -128,11 +128,11 @@ int RunTreeCommand(int argc, char** argv) {
   options.model_specific_only = model_specific;
   const semmap::ModuleTree tree = semmap::ModuleTree::Build(mapper, options);
   PrintTree(tree, depth, args->has("--nonempty"), ops);
-  if (ops > 0 && !tree.subtree_op_types_complete()) {
+  if (ops > 0 && !tree.subtreeOpTypesComplete()) {
     std::cout << "(subtree op types omitted: above " << options.max_op_type_entries
               << " histogram entries)\n";
   }
-  if (tree.unmapped_nodes() > 0) std::cout << "(unmapped)  " << tree.unmapped_nodes() << " nodes\n";
+  if (tree.unmappedNodes() > 0) std::cout << "(unmapped)  " << tree.unmappedNodes() << " nodes\n";
   return kExitOk;
 }
 
