@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "internal/evidence_store.h"
 #include "internal/exporter_metadata.h"
 #include "internal/file_io.h"
 #include "internal/manifest_fit.h"
@@ -280,6 +281,7 @@ Scope* ScopeOf(const Node& node, const Rules& rules, ScopeMap* scopes) {
 
 }  // namespace
 
+SemanticMapper::SemanticMapper(Graph graph) : graph_(std::move(graph)) {}
 SemanticMapper::SemanticMapper(SemanticMapper&&) noexcept = default;
 SemanticMapper& SemanticMapper::operator=(SemanticMapper&&) noexcept = default;
 SemanticMapper::~SemanticMapper() = default;
@@ -341,6 +343,8 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
                                                       const MapperOptions& options) try {
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
   SemanticMapper mapper(std::move(graph_handle));
+  mapper.evidence_ = std::make_unique<internal::EvidenceStore>();
+  internal::EvidenceStore& store = *mapper.evidence_;
   const Graph& graph = mapper.graph_;
   const Manifest* manifest = shared.get();
   mapper.has_manifest_ = manifest != nullptr;
@@ -389,19 +393,21 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
       m.module = r.module;
       m.strategy = s.from_metadata ? Strategy::kExporterMetadata : Strategy::kExactScope;
       m.confidence = r.ambiguous ? kExactAmbiguous : r.call_suffix ? kExactCallSuffix : kExact;
-      m.evidence = ScopeEvidence(s);
-      if (r.call_suffix) absl::StrAppend(&m.evidence, " (call suffix folded)");
+      std::string evidence = ScopeEvidence(s);
+      if (r.call_suffix) absl::StrAppend(&evidence, " (call suffix folded)");
       const std::string& manifest_class = manifest->module(r.module).qualified_class;
       if (!derived && !s.qualified_class.empty() && s.qualified_class != manifest_class) {
         m.confidence = std::min(m.confidence, kClassMismatch);
-        absl::StrAppend(&m.evidence, "; exporter says ", s.qualified_class);
+        absl::StrAppend(&evidence, "; exporter says ", s.qualified_class);
       }
+      m.evidence = store.Intern(evidence);
     } else if (r.module != kNoModule && r.resolved > wrapper_len) {
       m.module = r.module;
       m.strategy = Strategy::kScopePrefix;
       m.confidence = kPrefix;
-      m.evidence = absl::StrCat(ScopeEvidence(s), ": resolved ", r.resolved - wrapper_len,
-                                " of ", r.total - wrapper_len, " segments");
+      m.evidence = store.Intern(absl::StrCat(ScopeEvidence(s), ": resolved ",
+                                             r.resolved - wrapper_len, " of ",
+                                             r.total - wrapper_len, " segments"));
     } else {
       continue;
     }
@@ -416,7 +422,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   // Nodes the reference export maps (MapperOptions::reference).
   if (reference) {
     internal::TransferFromReference(graph, *options.reference, reference->mapAll(), *manifest,
-                                    rules, &mapper.mappings_);
+                                    rules, &mapper.mappings_, &store);
   }
 
   // Nodes with neither scope nor metadata: the names of their tensors.
@@ -440,23 +446,24 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   }
   for (std::size_t i = 0; i < graph.size(); ++i) {
     Mapping& m = mapper.mappings_[i];
-    if (m.strategy == Strategy::kExporterMetadata) tensors.WidenRewritten(static_cast<NodeId>(i), &m);
+    if (m.strategy == Strategy::kExporterMetadata) tensors.WidenRewritten(static_cast<NodeId>(i), &m, &store);
     if (m.mapped() || ops.followsConsumers(static_cast<NodeId>(i))) continue;
     internal::TensorFinding finding;
     if (!tensors.ForNode(static_cast<NodeId>(i), &finding)) continue;
     m.module = finding.module;
     m.confidence = derived ? finding.confidence * kNoManifestFactor : finding.confidence;
     m.strategy = Strategy::kTensorNames;
-    m.evidence = std::move(finding.evidence);
+    m.evidence = store.Intern(finding.evidence);
   }
 
   // Nodes still without evidence: the graph's structure and execution
   // order, then their neighbours.
   const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
   internal::StructureCounts structure =
-      internal::InferFromStructure(graph, *manifest, rules, ops, tensors, shape, &mapper.mappings_);
+      internal::InferFromStructure(graph, *manifest, rules, ops, tensors, shape, &mapper.mappings_,
+                                   &store);
   internal::InferFromNeighbourhood(graph, *manifest, ops, shape, structure.hints,
-                                   options.max_neighbourhood_passes, &mapper.mappings_);
+                                   options.max_neighbourhood_passes, &mapper.mappings_, &store);
 
   mapper.categories_.reserve(manifest->size());
   for (std::size_t i = 0; i < manifest->size(); ++i) {
@@ -467,7 +474,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
     if (!m.mapped()) {
       m.confidence = 0.0;
       m.strategy = Strategy::kUnmapped;
-      if (m.evidence.empty()) m.evidence = "no scope and no mapped neighbour";
+      if (m.evidence.empty()) m.evidence = "no scope and no mapped neighbour";  // a literal
       continue;
     }
     const ModuleInfo& info = manifest->module(m.module);

@@ -110,7 +110,7 @@ std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& op
     node_conf.push_back(m.confidence);
     node_strategy.push_back(strings.Index(std::string(StrategyName(m.strategy))));
     node_category.push_back(strings.Index(std::string(m.category)));
-    node_evidence.push_back(strings.Index(m.evidence));
+    node_evidence.push_back(strings.Index(std::string(m.evidence)));
     node_subgraph.push_back(n.subgraph);
   }
   for (std::size_t i = 0; i < mods.size(); ++i) subtree[i] = own[i];

@@ -11,6 +11,8 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_split.h"
+#include "absl/strings/str_cat.h"
+#include "internal/evidence_store.h"
 #include "internal/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -198,6 +200,24 @@ TEST_CASE("PrefixResolver agrees with ScopeResolver") {
       }
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("EvidenceStore stores each text once, in place") {
+  semmap::internal::EvidenceStore store;
+  const absl::string_view a = store.Intern("scope /encoder/layer.0");
+  const std::string big(200000, 'x');  // longer than a block
+  const absl::string_view b = store.Intern(big);
+  std::vector<absl::string_view> many;
+  for (int i = 0; i < 20000; ++i) many.push_back(store.Intern(absl::StrCat("text ", i)));
+  CHECK(store.Intern("scope /encoder/layer.0").data() == a.data());  // deduplicated
+  CHECK(a == "scope /encoder/layer.0");
+  CHECK(b == big);
+  for (int i = 0; i < 20000; ++i) CHECK(many[static_cast<std::size_t>(i)] == absl::StrCat("text ", i));
+  CHECK(store.Intern("").empty());
 }
 
 }  // namespace

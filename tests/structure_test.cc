@@ -87,7 +87,7 @@ TEST_CASE("nodes a quantizer named after the node it replaced follow that node",
       f->mapper->moduleFor(f->graph->find("node_MatMul_91_quant_scales_mul"));
   CHECK(m.strategy == semmap::Strategy::kStructure);
   CHECK(m.module_path == root.module_path);
-  CHECK_THAT(m.evidence, Catch::Contains("named after node node_MatMul_91_quant"));
+  CHECK_THAT(std::string(m.evidence), Catch::Contains("named after node node_MatMul_91_quant"));
 }
 
 TEST_CASE("the dynamo exporter's creation counters restore a re-sorted file's order",
@@ -189,9 +189,10 @@ semmap::internal::StructureCounts RunStructure(const std::string& dir) {
       mappings[i].strategy = semmap::Strategy::kTensorNames;
     }
   }
+  static semmap::internal::EvidenceStore store;  // outlives the returned mappings
   return semmap::internal::InferFromStructure(*g, *m, rules, ops, tensors,
                                               semmap::internal::ShapeComputations(*g, ops),
-                                              &mappings);
+                                              &mappings, &store);
 }
 
 TEST_CASE("structure reports the order it used and the weights it aligned", "[structure]") {

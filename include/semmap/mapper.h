@@ -58,6 +58,9 @@
 #include "semmap/rules.h"
 
 namespace semmap {
+namespace internal {
+class EvidenceStore;
+}  // namespace internal
 
 struct MapperOptions {
   // Inference rules; null means Rules::Default(). Only read during Create().
@@ -189,7 +192,7 @@ class SemanticMapper {
   const Graph& graph() const { return graph_; }
 
  private:
-  explicit SemanticMapper(Graph graph) : graph_(std::move(graph)) {}
+  explicit SemanticMapper(Graph graph);
 
   Graph graph_;
   std::shared_ptr<const Manifest> manifest_;
@@ -197,6 +200,7 @@ class SemanticMapper {
   RootBinding binding_;
   ManifestFit fit_;
   std::vector<Mapping> mappings_;
+  std::unique_ptr<internal::EvidenceStore> evidence_;  // what mappings_ point into
   std::vector<std::string> categories_;  // per manifest module
 };
 

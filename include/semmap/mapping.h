@@ -61,8 +61,9 @@ struct Mapping {
   // In [0, 1]: how sure the strategy is. 0 exactly when unmapped.
   double confidence = 0.0;
   Strategy strategy = Strategy::kUnmapped;
-  // Short human-readable reason ("scope /encoder/layer.0/... resolved").
-  std::string evidence;
+  // Short human-readable reason ("scope /encoder/layer.0/... resolved"). A
+  // view into the mapper's store, valid while the SemanticMapper lives.
+  absl::string_view evidence;
 
   bool mapped() const { return module != kNoModule; }
   // mapped() with confidence >= kConfidentFloor.

@@ -64,7 +64,7 @@ bool ReadsWeight(const Graph& graph, const Node& n) {
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
                            const OpTraits& ops, const std::vector<bool>& shape,
                            const OrderHints& hints, int max_passes,
-                           std::vector<Mapping>* mappings) {
+                           std::vector<Mapping>* mappings, EvidenceStore* evidence) {
   std::vector<Mapping>& out = *mappings;
   int passes = 0;
   // One-sided evidence (only producers, or only consumers of a node that
@@ -122,38 +122,38 @@ int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
         m.module = placed(consumers.lca);
         m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
         m.strategy = Strategy::kOpRule;
-        m.evidence = absl::StrCat(n.op_type, " follows its ", consumers.count, " consumers");
+        m.evidence = evidence->Intern(absl::StrCat(n.op_type, " follows its ", consumers.count, " consumers"));
       } else if (consumers.count > 0 && shape[i]) {
         m.module = placed(consumers.lca);
         m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
         m.strategy = Strategy::kOpRule;
-        m.evidence = absl::StrCat("shape computation follows its ", consumers.count, " consumers");
+        m.evidence = evidence->Intern(absl::StrCat("shape computation follows its ", consumers.count, " consumers"));
       } else if (consumers.count > 0 && consumers.agree && ReadsWeight(graph, n) &&
                  !manifest.module(consumers.lca).parameters.empty()) {
         m.module = consumers.lca;
         m.confidence = kWeightToConsumer * consumers.weakest;
-        m.evidence = "reads an unnamed weight; its consumers' module holds the parameters";
+        m.evidence = evidence->Intern("reads an unnamed weight; its consumers' module holds the parameters");
       } else if (!has_producer && consumers.count > 0) {
         m.module = consumers.lca;
         m.confidence = (consumers.agree ? kSourceAgreeing : kDisagreeing) * consumers.weakest;
-        m.evidence = absl::StrCat(consumers.agree ? "source node; all " : "source node; lowest common ancestor of ",
-                                  consumers.count, " consumers");
+        m.evidence = evidence->Intern(absl::StrCat(consumers.agree ? "source node; all " : "source node; lowest common ancestor of ",
+                                  consumers.count, " consumers"));
       } else if (producers.count > 0 && consumers.count > 0) {
         m.module = manifest.lowestCommonAncestor(Lift(manifest, producers.lca),
                                                  Lift(manifest, consumers.lca));
         m.confidence = kBothSides * std::min(producers.weakest, consumers.weakest);
-        m.evidence = absl::StrCat("lowest common ancestor of ", producers.count,
-                                  " producers and ", consumers.count, " consumers");
+        m.evidence = evidence->Intern(absl::StrCat("lowest common ancestor of ", producers.count,
+                                  " producers and ", consumers.count, " consumers"));
       } else if (!one_sided) {
         continue;
       } else if (consumers.count > 0) {
         m.module = Lift(manifest, consumers.lca);
         m.confidence = kOneSide * consumers.weakest;
-        m.evidence = absl::StrCat("from ", consumers.count, " consumers only");
+        m.evidence = evidence->Intern(absl::StrCat("from ", consumers.count, " consumers only"));
       } else if (producers.count > 0) {
         m.module = Lift(manifest, producers.lca);
         m.confidence = kOneSide * producers.weakest;
-        m.evidence = absl::StrCat("from ", producers.count, " producers only");
+        m.evidence = evidence->Intern(absl::StrCat("from ", producers.count, " producers only"));
       } else {
         m.strategy = Strategy::kUnmapped;
         continue;

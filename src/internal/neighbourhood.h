@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "internal/evidence_store.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -45,7 +46,7 @@ struct OrderHints {
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
                            const OpTraits& ops, const std::vector<bool>& shape,
                            const OrderHints& hints, int max_passes,
-                           std::vector<Mapping>* mappings);
+                           std::vector<Mapping>* mappings, EvidenceStore* evidence);
 
 }  // namespace internal
 }  // namespace semmap

@@ -477,7 +477,8 @@ bool KeepsOwnAnswer(const Mapping& m) {
 TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
                                     const std::vector<Mapping>& reference_mappings,
                                     const Manifest& manifest, const Rules& rules,
-                                    std::vector<Mapping>* mappings, const MatchLimits& limits) {
+                                    std::vector<Mapping>* mappings, EvidenceStore* evidence,
+                                    const MatchLimits& limits) {
   TransferStats stats;
   const std::vector<NodeMatch> matches = MatchToReference(processed, reference, rules, limits);
   for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
@@ -525,12 +526,12 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
     m.module = module;
     m.confidence = confidence;
     m.strategy = Strategy::kReference;
-    m.evidence = match.reference_nodes.size() == 1
+    m.evidence = evidence->Intern(match.reference_nodes.size() == 1
                      ? absl::StrCat("reference node ", Abbreviate(first.id, 80), " (",
                                     RuleWords(match.rule), ")")
                      : absl::StrCat("reference: ", RuleWords(match.rule), "; replaced ",
                                     match.reference_nodes.size(), " nodes from ",
-                                    Abbreviate(first.id, 80));
+                                    Abbreviate(first.id, 80)));
     ++stats.transferred;
   }
 
@@ -577,8 +578,8 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
       m.module = module;
       m.confidence = (agree ? kConsumersAgree : kConsumersLca) * weakest;
       m.strategy = Strategy::kReference;
-      m.evidence = absl::StrCat("follows its ", count, " consumer", count == 1 ? "" : "s",
-                                " (reference transfer)");
+      m.evidence = evidence->Intern(absl::StrCat("follows its ", count, " consumer", count == 1 ? "" : "s",
+                                " (reference transfer)"));
       ++stats.consumers;
     }
     if (still.size() == pending.size()) break;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "internal/evidence_store.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -108,7 +109,7 @@ struct TransferStats {
 TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
                                     const std::vector<Mapping>& reference_mappings,
                                     const Manifest& manifest, const Rules& rules,
-                                    std::vector<Mapping>* mappings,
+                                    std::vector<Mapping>* mappings, EvidenceStore* evidence,
                                     const MatchLimits& limits = {});
 
 }  // namespace internal

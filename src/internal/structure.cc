@@ -59,9 +59,10 @@ class Structure {
  public:
   Structure(const Graph& graph, const Manifest& manifest, const Rules& rules,
             const OpTraits& ops, const TensorEvidence& tensors,
-            const std::vector<bool>& shape, std::vector<Mapping>* mappings)
+            const std::vector<bool>& shape, std::vector<Mapping>* mappings,
+            EvidenceStore* evidence)
       : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), tensors_(tensors),
-        shape_(shape), out_(*mappings), n_(graph.size()) {
+        shape_(shape), out_(*mappings), evidence_(evidence), n_(graph.size()) {
     library_.resize(manifest.size());
     module_ops_.resize(manifest.size());
     params_below_.assign(manifest.size(), false);
@@ -153,7 +154,7 @@ class Structure {
     m.module = module;
     m.confidence = confidence * factor_;
     m.strategy = Strategy::kStructure;
-    m.evidence = std::move(evidence);
+    m.evidence = evidence_->Intern(std::move(evidence));
   }
 
   // The structure is read against the manifest only when the graph's
@@ -278,8 +279,8 @@ class Structure {
       m.module = p.module;
       m.confidence = kAlignedWeight;
       m.strategy = Strategy::kStructure;
-      m.evidence = absl::StrCat("unnamed weight ", weight->name, " aligned by shape and order with ",
-                                manifest_.module(p.module).path, ".", p.spec->name);
+      m.evidence = evidence_->Intern(absl::StrCat("unnamed weight ", weight->name, " aligned by shape and order with ",
+                                manifest_.module(p.module).path, ".", p.spec->name));
       ++aligned;
     }
     return aligned;
@@ -319,7 +320,7 @@ class Structure {
           m.module = root.module;
           m.confidence = std::min(root.confidence, kNameFamily);
           m.strategy = Strategy::kStructure;
-          m.evidence = absl::StrCat("named after node ", it->first);
+          m.evidence = evidence_->Intern(absl::StrCat("named after node ", it->first));
         }
         break;
       }
@@ -699,6 +700,7 @@ class Structure {
   const TensorEvidence& tensors_;
   const std::vector<bool>& shape_;
   std::vector<Mapping>& out_;
+  EvidenceStore* evidence_;
   const std::size_t n_;
   std::vector<bool> library_;
   std::vector<int> module_ops_;
@@ -721,8 +723,8 @@ StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
                                    const Rules& rules, const OpTraits& ops,
                                    const TensorEvidence& tensors,
                                    const std::vector<bool>& shape,
-                                   std::vector<Mapping>* mappings) {
-  return Structure(graph, manifest, rules, ops, tensors, shape, mappings).Run();
+                                   std::vector<Mapping>* mappings, EvidenceStore* evidence) {
+  return Structure(graph, manifest, rules, ops, tensors, shape, mappings, evidence).Run();
 }
 
 }  // namespace internal

@@ -42,6 +42,7 @@
 #include "internal/neighbourhood.h"
 #include "internal/op_traits.h"
 #include "internal/tensor_evidence.h"
+#include "internal/evidence_store.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -70,7 +71,7 @@ StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
                                    const Rules& rules, const OpTraits& ops,
                                    const TensorEvidence& tensors,
                                    const std::vector<bool>& shape,
-                                   std::vector<Mapping>* mappings);
+                                   std::vector<Mapping>* mappings, EvidenceStore* evidence);
 
 }  // namespace internal
 }  // namespace semmap

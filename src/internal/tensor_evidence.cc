@@ -69,7 +69,7 @@ ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int 
   return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1, via_identity);
 }
 
-bool TensorEvidence::WidenRewritten(NodeId id, Mapping* m) const {
+bool TensorEvidence::WidenRewritten(NodeId id, Mapping* m, EvidenceStore* evidence) const {
   const Node& n = graph_.node(id);
   if (!m->mapped()) return false;
   const bool rewritten = std::any_of(n.metadata.begin(), n.metadata.end(),
@@ -83,9 +83,10 @@ bool TensorEvidence::WidenRewritten(NodeId id, Mapping* m) const {
     }
   }
   if (module == m->module) return false;
-  absl::StrAppend(&m->evidence, "; rewritten by the exporter's optimizer, reads parameters of ",
-                  manifest_.module(module).path.empty() ? "<root>" : manifest_.module(module).path,
-                  "'s subtree: their common ancestor");
+  m->evidence = evidence->Intern(absl::StrCat(
+      m->evidence, "; rewritten by the exporter's optimizer, reads parameters of ",
+      manifest_.module(module).path.empty() ? "<root>" : manifest_.module(module).path,
+      "'s subtree: their common ancestor"));
   m->module = module;
   m->confidence = std::min(m->confidence, kRewritten);
   return true;

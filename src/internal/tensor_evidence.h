@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "internal/op_traits.h"
 #include "internal/scope_resolver.h"
+#include "internal/evidence_store.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"
@@ -43,7 +44,7 @@ class TensorEvidence {
   // carries the BatchNorm's module stack) that reads parameters of a module
   // outside the one its metadata names does the work of both: `*m` becomes
   // their lowest common ancestor. Returns true when `*m` changed.
-  bool WidenRewritten(NodeId node, Mapping* m) const;
+  bool WidenRewritten(NodeId node, Mapping* m, EvidenceStore* evidence) const;
 
   // The module owning the parameter or buffer named `value` under the root
   // binding (suffixes of rules stripped), or kNoModule.
