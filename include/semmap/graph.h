@@ -3,7 +3,9 @@
 // Holds what mapping needs and nothing else: nodes (name, op type, domain,
 // inputs, outputs, attribute names, metadata_props, doc_string), graph inputs
 // and outputs, initializer names/types/shapes (never their payloads), and
-// producer/consumer indexes by value name. Nodes of subgraphs (If/Loop/Scan
+// producer/consumer indexes by value (ValueId, resolved once when loading;
+// by name too). Strings are views into the file, which the Graph keeps
+// mapped: loading allocates per list, not per name. Nodes of subgraphs (If/Loop/Scan
 // bodies) and of model-local functions are included, each tagged with the
 // subgraph it lives in.
 //
