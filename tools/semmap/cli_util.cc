@@ -20,7 +20,7 @@ class HelpFormatter : public CLI::Formatter {
   HelpFormatter(const std::string* synopsis, const std::string* description,
                 const std::string* footer)
       : synopsis_(synopsis), description_(description), footer_(footer) {
-    column_width(28);
+    column_width(30);
   }
 
   std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode mode) const override {
@@ -31,9 +31,11 @@ class HelpFormatter : public CLI::Formatter {
     for (const CLI::App* group : app->get_subcommands({})) {
       std::vector<const CLI::Option*> options = group->get_options(
           [group](const CLI::Option* opt) { return opt != group->get_help_ptr(); });
-      if (!options.empty()) absl::StrAppend(&out, make_group(group->get_name(), false, options));
+      if (!options.empty()) absl::StrAppend(&out, make_group(group->get_group(), false, options));
     }
     if (!footer_->empty()) absl::StrAppend(&out, "\n", *footer_);
+    // One blank line between the parts, however CLI11 ended its groups.
+    while (absl::StrContains(out, "\n\n\n")) out = absl::StrReplaceAll(out, {{"\n\n\n", "\n\n"}});
     return out;
   }
 
