@@ -154,11 +154,13 @@ struct SEMMAP_EXPORT ScopedNamePlan {
 // options.scoped_name_min_confidence and options.rules (other options are
 // ignored). Deterministic: depends only on the graph, the mapping and the
 // options.
-SEMMAP_EXPORT ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptions& options);
+SEMMAP_EXPORT ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper,
+                                             const AnnotateOptions& options);
 
-SEMMAP_EXPORT absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std::string& input,
-                                        const std::string& output,
-                                        const AnnotateOptions& options = {});
+SEMMAP_EXPORT absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper,
+                                                      const std::string& input,
+                                                      const std::string& output,
+                                                      const AnnotateOptions& options = {});
 
 // The `namespace` entries Annotate writes, without writing anything.
 struct SEMMAP_EXPORT NamespacePlan {
@@ -175,7 +177,8 @@ struct SEMMAP_EXPORT NamespacePlan {
 // Plans the namespace entries for every node of the mapper's graph with
 // options.write_namespace, overwrite_namespace and rules (other options are
 // ignored). Linear in the graph plus the distinct modules' namespaces.
-SEMMAP_EXPORT NamespacePlan PlanNamespaces(const SemanticMapper& mapper, const AnnotateOptions& options);
+SEMMAP_EXPORT NamespacePlan PlanNamespaces(const SemanticMapper& mapper,
+                                           const AnnotateOptions& options);
 
 }  // namespace semmap
 

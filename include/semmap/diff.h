@@ -106,12 +106,13 @@ struct SEMMAP_EXPORT ModelDiff {
 // Compares the models of two mappers. FailedPrecondition when the models
 // look unrelated (see above; the message gives the classes or the overlap).
 SEMMAP_EXPORT absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapper& b,
-                                     const DiffOptions& options = {});
+                                                   const DiffOptions& options = {});
 
 // The diff as JSON: {"format": "semmap.diff", "a": {...}, "b": {...},
 // "module_overlap", "common_nodes", "modules": [...] (changed modules
 // only unless `all_modules`), "moved", "fusions", "removed"}.
-SEMMAP_EXPORT std::string ModelDiffJson(const ModelDiff& diff, bool all_modules = false, int indent = 2);
+SEMMAP_EXPORT std::string ModelDiffJson(const ModelDiff& diff, bool all_modules = false,
+                                        int indent = 2);
 
 }  // namespace semmap
 

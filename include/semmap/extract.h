@@ -95,10 +95,10 @@ struct SEMMAP_EXPORT ExtractResult {
 };
 
 SEMMAP_EXPORT absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper,
-                                            const std::string& input,
-                                            const std::string& module_path,
-                                            const std::string& output,
-                                            const ExtractOptions& options = {});
+                                                          const std::string& input,
+                                                          const std::string& module_path,
+                                                          const std::string& output,
+                                                          const ExtractOptions& options = {});
 
 }  // namespace semmap
 

@@ -79,11 +79,11 @@ struct SEMMAP_EXPORT GraphmlResult {
 
 // The document as text, and what it holds.
 SEMMAP_EXPORT absl::StatusOr<std::string> GraphmlText(const SemanticMapper& mapper,
-                                        const GraphmlOptions& options = {},
-                                        GraphmlResult* result = nullptr);
+                                                      const GraphmlOptions& options = {},
+                                                      GraphmlResult* result = nullptr);
 SEMMAP_EXPORT absl::StatusOr<GraphmlResult> WriteGraphml(const SemanticMapper& mapper,
-                                           const std::string& output,
-                                           const GraphmlOptions& options = {});
+                                                         const std::string& output,
+                                                         const GraphmlOptions& options = {});
 
 }  // namespace semmap
 

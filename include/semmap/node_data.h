@@ -60,14 +60,12 @@ struct SEMMAP_EXPORT NodeDataResult {
 };
 
 // The JSON text. `profile` is needed for kTime and ignored otherwise.
-SEMMAP_EXPORT absl::StatusOr<std::string> ModelExplorerNodeDataJson(const SemanticMapper& mapper,
-                                                      const ProfileAttribution* profile,
-                                                      const NodeDataOptions& options,
-                                                      NodeDataResult* result = nullptr);
-SEMMAP_EXPORT absl::StatusOr<NodeDataResult> WriteModelExplorerNodeData(const SemanticMapper& mapper,
-                                                          const ProfileAttribution* profile,
-                                                          const std::string& output,
-                                                          const NodeDataOptions& options);
+SEMMAP_EXPORT absl::StatusOr<std::string> ModelExplorerNodeDataJson(
+    const SemanticMapper& mapper, const ProfileAttribution* profile,
+    const NodeDataOptions& options, NodeDataResult* result = nullptr);
+SEMMAP_EXPORT absl::StatusOr<NodeDataResult> WriteModelExplorerNodeData(
+    const SemanticMapper& mapper, const ProfileAttribution* profile, const std::string& output,
+    const NodeDataOptions& options);
 
 }  // namespace semmap
 

@@ -174,7 +174,7 @@ struct SEMMAP_EXPORT ProfileAttribution {
 // given. Never fails for a well-formed profile; ResourceExhausted when out
 // of memory.
 SEMMAP_EXPORT absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
-                                                    const Profile& profile);
+                                                                  const Profile& profile);
 
 }  // namespace semmap
 

@@ -55,13 +55,15 @@ struct SEMMAP_EXPORT ReportOptions {
 };
 
 // The embedded data document (JSON text, not yet escaped for HTML).
-SEMMAP_EXPORT std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& options = {});
+SEMMAP_EXPORT std::string ReportDataJson(const SemanticMapper& mapper,
+                                         const ReportOptions& options = {});
 
 // The whole page.
-SEMMAP_EXPORT std::string ReportHtml(const SemanticMapper& mapper, const ReportOptions& options = {});
+SEMMAP_EXPORT std::string ReportHtml(const SemanticMapper& mapper,
+                                     const ReportOptions& options = {});
 
 SEMMAP_EXPORT absl::Status WriteReport(const SemanticMapper& mapper, const std::string& output,
-                         const ReportOptions& options = {});
+                                       const ReportOptions& options = {});
 
 }  // namespace semmap
 

@@ -95,7 +95,7 @@ SEMMAP_EXPORT std::string DottedPathOf(absl::Span<const absl::string_view> segme
 // Splits "relu_1" into base "relu" and call index 1; returns false (and
 // leaves the outputs alone) when the segment has no "_<digits>" ending.
 SEMMAP_EXPORT bool SplitCallSuffix(absl::string_view segment, absl::string_view* base,
-                     long* call_index);
+                                   long* call_index);
 
 }  // namespace semmap
 

@@ -46,13 +46,15 @@ struct SEMMAP_EXPORT SidecarOptions {
 };
 
 // The sidecar document as JSON text.
-SEMMAP_EXPORT std::string SidecarJson(const SemanticMapper& mapper, const SidecarOptions& options = {});
+SEMMAP_EXPORT std::string SidecarJson(const SemanticMapper& mapper,
+                                      const SidecarOptions& options = {});
 
 // The sidecar's "tree" member alone: {"view", "unmapped_nodes", "modules"}.
-SEMMAP_EXPORT std::string ModuleTreeJson(const SemanticMapper& mapper, bool model_specific, int indent = 1);
+SEMMAP_EXPORT std::string ModuleTreeJson(const SemanticMapper& mapper, bool model_specific,
+                                         int indent = 1);
 
 SEMMAP_EXPORT absl::Status WriteSidecar(const SemanticMapper& mapper, const std::string& output,
-                          const SidecarOptions& options = {});
+                                        const SidecarOptions& options = {});
 
 }  // namespace semmap
 

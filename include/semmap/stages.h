@@ -103,9 +103,10 @@ struct SEMMAP_EXPORT StagesResult {
   bool by_time = false;
 };
 
-SEMMAP_EXPORT absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper, const std::string& input,
-                                         const std::string& output,
-                                         const StageOptions& options);
+SEMMAP_EXPORT absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper,
+                                                       const std::string& input,
+                                                       const std::string& output,
+                                                       const StageOptions& options);
 
 // `output` with ".stage<index>" before its extension.
 SEMMAP_EXPORT std::string StagePath(const std::string& output, std::size_t index);
