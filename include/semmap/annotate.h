@@ -89,12 +89,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 #include "semmap/mapper.h"
 #include "semmap/rules.h"
 
 namespace semmap {
 
-struct AnnotateOptions {
+struct SEMMAP_EXPORT AnnotateOptions {
   // Allow `output` to be the input file itself (annotate in place) or the
   // manifest.
   bool allow_overwrite = false;
@@ -127,7 +128,7 @@ struct AnnotateOptions {
   int max_subgraph_depth = 64;
 };
 
-struct AnnotateResult {
+struct SEMMAP_EXPORT AnnotateResult {
   std::size_t nodes = 0;             // nodes annotated (every node)
   std::size_t mapped = 0;            // of those, with a module
   std::size_t namespaces_written = 0;
@@ -139,7 +140,7 @@ struct AnnotateResult {
 };
 
 // The renaming scoped_names performs, without writing anything.
-struct ScopedNamePlan {
+struct SEMMAP_EXPORT ScopedNamePlan {
   std::vector<std::string> names;  // per NodeId: the new name, "" = unchanged
   std::size_t renamed = 0;         // non-empty entries of `names`
   std::size_t kept = 0;            // confident nodes whose name already resolves
@@ -153,14 +154,16 @@ struct ScopedNamePlan {
 // options.scoped_name_min_confidence and options.rules (other options are
 // ignored). Deterministic: depends only on the graph, the mapping and the
 // options.
-ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptions& options);
+SEMMAP_EXPORT ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper,
+                                             const AnnotateOptions& options);
 
-absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std::string& input,
-                                        const std::string& output,
-                                        const AnnotateOptions& options = {});
+SEMMAP_EXPORT absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper,
+                                                      const std::string& input,
+                                                      const std::string& output,
+                                                      const AnnotateOptions& options = {});
 
 // The `namespace` entries Annotate writes, without writing anything.
-struct NamespacePlan {
+struct SEMMAP_EXPORT NamespacePlan {
   // Per NodeId: the entry to write (replacing any the node has); "" = none
   // written (the node keeps the exporter's, or is unmapped).
   std::vector<std::string> values;
@@ -174,7 +177,8 @@ struct NamespacePlan {
 // Plans the namespace entries for every node of the mapper's graph with
 // options.write_namespace, overwrite_namespace and rules (other options are
 // ignored). Linear in the graph plus the distinct modules' namespaces.
-NamespacePlan PlanNamespaces(const SemanticMapper& mapper, const AnnotateOptions& options);
+SEMMAP_EXPORT NamespacePlan PlanNamespaces(const SemanticMapper& mapper,
+                                           const AnnotateOptions& options);
 
 }  // namespace semmap
 

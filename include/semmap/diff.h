@@ -44,11 +44,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "semmap/export.h"
 #include "semmap/mapper.h"
 
 namespace semmap {
 
-struct DiffOptions {
+struct SEMMAP_EXPORT DiffOptions {
   // Share of A's node-holding non-root modules that must hold nodes in B.
   double min_module_overlap = 0.10;
   // Refuse manifests of different model classes.
@@ -56,7 +57,7 @@ struct DiffOptions {
 };
 
 // One node of A or B as the diff reports it.
-struct DiffNode {
+struct SEMMAP_EXPORT DiffNode {
   std::string key;      // see "Node key" above
   std::string name;
   std::string op_type;  // QualifiedOpType(): "com.microsoft.Attention"
@@ -66,7 +67,7 @@ struct DiffNode {
 };
 
 // A module that holds nodes in A or in B.
-struct ModuleDelta {
+struct SEMMAP_EXPORT ModuleDelta {
   std::string path;        // "" for the root
   std::string class_name;  // from A's manifest, else B's
   std::size_t own_a = 0, own_b = 0;
@@ -76,20 +77,20 @@ struct ModuleDelta {
 };
 
 // A node present in both models whose module differs.
-struct MovedNode {
+struct SEMMAP_EXPORT MovedNode {
   DiffNode a;
   DiffNode b;
 };
 
 // Nodes only in B mapped to one module, and the A-only nodes they replaced.
-struct FusionGroup {
+struct SEMMAP_EXPORT FusionGroup {
   std::string module;  // "" with mapped == false for unmapped B-only nodes
   bool mapped = true;
   std::vector<DiffNode> fused;     // in B's node order
   std::vector<DiffNode> replaced;  // in A's node order
 };
 
-struct ModelDiff {
+struct SEMMAP_EXPORT ModelDiff {
   std::string model_class_a, model_class_b;
   std::size_t nodes_a = 0, nodes_b = 0;
   std::size_t common_nodes = 0;  // keys present in both
@@ -104,13 +105,14 @@ struct ModelDiff {
 
 // Compares the models of two mappers. FailedPrecondition when the models
 // look unrelated (see above; the message gives the classes or the overlap).
-absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapper& b,
-                                     const DiffOptions& options = {});
+SEMMAP_EXPORT absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapper& b,
+                                                   const DiffOptions& options = {});
 
 // The diff as JSON: {"format": "semmap.diff", "a": {...}, "b": {...},
 // "module_overlap", "common_nodes", "modules": [...] (changed modules
 // only unless `all_modules`), "moved", "fusions", "removed"}.
-std::string ModelDiffJson(const ModelDiff& diff, bool all_modules = false, int indent = 2);
+SEMMAP_EXPORT std::string ModelDiffJson(const ModelDiff& diff, bool all_modules = false,
+                                        int indent = 2);
 
 }  // namespace semmap
 

@@ -65,11 +65,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "semmap/export.h"
 #include "semmap/mapper.h"
 
 namespace semmap {
 
-struct ExtractOptions {
+struct SEMMAP_EXPORT ExtractOptions {
   // Allow `output` to be the input file itself or the manifest.
   bool allow_overwrite = false;
   // The manifest the mapper read, if any: protected like the input model.
@@ -81,7 +82,7 @@ struct ExtractOptions {
   int max_subgraph_depth = 64;
 };
 
-struct ExtractResult {
+struct SEMMAP_EXPORT ExtractResult {
   std::string module;               // the module path extracted
   std::size_t nodes = 0;            // nodes written (region + copied constants)
   std::size_t copied_constants = 0; // of those, Constant nodes from outside
@@ -93,11 +94,11 @@ struct ExtractResult {
   std::uint64_t bytes_written = 0;
 };
 
-absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper,
-                                            const std::string& input,
-                                            const std::string& module_path,
-                                            const std::string& output,
-                                            const ExtractOptions& options = {});
+SEMMAP_EXPORT absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper,
+                                                          const std::string& input,
+                                                          const std::string& module_path,
+                                                          const std::string& output,
+                                                          const ExtractOptions& options = {});
 
 }  // namespace semmap
 

@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "semmap/export.h"
 
 namespace semmap {
 namespace internal {
@@ -58,7 +59,7 @@ using MetadataEntry = std::pair<absl::string_view, absl::string_view>;
 // Every string and span of a Node, Subgraph or TensorInfo points into
 // memory the Graph owns (the mapped file or its own storage): valid as long
 // as the Graph, or any copy of it, lives. Copy what must outlive it.
-struct Node {
+struct SEMMAP_EXPORT Node {
   absl::string_view id;  // unique key, see above
   absl::string_view name;
   absl::string_view op_type;
@@ -82,7 +83,7 @@ struct Node {
 
 // A graph body: the main graph (index 0), a subgraph held by a node
 // attribute, or a model-local function.
-struct Subgraph {
+struct SEMMAP_EXPORT Subgraph {
   enum class Kind { kMain, kAttribute, kFunction };
   Kind kind = Kind::kMain;
   absl::string_view name;
@@ -96,7 +97,7 @@ struct Subgraph {
   friend bool operator!=(const Subgraph& a, const Subgraph& b) { return !(a == b); }
 };
 
-struct TensorInfo {
+struct SEMMAP_EXPORT TensorInfo {
   absl::string_view name;
   std::int32_t elem_type = 0;  // onnx TensorProto.DataType value
   absl::Span<const std::int64_t> dims;  // empty when unknown or scalar
@@ -119,7 +120,7 @@ enum class Loader {
   kProtobuf,
 };
 
-struct GraphOptions {
+struct SEMMAP_EXPORT GraphOptions {
   // Files above this size are refused (InvalidArgument).
   std::uint64_t max_file_bytes = std::uint64_t{1} << 40;
   // Subgraphs nested deeper than this are refused (InvalidArgument).
@@ -140,7 +141,7 @@ struct GraphOptions {
   Loader loader = Loader::kWireScan;
 };
 
-class Graph {
+class SEMMAP_EXPORT Graph {
  public:
   // Reads an ONNX model file. Errors (messages start with the file name):
   // NotFound (missing), InvalidArgument (empty, not an ONNX ModelProto,

@@ -50,12 +50,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "semmap/export.h"
 #include "semmap/mapper.h"
 #include "semmap/profile.h"
 
 namespace semmap {
 
-struct GraphmlOptions {
+struct SEMMAP_EXPORT GraphmlOptions {
   // Depth (root = 0, so at least 1) at which modules are folded into one
   // node; -1 draws every module.
   int max_depth = -1;
@@ -67,7 +68,7 @@ struct GraphmlOptions {
   bool allow_overwrite = false;
 };
 
-struct GraphmlResult {
+struct SEMMAP_EXPORT GraphmlResult {
   std::size_t module_groups = 0;     // modules drawn as nested graphs
   std::size_t collapsed_modules = 0; // modules drawn as one node
   std::size_t op_nodes = 0;          // ops drawn (not inside a collapsed module)
@@ -77,12 +78,12 @@ struct GraphmlResult {
 };
 
 // The document as text, and what it holds.
-absl::StatusOr<std::string> GraphmlText(const SemanticMapper& mapper,
-                                        const GraphmlOptions& options = {},
-                                        GraphmlResult* result = nullptr);
-absl::StatusOr<GraphmlResult> WriteGraphml(const SemanticMapper& mapper,
-                                           const std::string& output,
-                                           const GraphmlOptions& options = {});
+SEMMAP_EXPORT absl::StatusOr<std::string> GraphmlText(const SemanticMapper& mapper,
+                                                      const GraphmlOptions& options = {},
+                                                      GraphmlResult* result = nullptr);
+SEMMAP_EXPORT absl::StatusOr<GraphmlResult> WriteGraphml(const SemanticMapper& mapper,
+                                                         const std::string& output,
+                                                         const GraphmlOptions& options = {});
 
 }  // namespace semmap
 

@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 
 namespace semmap {
 
@@ -35,13 +36,13 @@ inline constexpr ModuleId kNoModule = -1;
 // The schema version this build reads.
 inline constexpr int kManifestSchemaVersion = 1;
 
-struct TensorSpec {
+struct SEMMAP_EXPORT TensorSpec {
   std::string name;  // local name inside its module ("weight")
   std::vector<std::int64_t> shape;
   std::string dtype;  // "float32", "int64", ...
 };
 
-struct ModuleInfo {
+struct SEMMAP_EXPORT ModuleInfo {
   std::string path;             // "encoder.layer.0"; "" for the root
   std::string class_name;       // "BertLayer"
   std::string qualified_class;  // "transformers.models.bert.modeling_bert.BertLayer"
@@ -59,14 +60,14 @@ struct ModuleInfo {
   std::string variable_name;
 };
 
-struct ManifestOptions {
+struct SEMMAP_EXPORT ManifestOptions {
   // Files above this size are refused (InvalidArgument).
   std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
   // More modules than this are refused (InvalidArgument).
   std::size_t max_modules = 10'000'000;
 };
 
-class Manifest {
+class SEMMAP_EXPORT Manifest {
  public:
   Manifest(const Manifest& other);
   Manifest& operator=(const Manifest& other);
@@ -152,7 +153,7 @@ class Manifest {
 };
 
 // The TorchScript scope variable name of a module path (see ModuleInfo).
-std::string VariableNameOf(absl::string_view path);
+SEMMAP_EXPORT std::string VariableNameOf(absl::string_view path);
 
 }  // namespace semmap
 

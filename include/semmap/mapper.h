@@ -52,6 +52,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -62,7 +63,7 @@ namespace internal {
 class EvidenceStore;
 }  // namespace internal
 
-struct MapperOptions {
+struct SEMMAP_EXPORT MapperOptions {
   // Inference rules; null means Rules::Default(). Only read during Create().
   const Rules* rules = nullptr;
   // Upper bound on neighbourhood passes; each pass is linear in the graph.
@@ -88,7 +89,7 @@ struct MapperOptions {
 };
 
 // How the ONNX root scope was matched to the manifest.
-struct RootBinding {
+struct SEMMAP_EXPORT RootBinding {
   ModuleId root = 0;                 // manifest module the ONNX root maps to
   std::vector<std::string> wrapper;  // leading ONNX segments outside the manifest
   std::size_t scoped_nodes = 0;      // nodes with a scoped name
@@ -105,7 +106,7 @@ struct RootBinding {
 // manifest whose repeated containers have more items than the graph uses
 // does not. A graph without such names (stripped, or fully renamed by an
 // optimizer) gives no evidence either way: it fits, with `checked` false.
-struct ManifestFit {
+struct SEMMAP_EXPORT ManifestFit {
   std::size_t scoped_nodes = 0;      // nodes whose name or metadata gives a
                                      // scope below the root
   std::size_t resolved_nodes = 0;    // of those, naming a manifest module
@@ -127,7 +128,7 @@ struct ManifestFit {
   std::string evidence;
 };
 
-class SemanticMapper {
+class SEMMAP_EXPORT SemanticMapper {
  public:
   // Maps every node of `graph`. `manifest` may be null (see above).
   // Errors (messages name no file: the Graph has no path):

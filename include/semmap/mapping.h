@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 #include "semmap/manifest.h"
 
 namespace semmap {
@@ -37,9 +38,9 @@ inline constexpr std::size_t kStrategyCount = 9;
 
 // "unmapped", "exact_scope", "exporter_metadata", "tensor_names",
 // "scope_prefix", "op_rule", "neighbourhood", "structure", "reference".
-absl::string_view StrategyName(Strategy s);
+SEMMAP_EXPORT absl::string_view StrategyName(Strategy s);
 // Inverse of StrategyName; false when `name` is unknown.
-bool ParseStrategy(absl::string_view name, Strategy* out);
+SEMMAP_EXPORT bool ParseStrategy(absl::string_view name, Strategy* out);
 
 // Confidence at and above which an answer counts as confident. Measured on
 // the fixture corpus (every toolchain, exporter and pipeline, held-out
@@ -47,7 +48,7 @@ bool ParseStrategy(absl::string_view name, Strategy* out);
 // it, about one in eight is (docs/mapping.md, "Confidence").
 inline constexpr double kConfidentFloor = 0.9;
 
-struct Mapping {
+struct SEMMAP_EXPORT Mapping {
   ModuleId module = kNoModule;
   // Views into the mapper's manifest: valid while the SemanticMapper that
   // produced this Mapping lives. Empty when unmapped; class names are empty

@@ -36,6 +36,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "semmap/export.h"
 #include "semmap/mapper.h"
 #include "semmap/profile.h"
 
@@ -43,7 +44,7 @@ namespace semmap {
 
 enum class NodeDataValue { kConfidence, kTime };
 
-struct NodeDataOptions {
+struct SEMMAP_EXPORT NodeDataOptions {
   NodeDataValue value = NodeDataValue::kConfidence;
   // Shown in Model Explorer; empty: "semmap confidence" or
   // "semmap kernel time (us)".
@@ -53,20 +54,18 @@ struct NodeDataOptions {
   bool allow_overwrite = false;
 };
 
-struct NodeDataResult {
+struct SEMMAP_EXPORT NodeDataResult {
   std::string graph_id;
   std::size_t results = 0;  // nodes with a value
 };
 
 // The JSON text. `profile` is needed for kTime and ignored otherwise.
-absl::StatusOr<std::string> ModelExplorerNodeDataJson(const SemanticMapper& mapper,
-                                                      const ProfileAttribution* profile,
-                                                      const NodeDataOptions& options,
-                                                      NodeDataResult* result = nullptr);
-absl::StatusOr<NodeDataResult> WriteModelExplorerNodeData(const SemanticMapper& mapper,
-                                                          const ProfileAttribution* profile,
-                                                          const std::string& output,
-                                                          const NodeDataOptions& options);
+SEMMAP_EXPORT absl::StatusOr<std::string> ModelExplorerNodeDataJson(
+    const SemanticMapper& mapper, const ProfileAttribution* profile,
+    const NodeDataOptions& options, NodeDataResult* result = nullptr);
+SEMMAP_EXPORT absl::StatusOr<NodeDataResult> WriteModelExplorerNodeData(
+    const SemanticMapper& mapper, const ProfileAttribution* profile, const std::string& output,
+    const NodeDataOptions& options);
 
 }  // namespace semmap
 

@@ -32,13 +32,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"
 
 namespace semmap {
 
-struct ProfileOptions {
+struct SEMMAP_EXPORT ProfileOptions {
   // Files above this size are refused (InvalidArgument). The JSON is held
   // in memory while parsing, at several times its size.
   std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
@@ -49,7 +50,7 @@ struct ProfileOptions {
 };
 
 // One profiled node: every kernel event that named it, summed.
-struct ProfiledNode {
+struct SEMMAP_EXPORT ProfiledNode {
   std::string name;      // node name as profiled (without "_kernel_time")
   std::string op_name;   // args.op_name of its first event ("" when absent)
   std::string provider;  // args.provider of its first event
@@ -57,7 +58,7 @@ struct ProfiledNode {
   std::int64_t calls = 0;
 };
 
-class Profile {
+class SEMMAP_EXPORT Profile {
  public:
   // Reads a profile file. Errors (messages start with the file name):
   // NotFound (missing file), InvalidArgument (empty, not JSON with the byte
@@ -94,7 +95,7 @@ class Profile {
 };
 
 // Time of one module, its subtree, a layer, a class, a category.
-struct ModuleTime {
+struct SEMMAP_EXPORT ModuleTime {
   ModuleId module = kNoModule;
   std::int64_t own_us = 0;      // nodes mapped to this module
   std::int64_t subtree_us = 0;  // this module and its descendants
@@ -106,7 +107,7 @@ struct ModuleTime {
 
 // An item of a repeated container (SemanticQuery::repeatedContainers()),
 // its whole subtree.
-struct LayerTime {
+struct SEMMAP_EXPORT LayerTime {
   ModuleId container = kNoModule;
   long index = 0;
   ModuleId item = kNoModule;
@@ -116,7 +117,7 @@ struct LayerTime {
 };
 
 // Nodes grouped by a name: a module class, a semantic category, an op type.
-struct GroupTime {
+struct SEMMAP_EXPORT GroupTime {
   std::string name;  // "" for nodes without one (category: no rule matched)
   std::int64_t us = 0;
   std::int64_t calls = 0;
@@ -132,9 +133,9 @@ enum class UnattributedReason {
 };
 inline constexpr std::size_t kUnattributedReasonCount = 3;
 // "not_in_graph", "op_type_mismatch", "unmapped".
-absl::string_view UnattributedReasonName(UnattributedReason reason);
+SEMMAP_EXPORT absl::string_view UnattributedReasonName(UnattributedReason reason);
 
-struct UnattributedTime {
+struct SEMMAP_EXPORT UnattributedTime {
   UnattributedReason reason = UnattributedReason::kNotInGraph;
   std::size_t nodes = 0;  // distinct profiled node names
   std::int64_t us = 0;
@@ -142,7 +143,7 @@ struct UnattributedTime {
   std::vector<std::string> examples;  // up to 5 node names, largest time first
 };
 
-struct ProfileAttribution {
+struct SEMMAP_EXPORT ProfileAttribution {
   std::int64_t kernel_us = 0;      // Profile::kernel_us()
   std::int64_t attributed_us = 0;  // given to a module
   std::size_t profiled_nodes = 0;  // distinct profiled names
@@ -172,8 +173,8 @@ struct ProfileAttribution {
 // (Graph::find); its op type must match the event's op_name when that is
 // given. Never fails for a well-formed profile; ResourceExhausted when out
 // of memory.
-absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
-                                                    const Profile& profile);
+SEMMAP_EXPORT absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
+                                                                  const Profile& profile);
 
 }  // namespace semmap
 

@@ -30,6 +30,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"
@@ -38,7 +39,7 @@
 namespace semmap {
 
 // A module whose children are all numeric atoms sharing a qualified class.
-struct RepeatedContainer {
+struct SEMMAP_EXPORT RepeatedContainer {
   ModuleId module = kNoModule;
   // Children ordered by their numeric atom.
   std::vector<ModuleId> items;
@@ -51,7 +52,7 @@ struct RepeatedContainer {
   bool layer = false;
 };
 
-class SemanticQuery {
+class SEMMAP_EXPORT SemanticQuery {
  public:
   explicit SemanticQuery(const SemanticMapper& mapper);
 

@@ -31,12 +31,13 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "semmap/export.h"
 #include "semmap/mapper.h"
 #include "semmap/profile.h"
 
 namespace semmap {
 
-struct ReportOptions {
+struct SEMMAP_EXPORT ReportOptions {
   // Shown in the page and recorded in the data; also the files WriteReport
   // refuses to overwrite. Empty: not shown.
   std::string model_path;
@@ -54,13 +55,15 @@ struct ReportOptions {
 };
 
 // The embedded data document (JSON text, not yet escaped for HTML).
-std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& options = {});
+SEMMAP_EXPORT std::string ReportDataJson(const SemanticMapper& mapper,
+                                         const ReportOptions& options = {});
 
 // The whole page.
-std::string ReportHtml(const SemanticMapper& mapper, const ReportOptions& options = {});
+SEMMAP_EXPORT std::string ReportHtml(const SemanticMapper& mapper,
+                                     const ReportOptions& options = {});
 
-absl::Status WriteReport(const SemanticMapper& mapper, const std::string& output,
-                         const ReportOptions& options = {});
+SEMMAP_EXPORT absl::Status WriteReport(const SemanticMapper& mapper, const std::string& output,
+                                       const ReportOptions& options = {});
 
 }  // namespace semmap
 

@@ -21,11 +21,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 #include "semmap/manifest.h"
 
 namespace semmap {
 
-class Rules {
+class SEMMAP_EXPORT Rules {
  public:
   // The compiled-in default rules (rules/default.json).
   static const Rules& Default();

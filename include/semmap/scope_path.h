@@ -28,6 +28,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "semmap/export.h"
 
 namespace semmap {
 
@@ -39,9 +40,9 @@ enum class NameStyle {
 };
 
 // The stable lower-case name of a style ("scoped", "unscoped", ...).
-absl::string_view NameStyleName(NameStyle style);
+SEMMAP_EXPORT absl::string_view NameStyleName(NameStyle style);
 
-class ScopePath {
+class SEMMAP_EXPORT ScopePath {
  public:
   // More segments than this are dropped (and truncated() is set), so a
   // hostile 1 MB name costs bounded memory.
@@ -89,12 +90,12 @@ class ScopePath {
 
 // The manifest-free module path of a list of scope segments (see
 // ScopePath::DottedPath()).
-std::string DottedPathOf(absl::Span<const absl::string_view> segments);
+SEMMAP_EXPORT std::string DottedPathOf(absl::Span<const absl::string_view> segments);
 
 // Splits "relu_1" into base "relu" and call index 1; returns false (and
 // leaves the outputs alone) when the segment has no "_<digits>" ending.
-bool SplitCallSuffix(absl::string_view segment, absl::string_view* base,
-                     long* call_index);
+SEMMAP_EXPORT bool SplitCallSuffix(absl::string_view segment, absl::string_view* base,
+                                   long* call_index);
 
 }  // namespace semmap
 

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "semmap/export.h"
 #include "semmap/mapper.h"
 
 namespace semmap {
@@ -31,7 +32,7 @@ namespace semmap {
 // The schema version this build writes.
 inline constexpr int kSidecarSchemaVersion = 1;
 
-struct SidecarOptions {
+struct SEMMAP_EXPORT SidecarOptions {
   // Recorded in the file ("model.path", "manifest.path"); also the files
   // WriteSidecar refuses to overwrite. Empty: not recorded.
   std::string model_path;
@@ -45,13 +46,15 @@ struct SidecarOptions {
 };
 
 // The sidecar document as JSON text.
-std::string SidecarJson(const SemanticMapper& mapper, const SidecarOptions& options = {});
+SEMMAP_EXPORT std::string SidecarJson(const SemanticMapper& mapper,
+                                      const SidecarOptions& options = {});
 
 // The sidecar's "tree" member alone: {"view", "unmapped_nodes", "modules"}.
-std::string ModuleTreeJson(const SemanticMapper& mapper, bool model_specific, int indent = 1);
+SEMMAP_EXPORT std::string ModuleTreeJson(const SemanticMapper& mapper, bool model_specific,
+                                         int indent = 1);
 
-absl::Status WriteSidecar(const SemanticMapper& mapper, const std::string& output,
-                          const SidecarOptions& options = {});
+SEMMAP_EXPORT absl::Status WriteSidecar(const SemanticMapper& mapper, const std::string& output,
+                                        const SidecarOptions& options = {});
 
 }  // namespace semmap
 

@@ -66,12 +66,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "semmap/export.h"
 #include "semmap/mapper.h"
 #include "semmap/profile.h"
 
 namespace semmap {
 
-struct StageOptions {
+struct SEMMAP_EXPORT StageOptions {
   int stages = 0;                       // N balanced stages, or 0
   std::vector<std::string> boundaries;  // modules starting stages 2.., or empty
   // Balance by kernel time instead of node count; an attribution of this
@@ -83,7 +84,7 @@ struct StageOptions {
   int max_subgraph_depth = 64;
 };
 
-struct StageInfo {
+struct SEMMAP_EXPORT StageInfo {
   std::string path;                 // the file written
   std::string first_unit, last_unit;  // module paths ("" for none)
   std::size_t nodes = 0;            // nodes written, copied constants included
@@ -96,18 +97,19 @@ struct StageInfo {
   std::uint64_t bytes = 0;
 };
 
-struct StagesResult {
+struct SEMMAP_EXPORT StagesResult {
   std::vector<StageInfo> stages;
   std::size_t allowed_cuts = 0;  // positions a cut could take
   bool by_time = false;
 };
 
-absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper, const std::string& input,
-                                         const std::string& output,
-                                         const StageOptions& options);
+SEMMAP_EXPORT absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper,
+                                                       const std::string& input,
+                                                       const std::string& output,
+                                                       const StageOptions& options);
 
 // `output` with ".stage<index>" before its extension.
-std::string StagePath(const std::string& output, std::size_t index);
+SEMMAP_EXPORT std::string StagePath(const std::string& output, std::size_t index);
 
 }  // namespace semmap
 

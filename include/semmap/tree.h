@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"
@@ -37,7 +38,7 @@
 
 namespace semmap {
 
-struct TreeOptions {
+struct SEMMAP_EXPORT TreeOptions {
   // Fold torch.nn leaf modules into their parents (see above).
   bool model_specific_only = false;
   // When set, only nodes for which it returns true are counted: the hook
@@ -51,7 +52,7 @@ struct TreeOptions {
   std::size_t max_op_type_entries = std::size_t{1} << 22;
 };
 
-struct TreeModule {
+struct SEMMAP_EXPORT TreeModule {
   ModuleId module = kNoModule;
   int parent = -1;            // index into ModuleTree::modules(); -1 for the root
   std::vector<int> children;  // indices into ModuleTree::modules()
@@ -71,7 +72,7 @@ struct TreeModule {
   std::vector<ModuleId> folded;
 };
 
-class ModuleTree {
+class SEMMAP_EXPORT ModuleTree {
  public:
   static ModuleTree Build(const SemanticMapper& mapper, const TreeOptions& options = {});
 
@@ -106,10 +107,10 @@ class ModuleTree {
 
 // True for a module the model-specific view folds away: a torch.nn class
 // without children.
-bool IsTorchLeaf(const ModuleInfo& info);
+SEMMAP_EXPORT bool IsTorchLeaf(const ModuleInfo& info);
 
 // "MatMul", or "<domain>.<op>" outside the default ONNX domain.
-std::string QualifiedOpType(const Node& node);
+SEMMAP_EXPORT std::string QualifiedOpType(const Node& node);
 
 }  // namespace semmap
 

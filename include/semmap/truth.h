@@ -18,10 +18,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "semmap/export.h"
 
 namespace semmap {
 
-struct TruthOptions {
+struct SEMMAP_EXPORT TruthOptions {
   // Files above this size are refused (InvalidArgument).
   std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
   // Nesting deeper than this is refused before parsing (InvalidArgument);
@@ -29,7 +30,7 @@ struct TruthOptions {
   int max_nesting = 16;
 };
 
-class GroundTruth {
+class SEMMAP_EXPORT GroundTruth {
  public:
   // Reads `path`. NotFound for a missing file; InvalidArgument for a
   // directory, a FIFO or device, a file above the limit, malformed JSON or a

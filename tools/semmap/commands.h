@@ -5,7 +5,6 @@
 
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,7 +24,7 @@ int RunProfileCommand(int argc, char** argv);
 int RunGraphmlCommand(int argc, char** argv);
 int RunNodeDataCommand(int argc, char** argv);
 // semmap extract --stages / --boundaries, after extract parsed `args`.
-int RunExtractStages(const char* tool, const char* usage, const Args& args);
+int RunExtractStages(const CommandLine& command_line, const Args& args);
 
 // LoadModel() with a progress indicator on a terminal. Without
 // `reference_path`, the --reference that ParseCommandArgs parsed (if any)
@@ -35,15 +34,15 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(
     const std::string& model_path, const std::string* manifest_path,
     const std::string* reference_path = nullptr, bool allow_manifest_mismatch = false);
 
-// Parses argv for a subcommand that takes exactly one MODEL.onnx; --help,
-// -h, --reference ORIGINAL.onnx and --allow-manifest-mismatch (kept for
-// LoadWithProgress, described after the command's usage) are added. Returns nullopt after printing
-// usage (--help: stdout, exit 0; bad usage: stderr, exit 2) with the exit
-// code in *exit_code.
-std::optional<Args> ParseCommandArgs(const std::string& tool, const std::string& usage,
-                                      int argc, char** argv,
-                                      std::set<std::string> value_options,
-                                      std::set<std::string> flag_options, int* exit_code);
+// Adds the options every single-model command takes: --manifest (unless
+// `manifest` is false), --reference ORIGINAL.onnx and
+// --allow-manifest-mismatch (kept for LoadWithProgress), with exactly one
+// MODEL.onnx; then parses argv (CommandLine::Parse).
+std::optional<Args> ParseCommandArgs(CommandLine& command_line, int argc, char** argv,
+                                     int* exit_code, bool manifest = true);
+
+// The --manifest option as the commands describe it.
+CLI::Option* AddManifestOption(CommandLine& command_line);
 
 }  // namespace semmap_cli
 

@@ -32,32 +32,23 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string&
                    allow_manifest_mismatch || ParsedAllowMismatch());
 }
 
-std::optional<Args> ParseCommandArgs(const std::string& tool, const std::string& usage,
-                                     int argc, char** argv, std::set<std::string> value_options,
-                                     std::set<std::string> flag_options, int* exit_code) {
-  flag_options.insert({"--help", "-h", "--allow-manifest-mismatch"});
-  value_options.insert("--reference");
-  const std::string full_usage = usage + "Every command that maps MODEL.onnx also takes\n" +
-                                 kReferenceHelp + kAllowMismatchHelp;
-  auto args = ParseArgs(argc, argv, value_options, flag_options);
-  if (!args.ok()) {
-    std::cerr << tool << ": " << EscapeControls(args.status().message()) << "\n" << full_usage;
-    *exit_code = kExitBadInput;
-    return std::nullopt;
-  }
-  if (args->has("--help") || args->has("-h")) {
-    std::cout << full_usage;
-    *exit_code = kExitOk;
-    return std::nullopt;
-  }
-  if (args->positional.size() != 1) {
-    std::cerr << tool << ": expected exactly one MODEL.onnx\n" << full_usage;
-    *exit_code = kExitBadInput;
-    return std::nullopt;
-  }
+CLI::Option* AddManifestOption(CommandLine& command_line) {
+  return command_line.Value("--manifest", "MANIFEST.json",
+                            "the module manifest of the model (python -m semmap_manifest);\n"
+                            "without it, modules come from node names and metadata alone");
+}
+
+std::optional<Args> ParseCommandArgs(CommandLine& command_line, int argc, char** argv,
+                                     int* exit_code, bool manifest) {
+  if (manifest) AddManifestOption(command_line);
+  command_line.Value("--reference", "ORIGINAL.onnx", kReferenceHelp);
+  command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
+  command_line.Positionals(1, 1, "expected exactly one MODEL.onnx");
+  std::optional<Args> args = command_line.Parse(argc, argv, exit_code);
+  if (!args) return std::nullopt;
   if (const std::string* reference = args->option("--reference")) ParsedReference() = *reference;
   ParsedAllowMismatch() = args->has("--allow-manifest-mismatch");
-  return *std::move(args);
+  return args;
 }
 
 }  // namespace semmap_cli

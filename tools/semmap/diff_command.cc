@@ -1,6 +1,7 @@
 // semmap diff: two exports of one model compared module by module.
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -12,27 +13,6 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap diff";
-constexpr char kUsage[] =
-    "usage: semmap diff A.onnx B.onnx [--manifest MANIFEST.json] [--manifest-b MANIFEST_B.json]\n"
-    "                   [--all-modules] [--json]\n"
-    "\n"
-    "Maps both models and compares them module by module: nodes and op types\n"
-    "per module, nodes that moved to another module, nodes only in B (fused by an\n"
-    "optimizer) with the nodes only in A they replaced, nodes only in A (removed).\n"
-    "Nodes are matched by name (unnamed or duplicated: op type and first output).\n"
-    "  --manifest M      manifest of A, and of B unless --manifest-b is given\n"
-    "  --manifest-b MB   manifest of B\n"
-    "  --all-modules     list every module holding nodes, not only changed ones\n"
-    "  --json            the diff as JSON (format semmap.diff)\n"
-    "  --allow-manifest-mismatch  map even when a manifest does not fit its model\n"
-    "Exit codes: 0 ok, 2 bad usage or input, or unrelated models (model classes\n"
-    "differ, or under 10% of A's node-holding modules hold nodes in B).\n";
-
-int Usage(const std::string& message) {
-  std::cerr << kTool << ": " << message << "\n" << kUsage;
-  return kExitBadInput;
-}
-
 // "+Attention:1 -MatMul:4": how the own op histogram changed.
 std::string OpDelta(const semmap::ModuleDelta& m) {
   std::map<std::string, long> delta;
@@ -105,14 +85,25 @@ void PrintText(const semmap::ModelDiff& d, const std::string& a, const std::stri
 }  // namespace
 
 int RunDiffCommand(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv, {"--manifest", "--manifest-b"},
-                        {"--json", "--all-modules", "--help", "-h", "--allow-manifest-mismatch"});
-  if (!args.ok()) return Usage(std::string(args.status().message()));
-  if (args->has("--help") || args->has("-h")) {
-    std::cout << kUsage;
-    return kExitOk;
-  }
-  if (args->positional.size() != 2) return Usage("expected A.onnx and B.onnx");
+  CommandLine command_line(
+      kTool,
+      "semmap diff A.onnx B.onnx [--manifest MANIFEST.json] [--manifest-b MANIFEST_B.json]\n"
+      "                   [--all-modules] [--json]",
+      "Maps both models and compares them module by module: nodes and op types\n"
+      "per module, nodes that moved to another module, nodes only in B (fused by an\n"
+      "optimizer) with the nodes only in A they replaced, nodes only in A (removed).\n"
+      "Nodes are matched by name (unnamed or duplicated: op type and first output).\n",
+      "Exit codes: 0 ok, 2 bad usage or input, or unrelated models (model classes\n"
+      "differ, or under 10% of A's node-holding modules hold nodes in B).\n");
+  command_line.Value("--manifest", "M", "manifest of A, and of B unless --manifest-b is given");
+  command_line.Value("--manifest-b", "MB", "manifest of B");
+  command_line.Flag("--all-modules", "list every module holding nodes, not only changed ones");
+  command_line.Flag("--json", "the diff as JSON (format semmap.diff)");
+  command_line.Flag("--allow-manifest-mismatch", "map even when a manifest does not fit its model");
+  command_line.Positionals(2, 2, "expected A.onnx and B.onnx");
+  int exit_code = 0;
+  std::optional<Args> args = command_line.Parse(argc, argv, &exit_code);
+  if (!args) return exit_code;
   const std::string* manifest_a = args->option("--manifest");
   const std::string* manifest_b = args->option("--manifest-b");
   if (manifest_b == nullptr) manifest_b = manifest_a;

@@ -13,51 +13,52 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap extract";
-constexpr char kUsage[] =
-    "usage: semmap extract MODEL.onnx [--manifest MANIFEST.json] --module PATH -o OUT.onnx\n"
-    "                      [--allow-overwrite] [--json]\n"
-    "       semmap extract MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
-    "                      (--stages N [--ort-profile PROFILE.json] | --boundaries A,B,...)\n"
-    "\n"
-    "Writes the top-level nodes mapped into the subtree of module PATH as a\n"
-    "standalone model: its inputs are the values flowing into the region, its\n"
-    "outputs the values leaving it; initializers, opsets and known types are\n"
-    "copied, Constant nodes feeding the region come along, unmapped nodes never\n"
-    "do. Boundary values the source does not type stay untyped: run onnx shape\n"
-    "inference on MODEL.onnx first to get a model runtimes accept (share/doc/semmap/report.md).\n"
-    "  --module PATH       the module (\"\" is the root)\n"
-    "  -o, --output OUT    the extracted model (written atomically)\n"
-    "  --allow-overwrite   allow OUT to be MODEL.onnx or the manifest\n"
-    "  --json              print inputs, outputs and counts as JSON\n"
-    "  --stages N          instead of one module, split the model into N consecutive\n"
-    "                      stages OUT.stage0.onnx.. at module boundaries (no layer or\n"
-    "                      module split), balanced by node count; each stage's inputs\n"
-    "                      are model inputs or earlier stages' outputs\n"
-    "  --ort-profile P     balance --stages by kernel time from an ONNX Runtime profile\n"
-    "  --boundaries A,B    stages starting at modules A, B, ... (in model order)\n"
-    "Exit codes: 0 ok, 1 no such module, 2 bad usage or input, a module without\n"
-    "top-level nodes, external data outside OUT's directory, more stages than cuts\n"
-    "or a boundary that would split a layer; nothing is written on error.\n";
-
 }  // namespace
 
 int RunExtractCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool,
+      "semmap extract MODEL.onnx [--manifest MANIFEST.json] --module PATH -o OUT.onnx\n"
+      "                      [--allow-overwrite] [--json]\n"
+      "       semmap extract MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
+      "                      (--stages N [--ort-profile PROFILE.json] | --boundaries A,B,...)",
+      "Writes the top-level nodes mapped into the subtree of module PATH as a\n"
+      "standalone model: its inputs are the values flowing into the region, its\n"
+      "outputs the values leaving it; initializers, opsets and known types are\n"
+      "copied, Constant nodes feeding the region come along, unmapped nodes never\n"
+      "do. Boundary values the source does not type stay untyped: run onnx shape\n"
+      "inference on MODEL.onnx first to get a model runtimes accept\n"
+      "(share/doc/semmap/report.md).\n",
+      "Exit codes: 0 ok, 1 no such module, 2 bad usage or input, a module without\n"
+      "top-level nodes, external data outside OUT's directory, more stages than cuts\n"
+      "or a boundary that would split a layer; nothing is written on error.\n");
+  CLI::Option* module_option = command_line.Value("--module", "PATH", "the module (\"\" is the root)");
+  CLI::Option* stages_option = command_line.Value(
+      "--stages", "N",
+      "instead of one module, split the model into N consecutive\n"
+      "stages OUT.stage0.onnx.. at module boundaries (no layer or\n"
+      "module split), balanced by node count; each stage's inputs\n"
+      "are model inputs or earlier stages' outputs");
+  CLI::Option* boundaries_option = command_line.Value(
+      "--boundaries", "A,B", "stages starting at modules A, B, ... (in model order)");
+  command_line.ExactlyOne("WHAT (exactly one)", {module_option, stages_option, boundaries_option},
+                          "give one of --module, --stages and --boundaries",
+                          "missing --module PATH (or --stages N, --boundaries A,B)");
+  command_line.Value("-o,--output", "OUT.onnx", "the extracted model (written atomically)")
+      ->required();
+  command_line.Value("--ort-profile", "P",
+                     "balance --stages by kernel time from an ONNX Runtime profile")
+      ->needs(stages_option);
+  command_line.Flag("--allow-overwrite", "allow OUT to be MODEL.onnx or the manifest");
+  command_line.Flag("--json", "print inputs, outputs and counts as JSON");
   int exit_code = 0;
-  auto args = ParseCommandArgs(kTool, kUsage, argc, argv,
-                               {"--manifest", "--module", "-o", "--output", "--stages",
-                                "--boundaries", "--ort-profile"},
-                               {"--allow-overwrite", "--json"}, &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
-  if (args->option("--stages") || args->option("--boundaries") || args->option("--ort-profile")) {
-    return RunExtractStages(kTool, kUsage, *args);
+  if (args->option("--stages") || args->option("--boundaries")) {
+    return RunExtractStages(command_line, *args);
   }
   const std::string* module = args->option("--module");
-  const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
-  if (module == nullptr || output == nullptr) {
-    std::cerr << kTool << ": missing " << (module == nullptr ? "--module PATH" : "-o OUT.onnx")
-              << "\n" << kUsage;
-    return kExitBadInput;
-  }
+  const std::string* output = args->option("--output");
   const std::string& input = args->positional[0];
   semmap::ExtractOptions options;
   options.allow_overwrite = args->has("--allow-overwrite");

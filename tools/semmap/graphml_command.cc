@@ -13,44 +13,44 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap graphml";
-constexpr char kUsage[] =
-    "usage: semmap graphml MODEL.onnx [--manifest MANIFEST.json] -o OUT.graphml\n"
-    "                      [--depth N] [--ort-profile PROFILE.json] [--allow-overwrite] [--json]\n"
-    "\n"
-    "Writes the graph as GraphML for yEd, Gephi, networkx or igraph: each module\n"
-    "with nodes is a compound node holding a nested graph of its submodules and\n"
-    "ops (yfiles.foldertype=\"group\"); ops carry op_type, name, module, class,\n"
-    "category, confidence and strategy; edges run from producer to consumer with\n"
-    "the value name as \"tensor\"; graph inputs and outputs are nodes, initializers\n"
-    "are not drawn. Format: share/doc/semmap/graphml.md.\n"
-    "  -o, --output OUT     the GraphML file (written atomically)\n"
-    "  --depth N            fold modules at depth N (root = 0; N >= 1) into one\n"
-    "                       node each, with their node count and op mix\n"
-    "  --ort-profile P      add each op's and module's kernel time (time_us) from\n"
-    "                       an ONNX Runtime profile of MODEL.onnx (semmap profile)\n"
-    "  --allow-overwrite    allow OUT to be an input file\n"
-    "  --json               print the counts as JSON\n"
-    "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n";
 
 }  // namespace
 
 int RunGraphmlCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool,
+      "semmap graphml MODEL.onnx [--manifest MANIFEST.json] -o OUT.graphml\n"
+      "                      [--depth N] [--ort-profile PROFILE.json] [--allow-overwrite] [--json]",
+      "Writes the graph as GraphML for yEd, Gephi, networkx or igraph: each module\n"
+      "with nodes is a compound node holding a nested graph of its submodules and\n"
+      "ops (yfiles.foldertype=\"group\"); ops carry op_type, name, module, class,\n"
+      "category, confidence and strategy; edges run from producer to consumer with\n"
+      "the value name as \"tensor\"; graph inputs and outputs are nodes, initializers\n"
+      "are not drawn. Format: share/doc/semmap/graphml.md.\n",
+      "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n");
+  command_line.Value("-o,--output", "OUT.graphml",
+                     "the GraphML file (written atomically)")
+      ->required();
+  command_line.Value("--depth", "N",
+                     "fold modules at depth N (root = 0; N >= 1) into one\n"
+                     "node each, with their node count and op mix");
+  command_line.Value("--ort-profile", "P",
+                     "add each op's and module's kernel time (time_us) from\n"
+                     "an ONNX Runtime profile of MODEL.onnx (semmap profile)");
+  command_line.Flag("--allow-overwrite",
+                     "allow OUT to be an input file");
+  command_line.Flag("--json",
+                     "print the counts as JSON");
   int exit_code = 0;
-  auto args = ParseCommandArgs(kTool, kUsage, argc, argv,
-                               {"--manifest", "-o", "--output", "--depth", "--ort-profile"},
-                               {"--allow-overwrite", "--json"}, &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
-  const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
-  if (output == nullptr) {
-    std::cerr << kTool << ": missing -o OUT.graphml\n" << kUsage;
-    return kExitBadInput;
-  }
+  const std::string* output = args->option("--output");
   semmap::GraphmlOptions options;
   if (const std::string* d = args->option("--depth")) {
     if (!absl::SimpleAtoi(*d, &options.max_depth) || options.max_depth < 1 ||
         options.max_depth > 10000) {
       std::cerr << kTool << ": --depth needs an integer from 1 to 10000, got \""
-                << EscapeControls(*d) << "\"\n" << kUsage;
+                << EscapeControls(*d) << "\"\n" << command_line.Help();
       return kExitBadInput;
     }
   }

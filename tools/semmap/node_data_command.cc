@@ -12,39 +12,40 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap node-data";
-constexpr char kUsage[] =
-    "usage: semmap node-data MODEL.onnx [--manifest MANIFEST.json] -o OUT.json\n"
-    "                        [--value confidence | --value time --ort-profile PROFILE.json]\n"
-    "                        [--allow-overwrite] [--json]\n"
-    "\n"
-    "Writes node data for Google's Model Explorer (its \"node data\" overlay, the\n"
-    "ModelNodeData JSON of model_explorer's node_data_builder): a value per node\n"
-    "of MODEL.onnx's main graph, keyed as the ONNX adapter names nodes, with the\n"
-    "colours to paint them. Load it next to MODEL.onnx in Model Explorer\n"
-    "(model-explorer MODEL.onnx --node_data_paths=OUT.json, or the UI).\n"
-    "  --value confidence  mapping confidence 0..1: unmapped red, < 0.5 orange,\n"
-    "                      < 0.9 yellow, confident green (default)\n"
-    "  --value time        kernel time per node (microseconds, all runs) from\n"
-    "                      --ort-profile, white to red (see semmap profile)\n"
-    "  -o, --output OUT    the JSON file (written atomically)\n"
-    "  --allow-overwrite   allow OUT to be an input file\n"
-    "  --json              print the graph id and node count as JSON\n"
-    "Exit codes: 0 ok, 2 bad usage or input, a profile naming none of MODEL.onnx's\n"
-    "nodes, or OUT not writable.\n";
 
 }  // namespace
 
 int RunNodeDataCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool,
+      "semmap node-data MODEL.onnx [--manifest MANIFEST.json] -o OUT.json\n"
+      "                        [--value confidence | --value time --ort-profile PROFILE.json]\n"
+      "                        [--allow-overwrite] [--json]",
+      "Writes node data for Google's Model Explorer (its \"node data\" overlay, the\n"
+      "ModelNodeData JSON of model_explorer's node_data_builder): a value per node\n"
+      "of MODEL.onnx's main graph, keyed as the ONNX adapter names nodes, with the\n"
+      "colours to paint them. Load it next to MODEL.onnx in Model Explorer\n"
+      "(model-explorer MODEL.onnx --node_data_paths=OUT.json, or the UI).\n",
+      "Exit codes: 0 ok, 2 bad usage or input, a profile naming none of MODEL.onnx's\n"
+      "nodes, or OUT not writable.\n");
+  command_line.Value("--value", "WHAT",
+                     "confidence: mapping confidence 0..1: unmapped red,\n"
+                     "< 0.5 orange, < 0.9 yellow, confident green (default);\n"
+                     "time: kernel time per node (microseconds, all runs)\n"
+                     "from --ort-profile, white to red (see semmap profile)");
+  command_line.Value("--ort-profile", "PROFILE.json",
+                     "the ONNX Runtime profile of MODEL.onnx (--value time)");
+  command_line.Value("-o,--output", "OUT.json",
+                     "the JSON file (written atomically)")
+      ->required();
+  command_line.Flag("--allow-overwrite",
+                     "allow OUT to be an input file");
+  command_line.Flag("--json",
+                     "print the graph id and node count as JSON");
   int exit_code = 0;
-  auto args = ParseCommandArgs(kTool, kUsage, argc, argv,
-                               {"--manifest", "-o", "--output", "--value", "--ort-profile"},
-                               {"--allow-overwrite", "--json"}, &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
-  const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
-  if (output == nullptr) {
-    std::cerr << kTool << ": missing -o OUT.json\n" << kUsage;
-    return kExitBadInput;
-  }
+  const std::string* output = args->option("--output");
   semmap::NodeDataOptions options;
   const std::string* value = args->option("--value");
   const std::string* profile_path = args->option("--ort-profile");
@@ -54,7 +55,7 @@ int RunNodeDataCommand(int argc, char** argv) {
     options.value = semmap::NodeDataValue::kTime;
   } else {
     std::cerr << kTool << ": --value is confidence or time, got \"" << EscapeControls(*value)
-              << "\"\n" << kUsage;
+              << "\"\n" << command_line.Help();
     return kExitBadInput;
   }
   const bool time = options.value == semmap::NodeDataValue::kTime;
@@ -62,7 +63,7 @@ int RunNodeDataCommand(int argc, char** argv) {
     std::cerr << kTool << ": "
               << (time ? "--value time needs --ort-profile PROFILE.json"
                        : "--ort-profile goes with --value time")
-              << "\n" << kUsage;
+              << "\n" << command_line.Help();
     return kExitBadInput;
   }
   const std::string& input = args->positional[0];

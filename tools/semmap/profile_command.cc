@@ -17,25 +17,6 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap profile";
-constexpr char kUsage[] =
-    "usage: semmap profile MODEL.onnx --ort-profile PROFILE.json [--manifest MANIFEST.json]\n"
-    "                      [--top N] [--json]\n"
-    "\n"
-    "Reads ONNX Runtime's profiler output (SessionOptions.enable_profiling) and\n"
-    "gives each node's kernel time to its module: modules ranked by subtree and by\n"
-    "own time, each item of every repeated container (layers), classes and semantic\n"
-    "categories, with time, share of the attributed time, kernel calls and profiled\n"
-    "nodes. MODEL.onnx must be the graph the session ran: ONNX Runtime optimizes\n"
-    "the export before running it, so save that graph with\n"
-    "SessionOptions.optimized_model_filepath and pass it here, with --reference\n"
-    "set to the export. Time that goes to no module is listed by reason.\n"
-    "  --ort-profile P     the profile JSON written by ONNX Runtime\n"
-    "  --top N             rows per table (default 10, 0 = all)\n"
-    "  --json              everything as JSON (every module with time, every layer,\n"
-    "                      class, category and op type, each reason for\n"
-    "                      unattributed time with examples)\n"
-    "Exit codes: 0 ok (unattributed time is reported, not an error), 2 bad usage\n"
-    "or input, or a profile that names none of MODEL.onnx's nodes.\n";
 
 std::string Ms(std::int64_t us) {
   char buffer[32];
@@ -201,20 +182,38 @@ const char* ReasonText(semmap::UnattributedReason reason) {
 }  // namespace
 
 int RunProfileCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool,
+      "semmap profile MODEL.onnx --ort-profile PROFILE.json [--manifest MANIFEST.json]\n"
+      "                      [--top N] [--json]",
+      "Reads ONNX Runtime's profiler output (SessionOptions.enable_profiling) and\n"
+      "gives each node's kernel time to its module: modules ranked by subtree and by\n"
+      "own time, each item of every repeated container (layers), classes and semantic\n"
+      "categories, with time, share of the attributed time, kernel calls and profiled\n"
+      "nodes. MODEL.onnx must be the graph the session ran: ONNX Runtime optimizes\n"
+      "the export before running it, so save that graph with\n"
+      "SessionOptions.optimized_model_filepath and pass it here, with --reference\n"
+      "set to the export. Time that goes to no module is listed by reason.\n",
+      "Exit codes: 0 ok (unattributed time is reported, not an error), 2 bad usage\n"
+      "or input, or a profile that names none of MODEL.onnx's nodes.\n");
+  command_line.Value("--ort-profile", "PROFILE.json",
+                     "the profile JSON written by ONNX Runtime")
+      ->required();
+  command_line.Value("--top", "N",
+                     "rows per table (default 10, 0 = all)");
+  command_line.Flag("--json",
+                     "everything as JSON (every module with time, every layer,\n"
+                     "class, category and op type, each reason for\n"
+                     "unattributed time with examples)");
   int exit_code = 0;
-  auto args = ParseCommandArgs(kTool, kUsage, argc, argv,
-                               {"--manifest", "--ort-profile", "--top"}, {"--json"}, &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
   const std::string* profile_path = args->option("--ort-profile");
-  if (profile_path == nullptr) {
-    std::cerr << kTool << ": missing --ort-profile PROFILE.json\n" << kUsage;
-    return kExitBadInput;
-  }
   int top = 10;
   if (const std::string* t = args->option("--top")) {
     if (!absl::SimpleAtoi(*t, &top) || top < 0 || top > 1000000) {
       std::cerr << kTool << ": --top needs an integer from 0 to 1000000, got \""
-                << EscapeControls(*t) << "\"\n" << kUsage;
+                << EscapeControls(*t) << "\"\n" << command_line.Help();
       return kExitBadInput;
     }
   }

@@ -13,37 +13,6 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap query";
-constexpr char kUsage[] =
-    "usage: semmap query MODEL.onnx [--manifest MANIFEST.json] SELECTOR [--json | --count]\n"
-    "\n"
-    "Lists the nodes (id, op type, module, confidence, strategy; tab-separated)\n"
-    "chosen by exactly one SELECTOR:\n"
-    "  --module PATH [--subtree]  nodes of the module (\"\" = root); --subtree adds\n"
-    "                             its descendants'\n"
-    "  --layer N [--container P]  nodes of layer N: item N of every layer container\n"
-    "                             (encoder and decoder alike), or of container P only\n"
-    "  --class C                  nodes of modules of class C (\"Linear\" or qualified)\n"
-    "  --category NAME            nodes of modules of a semantic category (attention,\n"
-    "                             projection, normalization, mlp, ...: share/semmap/rules/default.json)\n"
-    "  --pattern RE               nodes whose module path matches the RE2 pattern\n"
-    "                             (unanchored; use ^...$ for the whole path)\n"
-    "  --below CONF               nodes with confidence below CONF (0..1)\n"
-    "  --empty-modules            modules with no node in their subtree\n"
-    "  --containers               the repeated containers found in the manifest\n"
-    "Layer containers are found from the manifest's shape: modules whose children\n"
-    "are numbered modules of one class (encoder.layer.0..N, h.0..N).\n"
-    "  --json    machine-readable output;  --count  print only the number of results\n"
-    "Exit codes: 0 ok (also for an empty result), 1 no such module, class or\n"
-    "layer, 2 bad usage, input or pattern.\n";
-
-const char* const kSelectors[] = {"--module", "--layer",         "--class",     "--category",
-                                  "--pattern", "--below", "--empty-modules", "--containers"};
-
-int Usage(const std::string& message) {
-  std::cerr << kTool << ": " << message << "\n" << kUsage;
-  return kExitBadInput;
-}
-
 int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
                const std::vector<semmap::NodeId>& nodes, bool json, bool count) {
   const semmap::Graph& graph = *model.graph;
@@ -136,29 +105,54 @@ int QueryFailure(const LoadedModel& model, absl::string_view flag, const absl::S
 }  // namespace
 
 int RunQueryCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool, "semmap query MODEL.onnx [--manifest MANIFEST.json] SELECTOR [--json | --count]",
+      "Lists the nodes (id, op type, module, confidence, strategy; tab-separated)\n"
+      "chosen by exactly one SELECTOR. Layer containers are found from the\n"
+      "manifest's shape: modules whose children are numbered modules of one class\n"
+      "(encoder.layer.0..N, h.0..N).\n",
+      "Exit codes: 0 ok (also for an empty result), 1 no such module, class or\n"
+      "layer, 2 bad usage, input or pattern.\n");
+  CLI::Option* module_option = command_line.Value("--module", "PATH", "nodes of the module (\"\" = root)");
+  CLI::Option* layer_option = command_line.Value(
+      "--layer", "N",
+      "nodes of layer N: item N of every layer container\n(encoder and decoder alike)");
+  CLI::Option* class_name_option =
+      command_line.Value("--class", "C", "nodes of modules of class C (\"Linear\" or qualified)");
+  CLI::Option* category_option = command_line.Value(
+      "--category", "NAME",
+      "nodes of modules of a semantic category (attention,\nprojection, normalization, mlp, ...:\n"
+      "share/semmap/rules/default.json)");
+  CLI::Option* pattern_option = command_line.Value(
+      "--pattern", "RE",
+      "nodes whose module path matches the RE2 pattern\n(unanchored; use ^...$ for the whole path)");
+  CLI::Option* below_option = command_line.Value("--below", "CONF", "nodes with confidence below CONF (0..1)");
+  CLI::Option* empty_option = command_line.Flag("--empty-modules", "modules with no node in their subtree");
+  CLI::Option* containers_option =
+      command_line.Flag("--containers", "the repeated containers found in the manifest");
+  command_line.ExactlyOne("SELECTOR (exactly one)",
+                          {module_option, layer_option, class_name_option, category_option, pattern_option,
+                           below_option, empty_option, containers_option},
+                          "give exactly one of --module, --layer, --class, --category, "
+                          "--pattern, --below, --empty-modules, --containers");
+  command_line.Flag("--subtree", "with --module: add its descendants' nodes")->needs(module_option);
+  command_line.Value("--container", "P", "with --layer: item N of container P only")->needs(layer_option);
+  CLI::Option* json_option = command_line.Flag("--json", "machine-readable output");
+  command_line.Flag("--count", "print only the number of results")->excludes(json_option);
   int exit_code = 0;
-  auto args = ParseCommandArgs(
-      kTool, kUsage, argc, argv,
-      {"--manifest", "--module", "--layer", "--container", "--class", "--category", "--pattern",
-       "--below"},
-      {"--subtree", "--empty-modules", "--containers", "--json", "--count"}, &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
-  int selectors = 0;
-  for (const char* s : kSelectors) selectors += (args->option(s) || args->has(s)) ? 1 : 0;
-  if (selectors != 1) return Usage("give exactly one of --module, --layer, --class, --category, "
-                                   "--pattern, --below, --empty-modules, --containers");
-  if (args->has("--subtree") && !args->option("--module")) return Usage("--subtree needs --module");
-  if (args->option("--container") && !args->option("--layer")) {
-    return Usage("--container needs --layer");
-  }
   long layer = 0;
   if (const std::string* n = args->option("--layer")) {
-    if (!absl::SimpleAtoi(*n, &layer)) return Usage(absl::StrCat("--layer needs an integer, got \"", *n, "\""));
+    if (!absl::SimpleAtoi(*n, &layer)) {
+      return command_line.UsageError(absl::StrCat("--layer needs an integer, got \"", *n, "\""));
+    }
   }
   double below = 0;
   if (const std::string* c = args->option("--below")) {
     if (!absl::SimpleAtod(*c, &below) || !(below >= 0 && below <= 1)) {
-      return Usage(absl::StrCat("--below needs a number from 0 to 1, got \"", *c, "\""));
+      return command_line.UsageError(
+          absl::StrCat("--below needs a number from 0 to 1, got \"", *c, "\""));
     }
   }
 

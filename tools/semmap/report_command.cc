@@ -12,35 +12,34 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap report";
-constexpr char kUsage[] =
-    "usage: semmap report MODEL.onnx [--manifest MANIFEST.json] -o REPORT.html\n"
-    "                     [--ort-profile PROFILE.json] [--allow-overwrite]\n"
-    "\n"
-    "Writes one self-contained HTML file (no network needed): the module tree,\n"
-    "collapsible, with node and parameter counts, op-type mix and mapping\n"
-    "confidence as colour; a search box over module paths, classes and node\n"
-    "names; each node's mapping and evidence. Open REPORT.html#q=TEXT to start\n"
-    "with a search, #m=PATH to select a module: REPORT.html#q=attn&m=model.h.1\n"
-    "(the page keeps the fragment up to date, so a view can be shared).\n"
-    "  -o, --output OUT   the report (written atomically)\n"
-    "  --ort-profile P    add kernel time from an ONNX Runtime profile of MODEL.onnx\n"
-    "                     (see semmap profile): a time column in the tree, coloured\n"
-    "                     by share of the attributed time, and per node\n"
-    "  --allow-overwrite  allow OUT to be the model or manifest file\n"
-    "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n";
 
 }  // namespace
 
 int RunReportCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool,
+      "semmap report MODEL.onnx [--manifest MANIFEST.json] -o REPORT.html\n"
+      "                     [--ort-profile PROFILE.json] [--allow-overwrite]",
+      "Writes one self-contained HTML file (no network needed): the module tree,\n"
+      "collapsible, with node and parameter counts, op-type mix and mapping\n"
+      "confidence as colour; a search box over module paths, classes and node\n"
+      "names; each node's mapping and evidence. Open REPORT.html#q=TEXT to start\n"
+      "with a search, #m=PATH to select a module: REPORT.html#q=attn&m=model.h.1\n"
+      "(the page keeps the fragment up to date, so a view can be shared).\n",
+      "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n");
+  command_line.Value("-o,--output", "REPORT.html",
+                     "the report (written atomically)")
+      ->required();
+  command_line.Value("--ort-profile", "P",
+                     "add kernel time from an ONNX Runtime profile of MODEL.onnx\n"
+                     "(see semmap profile): a time column in the tree, coloured\n"
+                     "by share of the attributed time, and per node");
+  command_line.Flag("--allow-overwrite",
+                     "allow OUT to be the model or manifest file");
   int exit_code = 0;
-  auto args = ParseCommandArgs(kTool, kUsage, argc, argv, {"--manifest", "-o", "--output", "--ort-profile"},
-                               {"--allow-overwrite"}, &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
-  const std::string* output = args->option("-o") ? args->option("-o") : args->option("--output");
-  if (output == nullptr) {
-    std::cerr << kTool << ": missing -o REPORT.html\n" << kUsage;
-    return kExitBadInput;
-  }
+  const std::string* output = args->option("--output");
   semmap::ReportOptions options;
   options.model_path = args->positional[0];
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;

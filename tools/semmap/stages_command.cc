@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
@@ -14,35 +15,22 @@
 
 namespace semmap_cli {
 
-int RunExtractStages(const char* tool, const char* usage, const Args& args) {
+int RunExtractStages(const CommandLine& command_line, const Args& args) {
+  const char* tool = command_line.tool().c_str();
   semmap::StageOptions options;
   const std::string* stages = args.option("--stages");
   const std::string* boundaries = args.option("--boundaries");
-  const std::string* output = args.option("-o") ? args.option("-o") : args.option("--output");
-  if ((stages != nullptr) == (boundaries != nullptr) || args.option("--module") != nullptr) {
-    std::cerr << tool << ": give one of --module, --stages and --boundaries\n" << usage;
-    return kExitBadInput;
-  }
-  if (output == nullptr) {
-    std::cerr << tool << ": missing -o OUT.onnx\n" << usage;
-    return kExitBadInput;
-  }
+  const std::string* output = args.option("--output");
   if (stages != nullptr &&
       (!absl::SimpleAtoi(*stages, &options.stages) || options.stages < 1 ||
        options.stages > 100000)) {
-    std::cerr << tool << ": --stages needs an integer from 1 to 100000, got \""
-              << EscapeControls(*stages) << "\"\n" << usage;
-    return kExitBadInput;
+    return command_line.UsageError(
+        absl::StrCat("--stages needs an integer from 1 to 100000, got \"", *stages, "\""));
   }
   if (boundaries != nullptr) {
     options.boundaries = absl::StrSplit(*boundaries, ',');
   }
   const std::string* profile_path = args.option("--ort-profile");
-  if (profile_path != nullptr && stages == nullptr) {
-    std::cerr << tool << ": --ort-profile balances --stages by time; it does not go with "
-              << "--boundaries\n" << usage;
-    return kExitBadInput;
-  }
   const std::string& input = args.positional[0];
   options.allow_overwrite = args.has("--allow-overwrite");
   if (const std::string* m = args.option("--manifest")) options.manifest_path = *m;

@@ -14,20 +14,6 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap tree";
-constexpr char kUsage[] =
-    "usage: semmap tree MODEL.onnx [--manifest MANIFEST.json] [--model-specific]\n"
-    "                   [--depth N] [--nonempty] [--ops K] [--json]\n"
-    "\n"
-    "Prints the module hierarchy: per module its class, nodes in its subtree (and\n"
-    "its own), parameters in its subtree, and its subtree's most frequent op types.\n"
-    "  --model-specific  fold torch.nn leaf modules (Linear, LayerNorm, Dropout...)\n"
-    "                    into their parents: the model's own architecture\n"
-    "  --depth N         show modules down to depth N (root = 0; default: all)\n"
-    "  --nonempty        hide modules with no node in their subtree\n"
-    "  --ops K           op types shown per module (default 3, 0 = none)\n"
-    "  --json            the tree as the sidecar's \"tree\" member (share/doc/semmap/sidecar.md)\n"
-    "Exit codes: 0 ok, 2 bad usage or input.\n";
-
 // "74.5k", "1.2M": parameter counts read at a glance.
 std::string Compact(std::int64_t n) {
   if (n < 1000) return absl::StrCat(n);
@@ -91,13 +77,13 @@ void PrintTree(const semmap::ModuleTree& tree, int max_depth, bool nonempty, int
   }
 }
 
-int ParseCount(const std::string* text, const char* name, int fallback, int* out) {
+int ParseCount(const CommandLine& command_line, const std::string* text, const char* name,
+               int fallback, int* out) {
   *out = fallback;
   if (text == nullptr) return kExitOk;
   if (!absl::SimpleAtoi(*text, out) || *out < 0 || *out > 1000) {
-    std::cerr << kTool << ": " << name << " needs an integer from 0 to 1000, got \"" << *text
-              << "\"\n" << kUsage;
-    return kExitBadInput;
+    return command_line.UsageError(
+        absl::StrCat(name, " needs an integer from 0 to 1000, got \"", *text, "\""));
   }
   return kExitOk;
 }
@@ -105,16 +91,30 @@ int ParseCount(const std::string* text, const char* name, int fallback, int* out
 }  // namespace
 
 int RunTreeCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool,
+      "semmap tree MODEL.onnx [--manifest MANIFEST.json] [--model-specific]\n"
+      "                   [--depth N] [--nonempty] [--ops K] [--json]",
+      "Prints the module hierarchy: per module its class, nodes in its subtree (and\n"
+      "its own), parameters in its subtree, and its subtree's most frequent op types.\n",
+      "Exit codes: 0 ok, 2 bad usage or input.\n");
+  command_line.Flag("--model-specific",
+                    "fold torch.nn leaf modules (Linear, LayerNorm, Dropout...)\n"
+                    "into their parents: the model's own architecture");
+  command_line.Value("--depth", "N", "show modules down to depth N (root = 0; default: all)");
+  command_line.Flag("--nonempty", "hide modules with no node in their subtree");
+  command_line.Value("--ops", "K", "op types shown per module (default 3, 0 = none)");
+  command_line.Flag("--json",
+                    "the tree as the sidecar's \"tree\" member\n(share/doc/semmap/sidecar.md)");
   int exit_code = 0;
-  auto args = ParseCommandArgs(kTool, kUsage, argc, argv, {"--manifest", "--depth", "--ops"},
-                               {"--model-specific", "--nonempty", "--json"}, &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
   int depth = -1, ops = 3;
   if (args->option("--depth") &&
-      ParseCount(args->option("--depth"), "--depth", -1, &depth) != kExitOk) {
+      ParseCount(command_line, args->option("--depth"), "--depth", -1, &depth) != kExitOk) {
     return kExitBadInput;
   }
-  if (ParseCount(args->option("--ops"), "--ops", 3, &ops) != kExitOk) return kExitBadInput;
+  if (ParseCount(command_line, args->option("--ops"), "--ops", 3, &ops) != kExitOk) return kExitBadInput;
 
   auto model = LoadWithProgress(args->positional[0], args->option("--manifest"));
   if (!model.ok()) return Fail(kTool, model.status());

@@ -13,49 +13,7 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kAnnotateTool[] = "semmap annotate";
-constexpr char kAnnotateUsage[] =
-    "usage: semmap annotate MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
-    "                       [--allow-overwrite] [--overwrite-namespace]\n"
-    "                       [--no-namespace] [--doc-string] [--json]\n"
-    "                       [--scoped-names [--min-confidence C]]\n"
-    "\n"
-    "Writes a copy of MODEL.onnx whose nodes carry metadata_props semmap.module,\n"
-    "semmap.class, semmap.confidence, semmap.strategy, semmap.category and a\n"
-    "dynamo-style `namespace` (\": <root class>/<path>: <class>/...\") that\n"
-    "viewers show as a module hierarchy. Annotating an annotated file replaces the semmap.* entries.\n"
-    "  -o, --output OUT       the annotated model (written atomically)\n"
-    "  --allow-overwrite      allow OUT to be MODEL.onnx or the manifest\n"
-    "  --overwrite-namespace  replace a namespace the exporter wrote (kept by default)\n"
-    "  --no-namespace         do not write namespace entries\n"
-    "  --doc-string           also set each node's doc_string to the JSON form\n"
-    "  --scoped-names         also rename each node mapped with confidence >= C to a\n"
-    "                         TorchScript-style scope (\"/encoder/layer.0/.../node_linear_4\"):\n"
-    "                         names survive optimizers that drop metadata_props; inputs,\n"
-    "                         outputs and value names are unchanged (share/doc/semmap/annotate.md)\n"
-    "  --min-confidence C     floor for --scoped-names, in [0, 1] (default 0.9)\n"
-    "  --json                 print the result counts as JSON\n"
-    "Exit codes: 0 ok, 2 bad usage or input, OUT not writable, or OUT == MODEL\n"
-    "without --allow-overwrite (the input is never touched then).\n";
-
 constexpr char kSidecarTool[] = "semmap sidecar";
-constexpr char kSidecarUsage[] =
-    "usage: semmap sidecar MODEL.onnx [--manifest MANIFEST.json] [-o OUT.json]\n"
-    "                      [--model-specific] [--compact] [--allow-overwrite]\n"
-    "\n"
-    "Writes every node's mapping and the module tree as JSON (format\n"
-    "semmap.sidecar, schema_version 1; schema/sidecar.schema.json,\n"
-    "share/doc/semmap/sidecar.md) to OUT.json, or to stdout without -o.\n"
-    "  -o, --output OUT   the sidecar file (written atomically)\n"
-    "  --model-specific   tree without torch.nn leaf modules\n"
-    "  --compact          one line instead of indented JSON\n"
-    "  --allow-overwrite  allow OUT to be the model or manifest file\n"
-    "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n";
-
-const std::string* OutputOption(const Args& args) {
-  if (const std::string* o = args.option("-o")) return o;
-  return args.option("--output");
-}
-
 std::string DirectoryOf(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -64,19 +22,38 @@ std::string DirectoryOf(const std::string& path) {
 }  // namespace
 
 int RunAnnotateCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kAnnotateTool,
+      "semmap annotate MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
+      "                       [--allow-overwrite] [--overwrite-namespace]\n"
+      "                       [--no-namespace] [--doc-string] [--json]\n"
+      "                       [--scoped-names [--min-confidence C]]",
+      "Writes a copy of MODEL.onnx whose nodes carry metadata_props semmap.module,\n"
+      "semmap.class, semmap.confidence, semmap.strategy, semmap.category and a\n"
+      "dynamo-style `namespace` (\": <root class>/<path>: <class>/...\") that\n"
+      "viewers show as a module hierarchy. Annotating an annotated file replaces the\n"
+      "semmap.* entries.\n",
+      "Exit codes: 0 ok, 2 bad usage or input, OUT not writable, or OUT == MODEL\n"
+      "without --allow-overwrite (the input is never touched then).\n");
+  command_line.Value("-o,--output", "OUT.onnx", "the annotated model (written atomically)")
+      ->required();
+  command_line.Flag("--allow-overwrite", "allow OUT to be MODEL.onnx or the manifest");
+  command_line.Flag("--overwrite-namespace", "replace a namespace the exporter wrote (kept by default)");
+  command_line.Flag("--no-namespace", "do not write namespace entries");
+  command_line.Flag("--doc-string", "also set each node's doc_string to the JSON form");
+  CLI::Option* scoped = command_line.Flag(
+      "--scoped-names",
+      "also rename each node mapped with confidence >= C to a\n"
+      "TorchScript-style scope (\"/encoder/layer.0/.../node_linear_4\"):\n"
+      "names survive optimizers that drop metadata_props; inputs,\n"
+      "outputs and value names are unchanged (share/doc/semmap/annotate.md)");
+  command_line.Value("--min-confidence", "C", "floor for --scoped-names, in [0, 1] (default 0.9)")
+      ->needs(scoped);
+  command_line.Flag("--json", "print the result counts as JSON");
   int exit_code = 0;
-  auto args = ParseCommandArgs(
-      kAnnotateTool, kAnnotateUsage, argc, argv,
-      {"--manifest", "-o", "--output", "--min-confidence"},
-      {"--allow-overwrite", "--overwrite-namespace", "--no-namespace", "--doc-string", "--json",
-       "--scoped-names"},
-      &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
-  const std::string* output = OutputOption(*args);
-  if (output == nullptr) {
-    std::cerr << kAnnotateTool << ": missing -o OUT.onnx\n" << kAnnotateUsage;
-    return kExitBadInput;
-  }
+  const std::string* output = args->option("--output");
   const std::string& input = args->positional[0];
   semmap::AnnotateOptions options;
   options.allow_overwrite = args->has("--allow-overwrite");
@@ -86,10 +63,6 @@ int RunAnnotateCommand(int argc, char** argv) {
   options.doc_string_json = args->has("--doc-string");
   options.scoped_names = args->has("--scoped-names");
   if (const std::string* floor = args->option("--min-confidence")) {
-    if (!options.scoped_names) {
-      std::cerr << kAnnotateTool << ": --min-confidence needs --scoped-names\n" << kAnnotateUsage;
-      return kExitBadInput;
-    }
     double value = 0;
     if (!absl::SimpleAtod(*floor, &value) || !(value >= 0.0 && value <= 1.0)) {
       std::cerr << kAnnotateTool << ": --min-confidence needs a number from 0 to 1, got \""
@@ -139,10 +112,20 @@ int RunAnnotateCommand(int argc, char** argv) {
 }
 
 int RunSidecarCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kSidecarTool,
+      "semmap sidecar MODEL.onnx [--manifest MANIFEST.json] [-o OUT.json]\n"
+      "                      [--model-specific] [--compact] [--allow-overwrite]",
+      "Writes every node's mapping and the module tree as JSON (format\n"
+      "semmap.sidecar, schema_version 1; schema/sidecar.schema.json,\n"
+      "share/doc/semmap/sidecar.md) to OUT.json, or to stdout without -o.\n",
+      "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n");
+  command_line.Value("-o,--output", "OUT.json", "the sidecar file (written atomically)");
+  command_line.Flag("--model-specific", "tree without torch.nn leaf modules");
+  command_line.Flag("--compact", "one line instead of indented JSON");
+  command_line.Flag("--allow-overwrite", "allow OUT to be the model or manifest file");
   int exit_code = 0;
-  auto args = ParseCommandArgs(kSidecarTool, kSidecarUsage, argc, argv,
-                               {"--manifest", "-o", "--output"},
-                               {"--model-specific", "--compact", "--allow-overwrite"}, &exit_code);
+  auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
   semmap::SidecarOptions options;
   options.model_path = args->positional[0];
@@ -153,7 +136,7 @@ int RunSidecarCommand(int argc, char** argv) {
 
   auto model = LoadWithProgress(options.model_path, args->option("--manifest"));
   if (!model.ok()) return Fail(kSidecarTool, model.status());
-  const std::string* output = OutputOption(*args);
+  const std::string* output = args->option("--output");
   if (output == nullptr || *output == "-") {
     std::cout << semmap::SidecarJson(*(*model)->mapper, options);
     return kExitOk;

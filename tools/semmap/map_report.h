@@ -1,7 +1,7 @@
 // What `semmap-query` and `semmap map` print: one node's mapping, or a
 // summary of the whole model (counts, strategies, module tree).
-#ifndef SEMMAP_EXAMPLES_MAP_REPORT_H_
-#define SEMMAP_EXAMPLES_MAP_REPORT_H_
+#ifndef SEMMAP_TOOLS_SEMMAP_MAP_REPORT_H_
+#define SEMMAP_TOOLS_SEMMAP_MAP_REPORT_H_
 
 #include <functional>
 #include <memory>
@@ -41,16 +41,17 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_
 
 // The --allow-manifest-mismatch option as every mapping command describes it.
 inline constexpr char kAllowMismatchHelp[] =
-    "  --allow-manifest-mismatch  map even when the manifest does not fit the\n"
-    "                model (by default that is refused with exit 2: its answers\n"
-    "                would look complete and be wrong)\n";
+    "map even when the manifest does not fit the model\n"
+    "(by default that is refused with exit 2: its answers\n"
+    "would look complete and be wrong)";
 
 // The --reference option as every mapping command describes it.
 inline constexpr char kReferenceHelp[] =
-    "  --reference ORIGINAL.onnx  the unprocessed export MODEL.onnx was made from\n"
-    "                (before onnxslim, ONNX Runtime optimization, quantization or\n"
-    "                name stripping): its mapping is carried over node by node;\n"
-    "                refused (exit 2) when it is not that export\n";
+    "the unprocessed export MODEL.onnx was made from\n"
+    "(before onnxslim, ONNX Runtime optimization,\n"
+    "quantization or name stripping): its mapping is\n"
+    "carried over node by node; refused (exit 2) when\n"
+    "it is not that export";
 
 // {"node", "name", "op_type", "domain", "module", "class", "qualified_class",
 //  "confidence", "strategy", "evidence"}
@@ -76,4 +77,4 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
 
 }  // namespace semmap_cli
 
-#endif  // SEMMAP_EXAMPLES_MAP_REPORT_H_
+#endif  // SEMMAP_TOOLS_SEMMAP_MAP_REPORT_H_

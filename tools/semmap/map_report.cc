@@ -250,48 +250,31 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
   }
 }
 
-namespace {
-
-std::string MapUsage(const std::string& tool) {
-  const std::string pad(tool.size(), ' ');
-  return absl::StrCat(
-      "usage: ", tool, " MODEL.onnx [--manifest MANIFEST.json] [--node NAME]\n",
-      "       ", pad, " [--reference ORIGINAL.onnx] [--depth N] [--json]\n",
-      "\n"
-      "Maps every node of MODEL.onnx to the module that produced it.\n"
-      "  --manifest F  hierarchy manifest written by `python -m semmap_manifest`;\n"
-      "                without it, module paths come from the node names alone\n"
-      "  --node NAME   print the mapping of one node (its name or semmap id)\n",
-      kReferenceHelp,
-      kAllowMismatchHelp,
-      "  --depth N     module tree depth in the summary (default 3, 0 = no tree)\n"
-      "  --json        machine-readable output\n"
-      "Exit codes: 0 ok, 1 no such node, 2 bad usage or input.\n");
-}
-
-}  // namespace
-
 int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load) {
-  const std::string usage = MapUsage(tool);
-  auto args = ParseArgs(argc, argv, {"--manifest", "--node", "--depth", "--reference"},
-                        {"--json", "--help", "-h", "--allow-manifest-mismatch"});
-  if (!args.ok()) {
-    std::cerr << tool << ": " << EscapeControls(args.status().message()) << "\n" << usage;
-    return kExitBadInput;
-  }
-  if (args->has("--help") || args->has("-h")) {
-    std::cout << usage;
-    return kExitOk;
-  }
-  if (args->positional.size() != 1) {
-    std::cerr << tool << ": expected exactly one MODEL.onnx\n" << usage;
-    return kExitBadInput;
-  }
+  const std::string pad(tool.size(), ' ');
+  CommandLine command_line(
+      tool,
+      absl::StrCat(tool, " MODEL.onnx [--manifest MANIFEST.json] [--node NAME]\n", "       ",
+                   pad, " [--reference ORIGINAL.onnx] [--depth N] [--json]"),
+      "Maps every node of MODEL.onnx to the module that produced it.\n",
+      "Exit codes: 0 ok, 1 no such node, 2 bad usage or input.\n");
+  command_line.Value("--manifest", "MANIFEST.json",
+                     "hierarchy manifest written by `python -m semmap_manifest`;\n"
+                     "without it, module paths come from the node names alone");
+  command_line.Value("--node", "NAME", "print the mapping of one node (its name or semmap id)");
+  command_line.Value("--reference", "ORIGINAL.onnx", kReferenceHelp);
+  command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
+  command_line.Value("--depth", "N", "module tree depth in the summary (default 3, 0 = no tree)");
+  command_line.Flag("--json", "machine-readable output");
+  command_line.Positionals(1, 1, "expected exactly one MODEL.onnx");
+  int exit_code = kExitOk;
+  std::optional<Args> args = command_line.Parse(argc, argv, &exit_code);
+  if (!args) return exit_code;
   int depth = 3;
   if (const std::string* d = args->option("--depth")) {
     if (!absl::SimpleAtoi(*d, &depth) || depth < 0 || depth > 1000) {
-      std::cerr << tool << ": --depth needs an integer from 0 to 1000, got \"" << *d << "\"\n";
-      return kExitBadInput;
+      return command_line.UsageError(
+          absl::StrCat("--depth needs an integer from 0 to 1000, got \"", *d, "\""));
     }
   }
   auto model = load(args->positional[0], args->option("--manifest"), args->option("--reference"),

@@ -23,17 +23,6 @@
 namespace {
 
 constexpr char kTool[] = "semmap-eval";
-constexpr char kUsage[] =
-    "usage: semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json\n"
-    "                   [--reference ORIGINAL.onnx] [--json] [--errors N]\n"
-    "\n"
-    "Compares semmap's mapping of every node with a ground-truth file and prints\n"
-    "accuracy, coverage, per-strategy accuracy and calibration.\n"
-    "  --errors N  also list up to N wrong answers (text mode; default 0)\n"
-    "  --reference ORIGINAL.onnx  the unprocessed export MODEL.onnx was made from:\n"
-    "              its mapping is carried over (refused, exit 2, when it is not)\n"
-    "Exit codes: 0 ok, 2 bad usage or input.\n";
-
 struct Bucket {
   double lo, hi;
   std::size_t count = 0, correct = 0;
@@ -42,27 +31,30 @@ struct Bucket {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto args = semmap_cli::ParseArgs(argc, argv,
-                                    {"--manifest", "--truth", "--errors", "--reference"},
-                                    {"--json", "--help", "-h"});
-  if (!args.ok()) {
-    std::cerr << kTool << ": " << semmap_cli::EscapeControls(args.status().message()) << "\n" << kUsage;
-    return semmap_cli::kExitBadInput;
-  }
-  if (args->has("--help") || args->has("-h")) {
-    std::cout << kUsage;
-    return semmap_cli::kExitOk;
-  }
+  semmap_cli::CommandLine command_line(
+      kTool,
+      "semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json\n"
+      "                   [--reference ORIGINAL.onnx] [--json] [--errors N]",
+      "Compares semmap's mapping of every node with a ground-truth file and prints\n"
+      "accuracy, coverage, per-strategy accuracy and calibration.\n",
+      "Exit codes: 0 ok, 2 bad usage or input.\n");
+  command_line.Value("--manifest", "MANIFEST.json", "the module manifest of the model");
+  command_line.Value("--truth", "TRUTH.json", "the ground truth: node id -> module path")
+      ->required();
+  command_line.Value("--errors", "N", "also list up to N wrong answers (text mode; default 0)");
+  command_line.Value("--reference", "ORIGINAL.onnx",
+                     "the unprocessed export MODEL.onnx was made from:\n"
+                     "its mapping is carried over (refused, exit 2, when it is not)");
+  command_line.Flag("--json", "machine-readable output");
+  command_line.Positionals(1, 1, "expected MODEL.onnx and --truth TRUTH.json");
+  int exit_code = semmap_cli::kExitOk;
+  std::optional<semmap_cli::Args> args = command_line.Parse(argc, argv, &exit_code);
+  if (!args) return exit_code;
   const std::string* truth_path = args->option("--truth");
-  if (args->positional.size() != 1 || truth_path == nullptr) {
-    std::cerr << kTool << ": expected MODEL.onnx and --truth TRUTH.json\n" << kUsage;
-    return semmap_cli::kExitBadInput;
-  }
   int max_errors = 0;
   if (const std::string* e = args->option("--errors")) {
     if (!absl::SimpleAtoi(*e, &max_errors) || max_errors < 0) {
-      std::cerr << kTool << ": --errors needs a non-negative integer\n";
-      return semmap_cli::kExitBadInput;
+      return command_line.UsageError("--errors needs a non-negative integer");
     }
   }
   auto graph = semmap::Graph::Load(args->positional[0]);
