@@ -1,0 +1,286 @@
+"""semmap: which PyTorch / HuggingFace module produced each ONNX node.
+
+    >>> import semmap
+    >>> m = semmap.load("model.onnx", "manifest.json")
+    >>> m.module_for("/bert/encoder/layer.0/attention/self/query/MatMul").module
+    'bert.encoder.layer.0.attention.self.query'
+    >>> for mapping in m:                      # one Mapping per node
+    ...     print(mapping.node, mapping.module, mapping.confidence)
+    >>> m.nodes(module="bert.encoder.layer.1", subtree=True)   # node ids
+    >>> m.layer(0), m.by_class("Linear"), m.by_category("attention"), m.below(0.9)
+
+The mapping is libsemmap's (C++), the same as the `semmap` command's, which
+``pip install semmap`` also puts on PATH. The manifest (``manifest.json``,
+written by the ``semmap-manifest`` exporter) is optional: without it module
+paths come from the node names and the exporter's metadata, with lower
+confidence and no class names.
+
+Errors are Python exceptions carrying libsemmap's message, which names the
+file and the cause: FileNotFoundError (missing file), ValueError (malformed
+input, a manifest of another model, a reference that is not the export the
+model came from), KeyError (no such node, module, class or layer),
+PermissionError (output not writable).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any, Iterator, Union
+
+from . import _core
+from ._core import Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+__all__ = ["CONFIDENT_FLOOR", "MappedModel", "Mapping", "diff", "load", "__version__"]
+
+__version__: str = _core.__version__
+#: Confidence at and above which an answer counts as confident.
+CONFIDENT_FLOOR: float = _core.CONFIDENT_FLOOR
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _path(p: PathLike | None) -> str:
+    if p is None:
+        return ""
+    path = os.fspath(p)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not path:
+        raise ValueError("empty path")
+    return path
+
+
+def load(
+    model: PathLike,
+    manifest: PathLike | None = None,
+    *,
+    reference: PathLike | None = None,
+    rules: PathLike | None = None,
+) -> "MappedModel":
+    """Loads an ONNX model and maps every node to its module.
+
+    model: the ONNX file. manifest: its hierarchy manifest (JSON written by
+    semmap-manifest), or None. reference: the unprocessed export the model
+    was made from (before onnxslim, ONNX Runtime's optimizers,
+    quantize_dynamic, name stripping), or None. rules: a rule file replacing
+    the built-in rules (docs/rules.md), or None.
+
+    The model and the manifest are read on two threads with the GIL
+    released. Raises FileNotFoundError for a missing file and ValueError for
+    a malformed one, a manifest of another model or a wrong reference; the
+    message names the file.
+    """
+    core = _core.Model.load(_path(model), _path(manifest), _path(reference), _path(rules))
+    return MappedModel(core)
+
+
+class MappedModel:
+    """A mapped ONNX model: one Mapping per node, and the queries of `semmap query`.
+
+    Owns the graph, the manifest and the mapping together; Mapping objects
+    keep it alive. Iterating yields every node's Mapping in graph order;
+    ``m[node]`` takes a node id or name (KeyError if absent) or an index.
+    Query methods return node ids (``Mapping.node``), in graph order, which
+    are the node names for every node whose name is non-empty and unique.
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.Model) -> None:
+        self._core = core
+
+    # -- nodes ------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._core)
+
+    def __iter__(self) -> Iterator[Mapping]:
+        return iter(self._core)
+
+    def __getitem__(self, node: str | int) -> Mapping:
+        if isinstance(node, int):
+            return self._core.mapping(node)
+        return self._core.module_for(node)
+
+    def __contains__(self, node: object) -> bool:
+        return isinstance(node, str) and self._core.has_node(node)
+
+    def module_for(self, node: str) -> Mapping:
+        """The Mapping of the node with this id or unique name; KeyError otherwise."""
+        return self._core.module_for(node)
+
+    # -- queries (the `semmap query` options) -------------------------------
+    def nodes(self, module: str | None = None, *, subtree: bool = False) -> list[str]:
+        """Ids of the nodes mapped to `module` ('' is the root); with subtree=True also
+        to its descendants. Without a module: every node id. KeyError when the
+        manifest has no such module."""
+        if module is None:
+            return [m.node for m in self._core]
+        return self._core.nodes_of_module(module, subtree)
+
+    def layer(self, n: int, container: str | None = None) -> list[str]:
+        """Ids of the nodes of layer `n` (whole subtree) of every layer container
+        (`bert.encoder.layer`, `model.layers`, T5's encoder and decoder blocks), or of
+        the repeated container at `container`. KeyError when there is no such layer,
+        ValueError for a negative n."""
+        return self._core.nodes_of_layer(n, container)
+
+    def layers(self) -> list[tuple[str, int]]:
+        """The layer containers: (module path, number of items)."""
+        return self._core.layer_containers()
+
+    def by_class(self, cls: str) -> list[str]:
+        """Ids of the nodes mapped to modules of class `cls` ('Linear' or
+        'torch.nn.modules.linear.Linear'). KeyError when no module has that class."""
+        return self._core.nodes_of_class(cls)
+
+    def by_category(self, category: str) -> list[str]:
+        """Ids of the nodes of modules of a semantic category ('attention',
+        'projection', 'normalization', ...). An empty list is not an error."""
+        return self._core.nodes_of_category(category)
+
+    def below(self, confidence: float) -> list[str]:
+        """Ids of the nodes mapped with confidence strictly below `confidence`
+        (unmapped nodes included)."""
+        return self._core.nodes_below(confidence)
+
+    def matching(self, pattern: str) -> list[str]:
+        """Ids of the nodes whose module path contains a match of the RE2 `pattern`."""
+        return self._core.nodes_matching(pattern)
+
+    # -- whole-model views --------------------------------------------------
+    def tree(self, *, model_specific: bool = False) -> dict[str, Any]:
+        """The module tree as `semmap tree --json` / the sidecar's "tree" member:
+        {"view", "unmapped_nodes", "modules": [{path, class, nodes, ...}]}."""
+        return json.loads(self._core.tree_json(model_specific))
+
+    def sidecar(self, *, model_specific: bool = False) -> dict[str, Any]:
+        """The sidecar document (`semmap sidecar`; schema/sidecar.schema.json) as a dict."""
+        return json.loads(self._core.sidecar_json(model_specific))
+
+    def write_sidecar(
+        self, path: PathLike, *, model_specific: bool = False, allow_overwrite: bool = False
+    ) -> None:
+        """Writes the sidecar JSON to `path` atomically; refuses the model or manifest
+        file unless allow_overwrite."""
+        self._core.write_sidecar(_path(path), model_specific, allow_overwrite)
+
+    def annotate(
+        self,
+        out_path: PathLike,
+        *,
+        allow_overwrite: bool = False,
+        namespace: bool = True,
+        overwrite_namespace: bool = False,
+        doc_string: bool = False,
+        scoped_names: bool = False,
+        min_confidence: float = CONFIDENT_FLOOR,
+    ) -> dict[str, int | str]:
+        """Writes a copy of the model whose nodes carry semmap.* metadata_props and a
+        `namespace` (`semmap annotate`); returns the counts. The model file is never
+        overwritten unless allow_overwrite. scoped_names renames nodes mapped with
+        confidence >= min_confidence to TorchScript-style scopes (docs/annotate.md)."""
+        return self._core.annotate(
+            _path(out_path),
+            allow_overwrite,
+            namespace,
+            overwrite_namespace,
+            doc_string,
+            scoped_names,
+            min_confidence,
+        )
+
+    def report(self, path: PathLike, *, allow_overwrite: bool = False) -> None:
+        """Writes the self-contained HTML report (`semmap report`) to `path`."""
+        self._core.write_report(_path(path), allow_overwrite)
+
+    def to_pandas(self) -> "pandas.DataFrame":
+        """One row per node: node, op_type, module, class_name, qualified_class,
+        category, confidence, strategy, evidence. Needs pandas (`pip install
+        semmap[pandas]`)."""
+        try:
+            import pandas
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("MappedModel.to_pandas() needs pandas: pip install pandas") from e
+        return pandas.DataFrame(self._core.columns())
+
+    # -- facts ----------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """The model file."""
+        return self._core.model_path
+
+    @property
+    def manifest_path(self) -> str | None:
+        return self._core.manifest_path or None
+
+    @property
+    def reference_path(self) -> str | None:
+        return self._core.reference_path or None
+
+    @property
+    def has_manifest(self) -> bool:
+        return self._core.has_manifest
+
+    @property
+    def model_class(self) -> str:
+        """The manifest's model class ('' without a manifest)."""
+        return self._core.model_class
+
+    @property
+    def mapped_count(self) -> int:
+        """Nodes with a module (confidence > 0)."""
+        return self._core.mapped_count
+
+    @property
+    def strategy_counts(self) -> dict[str, int]:
+        """Nodes per strategy name."""
+        return self._core.strategy_counts
+
+    @property
+    def manifest_fit(self) -> dict[str, Any]:
+        """How well the manifest fits the graph (fits, checked, evidence, counts)."""
+        return self._core.manifest_fit
+
+    def __repr__(self) -> str:
+        manifest = f", manifest={self.manifest_path!r}" if self.manifest_path else ""
+        cls = f" {self.model_class}" if self.model_class else ""
+        return (
+            f"<semmap.MappedModel {self.path!r}{manifest}:{cls} {len(self)} nodes, "
+            f"{self.mapped_count} mapped>"
+        )
+
+
+def _as_model(m: "MappedModel | PathLike", manifest: PathLike | None) -> MappedModel:
+    if isinstance(m, MappedModel):
+        return m
+    return load(m, manifest)
+
+
+def diff(
+    a: "MappedModel | PathLike",
+    b: "MappedModel | PathLike",
+    *,
+    manifest: PathLike | None = None,
+    manifest_b: PathLike | None = None,
+    all_modules: bool = False,
+    min_module_overlap: float = 0.10,
+    require_same_model_class: bool = True,
+) -> dict[str, Any]:
+    """Compares two exports of one model module by module (`semmap diff --json`).
+
+    a, b: MappedModel objects or model paths (mapped with `manifest`, and B with
+    `manifest_b` or else `manifest`). Returns the "semmap.diff" document: module
+    overlap, changed modules (all with all_modules=True), moved nodes, fusions, removed
+    nodes. ValueError when the models look unrelated.
+    """
+    ma = _as_model(a, manifest)
+    mb = _as_model(b, manifest_b if manifest_b is not None else manifest)
+    return json.loads(
+        _core.diff_json(
+            ma._core, mb._core, all_modules, min_module_overlap, require_same_model_class
+        )
+    )

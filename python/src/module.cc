@@ -1,0 +1,483 @@
+// semmap._core: the nanobind binding of libsemmap behind the `semmap`
+// Python package (python/semmap/__init__.py holds the public wrappers).
+//
+// A Model owns one SemanticMapper (which owns its graph and manifest), the
+// rules it was mapped with, and caches of the Python strings it hands out:
+// node ids per node, module path / class / category per module, op types
+// and strategy names per distinct value. Mapping objects hold a reference
+// to their Model, so nothing they point into goes away while they live.
+// Every method runs with the GIL held except the long libsemmap calls
+// (loading and mapping, writing files, diffing), which release it.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "errors.h"
+#include "semmap/semmap.h"
+#include "semmap/version.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace semmap_python {
+namespace {
+
+nb::str Str(absl::string_view s) { return nb::str(s.data(), s.size()); }
+
+// The Python strings of one module's Mapping fields.
+struct ModuleStrings {
+  nb::object path, class_name, qualified_class, category;
+};
+
+class Model {
+ public:
+  static std::unique_ptr<Model> Load(const std::string& model_path,
+                                     const std::string& manifest_path,
+                                     const std::string& reference_path,
+                                     const std::string& rules_path) {
+    auto model = std::make_unique<Model>();
+    model->model_path_ = model_path;
+    model->manifest_path_ = manifest_path;
+    model->reference_path_ = reference_path;
+    model->rules_path_ = rules_path;
+    absl::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = model->Open();
+    }
+    ThrowIfError(status);
+    model->modules_.resize(model->mapper().manifest().size() + 1);
+    model->node_ids_.resize(model->mapper().graph().size());
+    return model;
+  }
+
+  const semmap::SemanticMapper& mapper() const { return *mapper_; }
+  const semmap::Graph& graph() const { return mapper_->graph(); }
+  std::size_t size() const { return mapper_->graph().size(); }
+  const std::string& modelPath() const { return model_path_; }
+  const std::string& manifestPath() const { return manifest_path_; }
+  const std::string& referencePath() const { return reference_path_; }
+  const std::string& rulesPath() const { return rules_path_; }
+  const semmap::Rules* rules() const { return rules_.get(); }
+
+  // The node's id as a Python str (made once).
+  const nb::object& NodeIdString(semmap::NodeId node) {
+    nb::object& s = node_ids_[static_cast<std::size_t>(node)];
+    if (!s.is_valid()) s = Str(graph().node(node).id);
+    return s;
+  }
+  const ModuleStrings& ModuleStringsOf(semmap::NodeId node) {
+    const semmap::Mapping& m = mapper_->moduleFor(node);
+    ModuleStrings& s = modules_[static_cast<std::size_t>(m.module + 1)];
+    if (!s.path.is_valid()) {
+      s.path = Str(m.module_path);
+      s.class_name = Str(m.class_name);
+      s.qualified_class = Str(m.qualified_class);
+      s.category = Str(m.category);
+    }
+    return s;
+  }
+  const nb::object& OpTypeString(semmap::NodeId node) {
+    const semmap::Node& n = graph().node(node);
+    nb::object& s = op_types_[n.op_type];
+    if (!s.is_valid()) s = Str(n.op_type);
+    return s;
+  }
+  const nb::object& StrategyString(semmap::Strategy strategy) {
+    nb::object& s = strategies_[static_cast<std::size_t>(strategy)];
+    if (!s.is_valid()) s = Str(semmap::StrategyName(strategy));
+    return s;
+  }
+
+  nb::list NodeList(const std::vector<semmap::NodeId>& nodes) {
+    nb::list out;
+    for (semmap::NodeId n : nodes) out.append(NodeIdString(n));
+    return out;
+  }
+
+  const semmap::SemanticQuery& query() {
+    if (!query_) {
+      nb::gil_scoped_release release;
+      query_ = std::make_unique<semmap::SemanticQuery>(*mapper_);
+    }
+    return *query_;
+  }
+
+  // Node index by id or unique name; KeyError naming it otherwise.
+  semmap::NodeId FindNode(const std::string& name) const {
+    const semmap::NodeId id = graph().find(name);
+    if (id == semmap::kNoNode) {
+      ThrowIfError(absl::NotFoundError(
+                       absl::StrCat(model_path_, ": no node \"", name, "\"")),
+                   NotFoundMeans::kKey);
+    }
+    return id;
+  }
+
+ private:
+  absl::Status Open() {
+    semmap::SemanticMapper::OpenOptions options;
+    if (!rules_path_.empty()) {
+      absl::StatusOr<semmap::Rules> rules = semmap::Rules::Load(rules_path_);
+      if (!rules.ok()) return rules.status();
+      rules_ = std::make_unique<semmap::Rules>(*std::move(rules));
+      options.mapper.rules = rules_.get();
+    }
+    std::optional<semmap::Graph> reference;
+    if (!reference_path_.empty()) {
+      absl::StatusOr<semmap::Graph> loaded = semmap::Graph::Load(reference_path_);
+      if (!loaded.ok()) return loaded.status();
+      reference.emplace(*std::move(loaded));
+      options.mapper.reference = &*reference;
+    }
+    absl::StatusOr<semmap::SemanticMapper> mapper =
+        semmap::SemanticMapper::Open(model_path_, manifest_path_, options);
+    if (!mapper.ok()) return mapper.status();
+    mapper_.emplace(*std::move(mapper));
+    return absl::OkStatus();
+  }
+
+  std::string model_path_, manifest_path_, reference_path_, rules_path_;
+  std::unique_ptr<semmap::Rules> rules_;  // read by Create and by Annotate
+  std::optional<semmap::SemanticMapper> mapper_;
+  std::unique_ptr<semmap::SemanticQuery> query_;  // built on the first query
+  std::vector<nb::object> node_ids_;
+  std::vector<ModuleStrings> modules_;  // index module + 1; 0 = unmapped
+  absl::flat_hash_map<absl::string_view, nb::object> op_types_;
+  std::array<nb::object, semmap::kStrategyCount> strategies_;
+};
+
+// One node's answer; keeps its Model alive.
+struct MappingRef {
+  nb::object owner;
+  Model* model;
+  semmap::NodeId node;
+
+  const semmap::Mapping& mapping() const { return model->mapper().moduleFor(node); }
+};
+
+struct MappingIterator {
+  nb::object owner;
+  Model* model;
+  semmap::NodeId next = 0;
+};
+
+MappingRef MakeRef(nb::handle self, semmap::NodeId node) {
+  return MappingRef{nb::borrow(self), nb::inst_ptr<Model>(self), node};
+}
+
+nb::dict ManifestFitDict(const semmap::ManifestFit& fit) {
+  nb::dict d;
+  d["fits"] = fit.fits;
+  d["checked"] = fit.checked;
+  d["evidence"] = fit.evidence;
+  d["scoped_nodes"] = fit.scoped_nodes;
+  d["resolved_nodes"] = fit.resolved_nodes;
+  d["distinct_scopes"] = fit.distinct_scopes;
+  d["resolved_scopes"] = fit.resolved_scopes;
+  d["named_tensors"] = fit.named_tensors;
+  d["matched_tensors"] = fit.matched_tensors;
+  return d;
+}
+
+nb::dict StrategyCounts(Model& m) {
+  nb::dict d;
+  const auto counts = m.mapper().strategyCounts();
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    d[m.StrategyString(static_cast<semmap::Strategy>(i))] = counts[i];
+  }
+  return d;
+}
+
+// Every mapping as columns (lists), for pandas.
+nb::dict Columns(Model& m) {
+  const std::size_t n = m.size();
+  nb::list node, op_type, module, class_name, qualified, category, confidence, strategy,
+      evidence;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto id = static_cast<semmap::NodeId>(i);
+    const semmap::Mapping& mapping = m.mapper().moduleFor(id);
+    const ModuleStrings& s = m.ModuleStringsOf(id);
+    node.append(m.NodeIdString(id));
+    op_type.append(m.OpTypeString(id));
+    module.append(s.path);
+    class_name.append(s.class_name);
+    qualified.append(s.qualified_class);
+    category.append(s.category);
+    confidence.append(mapping.confidence);
+    strategy.append(m.StrategyString(mapping.strategy));
+    evidence.append(Str(mapping.evidence));
+  }
+  nb::dict d;
+  d["node"] = node;
+  d["op_type"] = op_type;
+  d["module"] = module;
+  d["class_name"] = class_name;
+  d["qualified_class"] = qualified;
+  d["category"] = category;
+  d["confidence"] = confidence;
+  d["strategy"] = strategy;
+  d["evidence"] = evidence;
+  return d;
+}
+
+nb::dict AnnotateModel(Model& m, const std::string& output, bool allow_overwrite,
+                       bool write_namespace, bool overwrite_namespace, bool doc_string,
+                       bool scoped_names, double min_confidence) {
+  semmap::AnnotateOptions options;
+  options.allow_overwrite = allow_overwrite;
+  options.manifest_path = m.manifestPath();
+  options.write_namespace = write_namespace;
+  options.overwrite_namespace = overwrite_namespace;
+  options.doc_string_json = doc_string;
+  options.scoped_names = scoped_names;
+  options.scoped_name_min_confidence = min_confidence;
+  options.rules = m.rules();
+  absl::StatusOr<semmap::AnnotateResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = semmap::Annotate(m.mapper(), m.modelPath(), output, options);
+  }
+  ThrowIfError(r.status());
+  nb::dict d;
+  d["output"] = output;
+  d["nodes"] = r->nodes;
+  d["mapped"] = r->mapped;
+  d["namespaces_written"] = r->namespaces_written;
+  d["namespaces_kept"] = r->namespaces_kept;
+  d["external_tensors"] = r->external_tensors;
+  d["bytes"] = r->bytes_written;
+  if (scoped_names) {
+    d["renamed"] = r->renamed;
+    d["scoped_names_kept"] = r->scoped_kept;
+  }
+  return d;
+}
+
+semmap::SidecarOptions SidecarOptionsOf(const Model& m, bool model_specific) {
+  semmap::SidecarOptions options;
+  options.model_path = m.modelPath();
+  options.manifest_path = m.manifestPath();
+  options.model_specific_tree = model_specific;
+  options.indent = -1;
+  return options;
+}
+
+}  // namespace
+}  // namespace semmap_python
+
+using namespace semmap_python;  // NOLINT: the module body below only
+
+NB_MODULE(_core, mod) {
+  mod.doc() = "libsemmap for Python: the compiled core behind the semmap package.";
+  mod.attr("__version__") = SEMMAP_VERSION_STRING;
+  mod.attr("CONFIDENT_FLOOR") = semmap::kConfidentFloor;
+
+  nb::class_<MappingRef>(mod, "Mapping",
+                         "The answer for one ONNX node: its module, class, category, how "
+                         "sure the mapper is (confidence in [0, 1]; 0 exactly when "
+                         "unmapped) and why (strategy, evidence). Holds a reference to "
+                         "its MappedModel.")
+      .def_prop_ro(
+          "node", [](MappingRef& r) { return r.model->NodeIdString(r.node); },
+          "The node's id: its name when that is non-empty and unique, else "
+          "'<name>#<index>' (what `semmap` prints and the sidecar's keys).")
+      .def_prop_ro("index", [](MappingRef& r) { return r.node; },
+                   "The node's position in the graph's traversal order.")
+      .def_prop_ro(
+          "name", [](MappingRef& r) { return Str(r.model->graph().node(r.node).name); },
+          "The node's name in the file (may be empty or repeated).")
+      .def_prop_ro(
+          "op_type", [](MappingRef& r) { return r.model->OpTypeString(r.node); },
+          "The ONNX op type ('MatMul').")
+      .def_prop_ro(
+          "domain", [](MappingRef& r) { return Str(r.model->graph().node(r.node).domain); },
+          "The op's domain ('' for the default ONNX domain).")
+      .def_prop_ro(
+          "module", [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).path; },
+          "The dotted module path ('bert.encoder.layer.0.attention.self.query'); '' for "
+          "the root and for an unmapped node (see `mapped`).")
+      .def_prop_ro(
+          "class_name", [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).class_name; },
+          "The module's class ('Linear'); '' when unmapped or without a manifest.")
+      .def_prop_ro(
+          "qualified_class",
+          [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).qualified_class; },
+          "The module's qualified class ('torch.nn.modules.linear.Linear').")
+      .def_prop_ro(
+          "category", [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).category; },
+          "The module's semantic category ('attention', 'projection', ...; '' when no "
+          "rule matches).")
+      .def_prop_ro("confidence", [](MappingRef& r) { return r.mapping().confidence; },
+                   "In [0, 1]; 0 exactly when unmapped.")
+      .def_prop_ro(
+          "strategy",
+          [](MappingRef& r) { return r.model->StrategyString(r.mapping().strategy); },
+          "How the module was found: 'exact_scope', 'exporter_metadata', "
+          "'tensor_names', 'scope_prefix', 'op_rule', 'neighbourhood', 'structure', "
+          "'reference' or 'unmapped'.")
+      .def_prop_ro("evidence", [](MappingRef& r) { return Str(r.mapping().evidence); },
+                   "A short human-readable reason.")
+      .def_prop_ro("mapped", [](MappingRef& r) { return r.mapping().mapped(); },
+                   "True when the node has a module.")
+      .def_prop_ro("confident", [](MappingRef& r) { return r.mapping().confident(); },
+                   "Mapped with confidence >= CONFIDENT_FLOOR (0.9).");
+
+  nb::class_<MappingIterator>(mod, "MappingIterator")
+      .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__next__", [](MappingIterator& it) {
+        if (static_cast<std::size_t>(it.next) >= it.model->size()) throw nb::stop_iteration();
+        return MappingRef{it.owner, it.model, it.next++};
+      });
+
+  nb::class_<Model>(mod, "Model", "A mapped ONNX model (see semmap.MappedModel).")
+      .def_static("load", &Model::Load, "model"_a, "manifest"_a = "", "reference"_a = "",
+                  "rules"_a = "",
+                  "Loads and maps; '' means none. The GIL is released meanwhile.")
+      .def("__len__", &Model::size)
+      .def("__iter__",
+           [](nb::handle self) {
+             return MappingIterator{nb::borrow(self), nb::inst_ptr<Model>(self), 0};
+           })
+      .def("mapping",
+           [](nb::handle self, long index) {
+             Model& m = *nb::inst_ptr<Model>(self);
+             const long n = static_cast<long>(m.size());
+             if (index < 0) index += n;
+             if (index < 0 || index >= n) throw nb::index_error("node index out of range");
+             return MakeRef(self, static_cast<semmap::NodeId>(index));
+           })
+      .def("module_for",
+           [](nb::handle self, const std::string& node) {
+             return MakeRef(self, nb::inst_ptr<Model>(self)->FindNode(node));
+           })
+      .def("has_node",
+           [](Model& m, const std::string& node) { return m.graph().find(node) != semmap::kNoNode; })
+      .def("nodes_of_module",
+           [](Model& m, const std::string& path, bool subtree) {
+             auto r = m.query().nodesOfModule(path, subtree);
+             ThrowIfError(r.status(), NotFoundMeans::kKey);
+             return m.NodeList(*r);
+           })
+      .def("nodes_of_layer",
+           [](Model& m, long index, const std::optional<std::string>& container) {
+             auto r = container ? m.query().nodesOfLayer(*container, index)
+                                : m.query().nodesOfLayer(index);
+             ThrowIfError(r.status(), NotFoundMeans::kKey);
+             return m.NodeList(*r);
+           },
+           "index"_a, "container"_a.none())
+      .def("nodes_of_class",
+           [](Model& m, const std::string& cls) {
+             auto r = m.query().nodesOfClass(cls);
+             ThrowIfError(r.status(), NotFoundMeans::kKey);
+             return m.NodeList(*r);
+           })
+      .def("nodes_matching",
+           [](Model& m, const std::string& pattern) {
+             auto r = m.query().nodesMatching(pattern);
+             ThrowIfError(r.status(), NotFoundMeans::kKey);
+             return m.NodeList(*r);
+           })
+      .def("nodes_of_category",
+           [](Model& m, const std::string& category) {
+             return m.NodeList(m.query().nodesOfCategory(category));
+           })
+      .def("nodes_below",
+           [](Model& m, double threshold) {
+             return m.NodeList(m.query().nodesBelowConfidence(threshold));
+           })
+      .def("layer_containers",
+           [](Model& m) {
+             nb::list out;
+             for (const semmap::RepeatedContainer* c : m.query().layerContainers()) {
+               out.append(nb::make_tuple(m.mapper().manifest().module(c->module).path,
+                                         c->items.size()));
+             }
+             return out;
+           })
+      .def("tree_json",
+           [](Model& m, bool model_specific) {
+             nb::gil_scoped_release release;
+             return semmap::ModuleTreeJson(m.mapper(), model_specific, -1);
+           })
+      .def("sidecar_json",
+           [](Model& m, bool model_specific) {
+             nb::gil_scoped_release release;
+             return semmap::SidecarJson(m.mapper(), SidecarOptionsOf(m, model_specific));
+           })
+      .def("write_sidecar",
+           [](Model& m, const std::string& output, bool model_specific, bool allow_overwrite) {
+             semmap::SidecarOptions options = SidecarOptionsOf(m, model_specific);
+             options.allow_overwrite = allow_overwrite;
+             options.indent = 1;
+             absl::Status s;
+             {
+               nb::gil_scoped_release release;
+               s = semmap::WriteSidecar(m.mapper(), output, options);
+             }
+             ThrowIfError(s);
+           })
+      .def("annotate", &AnnotateModel)
+      .def("write_report",
+           [](Model& m, const std::string& output, bool allow_overwrite) {
+             semmap::ReportOptions options;
+             options.model_path = m.modelPath();
+             options.manifest_path = m.manifestPath();
+             options.allow_overwrite = allow_overwrite;
+             absl::Status s;
+             {
+               nb::gil_scoped_release release;
+               s = semmap::WriteReport(m.mapper(), output, options);
+             }
+             ThrowIfError(s);
+           })
+      .def("columns", &Columns)
+      .def_prop_ro("model_path", &Model::modelPath)
+      .def_prop_ro("manifest_path", &Model::manifestPath)
+      .def_prop_ro("reference_path", &Model::referencePath)
+      .def_prop_ro("rules_path", &Model::rulesPath)
+      .def_prop_ro("has_manifest", [](Model& m) { return m.mapper().hasManifest(); })
+      .def_prop_ro("model_class", [](Model& m) { return m.mapper().manifest().modelClass(); })
+      .def_prop_ro("module_count", [](Model& m) { return m.mapper().manifest().size(); })
+      .def_prop_ro("mapped_count", [](Model& m) { return m.mapper().mappedCount(); })
+      .def_prop_ro("strategy_counts", &StrategyCounts)
+      .def_prop_ro("manifest_fit", [](Model& m) { return ManifestFitDict(m.mapper().manifestFit()); })
+      .def_prop_ro("producer",
+                   [](Model& m) {
+                     return nb::make_tuple(Str(m.graph().producerName()),
+                                           Str(m.graph().producerVersion()));
+                   })
+      .def_prop_ro("opset", [](Model& m) { return m.graph().opset(); });
+
+  mod.def(
+      "diff_json",
+      [](Model& a, Model& b, bool all_modules, double min_module_overlap,
+         bool require_same_model_class) {
+        semmap::DiffOptions options;
+        options.min_module_overlap = min_module_overlap;
+        options.require_same_model_class = require_same_model_class;
+        absl::StatusOr<semmap::ModelDiff> d;
+        {
+          nb::gil_scoped_release release;
+          d = semmap::DiffModels(a.mapper(), b.mapper(), options);
+        }
+        ThrowIfError(d.status());
+        nb::gil_scoped_release release;
+        return semmap::ModelDiffJson(*d, all_modules, -1);
+      },
+      "a"_a, "b"_a, "all_modules"_a, "min_module_overlap"_a, "require_same_model_class"_a);
+}
