@@ -60,6 +60,7 @@ def load(
     *,
     reference: PathLike | None = None,
     rules: PathLike | None = None,
+    allow_manifest_mismatch: bool = False,
 ) -> "MappedModel":
     """Loads an ONNX model and maps every node to its module.
 
@@ -67,14 +68,18 @@ def load(
     semmap-manifest), or None. reference: the unprocessed export the model
     was made from (before onnxslim, ONNX Runtime's optimizers,
     quantize_dynamic, name stripping), or None. rules: a rule file replacing
-    the built-in rules (docs/rules.md), or None.
+    the built-in rules (docs/rules.md), or None. allow_manifest_mismatch: map
+    even with a manifest that does not fit the graph (refused by default: its
+    answers would look complete and be wrong).
 
     The model and the manifest are read on two threads with the GIL
     released. Raises FileNotFoundError for a missing file and ValueError for
     a malformed one, a manifest of another model or a wrong reference; the
     message names the file.
     """
-    core = _core.Model.load(_path(model), _path(manifest), _path(reference), _path(rules))
+    core = _core.Model.load(
+        _path(model), _path(manifest), _path(reference), _path(rules), allow_manifest_mismatch
+    )
     return MappedModel(core)
 
 

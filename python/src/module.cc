@@ -47,8 +47,10 @@ class Model {
   static std::unique_ptr<Model> Load(const std::string& model_path,
                                      const std::string& manifest_path,
                                      const std::string& reference_path,
-                                     const std::string& rules_path) {
+                                     const std::string& rules_path,
+                                     bool allow_manifest_mismatch) {
     auto model = std::make_unique<Model>();
+    model->allow_manifest_mismatch_ = allow_manifest_mismatch;
     model->model_path_ = model_path;
     model->manifest_path_ = manifest_path;
     model->reference_path_ = reference_path;
@@ -83,7 +85,7 @@ class Model {
     const semmap::Mapping& m = mapper_->moduleFor(node);
     ModuleStrings& s = modules_[static_cast<std::size_t>(m.module + 1)];
     if (!s.path.is_valid()) {
-      s.path = Str(m.module_path);
+      s.path = m.mapped() ? nb::object(Str(m.module_path)) : nb::none();
       s.class_name = Str(m.class_name);
       s.qualified_class = Str(m.qualified_class);
       s.category = Str(m.category);
@@ -130,6 +132,7 @@ class Model {
  private:
   absl::Status Open() {
     semmap::SemanticMapper::OpenOptions options;
+    options.mapper.allow_manifest_mismatch = allow_manifest_mismatch_;
     if (!rules_path_.empty()) {
       absl::StatusOr<semmap::Rules> rules = semmap::Rules::Load(rules_path_);
       if (!rules.ok()) return rules.status();
@@ -151,6 +154,7 @@ class Model {
   }
 
   std::string model_path_, manifest_path_, reference_path_, rules_path_;
+  bool allow_manifest_mismatch_ = false;
   std::unique_ptr<semmap::Rules> rules_;  // read by Create and by Annotate
   std::optional<semmap::SemanticMapper> mapper_;
   std::unique_ptr<semmap::SemanticQuery> query_;  // built on the first query
@@ -177,6 +181,22 @@ struct MappingIterator {
 
 MappingRef MakeRef(nb::handle self, semmap::NodeId node) {
   return MappingRef{nb::borrow(self), nb::inst_ptr<Model>(self), node};
+}
+
+nb::dict MappingDict(MappingRef& r) {
+  const semmap::Mapping& m = r.mapping();
+  const ModuleStrings& s = r.model->ModuleStringsOf(r.node);
+  nb::dict d;
+  d["node"] = r.model->NodeIdString(r.node);
+  d["op_type"] = r.model->OpTypeString(r.node);
+  d["module"] = s.path;
+  d["class_name"] = s.class_name;
+  d["qualified_class"] = s.qualified_class;
+  d["category"] = s.category;
+  d["confidence"] = m.confidence;
+  d["strategy"] = r.model->StrategyString(m.strategy);
+  d["evidence"] = Str(m.evidence);
+  return d;
 }
 
 nb::dict ManifestFitDict(const semmap::ManifestFit& fit) {
@@ -309,7 +329,7 @@ NB_MODULE(_core, mod) {
       .def_prop_ro(
           "module", [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).path; },
           "The dotted module path ('bert.encoder.layer.0.attention.self.query'); '' for "
-          "the root and for an unmapped node (see `mapped`).")
+          "the root, None for an unmapped node.")
       .def_prop_ro(
           "class_name", [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).class_name; },
           "The module's class ('Linear'); '' when unmapped or without a manifest.")
@@ -334,7 +354,27 @@ NB_MODULE(_core, mod) {
       .def_prop_ro("mapped", [](MappingRef& r) { return r.mapping().mapped(); },
                    "True when the node has a module.")
       .def_prop_ro("confident", [](MappingRef& r) { return r.mapping().confident(); },
-                   "Mapped with confidence >= CONFIDENT_FLOOR (0.9).");
+                   "Mapped with confidence >= CONFIDENT_FLOOR (0.9).")
+      .def("as_dict", &MappingDict,
+           "The fields as a dict: node, op_type, module, class_name, qualified_class, "
+           "category, confidence, strategy, evidence.")
+      .def("__eq__",
+           [](MappingRef& a, nb::handle other) {
+             if (!nb::isinstance<MappingRef>(other)) return false;
+             MappingRef& b = nb::cast<MappingRef&>(other);
+             return MappingDict(a).equal(MappingDict(b));
+           })
+      .def("__hash__", [](MappingRef& r) { return nb::hash(r.model->NodeIdString(r.node)); })
+      .def("__repr__", [](MappingRef& r) {
+        const semmap::Mapping& m = r.mapping();
+        const semmap::Node& n = r.model->graph().node(r.node);
+        return absl::StrCat("<semmap.Mapping ", n.id, " (", n.op_type, ") -> ",
+                            m.mapped() ? (m.module_path.empty() ? "<root>" : m.module_path)
+                                       : "<unmapped>",
+                            m.class_name.empty() ? "" : absl::StrCat(" (", m.class_name, ")"),
+                            " ", semmap::StrategyName(m.strategy), " ",
+                            m.confidence, ">");
+      });
 
   nb::class_<MappingIterator>(mod, "MappingIterator")
       .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
@@ -345,7 +385,7 @@ NB_MODULE(_core, mod) {
 
   nb::class_<Model>(mod, "Model", "A mapped ONNX model (see semmap.MappedModel).")
       .def_static("load", &Model::Load, "model"_a, "manifest"_a = "", "reference"_a = "",
-                  "rules"_a = "",
+                  "rules"_a = "", "allow_manifest_mismatch"_a = false,
                   "Loads and maps; '' means none. The GIL is released meanwhile.")
       .def("__len__", &Model::size)
       .def("__iter__",

@@ -1,0 +1,247 @@
+"""The Python API of the installed semmap package, on the bundled BERT export."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import semmap
+from conftest import BERT, FIXTURES, REPO
+
+QUERY_NODE = "/bert/encoder/layer.0/attention/self/query/MatMul"
+
+
+def test_imports_the_installed_package_not_the_source_tree():
+    assert "site-packages" in semmap.__file__, semmap.__file__
+    assert semmap.__version__ == "0.1.0"
+
+
+def test_load_accepts_pathlike_and_str(bert):
+    again = semmap.load(str(BERT / "model.onnx"), str(BERT / "manifest.json"))
+    assert len(again) == len(bert) == 237
+    assert bert.model_class == "BertForSequenceClassification"
+    assert bert.has_manifest and bert.mapped_count == 237
+    assert bert.strategy_counts["exact_scope"] == 225
+    assert bert.strategy_counts["op_rule"] == 12
+    assert "BertForSequenceClassification 237 nodes, 237 mapped" in repr(bert)
+
+
+def test_module_for_gives_every_field(bert):
+    m = bert.module_for(QUERY_NODE)
+    assert m.node == QUERY_NODE and m.name == QUERY_NODE
+    assert m.op_type == "MatMul" and m.domain == ""
+    assert m.module == "bert.encoder.layer.0.attention.self.query"
+    assert m.class_name == "Linear"
+    assert m.qualified_class == "torch.nn.modules.linear.Linear"
+    assert m.category == "projection"
+    assert m.confidence == 1.0 and m.strategy == "exact_scope"
+    assert m.evidence == "scope /bert/encoder/layer.0/attention/self/query"
+    assert m.mapped and m.confident
+    assert m.as_dict()["module"] == m.module
+    assert bert[QUERY_NODE] == m and hash(bert[QUERY_NODE]) == hash(m)
+    assert "Linear" in repr(m) and QUERY_NODE in repr(m)
+
+
+def test_indexing_and_iteration(bert):
+    mappings = list(bert)
+    assert len(mappings) == 237
+    assert [m.index for m in mappings] == list(range(237))
+    assert bert[0] == mappings[0] and bert[-1] == mappings[-1]
+    assert bert.nodes() == [m.node for m in mappings]
+    assert QUERY_NODE in bert and "no such node" not in bert
+    with pytest.raises(IndexError):
+        bert[237]
+    assert mappings[0] != mappings[1]
+
+
+def test_mappings_keep_their_model_alive():
+    m = semmap.load(BERT / "model.onnx", BERT / "manifest.json")
+    one = m[QUERY_NODE]
+    it = iter(m)
+    del m
+    gc.collect()
+    assert one.module == "bert.encoder.layer.0.attention.self.query"
+    assert next(it).node == "/bert/Constant"
+
+
+def test_queries_match_the_readme(bert):
+    assert bert.nodes("bert.encoder.layer.1.attention.self.query") == [
+        "/bert/encoder/layer.1/attention/self/query/MatMul",
+        "/bert/encoder/layer.1/attention/self/query/Add",
+    ]
+    assert len(bert.by_category("attention")) == 110
+    assert bert.layers() == [("bert.encoder.layer", 2)]
+    layer1 = bert.layer(1)
+    assert len(layer1) == 79
+    assert all(bert[n].module.startswith("bert.encoder.layer.1") for n in layer1)
+    assert bert.layer(1, "bert.encoder.layer") == layer1
+    subtree = bert.nodes("bert.encoder.layer.1", subtree=True)
+    assert subtree == layer1
+    assert bert.nodes("bert.encoder.layer.1") == []  # no own nodes
+    linear = bert.by_class("Linear")
+    assert linear and all(bert[n].class_name == "Linear" for n in linear)
+    assert bert.by_class("torch.nn.modules.linear.Linear") == linear
+    below = bert.below(0.9)
+    assert len(below) == 237 - 225
+    assert all(bert[n].confidence < 0.9 for n in below)
+    assert bert.matching(r"^bert\.pooler") == bert.nodes("bert.pooler", subtree=True)
+
+
+def test_lookup_errors_are_key_and_value_errors(bert):
+    with pytest.raises(KeyError, match="no node"):
+        bert["no/such/node"]
+    with pytest.raises(KeyError, match="no.such"):
+        bert.nodes("no.such")
+    with pytest.raises(KeyError):
+        bert.by_class("NoSuchClass")
+    with pytest.raises(KeyError):
+        bert.layer(99)
+    with pytest.raises(ValueError):
+        bert.layer(-1)
+    with pytest.raises(ValueError):
+        bert.matching("(")
+
+
+def test_file_errors_name_the_file(tmp_path):
+    missing = tmp_path / "missing.onnx"
+    with pytest.raises(FileNotFoundError, match="missing.onnx"):
+        semmap.load(missing)
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        semmap.load(BERT / "model.onnx", tmp_path / "nope.json")
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\xff\xff\xff\xff not an onnx model")
+    with pytest.raises(ValueError, match="garbage.onnx"):
+        semmap.load(garbage)
+    bad_manifest = tmp_path / "bad.json"
+    bad_manifest.write_text("{ not json")
+    with pytest.raises(ValueError, match="bad.json"):
+        semmap.load(BERT / "model.onnx", bad_manifest)
+
+
+def test_a_manifest_of_another_model_is_refused_unless_allowed():
+    wider = FIXTURES / "mismatch" / "bert-wider" / "manifest.json"
+    with pytest.raises(ValueError, match="another model"):
+        semmap.load(BERT / "model.onnx", wider)
+    m = semmap.load(BERT / "model.onnx", wider, allow_manifest_mismatch=True)
+    assert not m.manifest_fit["fits"]
+    assert len(m) == 237
+
+
+def test_without_a_manifest(bert):
+    m = semmap.load(BERT / "model.onnx")
+    assert not m.has_manifest and m.manifest_path is None
+    assert m[QUERY_NODE].module == "bert.encoder.layer.0.attention.self.query"
+    assert m[QUERY_NODE].class_name == ""
+    assert m[QUERY_NODE].confidence < bert[QUERY_NODE].confidence
+
+
+def test_reference_and_rules():
+    optimized = FIXTURES / "bert-seqcls.torchscript.ort-optimized"
+    plain = semmap.load(optimized / "model.onnx", optimized / "manifest.json")
+    ref = semmap.load(
+        optimized / "model.onnx", optimized / "manifest.json", reference=BERT / "model.onnx"
+    )
+    assert ref.reference_path.endswith("model.onnx")
+    assert ref.strategy_counts["reference"] > 0
+    assert plain.strategy_counts["reference"] == 0
+    with pytest.raises(ValueError, match="model.onnx"):
+        semmap.load(
+            BERT / "model.onnx",
+            BERT / "manifest.json",
+            reference=FIXTURES / "gpt2-causal-lm.torchscript" / "model.onnx",
+        )
+    same = semmap.load(BERT / "model.onnx", BERT / "manifest.json", rules=REPO / "rules" / "default.json")
+    assert [m.as_dict() for m in same] == [
+        m.as_dict() for m in semmap.load(BERT / "model.onnx", BERT / "manifest.json")
+    ]
+    with pytest.raises(FileNotFoundError):
+        semmap.load(BERT / "model.onnx", rules=REPO / "rules" / "missing.json")
+
+
+def test_tree_and_sidecar(bert):
+    tree = bert.tree()
+    root = tree["modules"][0]
+    assert root["path"] == "" and root["subtree_nodes"] == 237
+    assert bert.tree(model_specific=True)["view"] != tree["view"]
+    side = bert.sidecar()
+    assert side["format"] == "semmap.sidecar" and len(side["nodes"]) == 237
+    assert side["tree"] == tree
+
+
+def _digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_annotate_writes_a_new_file_and_never_the_model(bert, tmp_path):
+    before = _digest(BERT / "model.onnx")
+    out = tmp_path / "bert.semmap.onnx"
+    r = bert.annotate(out)
+    assert r["nodes"] == 237 and r["mapped"] == 237 and r["namespaces_written"] == 237
+    annotated = semmap.load(out, BERT / "manifest.json")
+    assert [m.module for m in annotated] == [m.module for m in bert]
+    with pytest.raises(ValueError, match="model.onnx"):
+        bert.annotate(BERT / "model.onnx")
+    assert _digest(BERT / "model.onnx") == before
+    with pytest.raises(FileNotFoundError):
+        bert.annotate(tmp_path / "no" / "dir" / "out.onnx")
+
+
+def test_report_and_write_sidecar(bert, tmp_path):
+    bert.report(tmp_path / "bert.html")
+    html = (tmp_path / "bert.html").read_text()
+    assert 'id="semmap-data"' in html
+    bert.write_sidecar(tmp_path / "bert.semmap.json")
+    import json
+
+    assert json.loads((tmp_path / "bert.semmap.json").read_text())["nodes"] == bert.sidecar()["nodes"]
+    with pytest.raises(ValueError):
+        bert.write_sidecar(BERT / "manifest.json")
+
+
+def test_diff_against_the_ort_optimized_export(bert):
+    optimized = FIXTURES / "bert-seqcls.torchscript.ort-optimized" / "model.onnx"
+    d = semmap.diff(bert, optimized, manifest=BERT / "manifest.json")
+    assert d["format"] == "semmap.diff"
+    assert d["common_nodes"] == 29
+    by_path = semmap.diff(BERT / "model.onnx", optimized, manifest=BERT / "manifest.json")
+    assert by_path["common_nodes"] == 29
+    gpt2 = FIXTURES / "gpt2-causal-lm.torchscript"
+    with pytest.raises(ValueError):
+        semmap.diff(bert, gpt2 / "model.onnx", manifest_b=gpt2 / "manifest.json")
+
+
+def test_to_pandas(bert):
+    df = bert.to_pandas()
+    assert len(df) == 237
+    assert list(df.columns) == [
+        "node", "op_type", "module", "class_name", "qualified_class",
+        "category", "confidence", "strategy", "evidence",
+    ]
+    counts = df.groupby("module").size()
+    assert counts["bert.encoder.layer.1.attention.self.query"] == 2
+    assert df.loc[df.node == QUERY_NODE, "class_name"].item() == "Linear"
+
+
+def test_docstrings_reach_help():
+    assert "manifest" in semmap.load.__doc__
+    assert "module path" in semmap.Mapping.module.__doc__
+    assert "layer" in semmap.MappedModel.layer.__doc__
+    stubs = Path(semmap.__file__).with_name("_core.pyi")
+    assert stubs.exists() and Path(semmap.__file__).with_name("py.typed").exists()
+
+
+def test_console_script_runs_the_tool(semmap_tool):
+    out = subprocess.run(
+        [semmap_tool, "map", str(BERT / "model.onnx"), "--manifest", str(BERT / "manifest.json"),
+         "--node", QUERY_NODE],
+        capture_output=True, text=True, check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "bert.encoder.layer.0.attention.self.query" in out.stdout
+    bad = subprocess.run([semmap_tool, "map", "/nonexistent/model.onnx"],
+                         capture_output=True, text=True, check=False)
+    assert bad.returncode == 2 and "model.onnx" in bad.stderr

@@ -1,0 +1,73 @@
+"""Python answers equal the `semmap` tool's, for every node of every fixture."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+import semmap
+from conftest import fixture_dirs, fixture_id, manifest_of
+
+DIRS = fixture_dirs()
+
+
+def test_the_corpus_is_there():
+    assert len(DIRS) > 100  # both toolchain slices
+
+
+def tool_sidecar(tool: str, model: str, manifest: str | None) -> dict:
+    cmd = [tool, "sidecar", model, "--compact"]
+    if manifest:
+        cmd += ["--manifest", manifest]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+@pytest.mark.parametrize("d", DIRS, ids=fixture_id)
+def test_every_node_matches_semmap_sidecar(d, semmap_tool):
+    model = str(d / "model.onnx")
+    manifest = manifest_of(d)
+    manifest = str(manifest) if manifest else None
+    expected = tool_sidecar(semmap_tool, model, manifest)
+    m = semmap.load(model, manifest)
+    nodes = expected["nodes"]
+    assert len(m) == len(nodes)
+    for got, want in zip(m, nodes):
+        assert (
+            got.node, got.name, got.op_type, got.domain, got.module, got.class_name,
+            got.qualified_class, got.category, got.confidence, got.strategy, got.evidence,
+        ) == (
+            want["id"], want["name"], want["op_type"], want["domain"], want["module"],
+            want["class"] or "", want["qualified_class"] or "", want["category"] or "",
+            want["confidence"], want["strategy"], want["evidence"],
+        ), want["id"]
+        assert got.mapped == (want["strategy"] != "unmapped")
+    # The whole document, tree and summary included.
+    assert m.sidecar() == expected
+    assert m.mapped_count == expected["summary"]["mapped"]
+    assert m.strategy_counts == expected["summary"]["strategies"]
+
+
+@pytest.mark.parametrize(
+    "d", [p for p in DIRS if fixture_id(p) in {
+        "bert-seqcls.torchscript", "gpt2-causal-lm.dynamo", "t5-seq2seq-lm.dynamo"}],
+    ids=fixture_id)
+def test_queries_match_semmap_query(d, semmap_tool):
+    model, manifest = str(d / "model.onnx"), str(d / "manifest.json")
+    m = semmap.load(model, manifest)
+
+    def tool(*args: str) -> list[str]:
+        out = subprocess.run([semmap_tool, "query", model, "--manifest", manifest, *args, "--json"],
+                             capture_output=True, text=True, check=False)
+        assert out.returncode == 0, out.stderr
+        return [n["node"] for n in json.loads(out.stdout)["nodes"]]
+
+    assert m.layer(1) == tool("--layer", "1")
+    assert m.by_category("attention") == tool("--category", "attention")
+    assert m.by_class("Linear") == tool("--class", "Linear")
+    assert m.below(0.9) == tool("--below", "0.9")
+    container = m.layers()[0][0]
+    assert m.nodes(f"{container}.0", subtree=True) == tool("--module", f"{container}.0", "--subtree")
