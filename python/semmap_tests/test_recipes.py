@@ -1,0 +1,89 @@
+"""The Python recipes of README.md, run as written, on real fixtures."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import onnx
+import pytest
+
+from conftest import BERT, FIXTURES, REPO
+
+README = (REPO / "README.md").read_text()
+
+
+def recipe(name: str) -> str:
+    """The README code block opening with '# recipe: NAME'."""
+    blocks = re.findall(r"```python\n(# recipe: ([\w-]+)\n.*?)```", README, re.S)
+    found = {n: code for code, n in blocks}
+    assert name in found, f"README.md has no recipe {name!r} (has {sorted(found)})"
+    return found[name]
+
+
+def run(name: str, cwd, monkeypatch) -> dict:
+    monkeypatch.chdir(cwd)
+    scope: dict = {}
+    exec(compile(recipe(name), f"README.md:{name}", "exec"), scope)
+    return scope
+
+
+@pytest.fixture
+def bert_dir(tmp_path):
+    shutil.copy(BERT / "model.onnx", tmp_path / "model.onnx")
+    shutil.copy(BERT / "manifest.json", tmp_path / "manifest.json")
+    return tmp_path
+
+
+def test_quantize_all_but_one_module(bert_dir, monkeypatch):
+    scope = run("quantize-all-but-one-module", bert_dir, monkeypatch)
+    keep = set(scope["keep_float"])
+    m = scope["m"]
+    assert keep and all(m[n].module.startswith("bert.encoder.layer.1.attention") for n in keep)
+    quantized = onnx.load(str(bert_dir / "model.int8.onnx"))
+    float_types = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16}
+    inits = {t.name: t for t in quantized.graph.initializer}
+    by_name = {n.name: n for n in quantized.graph.node}
+    kept_matmuls = [n for n in keep if n.endswith("/MatMul")]
+    weighted = 0
+    for name in kept_matmuls:
+        node = by_name[name]
+        assert node.op_type == "MatMul", name
+        weights = [inits[i] for i in node.input if i in inits]
+        assert all(w.data_type in float_types for w in weights), name
+        weighted += bool(weights)
+    assert weighted == 4  # query, key, value and the output dense stayed float
+    # The same projections of layer 0 were quantized.
+    other = "/bert/encoder/layer.0/attention/self/query/MatMul"
+    assert other not in by_name or by_name[other].op_type != "MatMul"
+    assert any(n.op_type in ("MatMulInteger", "DynamicQuantizeLinear") for n in quantized.graph.node)
+
+
+def test_nodes_per_layer(bert_dir, monkeypatch):
+    scope = run("nodes-per-layer", bert_dir, monkeypatch)
+    assert scope["container"] == "bert.encoder.layer"
+    assert scope["per_layer"] == {0: 79, 1: 79}
+    m = scope["m"]
+    assert sum(scope["per_layer"].values()) == len(m.nodes("bert.encoder.layer", subtree=True))
+
+
+def test_attention_of_layer(bert_dir, monkeypatch):
+    scope = run("attention-of-layer", bert_dir, monkeypatch)
+    m, attention = scope["m"], scope["attention"]
+    assert attention
+    assert all(m[n].module.startswith("bert.encoder.layer.1.attention") for n in attention)
+    assert set(attention) == set(m.layer(1)) & set(m.by_category("attention"))
+    assert "/bert/encoder/layer.1/attention/self/query/MatMul" not in attention  # a projection
+    assert "/bert/encoder/layer.1/attention/self/Softmax" in attention
+
+
+@pytest.mark.parametrize("fixture", ["gpt2-causal-lm.dynamo", "bert-seqcls.torchscript"])
+def test_no_manifest(fixture, tmp_path, monkeypatch):
+    shutil.copy(FIXTURES / fixture / "model.onnx", tmp_path / "downloaded.onnx")
+    scope = run("no-manifest", tmp_path, monkeypatch)
+    m = scope["m"]
+    assert not m.has_manifest
+    assert m.mapped_count >= 0.9 * len(m)
+    assert all(mp.confidence <= 0.8 for mp in m)
+    assert len(scope["modules"]) > 10
+    assert set(scope["unsure"]) == {mp.node for mp in m if mp.confidence < 0.5}
