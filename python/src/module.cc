@@ -63,6 +63,7 @@ class Model {
     ThrowIfError(status);
     model->modules_.resize(model->mapper().manifest().size() + 1);
     model->node_ids_.resize(model->mapper().graph().size());
+    model->node_op_types_.resize(model->mapper().graph().size());
     return model;
   }
 
@@ -93,10 +94,14 @@ class Model {
     return s;
   }
   const nb::object& OpTypeString(semmap::NodeId node) {
-    const semmap::Node& n = graph().node(node);
-    nb::object& s = op_types_[n.op_type];
-    if (!s.is_valid()) s = Str(n.op_type);
-    return s;
+    nb::object& cached = node_op_types_[static_cast<std::size_t>(node)];
+    if (!cached.is_valid()) {
+      const semmap::Node& n = graph().node(node);
+      nb::object& s = op_types_[n.op_type];
+      if (!s.is_valid()) s = Str(n.op_type);
+      cached = s;
+    }
+    return cached;
   }
   const nb::object& StrategyString(semmap::Strategy strategy) {
     nb::object& s = strategies_[static_cast<std::size_t>(strategy)];
@@ -159,6 +164,7 @@ class Model {
   std::optional<semmap::SemanticMapper> mapper_;
   std::unique_ptr<semmap::SemanticQuery> query_;  // built on the first query
   std::vector<nb::object> node_ids_;
+  std::vector<nb::object> node_op_types_;  // per node: a reference into op_types_
   std::vector<ModuleStrings> modules_;  // index module + 1; 0 = unmapped
   absl::flat_hash_map<absl::string_view, nb::object> op_types_;
   std::array<nb::object, semmap::kStrategyCount> strategies_;
