@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,8 @@ def manifest_of(d: Path) -> Path | None:
 @pytest.fixture(scope="session")
 def semmap_tool() -> str:
     """The `semmap` console script the wheel installed next to this Python."""
-    here = Path(os.path.realpath(os.sys.executable)).parent
-    for candidate in (Path(os.sys.executable).parent / "semmap", here / "semmap"):
+    here = Path(os.path.realpath(sys.executable)).parent
+    for candidate in (Path(sys.executable).parent / "semmap", here / "semmap"):
         if candidate.exists():
             return str(candidate)
     found = shutil.which("semmap")

@@ -1,0 +1,54 @@
+"""semmap.load() releases the GIL while it reads and maps."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import onnx
+from onnx import TensorProto, helper
+
+import semmap
+
+
+def write_chain(path, nodes: int) -> None:
+    """A model of `nodes` Relu nodes in a chain, TorchScript-style scoped names."""
+    graph_nodes = [
+        helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=f"/layers.{i % 64}/act/Relu_{i}")
+        for i in range(nodes)
+    ]
+    graph = helper.make_graph(
+        graph_nodes, "chain",
+        [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info(f"v{nodes}", TensorProto.FLOAT, [1])],
+    )
+    onnx.save(helper.make_model(graph), str(path))
+
+
+def test_other_threads_run_while_a_model_loads(tmp_path):
+    model = tmp_path / "chain.onnx"
+    write_chain(model, 200_000)
+    start = time.perf_counter()
+    semmap.load(model)
+    alone = time.perf_counter() - start
+    assert alone > 0.05, f"the model loads too fast ({alone:.3f} s) to tell"
+
+    done = threading.Event()
+    loaded = []
+
+    def load() -> None:
+        loaded.append(semmap.load(model))
+        done.set()
+
+    worker = threading.Thread(target=load)
+    wakeups = [time.perf_counter()]  # start() itself may wait for the GIL
+    worker.start()
+    while not done.is_set():
+        wakeups.append(time.perf_counter())
+        time.sleep(0.001)
+    wakeups.append(time.perf_counter())  # when this thread saw the load end
+    worker.join()
+    gaps = [b - a for a, b in zip(wakeups, wakeups[1:])]
+    assert len(loaded[0]) == 200_000
+    # Holding the GIL, the load would stall this thread for its whole length.
+    assert max(gaps) < 0.5 * alone, (max(gaps), len(gaps), alone)
