@@ -4,7 +4,6 @@
 //   semmap_bench MODEL.onnx MANIFEST.json [--loader wire|protobuf]
 //                [--repeat N] [--no-map]
 //   semmap_bench --manifest-only MANIFEST.json [--repeat N]
-//   semmap_bench --open MODEL.onnx MANIFEST.json [--repeat N]
 //
 // Loads the graph, loads the manifest, maps every node, and prints one JSON
 // line: nodes, load_s, manifest_s, map_s, total_s, nodes/s of each step,
@@ -12,9 +11,6 @@
 // fastest of N rounds is reported. --manifest-only loads only the manifest
 // and prints modules, manifest_s, modules/s, peak_rss_mb (the manifest's
 // alone, the process's start-up included) and the file size.
-// --open times the one call SemanticMapper::Open (model and manifest read
-// on two threads, then mapped), the call the Python package makes, and
-// prints nodes, mapped, open_s, peak_rss_mb.
 // Exit codes: 0 ok, 2 bad usage or input.
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -106,26 +102,6 @@ int OpenOnly(const std::string& model, const std::string& manifest, int repeat) 
 }
 
 }  // namespace
-
-int OpenOnly(const std::string& model, const std::string& manifest, int repeat) {
-  double open_s = std::numeric_limits<double>::infinity();
-  std::size_t nodes = 0, mapped = 0;
-  for (int round = 0; round < repeat; ++round) {
-    const double t0 = Now();
-    auto mapper = semmap::SemanticMapper::Open(model, manifest);
-    const double t1 = Now();
-    if (!mapper.ok()) {
-      std::cerr << "semmap_bench: " << mapper.status().message() << "\n";
-      return 2;
-    }
-    nodes = mapper->graph().size();
-    mapped = mapper->mappedCount();
-    open_s = std::min(open_s, t1 - t0);
-  }
-  std::printf("{\"nodes\":%zu,\"mapped\":%zu,\"open_s\":%.6f,\"peak_rss_mb\":%.1f}\n", nodes,
-              mapped, open_s, PeakRssMb());
-  return 0;
-}
 
 int main(int argc, char** argv) {
   std::string model, manifest_path, loader_name = "wire";
