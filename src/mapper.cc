@@ -302,10 +302,13 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
   // and they share nothing); on one when no thread can be started.
   absl::StatusOr<Manifest> loaded = absl::NotFoundError("no manifest");
   auto read_manifest = [&]() {
-    try {
+    try {  // Manifest::Load reports its own errors; nothing may escape a thread
       loaded = Manifest::Load(manifest_path, options.manifest);
-    } catch (...) {
+    } catch (const std::bad_alloc&) {
       loaded = internal::OutOfMemory(manifest_path, "loading the manifest");
+    } catch (...) {
+      loaded = absl::InternalError(
+          absl::StrCat(manifest_path, ": unexpected exception while loading the manifest"));
     }
   };
   std::thread reader;
