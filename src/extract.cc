@@ -11,6 +11,7 @@
 #include "internal/atomic_write.h"
 #include "internal/file_io.h"
 #include "internal/mapped_file.h"
+#include "internal/onnx_fields.h"
 #include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
 #include "internal/wire_model_index.h"
@@ -84,19 +85,12 @@ class Pieces {
   std::uint64_t size_ = 0;
 };
 
-// ModelProto, GraphProto and ValueInfoProto fields written, in the order
-// protobuf writes them (by number).
-namespace model_field {
-constexpr std::uint32_t kIrVersion = 1, kProducerName = 2, kProducerVersion = 3, kDomain = 4,
-                        kModelVersion = 5, kGraph = 7, kOpsetImport = 8, kMetadataProps = 14,
-                        kFunctions = 25;
-}
-namespace graph_field {
-constexpr std::uint32_t kNode = 1, kName = 2, kInitializer = 5, kInput = 11, kOutput = 12,
-                        kSparseInitializer = 15;
-}
-constexpr std::uint32_t kValueInfoName = 1;
-constexpr std::uint32_t kEntryKey = 1, kEntryValue = 2;
+// onnx.proto's field numbers (internal/onnx_fields.h).
+namespace model_field = internal::model_field;
+namespace graph_field = internal::graph_field;
+using internal::kEntryKey;
+using internal::kEntryValue;
+using internal::kValueInfoName;
 
 // The top-level node each Graph node belongs to (itself, or the main-graph
 // node owning its subgraph); kNoNode inside model-local functions.

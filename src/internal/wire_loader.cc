@@ -7,6 +7,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "internal/onnx_fields.h"
 #include "internal/status_macros.h"
 #include "internal/wire_reader.h"
 
@@ -14,41 +15,11 @@ namespace semmap {
 namespace internal {
 namespace {
 
-// Field numbers of onnx.proto (onnx 1.16 for NodeProto.metadata_props).
-namespace model_field {
-constexpr std::uint32_t kIrVersion = 1, kProducerName = 2, kProducerVersion = 3, kGraph = 7,
-                        kOpsetImport = 8, kMetadataProps = 14, kFunctions = 25;
-}
-namespace graph_field {
-constexpr std::uint32_t kNode = 1, kName = 2, kInitializer = 5, kInput = 11, kOutput = 12,
-                        kSparseInitializer = 15;
-}
-namespace node_field {
-constexpr std::uint32_t kInput = 1, kOutput = 2, kName = 3, kOpType = 4, kAttribute = 5,
-                        kDocString = 6, kDomain = 7, kMetadataProps = 9;
-}
-namespace attribute_field {
-constexpr std::uint32_t kName = 1, kG = 6, kGraphs = 11, kType = 20;
-constexpr std::int32_t kTypeGraph = 5, kMaxKnownType = 14;  // AttributeProto.AttributeType
-}
-namespace tensor_field {
-constexpr std::uint32_t kDims = 1, kDataType = 2, kName = 8, kDataLocation = 14;
-constexpr std::int32_t kExternal = 1;  // TensorProto.DataLocation
-}
-namespace function_field {
-constexpr std::uint32_t kName = 1, kInput = 4, kNode = 7, kDomain = 10;
-}
-constexpr std::uint32_t kSparseValues = 1;    // SparseTensorProto.values
-constexpr std::uint32_t kValueInfoName = 1;   // ValueInfoProto.name
-constexpr std::uint32_t kEntryKey = 1, kEntryValue = 2;  // StringStringEntryProto
-constexpr std::uint32_t kOpsetDomain = 1, kOpsetVersion = 2;  // OperatorSetIdProto
 
 // The occurrences of one singular message field: protobuf merges them, which
 // is the same as reading their fields in order.
 using Spans = absl::InlinedVector<absl::string_view, 1>;
 
-bool IsLen(const WireField& f) { return f.type == WireType::kLen; }
-bool IsVarint(const WireField& f) { return f.type == WireType::kVarint; }
 
 struct Attribute {
   absl::string_view name;
@@ -418,17 +389,7 @@ class WireWalker {
   }
 
   absl::Status Malformed(const WireReader& r, const char* message) const {
-    const WireError& e = r.error();
-    std::string text = absl::StrCat(origin_, ": not a valid ONNX model: byte offset ",
-                                    OffsetOf(e.at), ": ", e.what, " in ", message);
-    if (e.field != 0) absl::StrAppend(&text, " (field ", e.field, ")");
-    if (e.length != 0 || e.left != 0) {
-      absl::StrAppend(&text, ": claims ", e.length, " bytes, ", e.left, " left");
-      if (e.end == file_.data() + file_.size()) {
-        absl::StrAppend(&text, " (file truncated?)");
-      }
-    }
-    return absl::InvalidArgumentError(text);
+    return MalformedOnnx(origin_, file_, r, message);
   }
 
   absl::Status MalformedAt(const char* at, const char* what) const {

@@ -5,6 +5,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "internal/onnx_fields.h"
 #include "internal/status_macros.h"
 #include "internal/wire_reader.h"
 
@@ -12,34 +13,9 @@ namespace semmap {
 namespace internal {
 namespace {
 
-// Field numbers of onnx.proto.
-namespace model_field {
-constexpr std::uint32_t kIrVersion = 1, kProducerName = 2, kProducerVersion = 3, kDomain = 4,
-                        kModelVersion = 5, kGraph = 7, kOpsetImport = 8, kFunctions = 25;
-}
-namespace graph_field {
-constexpr std::uint32_t kNode = 1, kName = 2, kInitializer = 5, kInput = 11, kOutput = 12,
-                        kValueInfo = 13, kSparseInitializer = 15;
-}
-namespace node_field {
-constexpr std::uint32_t kInput = 1, kOutput = 2, kName = 3, kOpType = 4, kAttribute = 5;
-}
-namespace attribute_field {
-constexpr std::uint32_t kG = 6, kGraphs = 11;
-}
-namespace tensor_field {
-constexpr std::uint32_t kName = 8, kExternalData = 13, kDataLocation = 14;
-constexpr std::int32_t kExternal = 1;
-}
-constexpr std::uint32_t kSparseValues = 1;                   // SparseTensorProto.values
-constexpr std::uint32_t kValueInfoName = 1, kValueInfoType = 2;  // ValueInfoProto
-constexpr std::uint32_t kEntryKey = 1, kEntryValue = 2;      // StringStringEntryProto
-
 // The occurrences of one message field, merged as protobuf merges them.
 using Spans = absl::InlinedVector<absl::string_view, 1>;
 
-bool IsLen(const WireField& f) { return f.type == WireType::kLen; }
-bool IsVarint(const WireField& f) { return f.type == WireType::kVarint; }
 
 class Indexer {
  public:
@@ -372,16 +348,7 @@ class Indexer {
   }
 
   absl::Status Malformed(const WireReader& r, const char* message) const {
-    const WireError& e = r.error();
-    std::string text =
-        absl::StrCat(origin_, ": not a valid ONNX model: byte offset ",
-                     static_cast<std::uint64_t>(e.at - file_.data()), ": ", e.what, " in ", message);
-    if (e.field != 0) absl::StrAppend(&text, " (field ", e.field, ")");
-    if (e.length != 0 || e.left != 0) {
-      absl::StrAppend(&text, ": claims ", e.length, " bytes, ", e.left, " left");
-      if (e.end == file_.data() + file_.size()) absl::StrAppend(&text, " (file truncated?)");
-    }
-    return absl::InvalidArgumentError(text);
+    return MalformedOnnx(origin_, file_, r, message);
   }
 
   absl::string_view file_;

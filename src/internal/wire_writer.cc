@@ -6,6 +6,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "internal/onnx_fields.h"
 #include "internal/status_macros.h"
 #include "internal/wire_reader.h"
 
@@ -13,33 +14,8 @@ namespace semmap {
 namespace internal {
 namespace {
 
-// Field numbers of onnx.proto (onnx 1.16 for NodeProto.metadata_props), the
-// ones this walk descends into or edits.
-namespace model_field {
-constexpr std::uint32_t kGraph = 7, kFunctions = 25;
-}
-namespace graph_field {
-constexpr std::uint32_t kNode = 1, kInitializer = 5;
-}
-namespace node_field {
-constexpr std::uint32_t kName = 3, kAttribute = 5, kDocString = 6, kMetadataProps = 9;
-constexpr std::uint32_t kOpType = 4;
-}
-namespace attribute_field {
-constexpr std::uint32_t kG = 6, kGraphs = 11, kType = 20;
-constexpr std::int32_t kTypeGraph = 5, kMaxKnownType = 14;  // AttributeProto.AttributeType
-}
-namespace function_field {
-constexpr std::uint32_t kNode = 7;
-}
-constexpr std::uint32_t kTensorDataLocation = 14;
-constexpr std::int32_t kExternal = 1;  // TensorProto.DataLocation
-constexpr std::uint32_t kEntryKey = 1, kEntryValue = 2;  // StringStringEntryProto
-
 using Spans = absl::InlinedVector<absl::string_view, 1>;
 
-bool IsLen(const WireField& f) { return f.type == WireType::kLen; }
-bool IsVarint(const WireField& f) { return f.type == WireType::kVarint; }
 
 }  // namespace
 
@@ -225,13 +201,13 @@ class RewritePlanner {
     WireReader r(tensor);
     WireField f;
     while (r.Next(&f)) {
-      if (f.number == kTensorDataLocation && IsVarint(f)) {
+      if (f.number == tensor_field::kDataLocation && IsVarint(f)) {
         const auto v = static_cast<std::int32_t>(f.varint);
-        if (v == 0 || v == kExternal) location = v;
+        if (v == 0 || v == tensor_field::kExternal) location = v;
       }
     }
     if (!r.ok()) return Malformed(r, "TensorProto");
-    *external = location == kExternal;
+    *external = location == tensor_field::kExternal;
     return absl::OkStatus();
   }
 
@@ -525,16 +501,7 @@ class RewritePlanner {
   }
 
   absl::Status Malformed(const WireReader& r, const char* message) const {
-    const WireError& e = r.error();
-    std::string text =
-        absl::StrCat(origin_, ": not a valid ONNX model: byte offset ",
-                     static_cast<std::uint64_t>(e.at - file_.data()), ": ", e.what, " in ", message);
-    if (e.field != 0) absl::StrAppend(&text, " (field ", e.field, ")");
-    if (e.length != 0 || e.left != 0) {
-      absl::StrAppend(&text, ": claims ", e.length, " bytes, ", e.left, " left");
-      if (e.end == file_.data() + file_.size()) absl::StrAppend(&text, " (file truncated?)");
-    }
-    return absl::InvalidArgumentError(text);
+    return MalformedOnnx(origin_, file_, r, message);
   }
 
   absl::string_view file_;
