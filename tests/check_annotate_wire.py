@@ -37,13 +37,7 @@ def traversal(model):
     """Nodes in semmap's Graph order: the graph (bodies after their node), then functions."""
     yield from all_nodes(model.graph)
     for fn in model.functions:
-        for node in fn.node:
-            yield node
-            for attr in node.attribute:
-                if attr.HasField("g"):
-                    yield from all_nodes(attr.g)
-                for body in attr.graphs:
-                    yield from all_nodes(body)
+        yield from all_nodes(fn)  # a FunctionProto lists its nodes as a graph does
 
 
 def expected(original, annotated, sidecar, namespaces):
