@@ -253,7 +253,7 @@ class Writer {
     std::string j;
     j.reserve(layers_ * 4000 + 4096);
     j += R"({"format":"semmap.manifest","schema_version":1,)"
-         R"("generator":{"semmap_manifest":"synthetic"},)"
+         R"("generator":{"semmap":"synthetic"},)"
          R"("model":{"class":"LlamaForCausalLM",)"
          R"("qualified_class":"transformers.models.llama.modeling_llama.LlamaForCausalLM",)"
          R"("model_type":"llama","config":{"num_hidden_layers":)" +

@@ -1,7 +1,7 @@
 // Manifest: the module hierarchy of the PyTorch model an ONNX file came from.
 //
 // A manifest is the JSON document written by semmap's Python exporter
-// (`python -m semmap_manifest manifest ...`), schema in
+// (`python -m semmap.manifest manifest ...`), schema in
 // schema/manifest.schema.json and docs/manifest.md. It lists every module of
 // `model.named_modules()` with its class, parent, children and own
 // parameters and buffers.

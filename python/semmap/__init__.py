@@ -11,7 +11,7 @@
 
 The mapping is libsemmap's (C++), the same as the `semmap` command's, which
 ``pip install semmap`` also puts on PATH. The manifest (``manifest.json``,
-written by the ``semmap-manifest`` exporter) is optional: without it module
+written by :mod:`semmap.manifest` or ``semmap-manifest``) is optional: without it module
 paths come from the node names and the exporter's metadata, with lower
 confidence and no class names.
 
@@ -20,27 +20,55 @@ file and the cause: FileNotFoundError (missing file), ValueError (malformed
 input, a manifest of another model, a reference that is not the export the
 model came from), KeyError (no such node, module, class or layer),
 PermissionError (output not writable).
+
+``semmap.manifest`` writes manifests and :func:`export` exports a model and
+maps it in one call; both need PyTorch (``pip install 'semmap[torch]'``).
+``import semmap`` itself needs neither PyTorch nor, until the first call that
+maps, the compiled core.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
-from typing import TYPE_CHECKING, Any, Iterator, Union
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Iterator, Mapping as _MappingABC, Sequence, Union
 
-from . import _core
-from ._core import Mapping
+from ._version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
+    import torch
 
-__all__ = ["CONFIDENT_FLOOR", "MappedModel", "Mapping", "diff", "load", "__version__"]
+    from . import _core
+    from ._core import CONFIDENT_FLOOR, Mapping
 
-__version__: str = _core.__version__
-#: Confidence at and above which an answer counts as confident.
-CONFIDENT_FLOOR: float = _core.CONFIDENT_FLOOR
+__all__ = ["CONFIDENT_FLOOR", "MappedModel", "Mapping", "diff", "export", "load", "__version__"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _core_module() -> ModuleType:
+    """The compiled core, imported on first use so that ``semmap.manifest``
+    works where only the Python sources are (a source checkout)."""
+    try:
+        return importlib.import_module("semmap._core")
+    except ImportError as e:
+        raise ImportError(
+            f"semmap's compiled core (semmap._core) cannot be imported ({e}); "
+            "install the built package: pip install semmap (or `pip install .` in a source checkout)"
+        ) from e
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: `semmap.Mapping` and `from semmap import Mapping` load the core.
+    # CONFIDENT_FLOOR: confidence at and above which an answer counts as confident.
+    if name in ("Mapping", "CONFIDENT_FLOOR"):
+        return getattr(_core_module(), name)
+    if name == "_core":
+        return _core_module()
+    raise AttributeError(f"module 'semmap' has no attribute {name!r}")
 
 
 def _path(p: PathLike | None) -> str:
@@ -77,7 +105,7 @@ def load(
     a malformed one, a manifest of another model or a wrong reference; the
     message names the file.
     """
-    core = _core.Model.load(
+    core = _core_module().Model.load(
         _path(model), _path(manifest), _path(reference), _path(rules), allow_manifest_mismatch
     )
     return MappedModel(core)
@@ -95,17 +123,17 @@ class MappedModel:
 
     __slots__ = ("_core",)
 
-    def __init__(self, core: _core.Model) -> None:
+    def __init__(self, core: "_core.Model") -> None:
         self._core = core
 
     # -- nodes ------------------------------------------------------------
     def __len__(self) -> int:
         return len(self._core)
 
-    def __iter__(self) -> Iterator[Mapping]:
+    def __iter__(self) -> Iterator["Mapping"]:
         return iter(self._core)
 
-    def __getitem__(self, node: str | int) -> Mapping:
+    def __getitem__(self, node: str | int) -> "Mapping":
         if isinstance(node, int):
             return self._core.mapping(node)
         return self._core.module_for(node)
@@ -113,7 +141,7 @@ class MappedModel:
     def __contains__(self, node: object) -> bool:
         return isinstance(node, str) and self._core.has_node(node)
 
-    def module_for(self, node: str) -> Mapping:
+    def module_for(self, node: str) -> "Mapping":
         """The Mapping of the node with this id or unique name; KeyError otherwise."""
         return self._core.module_for(node)
 
@@ -182,12 +210,15 @@ class MappedModel:
         overwrite_namespace: bool = False,
         doc_string: bool = False,
         scoped_names: bool = False,
-        min_confidence: float = CONFIDENT_FLOOR,
+        min_confidence: float | None = None,
     ) -> dict[str, int | str]:
         """Writes a copy of the model whose nodes carry semmap.* metadata_props and a
         `namespace` (`semmap annotate`); returns the counts. The model file is never
         overwritten unless allow_overwrite. scoped_names renames nodes mapped with
-        confidence >= min_confidence to TorchScript-style scopes (docs/annotate.md)."""
+        confidence >= min_confidence (default CONFIDENT_FLOOR) to TorchScript-style
+        scopes (docs/annotate.md)."""
+        if min_confidence is None:
+            min_confidence = _core_module().CONFIDENT_FLOOR
         return self._core.annotate(
             _path(out_path),
             allow_overwrite,
@@ -259,6 +290,53 @@ class MappedModel:
         )
 
 
+def export(
+    model: "torch.nn.Module",
+    inputs: "_MappingABC[str, torch.Tensor] | Sequence[torch.Tensor] | torch.Tensor",
+    path: PathLike,
+    *,
+    exporter: str = "dynamo",
+    manifest: PathLike | None = None,
+    opset: int | None = None,
+    dynamic: bool = True,
+    vmap_free_masks: bool | None = None,
+) -> MappedModel:
+    """Exports a PyTorch model to ONNX, writes its manifest, and returns it mapped.
+
+    model: a torch.nn.Module (a HuggingFace model or any other), in the mode
+    to export (call model.eval() first). inputs: example inputs, a dict of
+    keyword arguments of forward (``tokenizer(...)`` output works), a tuple of
+    positional ones, or one tensor. path: the ONNX file to write.
+    exporter: "dynamo" (``torch.onnx.export(dynamo=True)``, torch's default)
+    or "torchscript" (``dynamo=False``, opset 17 unless `opset`). manifest:
+    where to write the manifest, by default next to the model
+    (``model.onnx`` -> ``model.manifest.json``); an existing file there is
+    replaced only if it is a semmap manifest. dynamic: declare the batch axis
+    (and the sequence axis of token inputs) dynamic. vmap_free_masks: use
+    Optimum's vmap-free attention masks while exporting; None (default)
+    retries with them when the export fails where the installed transformers
+    needs them (4.53 to 4.x: causal LMs, Whisper) and Optimum is installed.
+
+    Both files are written atomically: a failed export leaves them as they
+    were, and the manifest is written only after the export succeeded.
+    Needs PyTorch (``pip install 'semmap[torch]'``); raises what the exporter
+    raises, and what :func:`load` raises.
+    """
+    from .manifest._export import export_with_manifest
+
+    manifest_path = export_with_manifest(
+        model,
+        inputs,
+        _path(path),
+        manifest=_path(manifest) if manifest is not None else None,
+        exporter=exporter,  # type: ignore[arg-type]
+        opset=opset,
+        dynamic=dynamic,
+        vmap_free_masks=vmap_free_masks,
+    )
+    return load(path, manifest_path)
+
+
 def _as_model(m: "MappedModel | PathLike", manifest: PathLike | None) -> MappedModel:
     if isinstance(m, MappedModel):
         return m
@@ -285,7 +363,7 @@ def diff(
     ma = _as_model(a, manifest)
     mb = _as_model(b, manifest_b if manifest_b is not None else manifest)
     return json.loads(
-        _core.diff_json(
+        _core_module().diff_json(
             ma._core, mb._core, all_modules, min_module_overlap, require_same_model_class
         )
     )

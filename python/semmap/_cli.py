@@ -1,4 +1,5 @@
-"""The `semmap` console script: runs the C++ tool shipped inside the package."""
+"""The console scripts: `semmap` runs the C++ tool shipped inside the package;
+`semmap-manifest` is semmap.manifest's command, which needs PyTorch."""
 
 from __future__ import annotations
 
@@ -21,6 +22,16 @@ def main() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(argv[0], argv)
+
+
+def manifest_main() -> None:
+    """`semmap-manifest`: a clear message, not a traceback, when PyTorch is missing."""
+    try:
+        from semmap.manifest._cli import main as run
+    except ImportError as e:
+        sys.stderr.write(f"semmap-manifest: {e}\n")
+        raise SystemExit(1) from None
+    raise SystemExit(run())
 
 
 if __name__ == "__main__":

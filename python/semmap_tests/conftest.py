@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -12,6 +13,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 BERT = FIXTURES / "bert-seqcls.torchscript"
+
+
+def recipe(name: str) -> str:
+    """The README.md code block opening with '# recipe: NAME'."""
+    readme = (REPO / "README.md").read_text()
+    blocks = re.findall(r"```python\n(# recipe: ([\w-]+)\n.*?)```", readme, re.S)
+    found = {n: code for code, n in blocks}
+    assert name in found, f"README.md has no recipe {name!r} (has {sorted(found)})"
+    return found[name]
 
 
 def fixture_dirs() -> list[Path]:

@@ -245,3 +245,28 @@ def test_console_script_runs_the_tool(semmap_tool):
     bad = subprocess.run([semmap_tool, "map", "/nonexistent/model.onnx"],
                          capture_output=True, text=True, check=False)
     assert bad.returncode == 2 and "model.onnx" in bad.stderr
+
+
+def test_versions_and_floor_agree_with_the_core_and_the_distribution():
+    from importlib.metadata import version
+
+    assert semmap.__version__ == semmap._core.__version__ == version("semmap")
+    assert semmap.CONFIDENT_FLOOR == semmap._core.CONFIDENT_FLOOR == 0.9
+
+
+def test_manifest_writer_needs_torch_and_says_so(tmp_path):
+    """semmap.manifest is in the wheel; without PyTorch (this venv has none: the
+    package's own dependencies are none) it fails with the extra to install."""
+    import importlib.util
+    import sys
+
+    assert importlib.util.find_spec("torch") is None, "the wheel's test venv must not have torch"
+    assert importlib.util.find_spec("semmap.manifest") is not None
+    with pytest.raises(ImportError, match=r"semmap\[torch\]"):
+        import semmap.manifest  # noqa: F401
+    script = Path(sys.executable).with_name("semmap-manifest")
+    out = subprocess.run([str(script), "manifest", "--model-type", "bert", "-o", str(tmp_path / "out")],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 1 and "semmap[torch]" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "out").exists()

@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import onnx
 import pytest
 
-from conftest import BERT, FIXTURES, REPO
-
-README = (REPO / "README.md").read_text()
-
-
-def recipe(name: str) -> str:
-    """The README code block opening with '# recipe: NAME'."""
-    blocks = re.findall(r"```python\n(# recipe: ([\w-]+)\n.*?)```", README, re.S)
-    found = {n: code for code, n in blocks}
-    assert name in found, f"README.md has no recipe {name!r} (has {sorted(found)})"
-    return found[name]
+from conftest import BERT, FIXTURES, recipe
 
 
 def run(name: str, cwd, monkeypatch) -> dict:

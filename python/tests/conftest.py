@@ -1,4 +1,4 @@
-"""Shared fixtures for the semmap_manifest tests."""
+"""Shared fixtures for the tests of semmap.manifest (the manifest writer and semmap-manifest)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 SCHEMA = REPO / "schema" / "manifest.schema.json"
-
-
-def fixture_dirs() -> list[Path]:
-    """Every fixture directory of the corpus (those holding a model.onnx)."""
-    return sorted(p.parent for p in FIXTURES.glob("*/model.onnx"))
-
-
-@pytest.fixture(scope="session")
-def index() -> dict:
-    return json.loads((FIXTURES / "index.json").read_text())
 
 
 @pytest.fixture(scope="session")

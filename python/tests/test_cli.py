@@ -16,7 +16,7 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO / "python")}
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "semmap_manifest", *args], capture_output=True, text=True, env=ENV,
+    return subprocess.run([sys.executable, "-m", "semmap.manifest", *args], capture_output=True, text=True, env=ENV,
                           timeout=300)
 
 
@@ -87,7 +87,7 @@ def test_vmap_free_masks_without_optimum(tmp_path: Path, monkeypatch: pytest.Mon
                                          capsys: pytest.CaptureFixture[str]) -> None:
     import transformers
 
-    from semmap_manifest.cli import main
+    from semmap.manifest._cli import main
 
     for name in [m for m in sys.modules if m == "optimum" or m.startswith("optimum.")] + ["optimum"]:
         monkeypatch.setitem(sys.modules, name, None)  # import optimum now raises ImportError
@@ -99,5 +99,5 @@ def test_vmap_free_masks_without_optimum(tmp_path: Path, monkeypatch: pytest.Mon
         assert status == 0 and "not needed" in err
     else:
         assert status == 1
-        assert "semmap-manifest[masks]" in err and "transformers >= 5" in err
+        assert "semmap[masks]" in err and "transformers >= 5" in err
         assert not out.exists()

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from conftest import TINY_BERT
-from semmap_manifest import build_manifest, write_manifest
-from semmap_manifest.models import build_model
+from semmap.manifest import build_manifest, write_manifest
+from semmap.manifest._models import build_model
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_manifest_model_section(bert: torch.nn.Module) -> None:
     )
     assert manifest["model"]["model_type"] == "bert"
     assert manifest["model"]["config"]["hidden_size"] == 32
-    assert set(manifest["generator"]) >= {"semmap_manifest", "torch", "transformers"}
+    assert set(manifest["generator"]) >= {"semmap", "torch", "transformers"}
     assert "config" not in build_manifest(bert, config_summary=False)["model"]
 
 

@@ -20,13 +20,13 @@ import pytest
 import torch
 
 from conftest import FIXTURES
-from semmap_manifest import write_manifest
-from semmap_manifest.atomic import write_json
-from semmap_manifest.manifest import build_manifest
-from semmap_manifest.meta import MetaDeviceError, build_meta_model, pretrained_dtype
-from semmap_manifest.models import ModelBuildError, build_model
-from semmap_manifest.corpus import SLICE_TORCH
-from semmap_manifest.specs import SLICE_DIRS, SLICES, Arch
+from semmap.manifest import write_manifest
+from semmap.manifest._atomic import write_json
+from semmap.manifest._build import build_manifest
+from semmap.manifest._meta import MetaDeviceError, build_meta_model, pretrained_dtype
+from semmap.manifest._models import ModelBuildError, build_model
+from semmap_corpus.corpus import SLICE_TORCH
+from semmap_corpus.specs import SLICE_DIRS, SLICES, Arch
 
 
 def _unique_archs() -> list[tuple[str, Arch]]:
@@ -102,7 +102,7 @@ def test_meta_manifest_equals_fixture(fixture: str, arch: Arch, options: dict[st
         attn_implementation=options.get("attn_implementation"),
     )
     manifest = build_manifest(meta)
-    # the generator block names the writer's versions (semmap_manifest may have moved on)
+    # the generator block names the writer's versions (semmap may have moved on)
     manifest["generator"] = json.loads(committed.read_text())["generator"]
     write_json(tmp_path / "manifest.json", manifest)
     assert (tmp_path / "manifest.json").read_bytes() == committed.read_bytes()
@@ -151,7 +151,7 @@ def test_saved_directory_reads_only_config(name: str, tmp_path: Path) -> None:
 def test_pretrained_dtype_follows_transformers(tmp_path: Path) -> None:
     import transformers
 
-    from semmap_manifest.configs import config_for_type
+    from semmap.manifest._configs import config_for_type
 
     config = config_for_type("llama", {"dtype": "bfloat16"})
     expected = torch.bfloat16 if int(transformers.__version__.split(".")[0]) >= 5 else torch.float32

@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string&
 
 CLI::Option* AddManifestOption(CommandLine& command_line) {
   return command_line.Value("--manifest", "MANIFEST.json",
-                            "the module manifest of the model (python -m semmap_manifest);\n"
+                            "the module manifest of the model (python -m semmap.manifest);\n"
                             "without it, modules come from node names and metadata alone");
 }
 

@@ -13,10 +13,10 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from semmap_manifest.matching import matched_truth, permuted_truth, positional_truth, resort
-from semmap_manifest.node_ids import node_ids
-from semmap_manifest.strip import strip_names
-from semmap_manifest.truth import REWRITER_RULE_KEY, dynamo_truth, parameter_owners
+from semmap_corpus.matching import matched_truth, permuted_truth, positional_truth, resort
+from semmap_corpus.node_ids import node_ids
+from semmap_corpus.strip import strip_names
+from semmap_corpus.truth import REWRITER_RULE_KEY, dynamo_truth, parameter_owners
 
 
 class ConvBn(torch.nn.Module):

@@ -3,7 +3,7 @@
 The model is built exactly as for the plain fixtures, saved with
 ``save_pretrained`` to a local directory (no hub access), and exported by
 Optimum in-process. Optimum drives the TorchScript exporter, so the truth
-comes from :func:`semmap_manifest.truth.torchscript_truth`, resolved against
+comes from :func:`semmap_corpus.truth.torchscript_truth`, resolved against
 the full model (every file of one export shares the full model's manifest).
 
 * ``t5``   ``text2text-generation``: ``encoder_model.onnx`` and ``decoder_model.onnx``
@@ -20,17 +20,14 @@ from __future__ import annotations
 import contextlib
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import onnx
 
-from semmap_manifest.manifest import build_manifest
-from semmap_manifest.sanitize import strip_local_paths
-from semmap_manifest.specs import arch as get_arch
-from semmap_manifest.truth import torchscript_truth, truth_stats
-
-if TYPE_CHECKING:
-    from semmap_manifest.corpus import Corpus
+from semmap.manifest._build import build_manifest
+from semmap_corpus.sanitize import strip_local_paths
+from semmap_corpus.specs import arch as get_arch
+from semmap_corpus.store import Corpus, Fixture, build_for, error_record, quiet
+from semmap_corpus.truth import torchscript_truth, truth_stats
 
 # (architecture, optimum task, {onnx file: (variant, path of the traced submodule)})
 # Optimum traces model.get_encoder() for encoder_model.onnx (names start at the
@@ -47,7 +44,6 @@ OPTIMUM_EXPORTS: tuple[tuple[str, str, dict[str, tuple[str, str]]], ...] = (
 def build_all(corpus: "Corpus", work: Path, only: set[str] | None) -> None:
     from optimum.exporters.onnx import main_export
 
-    from semmap_manifest.corpus import Fixture, build_for, error_record, quiet
 
     for arch_name, task, files in OPTIMUM_EXPORTS:
         if only and arch_name not in only:

@@ -7,7 +7,7 @@ Three derivations, each resolved against the real model object:
   the variable names torch itself gives modules (``_setup_trace_module_map``).
 * :func:`dynamo_truth` reads ``pkg.torch.onnx.name_scopes`` from the node's
   ``metadata_props``.
-* :func:`derived_truth` (in :mod:`semmap_manifest.matching`) carries a truth
+* :func:`derived_truth` (in :mod:`semmap_corpus.matching`) carries a truth
   over to a post-processed copy of an export.
 
 Scope-less nodes are then handled by :func:`propagate_to_unscoped`. The rules
@@ -19,12 +19,12 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from typing import Any
+from typing import Any, Iterable
 
 import onnx
 import torch
 
-from semmap_manifest.graph_index import GraphIndex
+from semmap_corpus.graph_index import GraphIndex
 
 Truth = dict[str, Any]
 
@@ -277,12 +277,24 @@ def parameter_owners(model: torch.nn.Module) -> dict[str, str]:
     return owners
 
 
+def lowest_common_ancestor(paths: Iterable[str]) -> str:
+    """Deepest module path that is an ancestor-or-self of every path ("" = root)."""
+    atoms_list = [p.split(".") if p else [] for p in paths]
+    if not atoms_list:
+        raise ValueError("no paths")
+    common = atoms_list[0]
+    for atoms in atoms_list[1:]:
+        n = 0
+        while n < len(common) and n < len(atoms) and common[n] == atoms[n]:
+            n += 1
+        common = common[:n]
+    return ".".join(common)
+
+
 def rewritten_node_module(
     node: onnx.NodeProto, metadata_module: str, owners: dict[str, str], initializers: set[str]
 ) -> str:
     """The module of a node the exporter's optimizer rewrote (see :data:`REWRITER_RULES`)."""
-    from semmap_manifest.matching import lowest_common_ancestor
-
     read = sorted({owners[v] for v in node.input if v in initializers and v in owners})
     if not read or all(o == metadata_module for o in read):
         return metadata_module

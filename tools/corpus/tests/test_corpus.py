@@ -10,7 +10,7 @@ import onnx
 import pytest
 
 from conftest import FIXTURES, fixture_dirs
-from semmap_manifest.node_ids import node_ids
+from semmap_corpus.node_ids import node_ids
 
 DIRS = fixture_dirs()
 

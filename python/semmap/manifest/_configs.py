@@ -12,12 +12,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from semmap_manifest.models import ModelBuildError
-
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
 
 CONFIG_NAME = "config.json"
+
+
+class ModelBuildError(RuntimeError):
+    """The model type, task or config could not be turned into a model."""
 
 
 def transformers_major() -> int:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m semmap_manifest {manifest,export} ...`` (also ``semmap-manifest``).
+"""The ``semmap-manifest`` command (also ``python -m semmap.manifest``): ``manifest`` and ``export``.
 
 ``manifest`` builds the model on PyTorch's meta device (no weight is allocated,
 and ``--model-id DIR`` reads only ``DIR/config.json``), so it works for models
@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
-from semmap_manifest.models import TASKS
+from semmap.manifest._models import TASKS
 
 
 def _parse_config(text: str) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def _use_vmap_free_masks(args: argparse.Namespace) -> bool:
     """Whether to patch the masks; checked before the model is built so a missing package fails fast."""
     if args.command != "export" or not args.vmap_free_masks:
         return False
-    from semmap_manifest.export import optimum_model_patcher, vmap_free_masks_needed
+    from semmap.manifest._export import optimum_model_patcher, vmap_free_masks_needed
 
     if not vmap_free_masks_needed():
         import transformers
@@ -101,7 +101,7 @@ def _use_vmap_free_masks(args: argparse.Namespace) -> bool:
 def _build(args: argparse.Namespace, config: dict[str, Any]) -> Any:
     """The model: on the meta device for a manifest, with weights for an export or --allocate-weights."""
     if args.command == "manifest" and not args.allocate_weights:
-        from semmap_manifest.meta import build_meta_model
+        from semmap.manifest._meta import build_meta_model
 
         return build_meta_model(
             model_type=args.model_type,
@@ -110,7 +110,7 @@ def _build(args: argparse.Namespace, config: dict[str, Any]) -> Any:
             overrides=config,
             attn_implementation=args.attn_implementation,
         )
-    from semmap_manifest.models import build_model
+    from semmap.manifest._models import build_model
 
     return build_model(
         model_type=args.model_type,
@@ -123,9 +123,9 @@ def _build(args: argparse.Namespace, config: dict[str, Any]) -> Any:
 
 
 def _run(args: argparse.Namespace) -> None:
-    from semmap_manifest.manifest import build_manifest
-    from semmap_manifest.atomic import write_json
-    from semmap_manifest.models import example_inputs
+    from semmap.manifest._build import build_manifest
+    from semmap.manifest._atomic import write_json
+    from semmap.manifest._models import example_inputs
 
     config = dict(args.config)
     if args.command == "export":
@@ -138,7 +138,7 @@ def _run(args: argparse.Namespace) -> None:
     if args.command == "export":
         import contextlib
 
-        from semmap_manifest.export import export_onnx, traceable_masks
+        from semmap.manifest._export import export_onnx, traceable_masks
 
         inputs = example_inputs(model, batch=args.batch, seq=args.sequence)
         with traceable_masks() if vmap_free_masks else contextlib.nullcontext():

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import torch
 
-from semmap_manifest.configs import config_for_type, load_config, transformers_major
-from semmap_manifest.models import ModelBuildError, auto_class
+from semmap.manifest._configs import config_for_type, load_config, transformers_major
+from semmap.manifest._models import ModelBuildError, auto_class
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -140,7 +140,7 @@ def build_meta_model(
     ``overrides``), ``model_id`` (a local directory, of which only
     ``config.json`` is read, or a hub id; ``overrides`` apply), or ``config``
     (a ``PretrainedConfig``, used as is). ``task`` picks the auto class
-    (:data:`semmap_manifest.models.TASKS`).
+    (:data:`semmap.manifest._models.TASKS`).
 
     Raises :class:`ModelBuildError` when the config cannot be made or does not
     build, :class:`MetaDeviceError` when the model needs real tensors to build.

@@ -5,8 +5,8 @@ from __future__ import annotations
 import onnx
 import torch
 
-from semmap_manifest.export import export_onnx
-from semmap_manifest.truth import torchscript_truth
+from semmap.manifest._export import export_onnx
+from semmap_corpus.truth import torchscript_truth
 
 
 class Block(torch.nn.Module):

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 import onnx
 
-from semmap_manifest.node_ids import iter_nodes, node_ids
+from semmap_corpus.node_ids import iter_nodes, node_ids
 
 
 def _subgraph_inputs(node: onnx.NodeProto) -> list[str]:

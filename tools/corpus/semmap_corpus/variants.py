@@ -10,10 +10,10 @@
   ``SessionOptions.optimized_model_filepath`` at ``ORT_ENABLE_EXTENDED``, CPU provider.
 * ``onnxslim``: ``onnxslim.slim(model)`` with its defaults.
 * ``quantized``: ``onnxruntime.quantization.quantize_dynamic`` (QInt8 weights).
-* ``stripped``: :func:`semmap_manifest.strip.strip_names` (of the TorchScript
+* ``stripped``: :func:`semmap_corpus.strip.strip_names` (of the TorchScript
   and of the dynamo export).
 * ``<base>-resorted``: variant ``<base>`` re-sorted topologically with a seeded
-  random tie-break (:func:`semmap_manifest.matching.resort`); ``stripped-resorted``
+  random tie-break (:func:`semmap_corpus.matching.resort`); ``stripped-resorted``
   is stripped again afterwards so names do not give the old order away. The
   permutation is written next to the model (``resort.json``) and the truth is
   carried over through it.
@@ -29,14 +29,17 @@ from typing import TYPE_CHECKING, Any
 
 import onnx
 
-from semmap_manifest.manifest import build_manifest
-from semmap_manifest.matching import matched_truth, permuted_truth, positional_truth, resort
-from semmap_manifest.strip import strip_names
-from semmap_manifest.truth import Truth, truth_stats
+from semmap.manifest._build import build_manifest
+from semmap.manifest._export import TORCHSCRIPT_DEFAULT_OPSET, export_onnx
+from semmap.manifest._models import example_inputs
+from semmap_corpus.matching import matched_truth, permuted_truth, positional_truth, resort
+from semmap_corpus.sanitize import strip_local_paths
+from semmap_corpus.store import Corpus, Fixture, error_record, quiet
+from semmap_corpus.strip import strip_names
+from semmap_corpus.truth import Truth, torchscript_truth, truth_stats
 
 if TYPE_CHECKING:
-    from semmap_manifest.corpus import Corpus
-    from semmap_manifest.specs import Arch
+    from semmap_corpus.specs import Arch
 
 
 def ort_optimize(src: Path, dest: Path, model_type: str, num_heads: int, hidden_size: int) -> None:
@@ -90,7 +93,6 @@ def build_variant(
     ``<base>-resorted`` variant derives from ``built[<base>]``); the new one is
     added to it. Returns the processed model and its truth, or None on failure.
     """
-    from semmap_manifest.corpus import Fixture, error_record, quiet
 
     built = {} if built is None else built
     model, original, truth = plain
@@ -164,11 +166,6 @@ def build_variant(
 
 def build_functions_variant(corpus: "Corpus", arch: "Arch", model: Any, work: Path) -> None:
     """TorchScript export with ``export_modules_as_functions`` (model-local functions)."""
-    from semmap_manifest.corpus import Fixture, error_record, quiet
-    from semmap_manifest.export import TORCHSCRIPT_DEFAULT_OPSET, export_onnx
-    from semmap_manifest.models import example_inputs
-    from semmap_manifest.sanitize import strip_local_paths
-    from semmap_manifest.truth import torchscript_truth
 
     classes = {type(model.get_submodule(p)) for p in arch.function_modules}
     options = {"export_modules_as_functions": sorted(f"{c.__module__}.{c.__qualname__}" for c in classes)}

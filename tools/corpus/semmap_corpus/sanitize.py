@@ -6,10 +6,10 @@ import re
 
 import onnx
 
-from semmap_manifest.node_ids import iter_nodes
+from semmap_corpus.node_ids import iter_nodes
 
 _SITE = re.compile(r'File "[^"\n]*?/(site-packages|dist-packages)/')
-_ABS = re.compile(r'File "/[^"\n]*/(semmap_manifest/)')
+_ABS = re.compile(r'File "/[^"\n]*/(semmap/|semmap_corpus/)')
 
 
 def clean_path_text(text: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from semmap_manifest.atomic import write_json
+from semmap.manifest._atomic import write_json
 
 FORMAT = "semmap.manifest"
 SCHEMA_VERSION = 1
@@ -49,9 +49,9 @@ def _scalar_config(config: Any) -> dict[str, Any]:
 
 def generator_info() -> dict[str, str]:
     """Versions of the writer and of the libraries the model came from."""
-    from semmap_manifest import __version__
+    from semmap._version import __version__
 
-    info = {"semmap_manifest": __version__, "torch": torch.__version__.split("+")[0]}
+    info = {"semmap": __version__, "torch": torch.__version__.split("+")[0]}
     try:
         import transformers
 

@@ -11,7 +11,7 @@ import onnx
 import pytest
 
 from conftest import FIXTURES
-from semmap_manifest.node_ids import node_ids
+from semmap_corpus.node_ids import node_ids
 
 SLICE = FIXTURES / "torch-2.15"
 SLICE_DIRS = sorted(p.parent for p in SLICE.glob("*/model.onnx"))

@@ -1,6 +1,6 @@
 """Name-stripped copies of ONNX models (what a model looks like after tools that drop names).
 
-Node names become ``n<i>`` (traversal order of :func:`semmap_manifest.node_ids.iter_nodes`),
+Node names become ``n<i>`` (traversal order of :func:`semmap_corpus.node_ids.iter_nodes`),
 intermediate value names ``v<i>`` (order of first appearance); graph inputs,
 graph outputs and initializer names are kept. All ``metadata_props`` and
 ``doc_string`` fields are removed.
@@ -12,7 +12,7 @@ import copy
 
 import onnx
 
-from semmap_manifest.node_ids import iter_nodes
+from semmap_corpus.node_ids import iter_nodes
 
 
 def _graphs(graph: onnx.GraphProto):  # type: ignore[no-untyped-def]

@@ -13,16 +13,23 @@ import io
 import os
 import warnings
 from types import ModuleType
-from typing import Iterator, Literal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Iterator, Literal, Union
 
 import torch
 
-from semmap_manifest.atomic import atomic_path
-from semmap_manifest.models import dynamic_axes
+from semmap.manifest._atomic import atomic_path
+from semmap.manifest._models import dynamic_axes
 
 Exporter = Literal["torchscript", "dynamo"]
 TORCHSCRIPT_DEFAULT_OPSET = 17
 DYNAMO_DEFAULT_OPSET = None  # torch's own default: 20 in torch 2.9 and 2.15 (torchlib builds 18, then converts)
+
+
+#: Example inputs: keyword arguments of ``forward`` (a mapping of name to
+#: tensor), or positional ones (a tuple or list, or a single tensor).
+Inputs = Union[Mapping[str, torch.Tensor], Sequence[torch.Tensor], torch.Tensor]
 
 
 def _dynamic_shapes(inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, object]]:
@@ -31,9 +38,23 @@ def _dynamic_shapes(inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, obje
     return {name: {i: torch.export.Dim.DYNAMIC for i in axes} for name, axes in dynamic_axes(inputs).items()}
 
 
+def _split_inputs(inputs: Inputs) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
+    """(positional, keyword) arguments of ``forward`` from :data:`Inputs`."""
+    if isinstance(inputs, torch.Tensor):
+        return (inputs,), {}
+    if isinstance(inputs, Mapping):
+        return (), dict(inputs)
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs), {}
+    raise TypeError(
+        f"inputs must be a dict of keyword arguments, a tuple of positional ones or a tensor, "
+        f"not {type(inputs).__name__}"
+    )
+
+
 def export_onnx(
     model: torch.nn.Module,
-    inputs: dict[str, torch.Tensor],
+    inputs: Inputs,
     path: str | os.PathLike[str],
     *,
     exporter: Exporter = "torchscript",
@@ -42,14 +63,27 @@ def export_onnx(
     quiet: bool = True,
     modules_as_functions: set[type[torch.nn.Module]] | None = None,
 ) -> None:
-    """Export ``model(**inputs)`` to ``path`` atomically (a temp file renamed into place).
+    """Export ``model(**inputs)`` (or ``model(*inputs)``) to ``path`` atomically
+    (a temp file renamed into place).
 
+    With ``dynamic``, keyword inputs get the axes a user declares (batch, and
+    the sequence of token inputs; :func:`dynamic_axes`); positional inputs,
+    whose meaning is unknown, get a dynamic batch axis (axis 0).
     ``modules_as_functions`` (TorchScript only) exports modules of these
     classes as ONNX model-local functions (``export_modules_as_functions``).
     Raises whatever the exporter raises; ``path`` is then left untouched.
     """
     if exporter not in ("torchscript", "dynamo"):
         raise ValueError(f"unknown exporter {exporter!r}; use 'torchscript' or 'dynamo'")
+    args, kwargs = _split_inputs(inputs)
+    if args:
+        names = [f"input_{i}" for i in range(len(args))]
+        axes = {name: {0: "batch"} for name, a in zip(names, args) if a.dim() > 0}
+        shapes: Any = tuple({0: torch.export.Dim.DYNAMIC} if a.dim() > 0 else None for a in args)
+    else:
+        names = list(kwargs)
+        axes = dynamic_axes(kwargs)
+        shapes = _dynamic_shapes(kwargs)
     sink = io.StringIO()
     redirect = contextlib.ExitStack()
     with redirect, atomic_path(path) as tmp, torch.no_grad(), warnings.catch_warnings():
@@ -59,11 +93,11 @@ def export_onnx(
         if exporter == "torchscript":
             torch.onnx.export(
                 model,
-                (),
+                args,
                 str(tmp),
-                kwargs=dict(inputs),
-                input_names=list(inputs),
-                dynamic_axes=dynamic_axes(inputs) if dynamic else None,
+                kwargs=kwargs,
+                input_names=names,
+                dynamic_axes=axes if dynamic else None,
                 opset_version=opset or TORCHSCRIPT_DEFAULT_OPSET,
                 dynamo=False,
                 **({"export_modules_as_functions": modules_as_functions} if modules_as_functions else {}),
@@ -71,10 +105,10 @@ def export_onnx(
         else:
             program = torch.onnx.export(
                 model,
-                (),
-                kwargs=dict(inputs),
-                input_names=list(inputs),
-                dynamic_shapes=_dynamic_shapes(inputs) if dynamic else None,
+                args,
+                kwargs=kwargs,
+                input_names=names,
+                dynamic_shapes=shapes if dynamic else None,
                 **({"opset_version": opset} if opset else {}),
                 dynamo=True,
                 verbose=False,
@@ -94,7 +128,7 @@ def vmap_free_masks_needed() -> bool:
     transformers 5.x builds them without vmap, so causal LMs and Whisper
     export without :func:`traceable_masks`.
     """
-    from semmap_manifest.configs import transformers_major
+    from semmap.manifest._configs import transformers_major
 
     return transformers_major() < 5
 
@@ -106,7 +140,7 @@ def optimum_model_patcher() -> ModuleType:
     except ImportError as e:
         raise MissingDependencyError(
             f"--vmap-free-masks uses Optimum's mask functions, which are not installed ({e}); install them with "
-            "pip install 'semmap-manifest[masks]' (optimum-onnx, which needs transformers < 4.58). "
+            "pip install 'semmap[masks]' (optimum-onnx, which needs transformers < 4.58). "
             "transformers >= 5 exports causal LMs and Whisper without the flag."
         ) from e
     return model_patcher
@@ -173,3 +207,82 @@ def packed_sequences_without_diff() -> Iterator[None]:
         yield
     finally:
         mu.find_packed_sequence_indices = saved
+
+
+def default_manifest_path(model_path: str | os.PathLike[str]) -> Path:
+    """Where :func:`semmap.export` puts the manifest: ``model.onnx`` -> ``model.manifest.json``."""
+    path = Path(model_path)
+    stem = path.name[: -len(".onnx")] if path.name.endswith(".onnx") else path.name
+    return path.with_name(f"{stem}.manifest.json")
+
+
+def _refuse_foreign_file(path: Path) -> None:
+    """Refuses to replace a file at ``path`` unless it is a semmap manifest (an earlier export's)."""
+    import json
+
+    if not path.exists():
+        return
+    try:
+        with open(path, encoding="utf-8") as f:
+            is_manifest = json.load(f).get("format") == "semmap.manifest"
+    except (OSError, ValueError, AttributeError):
+        is_manifest = False
+    if not is_manifest:
+        raise FileExistsError(
+            f"{path}: exists and is not a semmap manifest; refusing to replace it "
+            "(pass manifest= another path)"
+        )
+
+
+def export_with_manifest(
+    model: torch.nn.Module,
+    inputs: Inputs,
+    path: str | os.PathLike[str],
+    *,
+    manifest: str | os.PathLike[str] | None,
+    exporter: Exporter,
+    opset: int | None,
+    dynamic: bool,
+    vmap_free_masks: bool | None,
+) -> Path:
+    """Exports ``model`` to ``path`` and writes its manifest; returns the manifest's path.
+
+    The manifest is checked for a foreign file before anything is written,
+    and written only after the export succeeded, so a failed export leaves
+    both files as they were. ``vmap_free_masks``: None exports as is and, if
+    that fails where the installed transformers builds masks with vmap
+    (:func:`vmap_free_masks_needed`) and Optimum is installed, once more with
+    Optimum's vmap-free mask functions (which add nodes, hence not first);
+    True always uses them (an error if Optimum is missing), False never.
+    """
+    from semmap.manifest._build import write_manifest
+
+    manifest_path = Path(manifest) if manifest is not None else default_manifest_path(path)
+    if manifest_path.resolve() == Path(path).resolve():
+        raise ValueError(f"{manifest_path}: the manifest path is the model path")
+    _refuse_foreign_file(manifest_path)
+    def run(masks: bool) -> None:
+        with traceable_masks() if masks else contextlib.nullcontext():
+            export_onnx(model, inputs, path, exporter=exporter, opset=opset, dynamic=dynamic)
+
+    if vmap_free_masks is None:
+        try:
+            run(False)
+        except Exception:
+            # The masks change the graph (more nodes), so they are a fallback,
+            # as in the corpus builder, not the first attempt.
+            if not (vmap_free_masks_needed() and _optimum_available()):
+                raise
+            run(True)
+    else:
+        run(vmap_free_masks)
+    write_manifest(model, manifest_path)
+    return manifest_path
+
+
+def _optimum_available() -> bool:
+    try:
+        optimum_model_patcher()
+    except MissingDependencyError:
+        return False
+    return True

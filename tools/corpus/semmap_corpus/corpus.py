@@ -1,6 +1,6 @@
-"""Build the fixture corpus: ``python -m semmap_manifest.corpus fixtures/ [--slice NAME]``.
+"""Build the fixture corpus: ``python -m semmap_corpus fixtures/ [--slice NAME]``.
 
-For every architecture of the slice (:data:`semmap_manifest.specs.SLICES`):
+For every architecture of the slice (:data:`semmap_corpus.specs.SLICES`):
 build the model from its config (seed 0, eval mode), export it with the
 TorchScript exporter (opset 17) and the dynamo exporter (its default opset,
 20), derive the ground truth, and write one directory per fixture with
@@ -37,19 +37,21 @@ from typing import Any, Callable
 import onnx
 import torch
 
-from semmap_manifest.atomic import write_json
-from semmap_manifest.export import (
+from semmap.manifest._atomic import write_json
+from semmap.manifest._export import (
     DYNAMO_DEFAULT_OPSET,
     TORCHSCRIPT_DEFAULT_OPSET,
     export_onnx,
     packed_sequences_without_diff,
     traceable_masks,
 )
-from semmap_manifest.manifest import build_manifest
-from semmap_manifest.models import build_model, example_inputs
-from semmap_manifest.sanitize import strip_local_paths
-from semmap_manifest.specs import DEFAULT_SLICE, SLICES, Arch, slice_archs
-from semmap_manifest.truth import Truth, dynamo_truth, torchscript_truth, truth_stats
+from semmap.manifest._build import build_manifest
+from semmap.manifest._models import example_inputs
+from semmap_corpus import optimum_fixtures, variants
+from semmap_corpus.sanitize import strip_local_paths
+from semmap_corpus.specs import DEFAULT_SLICE, SLICES, Arch, slice_archs
+from semmap_corpus.store import Corpus, Fixture, build_for, error_record, quiet
+from semmap_corpus.truth import Truth, dynamo_truth, torchscript_truth, truth_stats
 
 GENERATED_NAMES = {"index.json"}
 
@@ -84,10 +86,10 @@ def versions(dists: tuple[str, ...] = SLICE_DISTS[DEFAULT_SLICE]) -> dict[str, s
     import onnxruntime
     import transformers
 
-    from semmap_manifest import __version__
+    from semmap import __version__
 
     out = {
-        "semmap_manifest": __version__,
+        "semmap": __version__,
         "torch": torch.__version__.split("+")[0],
         "transformers": transformers.__version__,
         "onnx": onnx.__version__,
@@ -99,125 +101,6 @@ def versions(dists: tuple[str, ...] = SLICE_DISTS[DEFAULT_SLICE]) -> dict[str, s
 
             out[dist] = version(dist)
     return out
-
-
-def error_record(e: BaseException) -> dict[str, str]:
-    """Exception type and the first non-empty line of its message."""
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    first = lines[0] if lines else ""
-    # strip terminal colour codes and object addresses so the index is reproducible
-    first = re.sub(r"\x1b\[[0-9;]*m", "", first)
-    first = re.sub(r"0x[0-9a-fA-F]+", "0x...", first)
-    first = re.sub(r"\(\d{9,}\)", "(...)", first)
-    record = {"error_type": f"{type(e).__module__}.{type(e).__qualname__}", "error": first[:500]}
-    # torch.onnx wraps the real failure; name it too
-    cause = e.__cause__
-    if cause is not None:
-        record["cause"] = error_record(cause)
-    return record
-
-
-@dataclass
-class Fixture:
-    """A written fixture and what the index says about it."""
-
-    dir: str
-    arch: Arch
-    model_class: str
-    exporter: str
-    variant: str
-    opset: int | None
-    stats: dict[str, int]
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def index_entry(self, toolchain: str = DEFAULT_SLICE) -> dict[str, Any]:
-        entry = {
-            "dir": self.dir,
-            "name": self.arch.name,
-            "architecture": self.arch.model_type,
-            "model_class": self.model_class,
-            "task": self.arch.task,
-            "exporter": self.exporter,
-            "variant": self.variant,
-            "toolchain": toolchain,
-            "opset": self.opset,
-            "held_out": self.arch.held_out,
-            "nodes": self.stats,
-        }
-        entry.update(self.extra)
-        return entry
-
-
-@dataclass
-class Corpus:
-    """Accumulates fixtures and failures while building."""
-
-    root: Path
-    fixtures: list[Fixture] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
-    log: Callable[[str], None] = print
-    toolchain: str = DEFAULT_SLICE
-    # variants that do not apply to an architecture (e.g. no ORT optimizer model type)
-    not_applicable: list[dict[str, Any]] = field(default_factory=list)
-
-    def write_fixture(
-        self,
-        name: str,
-        onnx_model: onnx.ModelProto,
-        manifest: dict[str, Any],
-        truth: Truth,
-        fixture: Fixture,
-        files: dict[str, Any] | None = None,
-    ) -> None:
-        d = self.root / name
-        d.mkdir(parents=True, exist_ok=True)
-        onnx.save(onnx_model, str(d / "model.onnx"))
-        write_json(d / "manifest.json", manifest)
-        write_json(d / "truth.json", truth)
-        for file_name, data in (files or {}).items():
-            write_json(d / file_name, data)
-        self.fixtures.append(fixture)
-        self.log(f"{name} ready ({fixture.stats['total']} nodes, {fixture.stats['unknown']} unknown)")
-
-    def fail(self, arch: Arch, exporter: str, variant: str, errors: list[dict[str, Any]]) -> None:
-        self.failures.append(
-            {"name": arch.name, "architecture": arch.model_type, "exporter": exporter, "variant": variant,
-             "held_out": arch.held_out, "attempts": errors}
-        )
-        last = errors[-1] if errors else {}
-        self.log(f"{arch.name}.{exporter}.{variant} FAILED: {last.get('error_type')}: {last.get('error')}")
-
-    def not_applicable_variant(self, arch: Arch, exporter: str, variant: str, reason: str) -> None:
-        self.not_applicable.append(
-            {"name": arch.name, "architecture": arch.model_type, "exporter": exporter, "variant": variant,
-             "reason": reason}
-        )
-        self.log(f"{arch.name}.{exporter}.{variant} not applicable: {reason}")
-
-
-@contextlib.contextmanager
-def quiet() -> Any:
-    """Silence exporter chatter (warnings, progress prints, loggers)."""
-    sink = io.StringIO()
-    previous = logging.root.manager.disable
-    logging.disable(logging.WARNING)
-    try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(previous)
-
-
-def build_for(arch: Arch, options: dict[str, Any]) -> torch.nn.Module:
-    config = {**arch.config, **options.get("config", {})}
-    return build_model(
-        model_type=arch.model_type,
-        task=arch.task,
-        config=config,
-        attn_implementation=options.get("attn_implementation"),
-        trained_like=not arch.extra.get("fresh_init", False),
-    )
 
 
 def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple[Any, onnx.ModelProto, Truth] | None:
@@ -289,8 +172,6 @@ def build(
     root: Path, only: set[str] | None, log: Callable[[str], None], slice_name: str = DEFAULT_SLICE
 ) -> Corpus:
     """Build the slice's corpus (or the architectures in ``only``) into ``root``."""
-    from semmap_manifest import optimum_fixtures, variants
-
     corpus = Corpus(root, log=log, toolchain=slice_name)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="semmap-corpus-work-") as work_dir:
@@ -376,7 +257,7 @@ def _merge_into(new: Path, dest: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m semmap_manifest.corpus", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m semmap_corpus", description=__doc__.splitlines()[0])
     parser.add_argument("dest", type=Path, help="corpus directory of the slice (fixtures/, fixtures/torch-2.15/)")
     parser.add_argument("--slice", default=DEFAULT_SLICE, choices=sorted(SLICES),
                         help=f"which slice (toolchain) to build (default {DEFAULT_SLICE})")

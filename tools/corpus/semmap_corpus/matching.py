@@ -34,12 +34,10 @@ records.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import onnx
 
-from semmap_manifest.graph_index import GraphIndex
-from semmap_manifest.truth import Truth, make_truth
+from semmap_corpus.graph_index import GraphIndex
+from semmap_corpus.truth import Truth, lowest_common_ancestor, make_truth
 
 MATCH_RULES = (
     "derived from the unmodified export '{source}': (1) same node name -> same module{in_place}; (2) a node whose inputs "
@@ -53,20 +51,6 @@ POSITION_RULES = (
     "derived from the unmodified export '{source}' by node position: the stripped copy keeps node order and "
     "count, so node i has the module of original node i (unknown stays unknown)."
 )
-
-
-def lowest_common_ancestor(paths: Iterable[str]) -> str:
-    """Deepest module path that is an ancestor-or-self of every path ("" = root)."""
-    atoms_list = [p.split(".") if p else [] for p in paths]
-    if not atoms_list:
-        raise ValueError("no paths")
-    common = atoms_list[0]
-    for atoms in atoms_list[1:]:
-        n = 0
-        while n < len(common) and n < len(atoms) and common[n] == atoms[n]:
-            n += 1
-        common = common[:n]
-    return ".".join(common)
 
 
 def _original_modules(index: GraphIndex, truth: Truth) -> list[str | None]:
@@ -192,7 +176,7 @@ RESORT_RULES = (
 
 
 def _reads(node: onnx.NodeProto) -> list[str]:
-    from semmap_manifest.graph_index import _subgraph_inputs
+    from semmap_corpus.graph_index import _subgraph_inputs
 
     return [v for v in list(node.input) + _subgraph_inputs(node) if v]
 
@@ -243,7 +227,7 @@ def resort(model: onnx.ModelProto, seed: int) -> tuple[onnx.ModelProto, list[int
 
 def _nodes_with_subgraphs(model: onnx.ModelProto) -> list[list[int]]:
     """For each main-graph node, the traversal indices of it and the nodes of its subgraphs."""
-    from semmap_manifest.node_ids import iter_graph_nodes
+    from semmap_corpus.node_ids import iter_graph_nodes
 
     spans: list[list[int]] = []
     k = 0

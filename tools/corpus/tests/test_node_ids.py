@@ -7,7 +7,7 @@ import pytest
 from onnx import helper
 
 from conftest import fixture_dirs
-from semmap_manifest.node_ids import iter_nodes, node_ids
+from semmap_corpus.node_ids import iter_nodes, node_ids
 
 
 def _model() -> onnx.ModelProto:

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from semmap.manifest._configs import ModelBuildError, config_for_type, load_config
+
 # task name -> transformers auto class name
 TASKS: dict[str, str] = {
     "auto": "AutoModel",
@@ -28,10 +30,6 @@ TASKS: dict[str, str] = {
     "image-classification": "AutoModelForImageClassification",
     "zero-shot-image-classification": "AutoModelForZeroShotImageClassification",
 }
-
-
-class ModelBuildError(RuntimeError):
-    """The model type, task or config could not be turned into a model."""
 
 
 def auto_class(task: str) -> Any:
@@ -60,7 +58,7 @@ def build_model(
     after ``torch.manual_seed(seed)``) and ``model_id`` (a local directory or
     hub id, via ``from_pretrained``, which reads the weights) must be given.
     ``config`` overrides config fields in both cases. For a manifest alone,
-    :func:`semmap_manifest.meta.build_meta_model` builds the same model
+    :func:`semmap.manifest.build_meta_model` builds the same model
     without weights.
 
     ``trained_like`` adds small seeded noise to every parameter of a model
@@ -71,7 +69,6 @@ def build_model(
     Noise gives the graph structure and initializer names of a trained model.
     Tied parameters (one ``Parameter`` under two names) stay tied.
     """
-    from semmap_manifest.configs import config_for_type, load_config
 
     if (model_type is None) == (model_id is None):
         raise ModelBuildError("give exactly one of model_type and model_id")
