@@ -3,24 +3,21 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "internal/confidence.h"
 
 namespace semmap {
 namespace internal {
 namespace {
 
-// Confidence of the rules below, before the weakest neighbour's factor.
-// Measured over the corpus (scripts/eval-corpus prints calibration): the
-// consumer rules for constants, casts and quantize nodes are right almost
-// always; joins of producers and consumers far less often, mostly in graphs
-// whose names were stripped.
-constexpr double kFollowAgreeing = 0.85;
-constexpr double kSourceAgreeing = 0.9;
-constexpr double kDisagreeing = 0.6;
-constexpr double kBothSides = 0.15;
-constexpr double kOneSide = 0.1;
-constexpr double kWeightToConsumer = 0.7;
-// Consumers this sure were mapped by their own names or metadata.
-constexpr double kNamed = 0.9;
+// Confidence of the rules below, before the weakest neighbour's factor
+// (internal/confidence.h says how they were measured).
+using confidence::neighbourhood::kFollowAgreeing;
+using confidence::neighbourhood::kSourceAgreeing;
+using confidence::neighbourhood::kDisagreeing;
+using confidence::neighbourhood::kBothSides;
+using confidence::neighbourhood::kOneSide;
+using confidence::neighbourhood::kWeightToConsumer;
+using confidence::neighbourhood::kNamed;
 
 struct Side {
   ModuleId lca = kNoModule;
