@@ -34,14 +34,6 @@ bool IsConstantSource(const Node& n) {
          n.inputs.empty();
 }
 
-// Every value a top-level node reads: its inputs, then the outer names its
-// bodies read, in order (repeats kept).
-std::vector<absl::string_view> ValuesRead(const internal::WireNode& node) {
-  std::vector<absl::string_view> read(node.inputs.begin(), node.inputs.end());
-  read.insert(read.end(), node.outer_reads.begin(), node.outer_reads.end());
-  return read;
-}
-
 // The extracted model's bytes: views into the source file and the few
 // buffers built here, in order.
 class Pieces {
@@ -187,8 +179,7 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   std::vector<bool> copied(graph.size(), false);
   for (int k = 0; k < node_count; ++k) {
     if (!in_region[graph_id_of[k]] || copied[graph_id_of[k]]) continue;
-    for (absl::string_view v : ValuesRead(nodes[k])) {
-      if (v.empty()) continue;
+    for (absl::string_view v : internal::ValuesRead(nodes[k])) {
       const NodeId p = graph.producer(v, 0);
       if (p != kNoNode && !in_region[p] && IsConstantSource(graph.node(p))) {
         in_region[p] = copied[p] = true;
@@ -218,8 +209,8 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   for (int k = 0; k < node_count; ++k) {
     if (!in_region[graph_id_of[k]]) continue;
     const internal::WireNode& node = nodes[k];
-    for (absl::string_view v : ValuesRead(node)) {
-      if (v.empty() || produced.contains(v) || !seen.insert(v).second) continue;
+    for (absl::string_view v : internal::ValuesRead(node)) {
+      if (produced.contains(v) || !seen.insert(v).second) continue;
       if (auto it = source.initializers.find(v); it != source.initializers.end()) {
         const internal::WireTensor& t = it->second;
         if (t.external) {

@@ -10,9 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "internal/atomic_write.h"
 #include "internal/file_io.h"
+#include "internal/mapped_file.h"
 #include "internal/model_proto.h"
 #include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
+#include "internal/wire_model_index.h"
 #include "onnx/onnx_pb.h"
 #include "semmap/query.h"
 
@@ -31,42 +33,6 @@ std::string DirectoryOf(const std::string& path) {
 bool IsConstantSource(const Node& n) {
   return n.op_type == "Constant" && (n.domain.empty() || n.domain == "ai.onnx") &&
          n.inputs.empty();
-}
-
-// Values a node reads from its scope: its inputs, and what its subgraph
-// bodies read from outside themselves.
-void BodyReads(const onnx::GraphProto& g, absl::flat_hash_set<std::string> defined,
-               std::vector<std::string>* out);
-
-void NodeReads(const onnx::NodeProto& node, const absl::flat_hash_set<std::string>& defined,
-               std::vector<std::string>* out) {
-  for (const std::string& v : node.input()) {
-    if (!v.empty() && !defined.contains(v)) out->push_back(v);
-  }
-  for (const auto& a : node.attribute()) {
-    if (a.has_g()) BodyReads(a.g(), defined, out);
-    for (const auto& body : a.graphs()) BodyReads(body, defined, out);
-  }
-}
-
-void BodyReads(const onnx::GraphProto& g, absl::flat_hash_set<std::string> defined,
-               std::vector<std::string>* out) {
-  for (const auto& v : g.input()) defined.insert(v.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  for (const auto& t : g.sparse_initializer()) defined.insert(t.values().name());
-  for (const auto& n : g.node()) {
-    NodeReads(n, defined, out);
-    defined.insert(n.output().begin(), n.output().end());
-  }
-  for (const auto& v : g.output()) {
-    if (!defined.contains(v.name())) out->push_back(v.name());
-  }
-}
-
-std::vector<std::string> ValuesRead(const onnx::NodeProto& node) {
-  std::vector<std::string> out;
-  NodeReads(node, {}, &out);
-  return out;
 }
 
 }  // namespace
@@ -267,6 +233,18 @@ absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper, const std
         input, ": has ", g.node_size(), " top-level nodes but the mapped graph has ", top.size(),
         "; was the file changed?"));
   }
+  // What each top-level node reads (its inputs, then what its bodies read
+  // from outside), from the wire-level index extract reads too.
+  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
+                          internal::MappedFile::Open(input, options.max_file_bytes));
+  SEMMAP_ASSIGN_OR_RETURN(
+      const internal::WireModel wire,
+      internal::IndexWireModel(file.bytes(), input, options.max_subgraph_depth));
+  if (wire.nodes.size() != top.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        input, ": has ", wire.nodes.size(), " top-level nodes but the mapped graph has ",
+        top.size(), "; was the file changed?"));
+  }
   absl::flat_hash_map<NodeId, int> proto_index;
   for (int k = 0; k < g.node_size(); ++k) {
     const Node& n = graph.node(top[k]);
@@ -330,11 +308,10 @@ absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper, const std
     // Constants first (they read nothing), then the stage's nodes in order.
     absl::flat_hash_set<std::string> seen;
     absl::flat_hash_set<NodeId> constants;
-    std::vector<const onnx::NodeProto*> body;
+    std::vector<int> body;  // proto indices
     for (std::size_t p = first; p < end; ++p) {
-      const onnx::NodeProto& node = g.node(proto_index[pos[p]]);
-      body.push_back(&node);
-      for (const std::string& v : ValuesRead(node)) {
+      body.push_back(proto_index[pos[p]]);
+      for (absl::string_view v : internal::ValuesRead(wire.nodes[body.back()])) {
         const NodeId producer = graph.producer(v, 0);
         if (producer != kNoNode && floating(producer) && constants.insert(producer).second) {
           *og->add_node() = g.node(proto_index[producer]);
@@ -347,8 +324,10 @@ absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper, const std
       const auto& outs = graph.node(c).outputs;
       produced.insert(outs.begin(), outs.end());
     }
-    for (const onnx::NodeProto* node : body) {
-      for (const std::string& v : ValuesRead(*node)) {
+    for (int index : body) {
+      const onnx::NodeProto* node = &g.node(index);
+      for (absl::string_view read : internal::ValuesRead(wire.nodes[index])) {
+        const std::string v(read);
         if (produced.contains(v) || !seen.insert(v).second) continue;
         if (auto it = initializers.find(v); it != initializers.end()) {
           if (it->second->data_location() == onnx::TensorProto::EXTERNAL &&

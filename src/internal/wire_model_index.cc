@@ -359,6 +359,16 @@ class Indexer {
 
 }  // namespace
 
+std::vector<absl::string_view> ValuesRead(const WireNode& node) {
+  std::vector<absl::string_view> read;
+  read.reserve(node.inputs.size() + node.outer_reads.size());
+  for (absl::string_view v : node.inputs) {
+    if (!v.empty()) read.push_back(v);
+  }
+  read.insert(read.end(), node.outer_reads.begin(), node.outer_reads.end());
+  return read;
+}
+
 absl::StatusOr<WireModel> IndexWireModel(absl::string_view bytes, absl::string_view origin,
                                          int max_subgraph_depth) {
   if (bytes.empty()) {
