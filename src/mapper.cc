@@ -25,10 +25,15 @@
 namespace semmap {
 namespace {
 
-// The last step: unmapped nodes get confidence 0 and a reason; mapped ones
-// the views of their module's path, classes and category.
-void FinishMappings(const Manifest& manifest, const std::vector<std::string>& categories,
-                    std::vector<Mapping>* mappings) {
+// The last step: each module's category (into `*categories`); unmapped
+// nodes get confidence 0 and a reason, mapped ones the views of their
+// module's path, classes and category.
+void FinishMappings(const Manifest& manifest, const Rules& rules,
+                    std::vector<std::string>* categories, std::vector<Mapping>* mappings) {
+  categories->reserve(manifest.size());
+  for (std::size_t i = 0; i < manifest.size(); ++i) {
+    categories->push_back(rules.categoryOf(manifest, static_cast<ModuleId>(i)));
+  }
   for (Mapping& m : *mappings) {
     if (!m.mapped()) {
       m.confidence = 0.0;
@@ -40,7 +45,7 @@ void FinishMappings(const Manifest& manifest, const std::vector<std::string>& ca
     m.module_path = info.path;
     m.class_name = info.class_name;
     m.qualified_class = info.qualified_class;
-    m.category = categories[m.module];
+    m.category = (*categories)[m.module];
   }
 }
 
@@ -174,11 +179,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   internal::InferFromNeighbourhood(graph, manifest, ops, shape, structure.hints,
                                    options.max_neighbourhood_passes, &mapper.mappings_, &store);
 
-  mapper.categories_.reserve(manifest.size());
-  for (std::size_t i = 0; i < manifest.size(); ++i) {
-    mapper.categories_.push_back(rules.categoryOf(manifest, static_cast<ModuleId>(i)));
-  }
-  FinishMappings(manifest, mapper.categories_, &mapper.mappings_);
+  FinishMappings(manifest, rules, &mapper.categories_, &mapper.mappings_);
   return mapper;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("the model", "mapping");
