@@ -174,7 +174,10 @@ absl::StatusOr<std::string> GraphmlText(const SemanticMapper& mapper,
   const std::size_t n = graph.size();
   std::vector<ModuleId> home(n, kNoModule);
   std::vector<ModuleId> folded_into(n, kNoModule);
-  std::vector<std::size_t> subtree_nodes(manifest.size(), 0);
+  const std::vector<std::size_t> subtree_nodes =
+      CountModuleNodes(mapper, [&graph](NodeId id, const Mapping&) {
+        return graph.node(id).subgraph == 0;
+      }).subtree;
   std::vector<std::vector<NodeId>> own_ops(manifest.size());
   std::vector<std::map<std::string, std::size_t>> folded_ops(manifest.size());
   for (std::size_t i = 0; i < n; ++i) {
@@ -183,7 +186,6 @@ absl::StatusOr<std::string> GraphmlText(const SemanticMapper& mapper,
     const Mapping& m = mapper.moduleFor(id);
     if (!m.mapped()) continue;
     ModuleId module = m.module;
-    for (ModuleId a = module; a != kNoModule; a = manifest.module(a).parent) ++subtree_nodes[a];
     if (max_depth >= 0 && manifest.module(module).depth >= max_depth) {
       ModuleId a = module;
       while (manifest.module(a).depth > max_depth) a = manifest.module(a).parent;
