@@ -163,6 +163,25 @@ absl::StatusOr<std::vector<NodeId>> TopLevelIds(const Graph& graph,
   return graph_id_of;
 }
 
+// Constants the region reads come along (added to `*in_region`, counted in
+// `*count`); they are never outputs. Returns them as a mask.
+std::vector<bool> AddReadConstants(const Graph& graph, const internal::WireModel& source,
+                                   const std::vector<NodeId>& graph_id_of,
+                                   std::vector<bool>* in_region, std::size_t* count) {
+  std::vector<bool> copied(graph.size(), false);
+  for (std::size_t k = 0; k < source.nodes.size(); ++k) {
+    if (!(*in_region)[graph_id_of[k]] || copied[graph_id_of[k]]) continue;
+    for (absl::string_view v : internal::ValuesRead(source.nodes[k])) {
+      const NodeId p = graph.producer(v, 0);
+      if (p != kNoNode && !(*in_region)[p] && IsConstantSource(graph.node(p))) {
+        (*in_region)[p] = copied[p] = true;
+        ++*count;
+      }
+    }
+  }
+  return copied;
+}
+
 // The extracted GraphProto's parts, each in protobuf's field order.
 struct GraphParts {
   explicit GraphParts(std::deque<std::string>* owned)
@@ -175,6 +194,8 @@ struct GraphParts {
 // other values they read, as outputs the values read outside the region;
 // fills `result`'s lists. FailedPrecondition for an initializer with
 // external data when `in_dir` != `out_dir`.
+// About 65 lines: the per-value decisions share the seen and produced sets,
+// as in stages.cc's BuildStage.
 absl::Status AddRegion(const Graph& graph, const internal::WireModel& source,
                        const std::vector<NodeId>& graph_id_of, const std::vector<bool>& in_region,
                        const std::vector<bool>& copied, const std::string& in_dir,
@@ -302,18 +323,8 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   SEMMAP_ASSIGN_OR_RETURN(const std::vector<NodeId> graph_id_of,
                           TopLevelIds(graph, source.nodes, input));
 
-  // Constants the region reads come along; they are never outputs.
-  std::vector<bool> copied(graph.size(), false);
-  for (std::size_t k = 0; k < source.nodes.size(); ++k) {
-    if (!in_region[graph_id_of[k]] || copied[graph_id_of[k]]) continue;
-    for (absl::string_view v : internal::ValuesRead(source.nodes[k])) {
-      const NodeId p = graph.producer(v, 0);
-      if (p != kNoNode && !in_region[p] && IsConstantSource(graph.node(p))) {
-        in_region[p] = copied[p] = true;
-        ++result.copied_constants;
-      }
-    }
-  }
+  const std::vector<bool> copied =
+      AddReadConstants(graph, source, graph_id_of, &in_region, &result.copied_constants);
 
   std::deque<std::string> owned;
   GraphParts parts(&owned);

@@ -349,6 +349,8 @@ absl::flat_hash_set<std::string> CopyFloatingConstants(const Graph& graph, const
 // order; the initializers they read; as inputs the other values they read,
 // as outputs the values that later stages or the model's outputs read.
 // `stage_of`: per top-level node, its stage (-1 for floating constants).
+// About 75 lines: the per-value decisions (initializer, sparse
+// initializer, input, output) share the stage's seen and produced sets.
 absl::StatusOr<StageInfo> BuildStage(const SemanticMapper& mapper, const Frame& f,
                                      const Source& source, const std::vector<int>& stage_of,
                                      const StageSpan& span, const std::string& path,

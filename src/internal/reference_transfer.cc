@@ -474,6 +474,10 @@ bool KeepsOwnAnswer(const Mapping& m) {
 
 }  // namespace
 
+// Long (about 115 lines): three passes over the processed graph that share
+// the match table and the counts (paired nodes, then the data movement
+// around them, then consumers to a fixed point); each pass is short and
+// marked.
 TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
                                     const std::vector<Mapping>& reference_mappings,
                                     const Manifest& manifest, const Rules& rules,

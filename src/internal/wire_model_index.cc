@@ -64,6 +64,9 @@ class Indexer {
   }
 
  private:
+  // Long (about 65 lines): one case per GraphProto field extract copies or
+  // looks up, then outputs and inputs in the order protobuf's lookups see
+  // them.
   absl::Status IndexMainGraph(const Spans& spans) {
     std::vector<absl::string_view> inputs, outputs;
     for (absl::string_view span : spans) {
