@@ -271,13 +271,19 @@ class GraphmlDocument {
     }
   }
 
-  // A module below the depth limit: one node for its whole subtree.
-  void WriteCollapsed(ModuleId child, int depth) {
-    const ModuleInfo& info = manifest_.module(child);
+  // A module's node, opened, with its data: a group (nested graph to
+  // follow) or, collapsed, one node for its whole subtree.
+  void OpenModuleNode(ModuleId child, int depth, bool collapsed) {
     w_.Indent(depth);
-    absl::StrAppend(&out_, "<node id=\"", ModuleXmlId(child), "\">\n");
-    WriteModuleData(child, depth + 1, true);
-    w_.Graphics(depth + 1, ModuleLabel(info), false);
+    absl::StrAppend(&out_, "<node id=\"", ModuleXmlId(child), "\"",
+                    collapsed ? "" : " yfiles.foldertype=\"group\"", ">\n");
+    WriteModuleData(child, depth + 1, collapsed);
+    w_.Graphics(depth + 1, ModuleLabel(manifest_.module(child)), !collapsed);
+  }
+
+  // A module below the depth limit.
+  void WriteCollapsed(ModuleId child, int depth) {
+    OpenModuleNode(child, depth, true);
     w_.Indent(depth);
     out_ += "</node>\n";
     ++counts_.collapsed_modules;
@@ -286,11 +292,7 @@ class GraphmlDocument {
   // A module group: opens its node and nested graph and writes its own ops;
   // its children and the closing tags follow.
   void OpenGroup(ModuleId child, int depth) {
-    const ModuleInfo& info = manifest_.module(child);
-    w_.Indent(depth);
-    absl::StrAppend(&out_, "<node id=\"", ModuleXmlId(child), "\" yfiles.foldertype=\"group\">\n");
-    WriteModuleData(child, depth + 1, false);
-    w_.Graphics(depth + 1, ModuleLabel(info), true);
+    OpenModuleNode(child, depth, false);
     w_.Indent(depth + 1);
     // "cluster_" makes Graphviz (graphml2gv | dot) draw the nesting as boxes.
     absl::StrAppend(&out_, "<graph id=\"cluster_", ModuleXmlId(child),

@@ -89,16 +89,24 @@ Graph SmallGraph() {
   return *std::move(graph);
 }
 
+// SmallGraph() and SmallManifest() with the evidence over them, bound at
+// the manifest's root.
+struct Small {
+  Small() : ops(g, Rules::Default()), tensors(g, m, Rules::Default(), ops, m.root(), {}) {}
+  const Graph g = SmallGraph();
+  const Manifest m = SmallManifest();
+  const OpTraits ops;
+  const TensorEvidence tensors;
+};
+
 std::string PathOf(const Manifest& m, ModuleId id) {
   return id == kNoModule ? "<none>" : m.module(id).path;
 }
 
 TEST_CASE("Tensor evidence: each kind of name, its module and confidence") {
-  const Graph g = SmallGraph();
-  const Manifest m = SmallManifest();
-  const Rules& rules = Rules::Default();
-  const OpTraits ops(g, rules);
-  const TensorEvidence tensors(g, m, rules, ops, m.root(), {});
+  const Small small;
+  const Manifest& m = small.m;
+  const TensorEvidence& tensors = small.tensors;
   TensorFinding f;
 
   REQUIRE(tensors.ForNode(0, &f));  // reads a weight
@@ -151,11 +159,10 @@ TEST_CASE("Tensor evidence reads parameter names under the root binding") {
 }
 
 TEST_CASE("TensorEvidence::MapNodes fills only what is left, scaled") {
-  const Graph g = SmallGraph();
-  const Manifest m = SmallManifest();
-  const Rules& rules = Rules::Default();
-  const OpTraits ops(g, rules);
-  const TensorEvidence tensors(g, m, rules, ops, m.root(), {});
+  const Small small;
+  const Graph& g = small.g;
+  const Manifest& m = small.m;
+  const TensorEvidence& tensors = small.tensors;
   semmap::internal::EvidenceStore store;
   std::vector<semmap::Mapping> mappings(g.size());
   mappings[0].module = m.find("enc");  // already answered: kept
