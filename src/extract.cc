@@ -337,16 +337,8 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   }
   const Pieces out = ModelPieces(source, parts, module_path, &owned);
 
-  // The pieces are views into the mapping: a file that shrank meanwhile
-  // reads as zeros there, so the output is checked before it replaces any.
-  // Tensor payloads are copied by the kernel from the input file.
-  const internal::PieceSource from_file{file.bytes(), input, file.device(), file.inode()};
-  SEMMAP_RETURN_IF_ERROR(internal::WritePiecesAtomically(output, out.pieces(), [&] {
-    return file.truncated() ? absl::DataLossError(absl::StrCat(
-                                  input, ": the file shrank while it was read (truncated by "
-                                         "another process?); nothing written"))
-                            : absl::OkStatus();
-  }, &from_file));
+  // The pieces are views into the mapping (WriteMappedPiecesAtomically).
+  SEMMAP_RETURN_IF_ERROR(internal::WriteMappedPiecesAtomically(output, out.pieces(), file, input));
   result.bytes_written = out.size();
   return result;
 } catch (const std::bad_alloc&) {

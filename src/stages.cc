@@ -217,14 +217,6 @@ struct Source {
   absl::flat_hash_map<std::string, const onnx::ValueInfoProto*> types;
 };
 
-// DataLoss when the mapping of `input` read zeros because the file shrank.
-absl::Status CheckNotTruncated(const Source& source, const std::string& input) {
-  if (!source.file->truncated()) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(
-      input, ": the file shrank while it was read (truncated by another process?); nothing "
-             "written"));
-}
-
 // Loads `input` into `*source`; FailedPrecondition when its top-level nodes
 // are not those of the mapped graph (`top`).
 absl::Status LoadSource(const Graph& graph, const std::vector<NodeId>& top,
@@ -488,7 +480,8 @@ absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper, const std
     info.weight = before[span.end] - before[span.first];
     result.stages.push_back(std::move(info));
   }
-  SEMMAP_RETURN_IF_ERROR(CheckNotTruncated(source, input));
+  // The values read came from the mapping.
+  SEMMAP_RETURN_IF_ERROR(internal::NotTruncated(*source.file, input));
   for (std::size_t k = 0; k < n_stages; ++k) {
     SEMMAP_RETURN_IF_ERROR(internal::WriteFileAtomically(result.stages[k].path, bytes[k]));
   }

@@ -298,6 +298,14 @@ absl::Status CheckOutputFor(const std::string& output,
   return absl::OkStatus();
 }
 
+absl::Status WriteMappedPiecesAtomically(const std::string& path,
+                                         absl::Span<const absl::string_view> pieces,
+                                         const MappedFile& file, const std::string& input) {
+  const PieceSource from_file{file.bytes(), input, file.device(), file.inode()};
+  return WritePiecesAtomically(
+      path, pieces, [&file, &input] { return NotTruncated(file, input); }, &from_file);
+}
+
 absl::Status WriteFileAtomically(const std::string& requested, absl::string_view bytes) {
   return WritePiecesAtomically(requested, absl::MakeConstSpan(&bytes, 1));
 }
