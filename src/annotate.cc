@@ -329,6 +329,9 @@ ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptio
   return plan;
 }
 
+// Long (about 75 lines): the checks, the plan, the per-node editor and the
+// write share the mapped file and the result; the pieces that stand alone
+// are helpers (PlanNamespaces, the NodeRewrite of wire_writer.h).
 absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std::string& input,
                                         const std::string& output,
                                         const AnnotateOptions& options) {
@@ -399,16 +402,8 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   }
   result.nodes = rewrite.nodes();
   result.external_tensors = rewrite.external_tensors();
-  // The pieces are views into the mapping: a file that shrank meanwhile
-  // reads as zeros there, so the output is checked before it replaces any.
-  // Tensor payloads are copied by the kernel from the input file.
-  const internal::PieceSource from_file{file.bytes(), input, file.device(), file.inode()};
-  SEMMAP_RETURN_IF_ERROR(internal::WritePiecesAtomically(output, rewrite.pieces(), [&] {
-    return file.truncated() ? absl::DataLossError(absl::StrCat(
-                                  input, ": the file shrank while it was read (truncated by "
-                                         "another process?); nothing written"))
-                            : absl::OkStatus();
-  }, &from_file));
+  // The pieces are views into the mapping (WriteMappedPiecesAtomically).
+  SEMMAP_RETURN_IF_ERROR(internal::WriteMappedPiecesAtomically(output, rewrite.pieces(), file, input));
   result.bytes_written = rewrite.size();
   return result;
 }

@@ -45,33 +45,82 @@ DiffNode MakeNode(const SemanticMapper& mapper, NodeId id, const std::string& ke
   return d;
 }
 
-// Per module path: own and subtree node counts and own op histogram.
-struct Side {
-  absl::flat_hash_map<std::string, std::size_t> own;
-  absl::flat_hash_map<std::string, std::size_t> subtree;
-  absl::flat_hash_map<std::string, std::map<std::string, std::size_t>> ops;
+// One side's modules by path: own and subtree node counts and own op
+// histogram, as the full ModuleTree counts them.
+class Side {
+ public:
+  explicit Side(const SemanticMapper& mapper) : tree_(ModuleTree::Build(mapper, Options())) {}
+
+  std::size_t own(const std::string& path) const {
+    const TreeModule* m = find(path);
+    return m == nullptr ? 0 : m->own_nodes;
+  }
+  std::size_t subtree(const std::string& path) const {
+    const TreeModule* m = find(path);
+    return m == nullptr ? 0 : m->subtree_nodes;
+  }
+  std::map<std::string, std::size_t> ops(const std::string& path) const {
+    const TreeModule* m = find(path);
+    return m == nullptr ? std::map<std::string, std::size_t>() : m->own_op_types;
+  }
+
+ private:
+  static TreeOptions Options() {
+    TreeOptions options;
+    options.max_op_type_entries = 0;  // own histograms only
+    return options;
+  }
+  const TreeModule* find(const std::string& path) const {
+    const int index = tree_.find(path);
+    return index < 0 ? nullptr : &tree_.modules()[static_cast<std::size_t>(index)];
+  }
+
+  ModuleTree tree_;
 };
 
-Side Count(const SemanticMapper& mapper) {
-  Side side;
-  const Manifest& manifest = mapper.manifest();
-  for (std::size_t i = 0; i < mapper.graph().size(); ++i) {
-    const Mapping& m = mapper.moduleFor(static_cast<NodeId>(i));
-    if (!m.mapped()) continue;
-    const std::string path(m.module_path);
-    ++side.own[path];
-    ++side.ops[path][QualifiedOpType(mapper.graph().node(static_cast<NodeId>(i)))];
-    for (ModuleId id = m.module; id != kNoModule; id = manifest.module(id).parent) {
-      ++side.subtree[manifest.module(id).path];
-    }
+// The share of the modules holding nodes in A that hold nodes in B; an
+// error when below `min_overlap` (or when A's modules hold none).
+absl::StatusOr<double> ModuleOverlap(const SemanticMapper& a, const Side& side_a,
+                                     const Side& side_b, double min_overlap) {
+  std::size_t holding = 0, shared = 0;
+  for (const ModuleInfo& info : a.manifest().modules()) {
+    if (info.path.empty() || side_a.subtree(info.path) == 0) continue;
+    ++holding;
+    if (side_b.subtree(info.path) > 0) ++shared;
   }
-  return side;
+  const double overlap = holding == 0 ? 0.0 : static_cast<double>(shared) / holding;
+  if (holding == 0 || overlap < min_overlap) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "unrelated models: ", shared, " of the ", holding,
+        " modules holding nodes in A hold nodes in B (", static_cast<int>(100 * overlap),
+        "%, need ", static_cast<int>(100 * min_overlap), "%)"));
+  }
+  return overlap;
 }
 
-std::size_t Get(const absl::flat_hash_map<std::string, std::size_t>& map,
-                const std::string& key) {
-  auto it = map.find(key);
-  return it == map.end() ? 0 : it->second;
+// Modules holding nodes on either side: A's manifest order, then paths only
+// B's manifest has.
+std::vector<ModuleDelta> ModuleDeltas(const SemanticMapper& a, const SemanticMapper& b,
+                                      const Side& side_a, const Side& side_b) {
+  std::vector<ModuleDelta> out;
+  absl::flat_hash_set<std::string> listed;
+  auto add_module = [&](const ModuleInfo& info) {
+    if (!listed.insert(info.path).second) return;
+    if (side_a.subtree(info.path) == 0 && side_b.subtree(info.path) == 0) return;
+    ModuleDelta d;
+    d.path = info.path;
+    d.class_name = info.class_name;
+    d.own_a = side_a.own(info.path);
+    d.own_b = side_b.own(info.path);
+    d.subtree_a = side_a.subtree(info.path);
+    d.subtree_b = side_b.subtree(info.path);
+    d.ops_a = side_a.ops(info.path);
+    d.ops_b = side_b.ops(info.path);
+    out.push_back(std::move(d));
+  };
+  for (const ModuleInfo& info : a.manifest().modules()) add_module(info);
+  for (const ModuleInfo& info : b.manifest().modules()) add_module(info);
+  return out;
 }
 
 // True when `path` is `root` or below it (dotted paths; "" is the root).
@@ -95,83 +144,12 @@ json OpsJson(const std::map<std::string, std::size_t>& ops) {
   return j;
 }
 
-}  // namespace
-
-absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapper& b,
-                                     const DiffOptions& options) {
-  ModelDiff diff;
-  diff.model_class_a = a.hasManifest() ? a.manifest().modelClass() : "";
-  diff.model_class_b = b.hasManifest() ? b.manifest().modelClass() : "";
-  diff.nodes_a = a.graph().size();
-  diff.nodes_b = b.graph().size();
-  if (options.require_same_model_class && a.hasManifest() && b.hasManifest() &&
-      diff.model_class_a != diff.model_class_b) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "unrelated models: A is a ", diff.model_class_a, ", B is a ", diff.model_class_b,
-        " (the manifests' model classes differ)"));
-  }
-
-  const Side side_a = Count(a);
-  const Side side_b = Count(b);
-  std::size_t holding = 0, shared = 0;
-  for (const ModuleInfo& info : a.manifest().modules()) {
-    if (info.path.empty() || Get(side_a.subtree, info.path) == 0) continue;
-    ++holding;
-    if (Get(side_b.subtree, info.path) > 0) ++shared;
-  }
-  diff.module_overlap = holding == 0 ? 0.0 : static_cast<double>(shared) / holding;
-  if (holding == 0 || diff.module_overlap < options.min_module_overlap) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "unrelated models: ", shared, " of the ", holding,
-        " modules holding nodes in A hold nodes in B (",
-        static_cast<int>(100 * diff.module_overlap), "%, need ",
-        static_cast<int>(100 * options.min_module_overlap), "%)"));
-  }
-
-  // Modules: A's manifest order, then paths only B's manifest has.
-  absl::flat_hash_set<std::string> listed;
-  auto add_module = [&](const ModuleInfo& info) {
-    if (!listed.insert(info.path).second) return;
-    if (Get(side_a.subtree, info.path) == 0 && Get(side_b.subtree, info.path) == 0) return;
-    ModuleDelta d;
-    d.path = info.path;
-    d.class_name = info.class_name;
-    d.own_a = Get(side_a.own, info.path);
-    d.own_b = Get(side_b.own, info.path);
-    d.subtree_a = Get(side_a.subtree, info.path);
-    d.subtree_b = Get(side_b.subtree, info.path);
-    if (auto it = side_a.ops.find(info.path); it != side_a.ops.end()) d.ops_a = it->second;
-    if (auto it = side_b.ops.find(info.path); it != side_b.ops.end()) d.ops_b = it->second;
-    diff.modules.push_back(std::move(d));
-  };
-  for (const ModuleInfo& info : a.manifest().modules()) add_module(info);
-  for (const ModuleInfo& info : b.manifest().modules()) add_module(info);
-
-  // Nodes by key.
-  const std::vector<std::string> keys_a = NodeKeys(a.graph());
-  const std::vector<std::string> keys_b = NodeKeys(b.graph());
-  absl::flat_hash_map<absl::string_view, NodeId> index_b;
-  for (std::size_t i = 0; i < keys_b.size(); ++i) index_b.emplace(keys_b[i], static_cast<NodeId>(i));
-  absl::flat_hash_set<absl::string_view> in_a(keys_a.begin(), keys_a.end());
-
-  std::vector<DiffNode> only_a;
-  for (std::size_t i = 0; i < keys_a.size(); ++i) {
-    auto it = index_b.find(keys_a[i]);
-    if (it == index_b.end()) {
-      only_a.push_back(MakeNode(a, static_cast<NodeId>(i), keys_a[i]));
-      continue;
-    }
-    ++diff.common_nodes;
-    const Mapping& ma = a.moduleFor(static_cast<NodeId>(i));
-    const Mapping& mb = b.moduleFor(it->second);
-    if (ma.module_path != mb.module_path || ma.mapped() != mb.mapped()) {
-      diff.moved.push_back({MakeNode(a, static_cast<NodeId>(i), keys_a[i]),
-                            MakeNode(b, it->second, keys_b[it->second])});
-    }
-  }
-
-  // Fusion groups: B-only nodes by module; A-only nodes go to the deepest
-  // group whose module contains theirs.
+// Fusion groups: B-only nodes by module; A-only nodes (`only_a`) go to the
+// deepest group whose module contains theirs, or to the removed nodes.
+void GroupFusions(const SemanticMapper& b, const std::vector<std::string>& keys_b,
+                  const absl::flat_hash_set<absl::string_view>& in_a,
+                  std::vector<DiffNode> only_a, ModelDiff* out) {
+  ModelDiff& diff = *out;
   std::map<std::string, FusionGroup> groups;
   FusionGroup unmapped;
   unmapped.mapped = false;
@@ -203,6 +181,55 @@ absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapp
   }
   for (auto& [path, group] : groups) diff.fusions.push_back(std::move(group));
   if (!unmapped.fused.empty()) diff.fusions.push_back(std::move(unmapped));
+}
+
+}  // namespace
+
+absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapper& b,
+                                     const DiffOptions& options) {
+  ModelDiff diff;
+  diff.model_class_a = a.hasManifest() ? a.manifest().modelClass() : "";
+  diff.model_class_b = b.hasManifest() ? b.manifest().modelClass() : "";
+  diff.nodes_a = a.graph().size();
+  diff.nodes_b = b.graph().size();
+  if (options.require_same_model_class && a.hasManifest() && b.hasManifest() &&
+      diff.model_class_a != diff.model_class_b) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "unrelated models: A is a ", diff.model_class_a, ", B is a ", diff.model_class_b,
+        " (the manifests' model classes differ)"));
+  }
+
+  const Side side_a(a);
+  const Side side_b(b);
+  absl::StatusOr<double> overlap = ModuleOverlap(a, side_a, side_b, options.min_module_overlap);
+  if (!overlap.ok()) return overlap.status();
+  diff.module_overlap = *overlap;
+  diff.modules = ModuleDeltas(a, b, side_a, side_b);
+
+  // Nodes by key.
+  const std::vector<std::string> keys_a = NodeKeys(a.graph());
+  const std::vector<std::string> keys_b = NodeKeys(b.graph());
+  absl::flat_hash_map<absl::string_view, NodeId> index_b;
+  for (std::size_t i = 0; i < keys_b.size(); ++i) index_b.emplace(keys_b[i], static_cast<NodeId>(i));
+  absl::flat_hash_set<absl::string_view> in_a(keys_a.begin(), keys_a.end());
+
+  std::vector<DiffNode> only_a;
+  for (std::size_t i = 0; i < keys_a.size(); ++i) {
+    auto it = index_b.find(keys_a[i]);
+    if (it == index_b.end()) {
+      only_a.push_back(MakeNode(a, static_cast<NodeId>(i), keys_a[i]));
+      continue;
+    }
+    ++diff.common_nodes;
+    const Mapping& ma = a.moduleFor(static_cast<NodeId>(i));
+    const Mapping& mb = b.moduleFor(it->second);
+    if (ma.module_path != mb.module_path || ma.mapped() != mb.mapped()) {
+      diff.moved.push_back({MakeNode(a, static_cast<NodeId>(i), keys_a[i]),
+                            MakeNode(b, it->second, keys_b[it->second])});
+    }
+  }
+
+  GroupFusions(b, keys_b, in_a, std::move(only_a), &diff);
   return diff;
 }
 

@@ -34,14 +34,6 @@ bool IsConstantSource(const Node& n) {
          n.inputs.empty();
 }
 
-// Every value a top-level node reads: its inputs, then the outer names its
-// bodies read, in order (repeats kept).
-std::vector<absl::string_view> ValuesRead(const internal::WireNode& node) {
-  std::vector<absl::string_view> read(node.inputs.begin(), node.inputs.end());
-  read.insert(read.end(), node.outer_reads.begin(), node.outer_reads.end());
-  return read;
-}
-
 // The extracted model's bytes: views into the source file and the few
 // buffers built here, in order.
 class Pieces {
@@ -113,29 +105,18 @@ std::vector<NodeId> TopLevelOwners(const Graph& graph) {
   return owner;
 }
 
-}  // namespace
-
-absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const std::string& input,
-                                            const std::string& module_path,
-                                            const std::string& output,
-                                            const ExtractOptions& options) try {
-  SEMMAP_RETURN_IF_ERROR(
-      internal::CheckOutputFor(output,
-                               {{input, "the input model"}, {options.manifest_path, "the manifest"}},
-                               options.allow_overwrite));
+// The region of `module`: its main-graph nodes, as a mask over Graph node
+// ids. FailedPrecondition when it holds none (its nodes, if any, all in
+// bodies of If/Loop/Scan).
+absl::StatusOr<std::vector<bool>> Region(const SemanticMapper& mapper, ModuleId module,
+                                         const std::string& module_path,
+                                         const std::string& input) {
   const Graph& graph = mapper.graph();
-  const Manifest& manifest = mapper.manifest();
-  const ModuleId module = manifest.find(module_path);
-  if (module == kNoModule) {
-    return absl::NotFoundError(absl::StrCat("no module ", Quoted(module_path), " in the manifest"));
-  }
-
-  // The region, as Graph node ids of main-graph nodes.
   std::vector<bool> in_region(graph.size(), false);
   std::size_t region_size = 0, nested = 0;
   for (std::size_t i = 0; i < graph.size(); ++i) {
     const Mapping& m = mapper.moduleFor(static_cast<NodeId>(i));
-    if (!m.mapped() || !manifest.isAncestorOrSelf(module, m.module)) continue;
+    if (!m.mapped() || !mapper.manifest().isAncestorOrSelf(module, m.module)) continue;
     if (graph.node(static_cast<NodeId>(i)).subgraph != 0) {
       ++nested;
       continue;
@@ -153,18 +134,15 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
     return absl::FailedPreconditionError(
         absl::StrCat("module ", Quoted(module_path), " holds no node of ", input));
   }
-  ExtractResult result;
-  result.module = module_path;
-  // The file's own bytes, mapped and indexed at the wire level: no protobuf
-  // parse, no 2 GB limit; tensor payloads are copied, never decoded.
-  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
-                          internal::MappedFile::Open(input, options.max_file_bytes));
-  SEMMAP_ASSIGN_OR_RETURN(
-      const internal::WireModel source,
-      internal::IndexWireModel(file.bytes(), input, options.max_subgraph_depth));
-  const std::vector<internal::WireNode>& nodes = source.nodes;
-  const int node_count = static_cast<int>(nodes.size());
-  // Main-graph node k is the k-th Graph node with subgraph 0.
+  return in_region;
+}
+
+// The Graph node id of each of the file's main-graph nodes (main-graph node
+// k is the k-th Graph node with subgraph 0); FailedPrecondition when the
+// file no longer holds the graph that was mapped.
+absl::StatusOr<std::vector<NodeId>> TopLevelIds(const Graph& graph,
+                                                const std::vector<internal::WireNode>& nodes,
+                                                const std::string& input) {
   std::vector<NodeId> graph_id_of;
   for (std::size_t i = 0; i < graph.size(); ++i) {
     if (graph.node(static_cast<NodeId>(i)).subgraph == 0) graph_id_of.push_back(static_cast<NodeId>(i));
@@ -174,7 +152,7 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
         input, ": has ", nodes.size(), " top-level nodes but the mapped graph has ",
         graph_id_of.size(), "; was the file changed?"));
   }
-  for (int k = 0; k < node_count; ++k) {
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
     const Node& n = graph.node(graph_id_of[k]);
     if (n.name != nodes[k].name || n.op_type != nodes[k].op_type) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -182,26 +160,48 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
           ") differs from the graph that was mapped; was the file changed?"));
     }
   }
+  return graph_id_of;
+}
 
-  // Constants the region reads come along; they are never outputs.
+// Constants the region reads come along (added to `*in_region`, counted in
+// `*count`); they are never outputs. Returns them as a mask.
+std::vector<bool> AddReadConstants(const Graph& graph, const internal::WireModel& source,
+                                   const std::vector<NodeId>& graph_id_of,
+                                   std::vector<bool>* in_region, std::size_t* count) {
   std::vector<bool> copied(graph.size(), false);
-  for (int k = 0; k < node_count; ++k) {
-    if (!in_region[graph_id_of[k]] || copied[graph_id_of[k]]) continue;
-    for (absl::string_view v : ValuesRead(nodes[k])) {
-      if (v.empty()) continue;
+  for (std::size_t k = 0; k < source.nodes.size(); ++k) {
+    if (!(*in_region)[graph_id_of[k]] || copied[graph_id_of[k]]) continue;
+    for (absl::string_view v : internal::ValuesRead(source.nodes[k])) {
       const NodeId p = graph.producer(v, 0);
-      if (p != kNoNode && !in_region[p] && IsConstantSource(graph.node(p))) {
-        in_region[p] = copied[p] = true;
-        ++result.copied_constants;
+      if (p != kNoNode && !(*in_region)[p] && IsConstantSource(graph.node(p))) {
+        (*in_region)[p] = copied[p] = true;
+        ++*count;
       }
     }
   }
+  return copied;
+}
 
-  std::deque<std::string> owned;
-  Pieces og(&owned);  // the GraphProto, fields in protobuf's order
-  Pieces initializers(&owned), inputs(&owned), outputs(&owned), sparse(&owned);
+// The extracted GraphProto's parts, each in protobuf's field order.
+struct GraphParts {
+  explicit GraphParts(std::deque<std::string>* owned)
+      : nodes(owned), initializers(owned), inputs(owned), outputs(owned), sparse(owned) {}
+  Pieces nodes, initializers, inputs, outputs, sparse;
+};
+
+// Adds the region's nodes (`in_region`, constants `copied` in included) to
+// `parts` in file order, with the initializers they read, as inputs the
+// other values they read, as outputs the values read outside the region;
+// fills `result`'s lists. FailedPrecondition for an initializer with
+// external data when `in_dir` != `out_dir`.
+// About 65 lines: the per-value decisions share the seen and produced sets,
+// as in stages.cc's BuildStage.
+absl::Status AddRegion(const Graph& graph, const internal::WireModel& source,
+                       const std::vector<NodeId>& graph_id_of, const std::vector<bool>& in_region,
+                       const std::vector<bool>& copied, const std::string& in_dir,
+                       const std::string& out_dir, const std::string& output,
+                       std::deque<std::string>* owned, GraphParts* parts, ExtractResult* result) {
   const std::vector<NodeId> top_owner = TopLevelOwners(graph);
-  const std::string in_dir = DirectoryOf(input), out_dir = DirectoryOf(output);
   absl::flat_hash_set<absl::string_view> produced, seen;
   auto add_type = [&](Pieces* list, std::uint32_t field, absl::string_view name) {
     auto it = source.types.find(name);
@@ -210,20 +210,20 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
     } else {
       std::string info;
       internal::AppendLenField(&info, kValueInfoName, name);
-      owned.push_back(std::move(info));
-      list->LenField(field, owned.back());
-      ++result.untyped;
+      owned->push_back(std::move(info));
+      list->LenField(field, owned->back());
+      ++result->untyped;
     }
   };
-  for (int k = 0; k < node_count; ++k) {
+  for (std::size_t k = 0; k < source.nodes.size(); ++k) {
     if (!in_region[graph_id_of[k]]) continue;
-    const internal::WireNode& node = nodes[k];
-    for (absl::string_view v : ValuesRead(node)) {
-      if (v.empty() || produced.contains(v) || !seen.insert(v).second) continue;
+    const internal::WireNode& node = source.nodes[k];
+    for (absl::string_view v : internal::ValuesRead(node)) {
+      if (produced.contains(v) || !seen.insert(v).second) continue;
       if (auto it = source.initializers.find(v); it != source.initializers.end()) {
         const internal::WireTensor& t = it->second;
         if (t.external) {
-          ++result.external_tensors;
+          ++result->external_tensors;
           if (in_dir != out_dir) {
             return absl::FailedPreconditionError(absl::StrCat(
                 output, ": initializer ", Quoted(std::string(v)), " keeps its data in external file ",
@@ -231,19 +231,19 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
                 "; write the extracted model into that directory"));
           }
         }
-        initializers.LenField(graph_field::kInitializer, t.bytes);
-        result.initializers.emplace_back(v);
+        parts->initializers.LenField(graph_field::kInitializer, t.bytes);
+        result->initializers.emplace_back(v);
       } else if (auto sp = source.sparse_initializers.find(v);
                  sp != source.sparse_initializers.end()) {
-        sparse.LenField(graph_field::kSparseInitializer, sp->second);
-        result.initializers.emplace_back(v);
+        parts->sparse.LenField(graph_field::kSparseInitializer, sp->second);
+        result->initializers.emplace_back(v);
       } else {
-        add_type(&inputs, graph_field::kInput, v);
-        result.inputs.emplace_back(v);
+        add_type(&parts->inputs, graph_field::kInput, v);
+        result->inputs.emplace_back(v);
       }
     }
-    og.LenField(graph_field::kNode, node.bytes);
-    ++result.nodes;
+    parts->nodes.LenField(graph_field::kNode, node.bytes);
+    ++result->nodes;
     if (copied[graph_id_of[k]]) {
       produced.insert(node.outputs.begin(), node.outputs.end());
       continue;
@@ -256,30 +256,29 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
         leaves = leaves || top_owner[c] == kNoNode || !in_region[top_owner[c]];
       }
       if (leaves) {
-        add_type(&outputs, graph_field::kOutput, v);
-        result.outputs.emplace_back(v);
+        add_type(&parts->outputs, graph_field::kOutput, v);
+        result->outputs.emplace_back(v);
       }
     }
   }
-  if (result.outputs.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "module ", Quoted(module_path), ": its nodes produce no value read outside them"));
-  }
-  og.Own([&] {
-    std::string name;
-    internal::AppendLenField(
-        &name, graph_field::kName,
-        absl::StrCat(source.graph_name.empty() ? "graph" : source.graph_name, ":",
-                     module_path.empty() ? "<root>" : module_path));
-    return name;
-  }());
-  for (const Pieces* part : {&initializers, &inputs, &outputs, &sparse}) {
+  return absl::OkStatus();
+}
+
+// The ModelProto: what the source says of itself, the graph (`parts` and
+// its name), the opsets, the functions, and which module this is.
+Pieces ModelPieces(const internal::WireModel& source, const GraphParts& parts,
+                   const std::string& module_path, std::deque<std::string>* owned) {
+  Pieces og(owned);  // the GraphProto, fields in protobuf's order
+  for (absl::string_view piece : parts.nodes.pieces()) og.View(piece);
+  std::string name;
+  internal::AppendLenField(&name, graph_field::kName,
+                           absl::StrCat(source.graph_name.empty() ? "graph" : source.graph_name,
+                                        ":", module_path.empty() ? "<root>" : module_path));
+  og.Own(std::move(name));
+  for (const Pieces* part : {&parts.initializers, &parts.inputs, &parts.outputs, &parts.sparse}) {
     for (absl::string_view piece : part->pieces()) og.View(piece);
   }
-
-  // The ModelProto: what the source says of itself, the graph, the opsets,
-  // the functions, and which module this is.
-  Pieces out(&owned);
+  Pieces out(owned);
   out.VarintField(model_field::kIrVersion, source.ir_version);
   out.LenField(model_field::kProducerName, source.producer_name);
   out.LenField(model_field::kProducerVersion, source.producer_version);
@@ -290,20 +289,56 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   std::string entry;
   internal::AppendLenField(&entry, kEntryKey, "semmap.extracted_module");
   internal::AppendLenField(&entry, kEntryValue, module_path);
-  owned.push_back(std::move(entry));
-  out.LenField(model_field::kMetadataProps, owned.back());
+  owned->push_back(std::move(entry));
+  out.LenField(model_field::kMetadataProps, owned->back());
   for (absl::string_view fn : source.functions) out.LenField(model_field::kFunctions, fn);
+  return out;
+}
 
-  // The pieces are views into the mapping: a file that shrank meanwhile
-  // reads as zeros there, so the output is checked before it replaces any.
-  // Tensor payloads are copied by the kernel from the input file.
-  const internal::PieceSource from_file{file.bytes(), input, file.device(), file.inode()};
-  SEMMAP_RETURN_IF_ERROR(internal::WritePiecesAtomically(output, out.pieces(), [&] {
-    return file.truncated() ? absl::DataLossError(absl::StrCat(
-                                  input, ": the file shrank while it was read (truncated by "
-                                         "another process?); nothing written"))
-                            : absl::OkStatus();
-  }, &from_file));
+}  // namespace
+
+absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const std::string& input,
+                                            const std::string& module_path,
+                                            const std::string& output,
+                                            const ExtractOptions& options) try {
+  SEMMAP_RETURN_IF_ERROR(
+      internal::CheckOutputFor(output,
+                               {{input, "the input model"}, {options.manifest_path, "the manifest"}},
+                               options.allow_overwrite));
+  const Graph& graph = mapper.graph();
+  const ModuleId module = mapper.manifest().find(module_path);
+  if (module == kNoModule) {
+    return absl::NotFoundError(absl::StrCat("no module ", Quoted(module_path), " in the manifest"));
+  }
+  SEMMAP_ASSIGN_OR_RETURN(std::vector<bool> in_region, Region(mapper, module, module_path, input));
+  ExtractResult result;
+  result.module = module_path;
+  // The file's own bytes, mapped and indexed at the wire level: no protobuf
+  // parse, no 2 GB limit; tensor payloads are copied, never decoded.
+  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
+                          internal::MappedFile::Open(input, options.max_file_bytes));
+  SEMMAP_ASSIGN_OR_RETURN(
+      const internal::WireModel source,
+      internal::IndexWireModel(file.bytes(), input, options.max_subgraph_depth));
+  SEMMAP_ASSIGN_OR_RETURN(const std::vector<NodeId> graph_id_of,
+                          TopLevelIds(graph, source.nodes, input));
+
+  const std::vector<bool> copied =
+      AddReadConstants(graph, source, graph_id_of, &in_region, &result.copied_constants);
+
+  std::deque<std::string> owned;
+  GraphParts parts(&owned);
+  SEMMAP_RETURN_IF_ERROR(AddRegion(graph, source, graph_id_of, in_region, copied,
+                                   DirectoryOf(input), DirectoryOf(output), output, &owned,
+                                   &parts, &result));
+  if (result.outputs.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "module ", Quoted(module_path), ": its nodes produce no value read outside them"));
+  }
+  const Pieces out = ModelPieces(source, parts, module_path, &owned);
+
+  // The pieces are views into the mapping (WriteMappedPiecesAtomically).
+  SEMMAP_RETURN_IF_ERROR(internal::WriteMappedPiecesAtomically(output, out.pieces(), file, input));
   result.bytes_written = out.size();
   return result;
 } catch (const std::bad_alloc&) {

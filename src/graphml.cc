@@ -150,6 +150,283 @@ std::string ModuleLabel(const ModuleInfo& info) {
   return label;
 }
 
+// The GraphML document of one mapping, written top to bottom: the header
+// and keys, the module groups (nested graphs) with their ops, the
+// top-level and unmapped ops, the inputs and outputs, then the edges.
+class GraphmlDocument {
+ public:
+  GraphmlDocument(const SemanticMapper& mapper, const GraphmlOptions& options)
+      : graph_(mapper.graph()),
+        manifest_(mapper.manifest()),
+        mapper_(mapper),
+        profile_(options.profile),
+        max_depth_(options.max_depth),
+        w_(&out_) {}
+
+  std::string Write(GraphmlResult* counts) {
+    Place();
+    WriteHeader();
+    WriteModules();
+    WriteTopLevel();
+    WriteEdges();
+    out_ += "  </graph>\n</graphml>\n";
+    counts_.bytes = out_.size();
+    *counts = counts_;
+    return std::move(out_);
+  }
+
+ private:
+  static std::string OpId(NodeId id) { return absl::StrCat("n", id); }
+  static std::string ModuleXmlId(ModuleId id) { return absl::StrCat("m", id); }
+
+  // The module each main-graph op is drawn in (kNoModule: top level), and
+  // the collapsed module standing for it, if any.
+  void Place() {
+    const std::size_t n = graph_.size();
+    home_.assign(n, kNoModule);
+    folded_into_.assign(n, kNoModule);
+    subtree_nodes_ = CountModuleNodes(mapper_, [this](NodeId id, const Mapping&) {
+                       return graph_.node(id).subgraph == 0;
+                     }).subtree;
+    own_ops_.resize(manifest_.size());
+    folded_ops_.resize(manifest_.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      const NodeId id = static_cast<NodeId>(i);
+      if (graph_.node(id).subgraph != 0) continue;
+      const Mapping& m = mapper_.moduleFor(id);
+      if (!m.mapped()) continue;
+      ModuleId module = m.module;
+      if (max_depth_ >= 0 && manifest_.module(module).depth >= max_depth_) {
+        ModuleId a = module;
+        while (manifest_.module(a).depth > max_depth_) a = manifest_.module(a).parent;
+        folded_into_[i] = a;
+        ++folded_ops_[a][QualifiedOpType(graph_.node(id))];
+        continue;
+      }
+      home_[i] = module == manifest_.root() ? kNoModule : module;
+      if (home_[i] != kNoModule) own_ops_[module].push_back(id);
+    }
+  }
+
+  void WriteHeader() {
+    out_ +=
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        "<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\"\n"
+        "    xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\"\n"
+        "    xmlns:y=\"http://www.yworks.com/xml/graphml\"\n"
+        "    xsi:schemaLocation=\"http://graphml.graphdrawing.org/xmlns "
+        "http://www.yworks.com/xml/schema/graphml/1.1/ygraphml.xsd\">\n";
+    for (const Key& k : kKeys) {
+      absl::StrAppend(&out_, "  <key id=\"", k.id, "\" for=\"", k.for_what, "\" attr.name=\"",
+                      k.name, "\" attr.type=\"", k.type, "\"/>\n");
+    }
+    out_ += "  <key id=\"yg\" for=\"node\" yfiles.type=\"nodegraphics\"/>\n";
+    absl::StrAppend(&out_, "  <graph id=\"G\" edgedefault=\"directed\">\n");
+  }
+
+  void WriteOp(NodeId id, int depth) {
+    const Node& node = graph_.node(id);
+    const Mapping& m = mapper_.moduleFor(id);
+    w_.Indent(depth);
+    absl::StrAppend(&out_, "<node id=\"", OpId(id), "\">\n");
+    w_.Data(depth + 1, "kind", "op");
+    w_.Data(depth + 1, "label", node.op_type);
+    w_.Data(depth + 1, "name", node.name);
+    w_.Data(depth + 1, "op_type", node.op_type);
+    if (!node.domain.empty()) w_.Data(depth + 1, "domain", node.domain);
+    if (m.mapped()) {
+      w_.Data(depth + 1, "module", m.module_path);
+      if (!m.class_name.empty()) w_.Data(depth + 1, "class", m.class_name);
+      if (!m.category.empty()) w_.Data(depth + 1, "category", m.category);
+    }
+    w_.Number(depth + 1, "confidence", m.confidence);
+    w_.Data(depth + 1, "strategy", StrategyName(m.strategy));
+    if (profile_ != nullptr) w_.Number(depth + 1, "time_us", profile_->node_us[id]);
+    w_.Graphics(depth + 1, node.op_type, false);
+    w_.Indent(depth);
+    out_ += "</node>\n";
+    ++counts_.op_nodes;
+  }
+
+  void WriteModuleData(ModuleId id, int depth, bool collapsed) {
+    const ModuleInfo& info = manifest_.module(id);
+    w_.Data(depth, "kind", "module");
+    w_.Data(depth, "label", ModuleLabel(info));
+    w_.Data(depth, "module", info.path);
+    if (!info.class_name.empty()) w_.Data(depth, "class", info.class_name);
+    w_.Data(depth, "collapsed", collapsed ? "true" : "false");
+    w_.Number(depth, "nodes", subtree_nodes_[id]);
+    if (profile_ != nullptr) w_.Number(depth, "time_us", profile_->modules[id].subtree_us);
+    if (collapsed) {
+      std::vector<std::pair<std::string, std::size_t>> ops(folded_ops_[id].begin(),
+                                                           folded_ops_[id].end());
+      std::stable_sort(ops.begin(), ops.end(),
+                       [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::string mix;
+      for (std::size_t k = 0; k < ops.size() && k < 4; ++k) {
+        absl::StrAppend(&mix, k ? " " : "", ops[k].first, ":", ops[k].second);
+      }
+      if (ops.size() > 4) mix += " ...";
+      w_.Data(depth, "op_type", mix);
+    }
+  }
+
+  // A module's node, opened, with its data: a group (nested graph to
+  // follow) or, collapsed, one node for its whole subtree.
+  void OpenModuleNode(ModuleId child, int depth, bool collapsed) {
+    w_.Indent(depth);
+    absl::StrAppend(&out_, "<node id=\"", ModuleXmlId(child), "\"",
+                    collapsed ? "" : " yfiles.foldertype=\"group\"", ">\n");
+    WriteModuleData(child, depth + 1, collapsed);
+    w_.Graphics(depth + 1, ModuleLabel(manifest_.module(child)), !collapsed);
+  }
+
+  // A module below the depth limit.
+  void WriteCollapsed(ModuleId child, int depth) {
+    OpenModuleNode(child, depth, true);
+    w_.Indent(depth);
+    out_ += "</node>\n";
+    ++counts_.collapsed_modules;
+  }
+
+  // A module group: opens its node and nested graph and writes its own ops;
+  // its children and the closing tags follow.
+  void OpenGroup(ModuleId child, int depth) {
+    OpenModuleNode(child, depth, false);
+    w_.Indent(depth + 1);
+    // "cluster_" makes Graphviz (graphml2gv | dot) draw the nesting as boxes.
+    absl::StrAppend(&out_, "<graph id=\"cluster_", ModuleXmlId(child),
+                    "\" edgedefault=\"directed\">\n");
+    ++counts_.module_groups;
+    for (NodeId op : own_ops_[child]) WriteOp(op, depth + 2);
+  }
+
+  // Modules, depth first with an explicit stack (any nesting depth).
+  void WriteModules() {
+    struct Frame {
+      ModuleId module;
+      std::size_t next_child;
+      int depth;  // indentation
+    };
+    // Top level: the root's own ops are written with the unmapped ones.
+    std::vector<Frame> stack = {{manifest_.root(), 0, 2}};
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      const std::vector<ModuleId>& children = manifest_.module(f.module).children;
+      if (f.next_child == children.size()) {
+        const ModuleId done = f.module;
+        const int depth = f.depth;
+        stack.pop_back();
+        if (done != manifest_.root()) {
+          w_.Indent(depth - 1);
+          out_ += "</graph>\n";
+          w_.Indent(depth - 2);
+          out_ += "</node>\n";
+        }
+        continue;
+      }
+      const ModuleId child = children[f.next_child++];
+      const int depth = f.depth;
+      if (subtree_nodes_[child] == 0) continue;
+      if (max_depth_ >= 0 && manifest_.module(child).depth >= max_depth_) {
+        WriteCollapsed(child, depth);
+        continue;
+      }
+      OpenGroup(child, depth);
+      stack.push_back({child, 0, depth + 2});
+    }
+  }
+
+  // Root ops and unmapped ops, then the graph's inputs and outputs.
+  void WriteTopLevel() {
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const NodeId id = static_cast<NodeId>(i);
+      if (graph_.node(id).subgraph == 0 && home_[i] == kNoModule &&
+          folded_into_[i] == kNoModule) {
+        WriteOp(id, 2);
+      }
+    }
+    for (std::size_t k = 0; k < graph_.inputs().size(); ++k) WriteIo("i", "input", k, graph_.inputs()[k]);
+    for (std::size_t k = 0; k < graph_.outputs().size(); ++k) {
+      WriteIo("o", "output", k, graph_.outputs()[k]);
+    }
+  }
+
+  void WriteIo(const char* prefix, const char* kind, std::size_t k, absl::string_view name) {
+    absl::StrAppend(&out_, "    <node id=\"", prefix, k, "\">\n");
+    w_.Data(3, "kind", kind);
+    w_.Data(3, "label", name);
+    w_.Data(3, "name", name);
+    w_.Graphics(3, name, false);
+    out_ += "    </node>\n";
+    ++counts_.io_nodes;
+  }
+
+  // The node an op is drawn as: itself, or the collapsed module holding it.
+  std::string Drawn(NodeId id) const {
+    return folded_into_[id] != kNoModule ? ModuleXmlId(folded_into_[id]) : OpId(id);
+  }
+
+  // Edges: (source, target, value), each once.
+  void WriteEdges() {
+    std::set<std::tuple<std::string, std::string, std::string>> edges;
+    auto add_edges_from = [&](const std::string& source, absl::string_view value) {
+      for (NodeId c : graph_.consumers(value, 0)) {
+        if (graph_.node(c).subgraph != 0) continue;
+        std::string target = Drawn(c);
+        if (target == source) continue;
+        edges.emplace(source, std::move(target), value);
+      }
+    };
+    for (std::size_t k = 0; k < graph_.inputs().size(); ++k) {
+      add_edges_from(absl::StrCat("i", k), graph_.inputs()[k]);
+    }
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const NodeId id = static_cast<NodeId>(i);
+      if (graph_.node(id).subgraph != 0) continue;
+      const std::string source = Drawn(id);
+      for (absl::string_view value : graph_.node(id).outputs) {
+        if (!value.empty()) add_edges_from(source, value);
+      }
+    }
+    for (std::size_t k = 0; k < graph_.outputs().size(); ++k) {
+      const absl::string_view value = graph_.outputs()[k];
+      const NodeId p = graph_.producer(value, 0);
+      std::string source;
+      if (p != kNoNode) {
+        source = Drawn(p);
+      } else {
+        auto in = std::find(graph_.inputs().begin(), graph_.inputs().end(), value);
+        if (in == graph_.inputs().end()) continue;  // an initializer
+        source = absl::StrCat("i", in - graph_.inputs().begin());
+      }
+      edges.emplace(std::move(source), absl::StrCat("o", k), value);
+    }
+    std::size_t e = 0;
+    for (const auto& [source, target, value] : edges) {
+      absl::StrAppend(&out_, "    <edge id=\"e", e++, "\" source=\"", source, "\" target=\"",
+                      target, "\">\n");
+      w_.Data(3, "tensor", value);
+      out_ += "    </edge>\n";
+    }
+    counts_.edges = edges.size();
+  }
+
+  const Graph& graph_;
+  const Manifest& manifest_;
+  const SemanticMapper& mapper_;
+  const ProfileAttribution* profile_;
+  const int max_depth_;
+  std::string out_;
+  Writer w_;
+  GraphmlResult counts_;
+  std::vector<ModuleId> home_;
+  std::vector<ModuleId> folded_into_;
+  std::vector<std::size_t> subtree_nodes_;
+  std::vector<std::vector<NodeId>> own_ops_;
+  std::vector<std::map<std::string, std::size_t>> folded_ops_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::string> GraphmlText(const SemanticMapper& mapper,
@@ -159,231 +436,13 @@ absl::StatusOr<std::string> GraphmlText(const SemanticMapper& mapper,
     return absl::InvalidArgumentError(
         absl::StrCat("max_depth must be -1 (no limit) or at least 1, got ", options.max_depth));
   }
-  const Graph& graph = mapper.graph();
-  const Manifest& manifest = mapper.manifest();
   const ProfileAttribution* profile = options.profile;
-  if (profile != nullptr &&
-      (profile->node_us.size() != graph.size() || profile->modules.size() != manifest.size())) {
+  if (profile != nullptr && (profile->node_us.size() != mapper.graph().size() ||
+                             profile->modules.size() != mapper.manifest().size())) {
     return absl::InvalidArgumentError("the profile attribution is of another graph or manifest");
   }
   GraphmlResult counts;
-  const int max_depth = options.max_depth;
-
-  // The module each main-graph op is drawn in (kNoModule: top level), and
-  // the collapsed module standing for it, if any.
-  const std::size_t n = graph.size();
-  std::vector<ModuleId> home(n, kNoModule);
-  std::vector<ModuleId> folded_into(n, kNoModule);
-  std::vector<std::size_t> subtree_nodes(manifest.size(), 0);
-  std::vector<std::vector<NodeId>> own_ops(manifest.size());
-  std::vector<std::map<std::string, std::size_t>> folded_ops(manifest.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const NodeId id = static_cast<NodeId>(i);
-    if (graph.node(id).subgraph != 0) continue;
-    const Mapping& m = mapper.moduleFor(id);
-    if (!m.mapped()) continue;
-    ModuleId module = m.module;
-    for (ModuleId a = module; a != kNoModule; a = manifest.module(a).parent) ++subtree_nodes[a];
-    if (max_depth >= 0 && manifest.module(module).depth >= max_depth) {
-      ModuleId a = module;
-      while (manifest.module(a).depth > max_depth) a = manifest.module(a).parent;
-      folded_into[i] = a;
-      ++folded_ops[a][QualifiedOpType(graph.node(id))];
-      continue;
-    }
-    home[i] = module == manifest.root() ? kNoModule : module;
-    if (home[i] != kNoModule) own_ops[module].push_back(id);
-  }
-
-  std::string out;
-  Writer w(&out);
-  out +=
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<graphml xmlns=\"http://graphml.graphdrawing.org/xmlns\"\n"
-      "    xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\"\n"
-      "    xmlns:y=\"http://www.yworks.com/xml/graphml\"\n"
-      "    xsi:schemaLocation=\"http://graphml.graphdrawing.org/xmlns "
-      "http://www.yworks.com/xml/schema/graphml/1.1/ygraphml.xsd\">\n";
-  for (const Key& k : kKeys) {
-    absl::StrAppend(&out, "  <key id=\"", k.id, "\" for=\"", k.for_what, "\" attr.name=\"",
-                    k.name, "\" attr.type=\"", k.type, "\"/>\n");
-  }
-  out += "  <key id=\"yg\" for=\"node\" yfiles.type=\"nodegraphics\"/>\n";
-  absl::StrAppend(&out, "  <graph id=\"G\" edgedefault=\"directed\">\n");
-
-  auto op_id = [](NodeId id) { return absl::StrCat("n", id); };
-  auto module_id = [](ModuleId id) { return absl::StrCat("m", id); };
-  auto write_op = [&](NodeId id, int depth) {
-    const Node& node = graph.node(id);
-    const Mapping& m = mapper.moduleFor(id);
-    w.Indent(depth);
-    absl::StrAppend(&out, "<node id=\"", op_id(id), "\">\n");
-    w.Data(depth + 1, "kind", "op");
-    w.Data(depth + 1, "label", node.op_type);
-    w.Data(depth + 1, "name", node.name);
-    w.Data(depth + 1, "op_type", node.op_type);
-    if (!node.domain.empty()) w.Data(depth + 1, "domain", node.domain);
-    if (m.mapped()) {
-      w.Data(depth + 1, "module", m.module_path);
-      if (!m.class_name.empty()) w.Data(depth + 1, "class", m.class_name);
-      if (!m.category.empty()) w.Data(depth + 1, "category", m.category);
-    }
-    w.Number(depth + 1, "confidence", m.confidence);
-    w.Data(depth + 1, "strategy", StrategyName(m.strategy));
-    if (profile != nullptr) w.Number(depth + 1, "time_us", profile->node_us[id]);
-    w.Graphics(depth + 1, node.op_type, false);
-    w.Indent(depth);
-    out += "</node>\n";
-    ++counts.op_nodes;
-  };
-  auto module_data = [&](ModuleId id, int depth, bool collapsed) {
-    const ModuleInfo& info = manifest.module(id);
-    w.Data(depth, "kind", "module");
-    w.Data(depth, "label", ModuleLabel(info));
-    w.Data(depth, "module", info.path);
-    if (!info.class_name.empty()) w.Data(depth, "class", info.class_name);
-    w.Data(depth, "collapsed", collapsed ? "true" : "false");
-    w.Number(depth, "nodes", subtree_nodes[id]);
-    if (profile != nullptr) w.Number(depth, "time_us", profile->modules[id].subtree_us);
-    if (collapsed) {
-      std::vector<std::pair<std::string, std::size_t>> ops(folded_ops[id].begin(),
-                                                           folded_ops[id].end());
-      std::stable_sort(ops.begin(), ops.end(),
-                       [](const auto& a, const auto& b) { return a.second > b.second; });
-      std::string mix;
-      for (std::size_t k = 0; k < ops.size() && k < 4; ++k) {
-        absl::StrAppend(&mix, k ? " " : "", ops[k].first, ":", ops[k].second);
-      }
-      if (ops.size() > 4) mix += " ...";
-      w.Data(depth, "op_type", mix);
-    }
-  };
-
-  // Modules, depth first with an explicit stack (any nesting depth).
-  struct Frame {
-    ModuleId module;
-    std::size_t next_child;
-    int depth;  // indentation
-  };
-  std::vector<Frame> stack;
-  auto open_children = [&](ModuleId parent, int depth) { stack.push_back({parent, 0, depth}); };
-  // Top level: the root's own ops are written with the unmapped ones below.
-  open_children(manifest.root(), 2);
-  while (!stack.empty()) {
-    Frame& f = stack.back();
-    const std::vector<ModuleId>& children = manifest.module(f.module).children;
-    if (f.next_child == children.size()) {
-      const ModuleId done = f.module;
-      const int depth = f.depth;
-      stack.pop_back();
-      if (done != manifest.root()) {
-        w.Indent(depth - 1);
-        out += "</graph>\n";
-        w.Indent(depth - 2);
-        out += "</node>\n";
-      }
-      continue;
-    }
-    const ModuleId child = children[f.next_child++];
-    const int depth = f.depth;
-    if (subtree_nodes[child] == 0) continue;
-    const ModuleInfo& info = manifest.module(child);
-    if (max_depth >= 0 && info.depth >= max_depth) {
-      w.Indent(depth);
-      absl::StrAppend(&out, "<node id=\"", module_id(child), "\">\n");
-      module_data(child, depth + 1, true);
-      w.Graphics(depth + 1, ModuleLabel(info), false);
-      w.Indent(depth);
-      out += "</node>\n";
-      ++counts.collapsed_modules;
-      continue;
-    }
-    w.Indent(depth);
-    absl::StrAppend(&out, "<node id=\"", module_id(child), "\" yfiles.foldertype=\"group\">\n");
-    module_data(child, depth + 1, false);
-    w.Graphics(depth + 1, ModuleLabel(info), true);
-    w.Indent(depth + 1);
-    // "cluster_" makes Graphviz (graphml2gv | dot) draw the nesting as boxes.
-    absl::StrAppend(&out, "<graph id=\"cluster_", module_id(child),
-                    "\" edgedefault=\"directed\">\n");
-    ++counts.module_groups;
-    for (NodeId op : own_ops[child]) write_op(op, depth + 2);
-    open_children(child, depth + 2);
-  }
-  // Root ops and unmapped ops.
-  for (std::size_t i = 0; i < n; ++i) {
-    const NodeId id = static_cast<NodeId>(i);
-    if (graph.node(id).subgraph == 0 && home[i] == kNoModule && folded_into[i] == kNoModule) {
-      write_op(id, 2);
-    }
-  }
-  // Graph inputs and outputs.
-  for (std::size_t k = 0; k < graph.inputs().size(); ++k) {
-    absl::StrAppend(&out, "    <node id=\"i", k, "\">\n");
-    w.Data(3, "kind", "input");
-    w.Data(3, "label", graph.inputs()[k]);
-    w.Data(3, "name", graph.inputs()[k]);
-    w.Graphics(3, graph.inputs()[k], false);
-    out += "    </node>\n";
-    ++counts.io_nodes;
-  }
-  for (std::size_t k = 0; k < graph.outputs().size(); ++k) {
-    absl::StrAppend(&out, "    <node id=\"o", k, "\">\n");
-    w.Data(3, "kind", "output");
-    w.Data(3, "label", graph.outputs()[k]);
-    w.Data(3, "name", graph.outputs()[k]);
-    w.Graphics(3, graph.outputs()[k], false);
-    out += "    </node>\n";
-    ++counts.io_nodes;
-  }
-
-  // Edges: (source, target, value), each once.
-  auto drawn = [&](NodeId id) {
-    return folded_into[id] != kNoModule ? module_id(folded_into[id]) : op_id(id);
-  };
-  std::set<std::tuple<std::string, std::string, std::string>> edges;
-  auto add_edges_from = [&](const std::string& source, absl::string_view value) {
-    for (NodeId c : graph.consumers(value, 0)) {
-      if (graph.node(c).subgraph != 0) continue;
-      std::string target = drawn(c);
-      if (target == source) continue;
-      edges.emplace(source, std::move(target), value);
-    }
-  };
-  for (std::size_t k = 0; k < graph.inputs().size(); ++k) {
-    add_edges_from(absl::StrCat("i", k), graph.inputs()[k]);
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const NodeId id = static_cast<NodeId>(i);
-    if (graph.node(id).subgraph != 0) continue;
-    const std::string source = drawn(id);
-    for (absl::string_view value : graph.node(id).outputs) {
-      if (!value.empty()) add_edges_from(source, value);
-    }
-  }
-  for (std::size_t k = 0; k < graph.outputs().size(); ++k) {
-    const absl::string_view value = graph.outputs()[k];
-    const NodeId p = graph.producer(value, 0);
-    std::string source;
-    if (p != kNoNode) {
-      source = drawn(p);
-    } else {
-      auto in = std::find(graph.inputs().begin(), graph.inputs().end(), value);
-      if (in == graph.inputs().end()) continue;  // an initializer
-      source = absl::StrCat("i", in - graph.inputs().begin());
-    }
-    edges.emplace(std::move(source), absl::StrCat("o", k), value);
-  }
-  std::size_t e = 0;
-  for (const auto& [source, target, value] : edges) {
-    absl::StrAppend(&out, "    <edge id=\"e", e++, "\" source=\"", source, "\" target=\"", target,
-                    "\">\n");
-    w.Data(3, "tensor", value);
-    out += "    </edge>\n";
-  }
-  counts.edges = edges.size();
-  out += "  </graph>\n</graphml>\n";
-  counts.bytes = out.size();
+  std::string out = GraphmlDocument(mapper, options).Write(&counts);
   if (result != nullptr) *result = counts;
   return out;
 } catch (const std::bad_alloc&) {

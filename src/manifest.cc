@@ -196,6 +196,131 @@ absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
   return internal::OutOfMemory(origin, "loading the manifest");
 }
 
+namespace {
+
+// InvalidArgument at /modules/<i>/<where> of `origin`.
+absl::Status ModuleError(absl::string_view origin, std::size_t i, absl::string_view where,
+                         absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(origin, ": /modules/", i, "/", where, ": ", what));
+}
+
+// Sets each module's parent and depth from `links` (m: the manifest being
+// built, for lookups by path; `modules` are its modules) and checks that
+// parents are listed first and named by the path.
+absl::Status LinkParents(absl::string_view origin, const Links& links, const Manifest& m,
+                         std::vector<ModuleInfo>* modules) {
+  std::vector<ModuleInfo>& mods = *modules;
+  for (std::size_t i = 1; i < mods.size(); ++i) {
+    const absl::string_view parent_path = links.parent[i];
+    // Modules are usually listed depth first, so the parent is the module
+    // before or one of its nearest ancestors: a few string comparisons find
+    // it without hashing the path (paths are unique: the same answer).
+    ModuleId parent = kNoModule;
+    ModuleId candidate = static_cast<ModuleId>(i - 1);
+    for (int step = 0; step < 8 && candidate != kNoModule; ++step) {
+      if (mods[candidate].path == parent_path) {
+        parent = candidate;
+        break;
+      }
+      candidate = mods[candidate].parent;
+    }
+    if (parent == kNoModule) parent = m.find(parent_path);
+    if (parent == kNoModule) {
+      return ModuleError(origin, i, "parent",
+                         absl::StrCat("unknown module \"",
+                                      internal::Abbreviate(std::string(parent_path)), "\""));
+    }
+    if (static_cast<std::size_t>(parent) >= i) {
+      return ModuleError(origin, i, "parent",
+                         "a parent must be listed before its children (cyclic or "
+                         "out-of-order parents)");
+    }
+    // Module paths are dotted: a parent's path is its child's without the
+    // last atom. A parent named otherwise would break every path lookup.
+    const absl::string_view path = mods[i].path;
+    const std::size_t dot = path.rfind('.');
+    const absl::string_view expected =
+        dot == absl::string_view::npos ? absl::string_view() : path.substr(0, dot);
+    if (parent_path != expected) {
+      return ModuleError(origin, i, "parent",
+                         absl::StrCat("\"", internal::Abbreviate(std::string(parent_path)),
+                                      "\" is not the module's path without its last atom, \"",
+                                      internal::Abbreviate(std::string(expected)), "\""));
+    }
+    mods[i].parent = parent;
+    mods[i].depth = mods[parent].depth + 1;
+  }
+  return absl::OkStatus();
+}
+
+// Sets each module's children from `links` once the parents are set, and
+// checks that the two agree: every module listed once, by its parent.
+absl::Status LinkChildren(absl::string_view origin, const Links& links, const Manifest& m,
+                          std::vector<ModuleInfo>* modules) {
+  std::vector<ModuleInfo>& mods = *modules;
+  // The modules naming each module as their parent, in manifest order.
+  const std::size_t n = mods.size();
+  std::vector<std::size_t> first_kid(n + 1, 0);
+  for (std::size_t i = 1; i < n; ++i) ++first_kid[mods[i].parent + 1];
+  for (std::size_t i = 0; i < n; ++i) first_kid[i + 1] += first_kid[i];
+  std::vector<ModuleId> kids(n > 0 ? n - 1 : 0);
+  {
+    std::vector<std::size_t> next(first_kid.begin(), first_kid.end() - 1);
+    for (std::size_t i = 1; i < n; ++i) kids[next[mods[i].parent]++] = static_cast<ModuleId>(i);
+  }
+  std::vector<bool> listed(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t first = links.first_child[i], end = links.first_child[i + 1];
+    mods[i].children.reserve(end - first);
+    // Usually the children list names exactly those modules in that order:
+    // checked by comparing paths, with nothing to look up. Otherwise each
+    // name is looked up and checked below, with the error it deserves.
+    const std::size_t kid_begin = first_kid[i], kid_count = first_kid[i + 1] - kid_begin;
+    bool same = kid_count == end - first;
+    for (std::size_t k = 0; same && k < kid_count; ++k) {
+      same = links.children[first + k] == mods[kids[kid_begin + k]].path;
+    }
+    if (same) {
+      for (std::size_t k = 0; k < kid_count; ++k) {
+        const ModuleId child = kids[kid_begin + k];
+        listed[child] = true;
+        mods[i].children.push_back(child);
+      }
+      continue;
+    }
+    for (std::size_t c = first; c < end; ++c) {
+      const absl::string_view child_path = links.children[c];
+      const ModuleId child = m.find(child_path);
+      const auto child_error = [&](absl::string_view what) {
+        return ModuleError(origin, i, absl::StrCat("children/", c - first), what);
+      };
+      if (child == kNoModule) {
+        return child_error(absl::StrCat("unknown module \"",
+                                        internal::Abbreviate(std::string(child_path)), "\""));
+      }
+      if (mods[child].parent != static_cast<ModuleId>(i)) {
+        return child_error("child does not name this module as its parent");
+      }
+      // Only its parent may list a child, so once overall means once there.
+      if (listed[child]) {
+        return child_error(absl::StrCat(
+            "child \"", internal::Abbreviate(std::string(child_path)), "\" is listed twice"));
+      }
+      listed[child] = true;
+      mods[i].children.push_back(child);
+    }
+  }
+  for (std::size_t i = 1; i < mods.size(); ++i) {
+    if (!listed[i]) {  // O(1): a linear search of siblings is quadratic on flat models
+      return ModuleError(origin, i, "parent",
+                         "parent does not list this module among its children");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::string_view origin,
                                              const ManifestOptions& options, std::string* owned) {
   if (text.empty()) {
@@ -254,105 +379,9 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
         origin, ": /modules/0/path: the first module must be the root, path \"\""));
   }
   SEMMAP_RETURN_IF_ERROR(m.Index(origin));
-  const auto error = [origin](std::size_t i, absl::string_view where, absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": /modules/", i, "/", where, ": ", what));
-  };
   // Resolve parent and children links and check they agree.
-  for (std::size_t i = 1; i < m.modules_.size(); ++i) {
-    const absl::string_view parent_path = links.parent[i];
-    // Modules are usually listed depth first, so the parent is the module
-    // before or one of its nearest ancestors: a few string comparisons find
-    // it without hashing the path (paths are unique: the same answer).
-    ModuleId parent = kNoModule;
-    ModuleId candidate = static_cast<ModuleId>(i - 1);
-    for (int step = 0; step < 8 && candidate != kNoModule; ++step) {
-      if (m.modules_[candidate].path == parent_path) {
-        parent = candidate;
-        break;
-      }
-      candidate = m.modules_[candidate].parent;
-    }
-    if (parent == kNoModule) parent = m.find(parent_path);
-    if (parent == kNoModule) {
-      return error(i, "parent", absl::StrCat("unknown module \"",
-                                             internal::Abbreviate(std::string(parent_path)), "\""));
-    }
-    if (static_cast<std::size_t>(parent) >= i) {
-      return error(i, "parent",
-                   "a parent must be listed before its children (cyclic or out-of-order parents)");
-    }
-    // Module paths are dotted: a parent's path is its child's without the
-    // last atom. A parent named otherwise would break every path lookup.
-    const absl::string_view path = m.modules_[i].path;
-    const std::size_t dot = path.rfind('.');
-    const absl::string_view expected =
-        dot == absl::string_view::npos ? absl::string_view() : path.substr(0, dot);
-    if (parent_path != expected) {
-      return error(i, "parent",
-                   absl::StrCat("\"", internal::Abbreviate(std::string(parent_path)),
-                                "\" is not the module's path without its last atom, \"",
-                                internal::Abbreviate(std::string(expected)), "\""));
-    }
-    m.modules_[i].parent = parent;
-    m.modules_[i].depth = m.modules_[parent].depth + 1;
-  }
-  // The modules naming each module as their parent, in manifest order.
-  const std::size_t n = m.modules_.size();
-  std::vector<std::size_t> first_kid(n + 1, 0);
-  for (std::size_t i = 1; i < n; ++i) ++first_kid[m.modules_[i].parent + 1];
-  for (std::size_t i = 0; i < n; ++i) first_kid[i + 1] += first_kid[i];
-  std::vector<ModuleId> kids(n > 0 ? n - 1 : 0);
-  {
-    std::vector<std::size_t> next(first_kid.begin(), first_kid.end() - 1);
-    for (std::size_t i = 1; i < n; ++i) kids[next[m.modules_[i].parent]++] = static_cast<ModuleId>(i);
-  }
-  std::vector<bool> listed(n, false);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t first = links.first_child[i], end = links.first_child[i + 1];
-    m.modules_[i].children.reserve(end - first);
-    // Usually the children list names exactly those modules in that order:
-    // checked by comparing paths, with nothing to look up. Otherwise each
-    // name is looked up and checked below, with the error it deserves.
-    const std::size_t kid_begin = first_kid[i], kid_count = first_kid[i + 1] - kid_begin;
-    bool same = kid_count == end - first;
-    for (std::size_t k = 0; same && k < kid_count; ++k) {
-      same = links.children[first + k] == m.modules_[kids[kid_begin + k]].path;
-    }
-    if (same) {
-      for (std::size_t k = 0; k < kid_count; ++k) {
-        const ModuleId child = kids[kid_begin + k];
-        listed[child] = true;
-        m.modules_[i].children.push_back(child);
-      }
-      continue;
-    }
-    for (std::size_t c = first; c < end; ++c) {
-      const absl::string_view child_path = links.children[c];
-      const ModuleId child = m.find(child_path);
-      const auto child_error = [&](absl::string_view what) {
-        return error(i, absl::StrCat("children/", c - first), what);
-      };
-      if (child == kNoModule) {
-        return child_error(absl::StrCat("unknown module \"",
-                                        internal::Abbreviate(std::string(child_path)), "\""));
-      }
-      if (m.modules_[child].parent != static_cast<ModuleId>(i)) {
-        return child_error("child does not name this module as its parent");
-      }
-      // Only its parent may list a child, so once overall means once there.
-      if (listed[child]) {
-        return child_error(absl::StrCat(
-            "child \"", internal::Abbreviate(std::string(child_path)), "\" is listed twice"));
-      }
-      listed[child] = true;
-      m.modules_[i].children.push_back(child);
-    }
-  }
-  for (std::size_t i = 1; i < m.modules_.size(); ++i) {
-    if (!listed[i]) {  // O(1): a linear search of siblings is quadratic on flat models
-      return error(i, "parent", "parent does not list this module among its children");
-    }
-  }
+  SEMMAP_RETURN_IF_ERROR(LinkParents(origin, links, m, &m.modules_));
+  SEMMAP_RETURN_IF_ERROR(LinkChildren(origin, links, m, &m.modules_));
   MarkNumberedChildren(&m.modules_);
   return m;
 }

@@ -95,6 +95,8 @@ absl::StatusOr<Profile> Profile::Load(const std::string& path,
   return internal::OutOfMemory(path, "loading the profile");
 }
 
+// Long (about 105 lines): one event after another, each field checked with
+// its own message naming the event's index; the checks are the function.
 absl::StatusOr<Profile> Profile::Parse(absl::string_view text, absl::string_view origin,
                                        const ProfileOptions& options) try {
   if (text.empty()) {
@@ -224,6 +226,10 @@ std::vector<GroupTime> Ranked(std::map<std::string, GroupTime> groups) {
 
 }  // namespace
 
+// Long (about 100 lines): one sweep over the profiled nodes fills every
+// grouping at once (module, class, category, op type, reasons for
+// unattributed time), then subtrees and layers are summed; splitting it
+// would pass all the accumulators around.
 absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
                                                     const Profile& profile) try {
   const Graph& graph = mapper.graph();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "re2/re2.h"
+#include "semmap/tree.h"
 
 namespace semmap {
 namespace {
@@ -86,7 +87,9 @@ void SemanticQuery::DetectContainers() {
   const Manifest& manifest = mapper_->manifest();
   for (std::size_t id = 0; id < manifest.size(); ++id) {
     const ModuleInfo& info = manifest.module(static_cast<ModuleId>(id));
-    if (info.children.empty()) continue;
+    // Numbered children (the manifest's test: every last atom is digits)
+    // of one class; an atom too long for a long is no index.
+    if (!info.numbered_children) continue;
     RepeatedContainer c;
     c.module = static_cast<ModuleId>(id);
     bool repeated = true;
@@ -94,7 +97,7 @@ void SemanticQuery::DetectContainers() {
     for (ModuleId child : info.children) {
       const ModuleInfo& item = manifest.module(child);
       long index = 0;
-      if (!absl::SimpleAtoi(LastAtom(item.path), &index) || index < 0 ||
+      if (!absl::SimpleAtoi(LastAtom(item.path), &index) ||
           item.qualified_class != manifest.module(info.children.front()).qualified_class) {
         repeated = false;
         break;
@@ -262,16 +265,11 @@ absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesMatching(absl::string_vi
 }
 
 std::vector<ModuleId> SemanticQuery::modulesWithoutNodes(bool subtree) const {
-  const Manifest& manifest = mapper_->manifest();
-  std::vector<std::size_t> total(manifest.size());
-  for (std::size_t id = 0; id < manifest.size(); ++id) total[id] = own_nodes_[id].size();
-  // Parents precede children in a manifest: accumulate bottom-up.
-  for (std::size_t id = manifest.size(); id-- > 1;) {
-    total[manifest.module(static_cast<ModuleId>(id)).parent] += total[id];
-  }
+  const ModuleNodeCounts counts = CountModuleNodes(*mapper_);
+  const std::vector<std::size_t>& nodes = subtree ? counts.subtree : counts.own;
   std::vector<ModuleId> out;
-  for (std::size_t id = 1; id < manifest.size(); ++id) {
-    if ((subtree ? total[id] : own_nodes_[id].size()) == 0) out.push_back(static_cast<ModuleId>(id));
+  for (std::size_t id = 1; id < nodes.size(); ++id) {
+    if (nodes[id] == 0) out.push_back(static_cast<ModuleId>(id));
   }
   return out;
 }

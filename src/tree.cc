@@ -59,6 +59,32 @@ std::string QualifiedOpType(const Node& node) {
   return absl::StrCat(node.domain, ".", node.op_type);
 }
 
+ModuleNodeCounts CountModuleNodes(const SemanticMapper& mapper,
+                                  const std::function<bool(NodeId, const Mapping&)>& node_filter) {
+  const Manifest& manifest = mapper.manifest();
+  ModuleNodeCounts c;
+  c.own.assign(manifest.size(), 0);
+  const std::vector<Mapping>& mappings = mapper.mapAll();
+  for (std::size_t i = 0; i < mappings.size(); ++i) {
+    const Mapping& m = mappings[i];
+    if (node_filter && !node_filter(static_cast<NodeId>(i), m)) continue;
+    ++c.counted;
+    if (m.mapped()) {
+      ++c.own[m.module];
+    } else {
+      ++c.unmapped;
+    }
+  }
+  // Parents precede children in a manifest: accumulate bottom-up.
+  c.subtree = c.own;
+  for (std::size_t i = manifest.size(); i-- > 1;) {
+    c.subtree[manifest.module(static_cast<ModuleId>(i)).parent] += c.subtree[i];
+  }
+  return c;
+}
+
+// About 65 lines: lays out the visible modules, then fills their counts,
+// parameters and histograms, each in one short marked loop.
 ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& options) {
   ModuleTree tree;
   const Manifest& manifest = mapper.manifest();
@@ -90,10 +116,14 @@ ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& op
     const int index = tree.index_of_module_[id];
     return index >= 0 ? index : tree.index_of_module_[manifest.module(id).parent];
   };
+  const ModuleNodeCounts counts = CountModuleNodes(mapper, options.node_filter);
+  tree.counted_nodes_ = counts.counted;
+  tree.unmapped_nodes_ = counts.unmapped;
   for (std::size_t id = 0; id < manifest.size(); ++id) {
     const ModuleInfo& info = manifest.module(static_cast<ModuleId>(id));
     TreeModule& m = tree.modules_[host(static_cast<ModuleId>(id))];
     if (tree.index_of_module_[id] < 0) m.folded.push_back(static_cast<ModuleId>(id));
+    m.own_nodes += counts.own[id];
     for (const TensorSpec& p : info.parameters) {
       m.own_parameters = SaturatingAdd(m.own_parameters, Elements(p.shape));
     }
@@ -101,26 +131,22 @@ ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& op
   const std::vector<Mapping>& mappings = mapper.mapAll();
   for (std::size_t i = 0; i < mappings.size(); ++i) {
     const Mapping& mapping = mappings[i];
+    if (!mapping.mapped()) continue;
     if (options.node_filter && !options.node_filter(static_cast<NodeId>(i), mapping)) continue;
-    ++tree.counted_nodes_;
-    if (!mapping.mapped()) {
-      ++tree.unmapped_nodes_;
-      continue;
-    }
     TreeModule& m = tree.modules_[host(mapping.module)];
-    ++m.own_nodes;
     ++m.own_op_types[QualifiedOpType(mapper.graph().node(static_cast<NodeId>(i)))];
   }
-  // Pre-order puts children after parents: accumulate in reverse.
+  // A folded module is a leaf below its host: the host's subtree in the
+  // manifest is its subtree here.
   for (TreeModule& m : tree.modules_) {
-    m.subtree_nodes = m.own_nodes;
+    m.subtree_nodes = counts.subtree[m.module];
     m.subtree_parameters = m.own_parameters;
     m.subtree_op_types = m.own_op_types;
   }
+  // Pre-order puts children after parents: accumulate in reverse.
   for (std::size_t i = tree.modules_.size(); i-- > 1;) {
     const TreeModule& child = tree.modules_[i];
     TreeModule& parent = tree.modules_[child.parent];
-    parent.subtree_nodes += child.subtree_nodes;
     parent.subtree_parameters = SaturatingAdd(parent.subtree_parameters, child.subtree_parameters);
   }
   tree.subtree_op_types_complete_ = AccumulateOpTypes(&tree.modules_, options.max_op_type_entries);

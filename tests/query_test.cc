@@ -257,6 +257,47 @@ TEST_CASE("Tree counts nodes, ops and parameters; the model-specific view folds 
   CHECK(self_specific.folded.size() == 4);  // query, key, value, dropout
 }
 
+// The one count of nodes per module, against the truth file: every module's
+// own count is the number of nodes mapped to it, its subtree count the
+// nodes mapped anywhere below it.
+TEST_CASE("CountModuleNodes counts own and subtree nodes per module", "[tree][fixture]") {
+  for (const char* dir : {"bert-seqcls.torchscript", "t5-seq2seq-lm.torchscript"}) {
+    CAPTURE(dir);
+    auto f = LoadMapped(dir);
+    const semmap::Manifest& m = *f->manifest;
+    const semmap::ModuleNodeCounts counts = semmap::CountModuleNodes(*f->mapper);
+    REQUIRE(counts.own.size() == m.size());
+    REQUIRE(counts.subtree.size() == m.size());
+    CHECK(counts.counted == f->graph->size());
+    CHECK(counts.unmapped == f->graph->size() - f->mapper->mappedCount());
+    CHECK(counts.subtree[m.root()] == f->mapper->mappedCount());
+    std::vector<std::size_t> own(m.size()), subtree(m.size());
+    for (const semmap::Mapping& a : f->mapper->mapAll()) {
+      if (!a.mapped()) continue;
+      ++own[a.module];
+      for (semmap::ModuleId p = a.module; p != semmap::kNoModule; p = m.module(p).parent) {
+        ++subtree[p];
+      }
+    }
+    CHECK(counts.own == own);
+    CHECK(counts.subtree == subtree);
+    // The layer containers' items each hold nodes.
+    const SemanticQuery query(*f->mapper);
+    for (const semmap::RepeatedContainer* c : query.layerContainers()) {
+      for (semmap::ModuleId item : c->items) CHECK(counts.subtree[item] > 0);
+    }
+    // A filter counts only what it passes.
+    const semmap::ModuleNodeCounts matmuls = semmap::CountModuleNodes(
+        *f->mapper, [&](NodeId n, const semmap::Mapping&) {
+          return f->graph->node(n).op_type == "MatMul";
+        });
+    std::size_t expected = 0;
+    for (const semmap::Node& n : f->graph->nodes()) expected += n.op_type == "MatMul";
+    CHECK(matmuls.counted == expected);
+    CHECK(matmuls.subtree[m.root()] + matmuls.unmapped == expected);
+  }
+}
+
 TEST_CASE("Tree node filter: the hook for category views", "[tree][fixture]") {
   auto f = LoadMapped("bert-seqcls.torchscript");
   semmap::TreeOptions options;

@@ -52,7 +52,9 @@ struct SEMMAP_EXPORT ModuleInfo {
   std::vector<TensorSpec> buffers;
   int depth = 0;  // root = 0
   // True when the module has children and every child's last path atom is
-  // a number: a ModuleList or Sequential of repeated items.
+  // a number (decimal digits only): a ModuleList or Sequential of repeated
+  // items. SemanticQuery's repeated containers are these, with children of
+  // one class.
   bool numbered_children = false;
   // The name torch's TorchScript exporter gives this module's scope: the
   // path's trailing atoms back to the first non-numeric one

@@ -105,6 +105,23 @@ class SEMMAP_EXPORT ModuleTree {
   bool subtree_op_types_complete_ = true;
 };
 
+// Nodes per module, indexed by ModuleId: mapped to the module itself (own)
+// and to it or any module below it (subtree). The one count of nodes per
+// module that the tree, the diff, the query and the tools' summaries share.
+struct SEMMAP_EXPORT ModuleNodeCounts {
+  std::vector<std::size_t> own;
+  std::vector<std::size_t> subtree;
+  std::size_t counted = 0;   // nodes counted (passing the filter)
+  std::size_t unmapped = 0;  // of those, mapped to no module
+};
+
+// Counts the nodes of `mapper`'s graph by module of its manifest; with
+// `node_filter`, only the nodes for which it returns true. Linear in the
+// nodes plus the modules.
+SEMMAP_EXPORT ModuleNodeCounts CountModuleNodes(
+    const SemanticMapper& mapper,
+    const std::function<bool(NodeId, const Mapping&)>& node_filter = nullptr);
+
 // True for a module the model-specific view folds away: a torch.nn class
 // without children.
 SEMMAP_EXPORT bool IsTorchLeaf(const ModuleInfo& info);

@@ -298,10 +298,22 @@ absl::Status CheckOutputFor(const std::string& output,
   return absl::OkStatus();
 }
 
+absl::Status WriteMappedPiecesAtomically(const std::string& path,
+                                         absl::Span<const absl::string_view> pieces,
+                                         const MappedFile& file, const std::string& input) {
+  const PieceSource from_file{file.bytes(), input, file.device(), file.inode()};
+  return WritePiecesAtomically(
+      path, pieces, [&file, &input] { return NotTruncated(file, input); }, &from_file);
+}
+
 absl::Status WriteFileAtomically(const std::string& requested, absl::string_view bytes) {
   return WritePiecesAtomically(requested, absl::MakeConstSpan(&bytes, 1));
 }
 
+// Long (about 100 lines) on purpose: the system calls of an atomic replace
+// (create, write, chmod, fsync, close, rename, fsync the directory) in
+// their order, each failure removing the temporary file; one function shows
+// that every exit cleans up.
 absl::Status WritePiecesAtomically(const std::string& requested,
                                    absl::Span<const absl::string_view> bytes,
                                    const std::function<absl::Status()>& before_commit,

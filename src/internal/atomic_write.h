@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "internal/mapped_file.h"
 
 namespace semmap {
 namespace internal {
@@ -78,6 +79,14 @@ absl::Status WritePiecesAtomically(const std::string& path,
                                    absl::Span<const absl::string_view> pieces,
                                    const std::function<absl::Status()>& before_commit = nullptr,
                                    const PieceSource* source = nullptr);
+
+// WritePiecesAtomically for pieces that view `file`, the mapping of
+// `input`: the kernel copies large pieces from the file, and the output is
+// refused (NotTruncated, nothing written) when the file shrank while it was
+// read, since the mapping then reads as zeros.
+absl::Status WriteMappedPiecesAtomically(const std::string& path,
+                                         absl::Span<const absl::string_view> pieces,
+                                         const MappedFile& file, const std::string& input);
 
 }  // namespace internal
 }  // namespace semmap

@@ -211,15 +211,16 @@ Graph GraphBuilder::Finish() {
 }
 
 void GraphBuilder::BuildIndexes() {
+  DefineValues();
+  IndexConsumers();
+}
+
+void GraphBuilder::DefineValues() {
   Graph::Rep& rep = *rep_;
   std::vector<Node>& nodes = rep.nodes;
   std::vector<ValueId>& node_values = rep.node_values;
-  const std::vector<Subgraph>& subgraphs = rep.subgraphs;
-  std::size_t outputs = 0, inputs = 0;
-  for (const Node& n : nodes) {
-    outputs += n.outputs.size();
-    inputs += n.inputs.size();
-  }
+  std::size_t outputs = 0;
+  for (const Node& n : nodes) outputs += n.outputs.size();
   const std::size_t expected = outputs + rep.initializers.size() + rep.defined_values.size();
   rep.values.reserve(expected);
   rep.value_producer.reserve(expected);
@@ -258,7 +259,18 @@ void GraphBuilder::BuildIndexes() {
   }
   for (const auto& value : rep.defined_values) define(value.first, value.second, kNoNode);
   rep.value_initializer.resize(rep.value_producer.size(), -1);
+}
 
+void GraphBuilder::IndexConsumers() {
+  Graph::Rep& rep = *rep_;
+  std::vector<Node>& nodes = rep.nodes;
+  std::vector<ValueId>& node_values = rep.node_values;
+  const std::vector<Subgraph>& subgraphs = rep.subgraphs;
+  std::size_t inputs = 0;
+  for (const Node& n : nodes) inputs += n.inputs.size();
+  auto offset_of = [&node_values](const ValueId* p) {
+    return static_cast<std::size_t>(p - node_values.data());
+  };
   // (value, consumer) pairs in node order, then grouped by value (counting
   // sort), sorted and de-duplicated per value.
   std::vector<std::pair<std::uint32_t, NodeId>> uses;

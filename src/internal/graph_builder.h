@@ -92,7 +92,11 @@ class GraphBuilder {
 
   absl::string_view Keep(absl::string_view s);
   void AssignIds();
+  // The value tables (DefineValues: a ValueId per scoped name, its producer
+  // and initializer) and the consumers of each value (IndexConsumers).
   void BuildIndexes();
+  void DefineValues();
+  void IndexConsumers();
 
   absl::string_view origin_;
   const GraphOptions& options_;

@@ -194,6 +194,10 @@ void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifes
 
 }  // namespace
 
+// Long (about 115 lines): the counting steps are helpers (CheckScopes,
+// UnusedTrailingItems); what stays is the verdict, whose thresholds and
+// one-line evidence depend on all the counts at once and read best in one
+// place.
 ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
                               const Manifest& manifest, const Rules& rules,
                               const RootBinding& binding, const TensorEvidence& tensors) {

@@ -179,5 +179,12 @@ void MappedFile::Unmap() {
   device_ = inode_ = 0;
 }
 
+absl::Status NotTruncated(const MappedFile& file, absl::string_view path) {
+  if (!file.truncated()) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      path, ": the file shrank while it was read (truncated by another process?); nothing "
+            "written"));
+}
+
 }  // namespace internal
 }  // namespace semmap

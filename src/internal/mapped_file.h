@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -66,6 +67,11 @@ class MappedFile {
   std::uint64_t device_ = 0;
   std::uint64_t inode_ = 0;
 };
+
+// OK, or DataLoss naming `path` (the file `file` maps) when the file shrank
+// while it was read (MappedFile::truncated()): what was read held zeros, so
+// nothing may be written from it.
+absl::Status NotTruncated(const MappedFile& file, absl::string_view path);
 
 }  // namespace internal
 }  // namespace semmap

@@ -30,6 +30,8 @@ std::string Dims(absl::Span<const std::int64_t> dims) {
 
 }  // namespace
 
+// About 65 lines: the names of both graphs' initializers compared both ways,
+// with the exclusions each direction needs kept next to the comparison.
 ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
                                const Rules& rules) {
   ReferenceEvidence e;

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "internal/confidence.h"
 #include "internal/file_io.h"
 #include "internal/graph_colours.h"
 #include "internal/op_traits.h"
@@ -442,17 +443,16 @@ std::vector<NodeMatch> MatchToReference(const Graph& processed, const Graph& ref
 
 namespace {
 
-// Confidence of each rule, multiplied by the reference mapping's own.
-// Measured on the corpus's post-processed fixtures (semmap-eval
-// --reference): an exact pairing carries the reference's answer unchanged.
-constexpr double kExactPair = 1.0;
-constexpr double kAmbiguousPair = 0.95;  // equal signatures paired by order
-constexpr double kConstantPair = 0.95;
-constexpr double kSpanOneModule = 0.9;   // replaced nodes of one module
-constexpr double kSpanLca = 0.8;         // their lowest common ancestor
-constexpr double kDerived = 0.9;
-constexpr double kConsumersAgree = 0.85;
-constexpr double kConsumersLca = 0.6;
+// Confidence of each rule, multiplied by the reference mapping's own
+// (internal/confidence.h).
+using confidence::reference::kExactPair;
+using confidence::reference::kAmbiguousPair;
+using confidence::reference::kConstantPair;
+using confidence::reference::kSpanOneModule;
+using confidence::reference::kSpanLca;
+using confidence::reference::kDerived;
+using confidence::reference::kConsumersAgree;
+using confidence::reference::kConsumersLca;
 constexpr int kMaxConsumerPasses = 64;
 
 const char* RuleWords(MatchRule rule) {
@@ -474,6 +474,10 @@ bool KeepsOwnAnswer(const Mapping& m) {
 
 }  // namespace
 
+// Long (about 115 lines): three passes over the processed graph that share
+// the match table and the counts (paired nodes, then the data movement
+// around them, then consumers to a fixed point); each pass is short and
+// marked.
 TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
                                     const std::vector<Mapping>& reference_mappings,
                                     const Manifest& manifest, const Rules& rules,

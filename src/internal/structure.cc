@@ -8,36 +8,35 @@
 #include "absl/types/span.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "internal/confidence.h"
 
 namespace semmap {
 namespace internal {
 namespace {
 
-// Confidence of each rule. Measured on name-stripped copies of the corpus
-// (docs/mapping.md): all stay below 0.9, the level at which answers must be
-// nearly always right.
-constexpr double kAlignedWeight = 0.8;
-constexpr double kHead = 0.7;
-constexpr double kNameFamily = 0.75;
+// Confidence of each rule (internal/confidence.h).
+using confidence::structure::kAlignedWeight;
+using confidence::structure::kHead;
+using confidence::structure::kNameFamily;
+using confidence::structure::kTail;
+using confidence::structure::kModuleOps;
+using confidence::structure::kInterval;
+using confidence::structure::kLca;
+using confidence::structure::kDisorderFactor;
 // Name families look at the last few '_' of names of bounded length: the
 // work per name stays linear (a hostile 16 MB name is skipped).
 constexpr std::size_t kMaxFamilyName = 1024;
 constexpr int kMaxFamilyCuts = 8;
 // Available() looks through at most this many consumers of one value.
 constexpr std::size_t kMaxConsumerScan = 256;
-constexpr double kTail = 0.7;
-constexpr double kModuleOps = 0.7;
-constexpr double kInterval = 0.6;
-constexpr double kLca = 0.4;
 // When the anchors' order disagrees with the manifest's module order (a
-// re-sorted graph), order-based answers are worth less.
+// re-sorted graph), order-based answers are worth less (kDisorderFactor).
 // Registration order differs from execution order in many models (CLIP's
 // towers, Whisper's encoder and decoder: 0.6 in their exports' own order),
 // so only a clearly worse agreement means a re-sorted graph.
 constexpr double kOrderAgreementFloor = 0.5;
 // The re-linearised order replaces the file's only when clearly better.
 constexpr double kRelinearisedMargin = 0.04;
-constexpr double kDisorderFactor = 0.5;
 // How far ahead of the first unmatched parameter an unnamed weight may
 // match: absorbs parameters that the export dropped or fused.
 constexpr std::size_t kAlignWindow = 32;

@@ -6,32 +6,49 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "internal/confidence.h"
 #include "semmap/scope_path.h"
 
 namespace semmap {
 namespace internal {
 namespace {
 
-// Confidence by kind of evidence; calibrated on the corpus (docs/mapping.md).
-constexpr double kProducedParameter = 0.9;
-constexpr double kOutputScope = 0.85;
-constexpr double kWeightRead = 0.8;
-constexpr double kDisagree = 0.6;
-constexpr double kViaIdentity = 0.3;  // torch shares identical tensors
+// Confidence by kind of evidence (internal/confidence.h).
+using confidence::tensor::kProducedParameter;
+using confidence::tensor::kOutputScope;
+using confidence::tensor::kWeightRead;
+using confidence::tensor::kDisagree;
+using confidence::tensor::kViaIdentity;
+using confidence::tensor::kRewritten;
 constexpr int kMaxChain = 4;
-constexpr double kRewritten = 0.85;
 constexpr absl::string_view kRewriteRuleKey = "pkg.onnxscript.rewriter.rule_name";
 
 }  // namespace
 
 TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
                                const Rules& rules, const OpTraits& ops,
-                               const RootBinding& binding)
-    : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), binding_(binding),
-      resolver_(manifest) {
-  const std::string& root = manifest.module(binding.root).path;
-  if (!root.empty()) root_prefix_ = root + ".";
-  if (!binding.wrapper.empty()) wrapper_prefix_ = absl::StrJoin(binding.wrapper, ".") + ".";
+                               ModuleId root, absl::Span<const std::string> wrapper)
+    : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), root_(root),
+      wrapper_(wrapper.begin(), wrapper.end()), resolver_(manifest) {
+  const std::string& root_path = manifest.module(root).path;
+  if (!root_path.empty()) root_prefix_ = root_path + ".";
+  if (!wrapper_.empty()) wrapper_prefix_ = absl::StrJoin(wrapper_, ".") + ".";
+}
+
+void TensorEvidence::MapNodes(double factor, std::vector<Mapping>* mappings,
+                              EvidenceStore* evidence) const {
+  for (std::size_t i = 0; i < mappings->size(); ++i) {
+    const NodeId id = static_cast<NodeId>(i);
+    Mapping& m = (*mappings)[i];
+    if (m.strategy == Strategy::kExporterMetadata) WidenRewritten(id, &m, evidence);
+    if (m.mapped() || ops_.followsConsumers(id)) continue;
+    TensorFinding finding;
+    if (!ForNode(id, &finding)) continue;
+    m.module = finding.module;
+    m.confidence = finding.confidence * factor;
+    m.strategy = Strategy::kTensorNames;
+    m.evidence = evidence->Intern(finding.evidence);
+  }
 }
 
 ModuleId TensorEvidence::ParameterOwner(absl::string_view value) const {
@@ -51,7 +68,7 @@ ModuleId TensorEvidence::ValueScope(absl::string_view value) const {
   auto it = scope_cache_.find(scope);
   if (it != scope_cache_.end()) return it->second;
   const ScopePath path = ScopePath::Parse(value);
-  const ScopeResolution r = resolver_.Resolve(path.segments(), binding_.root, binding_.wrapper);
+  const ScopeResolution r = resolver_.Resolve(path.segments(), root_, wrapper_);
   const ModuleId module = r.complete() ? r.module : kNoModule;
   scope_cache_.emplace(std::string(scope), module);
   return module;

@@ -7,14 +7,16 @@
 #define SEMMAP_SRC_INTERNAL_TENSOR_EVIDENCE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
 #include "internal/op_traits.h"
 #include "internal/scope_resolver.h"
 #include "internal/evidence_store.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
-#include "semmap/mapper.h"
+#include "semmap/mapping.h"
 #include "semmap/rules.h"
 
 namespace semmap {
@@ -26,10 +28,20 @@ struct TensorFinding {
   std::string evidence;
 };
 
+// Reads names under a root binding (RootBinding, mapper.h): the ONNX root
+// scope is manifest module `root`, inside the ONNX-only scopes `wrapper`.
+// Holds references to its arguments but `wrapper`, which it copies.
 class TensorEvidence {
  public:
   TensorEvidence(const Graph& graph, const Manifest& manifest, const Rules& rules,
-                 const OpTraits& ops, const RootBinding& binding);
+                 const OpTraits& ops, ModuleId root, absl::Span<const std::string> wrapper);
+
+  // The mapper's tensor-names step, over every node: widens nodes the
+  // exporter's optimizer rewrote (WidenRewritten), then maps each node
+  // still unmapped whose op does not follow its consumers (OpTraits) from
+  // ForNode (Strategy::kTensorNames), its confidence multiplied by
+  // `factor` (confidence::kNoManifestFactor without a manifest, else 1).
+  void MapNodes(double factor, std::vector<Mapping>* mappings, EvidenceStore* evidence) const;
 
   // Combines, for one node: the modules owning parameters it produces
   // (strongest: an Identity named after the parameter it stands for), the
@@ -60,7 +72,8 @@ class TensorEvidence {
   const Manifest& manifest_;
   const Rules& rules_;
   const OpTraits& ops_;
-  const RootBinding& binding_;
+  const ModuleId root_;
+  const std::vector<std::string> wrapper_;
   ScopeResolver resolver_;
   std::string root_prefix_;     // "<root path>." or ""
   std::string wrapper_prefix_;  // "<wrapper atoms joined by .>." or ""

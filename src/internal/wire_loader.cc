@@ -96,7 +96,9 @@ class WireWalker {
  private:
   // `s` describes the graph (kind, owner, attribute, parent); its name is
   // read here. Initializers, then sparse initializers, then inputs define
-  // values; then the nodes, each followed by its subgraphs.
+  // values; then the nodes, each followed by its subgraphs. Long (about 70
+  // lines): one case per GraphProto field, then the definitions in that
+  // order.
   absl::Status AddGraph(const Spans& spans, Subgraph s) {
     const int index = b_->subgraphCount();
     const bool main = s.kind == Subgraph::Kind::kMain;
@@ -167,6 +169,9 @@ class WireWalker {
     return absl::OkStatus();
   }
 
+  // Long (about 75 lines): a switch with one case per NodeProto field, in
+  // onnx.proto's order, then the descent into the bodies; reads as the
+  // message it decodes.
   absl::Status AddNode(absl::string_view bytes, int subgraph) {
     NodeFields n;
     inputs_.clear();

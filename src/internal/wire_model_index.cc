@@ -64,6 +64,9 @@ class Indexer {
   }
 
  private:
+  // Long (about 65 lines): one case per GraphProto field extract copies or
+  // looks up, then outputs and inputs in the order protobuf's lookups see
+  // them.
   absl::Status IndexMainGraph(const Spans& spans) {
     std::vector<absl::string_view> inputs, outputs;
     for (absl::string_view span : spans) {
@@ -358,6 +361,16 @@ class Indexer {
 };
 
 }  // namespace
+
+std::vector<absl::string_view> ValuesRead(const WireNode& node) {
+  std::vector<absl::string_view> read;
+  read.reserve(node.inputs.size() + node.outer_reads.size());
+  for (absl::string_view v : node.inputs) {
+    if (!v.empty()) read.push_back(v);
+  }
+  read.insert(read.end(), node.outer_reads.begin(), node.outer_reads.end());
+  return read;
+}
 
 absl::StatusOr<WireModel> IndexWireModel(absl::string_view bytes, absl::string_view origin,
                                          int max_subgraph_depth) {

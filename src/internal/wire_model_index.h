@@ -58,6 +58,11 @@ struct WireModel {
   absl::flat_hash_set<absl::string_view> graph_outputs;
 };
 
+// Every value a top-level node reads: its inputs, then the outer names its
+// bodies read (WireNode::outer_reads), in order, repeats kept, empty names
+// (absent optional inputs) left out.
+std::vector<absl::string_view> ValuesRead(const WireNode& node);
+
 // Indexes the model `bytes` (usually a memory map of `origin`).
 // InvalidArgument naming `origin` and the byte offset for a malformed
 // message, for a model without a graph, or for bodies nested deeper than

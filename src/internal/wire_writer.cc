@@ -211,6 +211,8 @@ class RewritePlanner {
     return absl::OkStatus();
   }
 
+  // Long (about 70 lines): one case per NodeProto field the editor may
+  // rewrite, in onnx.proto's order, recording where each lies.
   absl::Status IndexNode(absl::string_view bytes, int depth) {
     NodeView view;
     view.index = records_.size();

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "cli_util.h"
 #include "map_report.h"
+#include "profiled_model.h"
 
 namespace semmap_cli {
 
@@ -33,6 +34,11 @@ int RunExtractStages(const CommandLine& command_line, const Args& args);
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(
     const std::string& model_path, const std::string* manifest_path,
     const std::string* reference_path = nullptr, bool allow_manifest_mismatch = false);
+
+// LoadProfiledModel() with LoadWithProgress() as the loader.
+absl::StatusOr<ProfiledModel> LoadProfiledWithProgress(const std::string& model_path,
+                                                       const std::string* manifest_path,
+                                                       const std::string* profile_path);
 
 // Adds the options every single-model command takes: --manifest (unless
 // `manifest` is false), --reference ORIGINAL.onnx and

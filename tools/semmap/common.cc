@@ -32,6 +32,17 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string&
                    allow_manifest_mismatch || ParsedAllowMismatch());
 }
 
+absl::StatusOr<ProfiledModel> LoadProfiledWithProgress(const std::string& model_path,
+                                                       const std::string* manifest_path,
+                                                       const std::string* profile_path) {
+  return LoadProfiledModel(
+      model_path, manifest_path, profile_path,
+      [](const std::string& model, const std::string* manifest, const std::string* reference,
+         bool allow_mismatch) {
+        return LoadWithProgress(model, manifest, reference, allow_mismatch);
+      });
+}
+
 CLI::Option* AddManifestOption(CommandLine& command_line) {
   return command_line.Value("--manifest", "MANIFEST.json",
                             "the module manifest of the model (python -m semmap.manifest);\n"

@@ -59,23 +59,11 @@ int RunGraphmlCommand(int argc, char** argv) {
   options.protected_paths.push_back(input);
   if (const std::string* m = args->option("--manifest")) options.protected_paths.push_back(*m);
   const std::string* profile_path = args->option("--ort-profile");
-  std::optional<semmap::Profile> profile;
-  if (profile_path != nullptr) {
-    options.protected_paths.push_back(*profile_path);
-    auto loaded = semmap::Profile::Load(*profile_path);
-    if (!loaded.ok()) return Fail(kTool, loaded.status());
-    profile = *std::move(loaded);
-  }
-  auto model = LoadWithProgress(input, args->option("--manifest"));
-  if (!model.ok()) return Fail(kTool, model.status());
-  const semmap::SemanticMapper& mapper = *(*model)->mapper;
-  std::optional<semmap::ProfileAttribution> attribution;
-  if (profile) {
-    auto a = semmap::AttributeProfile(mapper, *profile);
-    if (!a.ok()) return Fail(kTool, a.status());
-    attribution = *std::move(a);
-    options.profile = &*attribution;
-  }
+  if (profile_path != nullptr) options.protected_paths.push_back(*profile_path);
+  auto loaded = LoadProfiledWithProgress(input, args->option("--manifest"), profile_path);
+  if (!loaded.ok()) return Fail(kTool, loaded.status());
+  const semmap::SemanticMapper& mapper = *loaded->model->mapper;
+  options.profile = loaded->attributionOrNull();
   absl::StatusOr<semmap::GraphmlResult> result;
   {
     Progress progress("writing " + *output);

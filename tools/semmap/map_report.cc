@@ -12,34 +12,14 @@
 namespace semmap_cli {
 namespace {
 
-struct ModuleCounts {
-  std::vector<std::size_t> own;
-  std::vector<std::size_t> total;
-};
-
-ModuleCounts CountNodes(const semmap::SemanticMapper& mapper) {
-  const semmap::Manifest& manifest = mapper.manifest();
-  ModuleCounts c{std::vector<std::size_t>(manifest.size()),
-                 std::vector<std::size_t>(manifest.size())};
-  for (const semmap::Mapping& m : mapper.mapAll()) {
-    if (m.mapped()) ++c.own[m.module];
-  }
-  // Parents precede children in a manifest: accumulate bottom-up.
-  c.total = c.own;
-  for (std::size_t i = manifest.size(); i-- > 1;) {
-    c.total[manifest.module(static_cast<semmap::ModuleId>(i)).parent] += c.total[i];
-  }
-  return c;
-}
-
-void PrintTree(std::ostream& out, const semmap::Manifest& manifest, const ModuleCounts& counts,
+void PrintTree(std::ostream& out, const semmap::Manifest& manifest, const semmap::ModuleNodeCounts& counts,
                semmap::ModuleId id, int depth, int max_depth) {
   const semmap::ModuleInfo& info = manifest.module(id);
-  if (counts.total[id] == 0) return;
+  if (counts.subtree[id] == 0) return;
   out << std::string(2 + 2 * depth, ' ') << (info.path.empty() ? "<root>" : info.path);
   if (!info.class_name.empty()) out << " (" << info.class_name << ")";
-  out << "  " << counts.total[id] << " nodes";
-  if (counts.own[id] != counts.total[id]) out << ", " << counts.own[id] << " own";
+  out << "  " << counts.subtree[id] << " nodes";
+  if (counts.own[id] != counts.subtree[id]) out << ", " << counts.own[id] << " own";
   out << "\n";
   if (depth + 1 >= max_depth) return;
   for (semmap::ModuleId child : info.children) {
@@ -152,7 +132,7 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
       std::count_if(mapper.mapAll().begin(), mapper.mapAll().end(),
                     [](const semmap::Mapping& m) { return m.confident(); }));
   const semmap::RootBinding& b = mapper.rootBinding();
-  const ModuleCounts per_module = CountNodes(mapper);
+  const semmap::ModuleNodeCounts per_module = semmap::CountModuleNodes(mapper);
   if (json) {
     nlohmann::json j;
     j["model"] = model.model_path;
@@ -188,12 +168,12 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
                          {"resolved_nodes", b.resolved_nodes}};
     nlohmann::json modules = nlohmann::json::array();
     for (std::size_t i = 0; i < manifest.size(); ++i) {
-      if (per_module.total[i] == 0) continue;
+      if (per_module.subtree[i] == 0) continue;
       const semmap::ModuleInfo& info = manifest.module(static_cast<semmap::ModuleId>(i));
       modules.push_back({{"path", info.path},
                          {"class", info.class_name},
                          {"nodes", per_module.own[i]},
-                         {"subtree_nodes", per_module.total[i]}});
+                         {"subtree_nodes", per_module.subtree[i]}});
     }
     j["modules"] = modules;
     out << j.dump(2) << "\n";

@@ -70,31 +70,21 @@ int RunNodeDataCommand(int argc, char** argv) {
   options.allow_overwrite = args->has("--allow-overwrite");
   options.protected_paths.push_back(input);
   if (const std::string* m = args->option("--manifest")) options.protected_paths.push_back(*m);
-  std::optional<semmap::Profile> profile;
-  if (time) {
-    options.protected_paths.push_back(*profile_path);
-    auto loaded = semmap::Profile::Load(*profile_path);
-    if (!loaded.ok()) return Fail(kTool, loaded.status());
-    profile = *std::move(loaded);
-  }
-  auto model = LoadWithProgress(input, args->option("--manifest"));
-  if (!model.ok()) return Fail(kTool, model.status());
-  const semmap::SemanticMapper& mapper = *(*model)->mapper;
-  std::optional<semmap::ProfileAttribution> attribution;
-  if (profile) {
-    auto a = semmap::AttributeProfile(mapper, *profile);
-    if (!a.ok()) return Fail(kTool, a.status());
+  if (time) options.protected_paths.push_back(*profile_path);
+  auto loaded = LoadProfiledWithProgress(input, args->option("--manifest"), profile_path);
+  if (!loaded.ok()) return Fail(kTool, loaded.status());
+  const semmap::SemanticMapper& mapper = *loaded->model->mapper;
+  if (loaded->attribution) {
     std::int64_t found_calls = 0;
-    for (std::int64_t c : a->node_calls) found_calls += c;
+    for (std::int64_t c : loaded->attribution->node_calls) found_calls += c;
     if (found_calls == 0) {
       return Fail(kTool, absl::InvalidArgumentError(
                              *profile_path + ": names none of the nodes of " + input +
                              " (semmap profile says why)"));
     }
-    attribution = *std::move(a);
   }
-  auto result = semmap::WriteModelExplorerNodeData(
-      mapper, attribution ? &*attribution : nullptr, *output, options);
+  auto result = semmap::WriteModelExplorerNodeData(mapper, loaded->attributionOrNull(), *output,
+                                                   options);
   if (!result.ok()) return Fail(kTool, result.status());
   if (args->has("--json")) {
     nlohmann::json j = {{"model", input},

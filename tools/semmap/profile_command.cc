@@ -218,18 +218,12 @@ int RunProfileCommand(int argc, char** argv) {
     }
   }
   const std::string& input = args->positional[0];
-  absl::StatusOr<semmap::Profile> profile;
-  {
-    Progress progress("reading " + *profile_path);
-    profile = semmap::Profile::Load(*profile_path);
-  }
-  if (!profile.ok()) return Fail(kTool, profile.status());
-  auto model = LoadWithProgress(input, args->option("--manifest"));
-  if (!model.ok()) return Fail(kTool, model.status());
-  const semmap::SemanticMapper& mapper = *(*model)->mapper;
-  auto attribution = semmap::AttributeProfile(mapper, *profile);
-  if (!attribution.ok()) return Fail(kTool, attribution.status());
-  const semmap::ProfileAttribution& a = *attribution;
+  auto loaded = LoadProfiledWithProgress(input, args->option("--manifest"), profile_path);
+  if (!loaded.ok()) return Fail(kTool, loaded.status());
+  const std::unique_ptr<LoadedModel>& model = loaded->model;
+  const semmap::SemanticMapper& mapper = *model->mapper;
+  const std::optional<semmap::Profile>& profile = loaded->profile;
+  const semmap::ProfileAttribution& a = *loaded->attribution;
 
   std::size_t found = a.attributed_nodes;
   for (const semmap::UnattributedTime& u : a.unattributed) {
@@ -255,7 +249,7 @@ int RunProfileCommand(int argc, char** argv) {
               << Share(u.us, a.kernel_us) << " of kernel time) " << ReasonText(u.reason) << "\n";
   }
   if (args->has("--json")) {
-    std::cout << AttributionJson(**model, *profile_path, *profile, a)
+    std::cout << AttributionJson(*model, *profile_path, *profile, a)
                      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
     return kExitOk;
@@ -268,8 +262,8 @@ int RunProfileCommand(int argc, char** argv) {
     std::cout << ", " << Ms(profile->run_us() / profile->runs()) << " ms per run";
   }
   for (const std::string& p : profile->providers()) std::cout << ", " << p;
-  std::cout << ")\nmodel:    " << input << " (" << (*model)->graph->size() << " nodes)";
-  if ((*model)->reference_path) std::cout << ", reference " << *(*model)->reference_path;
+  std::cout << ")\nmodel:    " << input << " (" << model->graph->size() << " nodes)";
+  if (model->reference_path) std::cout << ", reference " << *model->reference_path;
   std::cout << "\nattributed: " << Ms(a.attributed_us) << " of " << Ms(a.kernel_us) << " ms ("
             << Share(a.attributed_us, a.kernel_us) << "), " << a.attributed_nodes << " of "
             << a.profiled_nodes << " profiled nodes\n";

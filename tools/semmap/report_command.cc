@@ -45,30 +45,22 @@ int RunReportCommand(int argc, char** argv) {
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
   options.allow_overwrite = args->has("--allow-overwrite");
 
-  std::optional<semmap::Profile> profile;
-  if (const std::string* p = args->option("--ort-profile")) {
-    auto loaded = semmap::Profile::Load(*p);
-    if (!loaded.ok()) return Fail(kTool, loaded.status());
-    profile = *std::move(loaded);
-    options.profile_path = *p;
-  }
-  auto model = LoadWithProgress(options.model_path, args->option("--manifest"));
-  if (!model.ok()) return Fail(kTool, model.status());
-  std::optional<semmap::ProfileAttribution> attribution;
-  if (profile) {
-    auto a = semmap::AttributeProfile(*(*model)->mapper, *profile);
-    if (!a.ok()) return Fail(kTool, a.status());
-    attribution = *std::move(a);
-    options.profile = &*attribution;
-  }
+  const std::string* profile_path = args->option("--ort-profile");
+  if (profile_path != nullptr) options.profile_path = *profile_path;
+  auto loaded = LoadProfiledWithProgress(options.model_path, args->option("--manifest"),
+                                         profile_path);
+  if (!loaded.ok()) return Fail(kTool, loaded.status());
+  const std::unique_ptr<LoadedModel>& model = loaded->model;
+  const std::optional<semmap::ProfileAttribution>& attribution = loaded->attribution;
+  options.profile = loaded->attributionOrNull();
   absl::Status written;
   {
     Progress progress("writing " + *output);
-    written = semmap::WriteReport(*(*model)->mapper, *output, options);
+    written = semmap::WriteReport(*model->mapper, *output, options);
   }
   if (!written.ok()) return Fail(kTool, written);
-  std::cout << *output << ": report of " << (*model)->mapper->manifest().size() << " modules, "
-            << (*model)->graph->size() << " nodes (" << (*model)->mapper->mappedCount()
+  std::cout << *output << ": report of " << model->mapper->manifest().size() << " modules, "
+            << model->graph->size() << " nodes (" << model->mapper->mappedCount()
             << " mapped)";
   if (attribution) {
     std::cout << ", kernel time of " << attribution->attributed_nodes << " of "

@@ -34,22 +34,10 @@ int RunExtractStages(const CommandLine& command_line, const Args& args) {
   const std::string& input = args.positional[0];
   options.allow_overwrite = args.has("--allow-overwrite");
   if (const std::string* m = args.option("--manifest")) options.manifest_path = *m;
-  std::optional<semmap::Profile> profile;
-  if (profile_path != nullptr) {
-    auto loaded = semmap::Profile::Load(*profile_path);
-    if (!loaded.ok()) return Fail(tool, loaded.status());
-    profile = *std::move(loaded);
-  }
-  auto model = LoadWithProgress(input, args.option("--manifest"));
-  if (!model.ok()) return Fail(tool, model.status());
-  const semmap::SemanticMapper& mapper = *(*model)->mapper;
-  std::optional<semmap::ProfileAttribution> attribution;
-  if (profile) {
-    auto a = semmap::AttributeProfile(mapper, *profile);
-    if (!a.ok()) return Fail(tool, a.status());
-    attribution = *std::move(a);
-    options.profile = &*attribution;
-  }
+  auto loaded = LoadProfiledWithProgress(input, args.option("--manifest"), profile_path);
+  if (!loaded.ok()) return Fail(tool, loaded.status());
+  const semmap::SemanticMapper& mapper = *loaded->model->mapper;
+  options.profile = loaded->attributionOrNull();
   absl::StatusOr<semmap::StagesResult> result;
   {
     Progress progress("writing stages of " + input);

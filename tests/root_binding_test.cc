@@ -1,0 +1,218 @@
+// The mapper's first steps on their own: grouping nodes by scope
+// (internal/graph_scopes.h), binding the ONNX root to the manifest
+// (internal/root_binding.h) and resolving each scope once
+// (internal/scope_outcome.h).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "internal/confidence.h"
+#include "internal/evidence_store.h"
+#include "internal/graph_scopes.h"
+#include "internal/root_binding.h"
+#include "internal/scope_outcome.h"
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+#include "semmap/mapper.h"
+#include "test_util.h"
+
+namespace {
+
+using semmap::Graph;
+using semmap::Manifest;
+using semmap::ModuleId;
+using semmap::RootBinding;
+using semmap::Rules;
+using semmap_test::Fixture;
+
+constexpr char kBert[] = "bert-seqcls.torchscript";
+
+Graph LoadGraph(const std::string& dir) {
+  auto g = Graph::Load(Fixture(dir, "model.onnx"));
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+Manifest LoadManifest(const std::string& dir) {
+  auto m = Manifest::Load(Fixture(dir, "manifest.json"));
+  REQUIRE(m.ok());
+  return *std::move(m);
+}
+
+// A graph of nodes named `names` (op Relu, chained), for scope-level
+// behaviour that real exports do not isolate.
+Graph NamedGraph(const std::vector<std::string>& names) {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  std::string previous = "x";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string out = "v" + std::to_string(i);
+    semmap_test::AddNode(model.mutable_graph(), names[i], "Relu", {previous}, {out});
+    previous = out;
+  }
+  auto g = Graph::Parse(semmap_test::Serialize(model), "test");
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+// The paths of `manifest` below `prefix` ("bert."), without it: the base
+// model's manifest of a task model.
+Manifest Submanifest(const Manifest& manifest, const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> paths;
+  for (const semmap::ModuleInfo& info : manifest.modules()) {
+    if (info.path.compare(0, prefix.size(), prefix) == 0) {
+      paths.emplace_back(info.path.substr(prefix.size()), info.qualified_class);
+    }
+  }
+  return Manifest::FromModulePaths(paths);
+}
+
+TEST_CASE("GroupScopes groups nodes by scope and parses each once") {
+  const Graph g = NamedGraph({"/enc/layer.0/MatMul", "/enc/layer.0/Add", "/enc/layer.1/MatMul",
+                              "Identity_3", "/enc/layer.0/Relu"});
+  const semmap::internal::GraphScopes scopes = semmap::internal::GroupScopes(g, Rules::Default());
+  REQUIRE(scopes.of_node.size() == 5);
+  CHECK(scopes.by_key.size() == 2);
+  REQUIRE(scopes.of_node[0] != nullptr);
+  CHECK(scopes.of_node[0] == scopes.of_node[1]);
+  CHECK(scopes.of_node[0] == scopes.of_node[4]);
+  CHECK(scopes.of_node[0]->nodes == 3);
+  CHECK(scopes.of_node[2]->nodes == 1);
+  CHECK(scopes.of_node[3] == nullptr);  // no scope, no metadata
+  REQUIRE(scopes.ordered.size() == 2);
+  CHECK(scopes.ordered[0] == scopes.of_node[0]);  // layer.0 sorts before layer.1
+  const std::vector<std::pair<std::string, std::string>> derived =
+      semmap::internal::DerivedModulePaths(scopes);
+  REQUIRE(derived.size() == 2);
+  CHECK(derived[0].first == "enc.layer.0");
+  CHECK(derived[1].first == "enc.layer.1");
+}
+
+TEST_CASE("Root binding of a real export against its own manifest is the identity") {
+  const Graph g = LoadGraph(kBert);
+  const Manifest m = LoadManifest(kBert);
+  const auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
+  const RootBinding b = semmap::internal::ChooseRootBinding(m, scopes.ordered, 2);
+  CHECK(b.root == m.root());
+  CHECK(b.wrapper.empty());
+  // demo output: 225 of 225 scoped nodes resolve.
+  CHECK(b.scoped_nodes == 225);
+  CHECK(b.resolved_nodes == 225);
+  // The mapper uses exactly this binding.
+  auto mapper = semmap::SemanticMapper::Create(g, &m);
+  REQUIRE(mapper.ok());
+  CHECK(mapper->rootBinding().root == b.root);
+  CHECK(mapper->rootBinding().resolved_nodes == b.resolved_nodes);
+}
+
+TEST_CASE("A task model's export binds through a wrapper around its base model's manifest") {
+  // The real BERT classifier's scopes ("/bert/encoder/...") against the
+  // manifest of its BertModel alone.
+  const Graph g = LoadGraph(kBert);
+  const Manifest base = Submanifest(LoadManifest(kBert), "bert.");
+  REQUIRE(base.find("encoder.layer.0.attention.self.query") != semmap::kNoModule);
+  const auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
+  const RootBinding b = semmap::internal::ChooseRootBinding(base, scopes.ordered, 2);
+  CHECK(b.root == base.root());
+  CHECK(b.wrapper == std::vector<std::string>{"bert"});
+  // Everything under /bert resolves; the classifier head lies outside.
+  CHECK(b.resolved_nodes > 200);
+  CHECK(b.resolved_nodes < b.scoped_nodes);
+  // Without wrapper segments allowed the identity is all that is left, and
+  // it resolves fewer nodes.
+  const RootBinding none = semmap::internal::ChooseRootBinding(base, scopes.ordered, 0);
+  CHECK(none.wrapper.empty());
+  CHECK(none.resolved_nodes < b.resolved_nodes);
+}
+
+TEST_CASE("A submodule exported alone binds to that submodule") {
+  // An encoder's export: scopes start at its children.
+  const Manifest m = Manifest::FromModulePaths({{"model.encoder.layer.0.attn", ""},
+                                                {"model.encoder.layer.0.mlp", ""},
+                                                {"model.encoder.layer.1.attn", ""},
+                                                {"model.decoder.layer.0.attn", ""}});
+  const Graph g = NamedGraph({"/layer.0/attn/MatMul", "/layer.0/mlp/Add", "/layer.1/attn/MatMul"});
+  const auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
+  const std::vector<RootBinding> candidates =
+      semmap::internal::RootBindingCandidates(m, scopes.ordered, 2);
+  REQUIRE_FALSE(candidates.empty());
+  CHECK(candidates[0].root == m.root());  // the identity comes first
+  CHECK(candidates[0].wrapper.empty());
+  const RootBinding b = semmap::internal::ChooseRootBinding(m, scopes.ordered, 2);
+  // "layer.0" is called by both encoder and decoder; only the encoder has
+  // layer.1 and layer.0.mlp.
+  CHECK(m.module(b.root).path == "model.encoder");
+  CHECK(b.wrapper.empty());
+  CHECK(b.scoped_nodes == 3);
+  CHECK(b.resolved_nodes == 3);
+}
+
+TEST_CASE("Root binding does not depend on the order of the nodes") {
+  const Manifest m = Manifest::FromModulePaths(
+      {{"a.layer.0.x", ""}, {"a.layer.1.x", ""}, {"b.layer.0.x", ""}, {"b.layer.1.x", ""}});
+  // Equally good roots "a" and "b": the tie is broken by depth then id, so
+  // both node orders choose the same one.
+  const Graph g1 = NamedGraph({"/layer.0/x/Relu", "/layer.1/x/Relu"});
+  const Graph g2 = NamedGraph({"/layer.1/x/Relu", "/layer.0/x/Relu"});
+  const auto s1 = semmap::internal::GroupScopes(g1, Rules::Default());
+  const auto s2 = semmap::internal::GroupScopes(g2, Rules::Default());
+  const RootBinding b1 = semmap::internal::ChooseRootBinding(m, s1.ordered, 2);
+  const RootBinding b2 = semmap::internal::ChooseRootBinding(m, s2.ordered, 2);
+  CHECK(b1.resolved_nodes == 2);
+  CHECK(b1.root == b2.root);
+  CHECK(m.module(b1.root).path == "a");  // the lower module id
+}
+
+TEST_CASE("Binding candidates are capped") {
+  // 300 modules called "blk" under 300 parents: 300 possible roots.
+  std::vector<std::pair<std::string, std::string>> paths;
+  for (int i = 0; i < 300; ++i) paths.emplace_back("p" + std::to_string(i) + ".blk", "");
+  const Manifest m = Manifest::FromModulePaths(paths);
+  const Graph g = NamedGraph({"/blk/Relu"});
+  const auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
+  const auto candidates = semmap::internal::RootBindingCandidates(m, scopes.ordered, 2);
+  CHECK(candidates.size() == 256);
+}
+
+TEST_CASE("ResolveScopes gives each scope its outcome and confidence") {
+  const Manifest m = Manifest::FromModulePaths({{"enc.layer.0.attn", ""}, {"enc.relu", ""}});
+  const Graph g = NamedGraph(
+      {"/enc/layer.0/attn/MatMul", "/enc/relu_1/Relu", "/enc/layer.0/nowhere/Add", "/other/Add"});
+  auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
+  semmap::internal::EvidenceStore store;
+  RootBinding binding;
+  semmap::internal::ResolveScopes(m, /*derived=*/false, &scopes, &binding, &store);
+  std::vector<semmap::Mapping> mappings(g.size());
+  semmap::internal::ApplyScopeOutcomes(scopes, &mappings);
+  namespace conf = semmap::internal::confidence::scope;
+
+  CHECK(m.module(mappings[0].module).path == "enc.layer.0.attn");
+  CHECK(mappings[0].strategy == semmap::Strategy::kExactScope);
+  CHECK(mappings[0].confidence == conf::kExact);
+  CHECK(mappings[0].evidence == "scope /enc/layer.0/attn");
+
+  CHECK(m.module(mappings[1].module).path == "enc.relu");  // "_1" folded
+  CHECK(mappings[1].confidence == conf::kExactCallSuffix);
+  CHECK(mappings[1].evidence == "scope /enc/relu_1 (call suffix folded)");
+
+  CHECK(m.module(mappings[2].module).path == "enc.layer.0");
+  CHECK(mappings[2].strategy == semmap::Strategy::kScopePrefix);
+  CHECK(mappings[2].confidence == conf::kPrefix);
+  CHECK(mappings[2].evidence == "scope /enc/layer.0/nowhere: resolved 2 of 3 segments");
+
+  CHECK_FALSE(mappings[3].mapped());
+  // With a manifest, the binding's counts are ChooseRootBinding's business.
+  CHECK(binding.scoped_nodes == 0);
+
+  // A derived manifest lowers every confidence and counts the nodes.
+  auto derived_scopes = semmap::internal::GroupScopes(g, Rules::Default());
+  RootBinding derived_binding;
+  semmap::internal::ResolveScopes(m, /*derived=*/true, &derived_scopes, &derived_binding, &store);
+  std::vector<semmap::Mapping> derived(g.size());
+  semmap::internal::ApplyScopeOutcomes(derived_scopes, &derived);
+  CHECK(derived[0].confidence == conf::kExact * semmap::internal::confidence::kNoManifestFactor);
+  CHECK(derived_binding.scoped_nodes == 4);
+  CHECK(derived_binding.resolved_nodes == 2);
+}
+
+}  // namespace
