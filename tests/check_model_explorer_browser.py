@@ -21,7 +21,6 @@ Saves a PNG of the selected block (the README's picture).
     check_model_explorer_browser.py SEMMAP_BINARY FIXTURES_DIR SCREENSHOT.png
 """
 import json
-import os
 import re
 import socket
 import subprocess
@@ -199,8 +198,7 @@ def layer_of(path):
 
 
 def read_model(path):
-    """Graph name, per op node (name, op type, metadata), and the namespace
-    paths, as the annotated file holds them."""
+    """The graph's name and, per node, (name, op type, metadata entries)."""
     model = onnx.load(str(path), load_external_data=False)
     nodes = [(n.name, n.op_type, [(p.key, p.value) for p in n.metadata_props])
              for n in model.graph.node]
@@ -218,7 +216,7 @@ def main():
         graph, nodes = read_model(model)
 
         # Layers as the file's namespaces lay them out, below the graph's own.
-        spaces = {name: [p for p in dict(meta).get("namespace", "").split("/")]
+        spaces = {name: dict(meta)["namespace"].split("/")
                   for name, _, meta in nodes if dict(meta).get("namespace")}
         layers = {tuple(parts[:i]) for parts in spaces.values() for i in range(1, len(parts) + 1)}
         if len(layers) < 10:
@@ -230,8 +228,10 @@ def main():
                     key=lambda p: (len(p), p))
         twins = sorted((q for q in layers if q[:-1] == block[:-1] and classes[q] == classes[block]),
                        key=lambda q: q[-1])
+        # The deepest op among those with the most metadata entries (all of
+        # semmap's keys, a category included).
         op = max((n for n in nodes if n[1] != "Constant" and n[0] in spaces),
-                 key=lambda n: len(spaces[n[0]]))
+                 key=lambda n: (len(n[2]), len(spaces[n[0]])))
         op_path = spaces[op[0]]
         innermost = op_path[-1]
         same_label = sorted(p for p in layers if p[-1] == innermost)
@@ -337,8 +337,8 @@ def main():
                              f"in {r['width']} px, which also reads as {[x for x in named if x != r['label']]}")
                 print("ok metadata labels as drawn: "
                       + ", ".join(f"{r['shown']!r}" for r in attrs) + f" (key column {attrs[0]['width']} px)")
-                png = settled_screenshot(page)
-                screenshot.with_name(screenshot.stem + "-node.png").write_bytes(png)
+                # For the eye only (the search box's caret may blink): not settled.
+                screenshot.with_name(screenshot.stem + "-node.png").write_bytes(page.screenshot())
                 page.send("Page.close")
         finally:
             server.close()
