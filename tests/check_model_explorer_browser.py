@@ -6,13 +6,13 @@ opens the app over the DevTools protocol (tests/cdp.py). Expected values come
 from the annotated file's `namespace` entries, never from a list in here:
   - "GRAPH INFO" counts one layer per distinct namespace prefix;
   - a repeated block (the shallowest layer with layers inside and a sibling
-    of the same class),
-    expanded and selected through the URL's UI state the app itself writes,
-    is what "LAYER INFO" names, under its parent's namespace, and the
-    "identical layers" list shows the path from the root to it;
+    of the same class), expanded and selected through the URL's UI state the
+    app itself writes, is what "LAYER INFO" names, under its parent's
+    namespace, and the "identical layers" list shows the path from the root
+    to it;
   - searching the label of the innermost layer of the deepest op lists
     exactly the layers of that label, each under the path the namespace says;
-  - clicking that op in the search results selects it; its side panel shows
+  - Alt+Click on that op in the search results selects it; its side panel shows
     every metadata entry of the node with its value, and each label, as the
     panel draws it (cut with an ellipsis to the key column's width), names
     one key only.
@@ -193,6 +193,11 @@ def rows(panel, section):
     return {r["label"]: r for r in panel.get(section, {}).get("rows", [])}
 
 
+def regex_of(text):
+    """A JavaScript regular expression matching exactly `text`."""
+    return "^" + re.sub(r"[.*+?^${}()|\[\]\\/]", lambda m: "\\" + m.group(0), text) + "$"
+
+
 def layer_of(path):
     return "/".join(path) + "___group___"
 
@@ -279,7 +284,7 @@ def main():
 
                 # 3. Search the innermost layer of the deepest op.
                 page.js("document.querySelector('input[placeholder*=\"Search\"]').focus()")
-                regex = "^" + re.escape(innermost) + "$"
+                regex = regex_of(innermost)
                 page.send("Input.insertText", {"text": regex})
                 want = sorted(" / ".join(["<root>", graph, *p]) for p in same_label)
                 deadline = time.monotonic() + 20
@@ -296,7 +301,7 @@ def main():
                 # (the hint under the results: "Alt+Click to locate and select").
                 page.js("(() => { const i = document.querySelector('input[placeholder*=\"Search\"]');"
                         " i.value = ''; i.dispatchEvent(new Event('input')); i.focus(); })()")
-                page.send("Input.insertText", {"text": "^" + re.escape(op[1]) + "$"})
+                page.send("Input.insertText", {"text": regex_of(op[1])})
                 deadline = time.monotonic() + 20
                 box = None
                 while box is None and time.monotonic() < deadline:
@@ -313,7 +318,7 @@ def main():
                         page.js("document.querySelector('paginator .next-page:not(.disabled)')?.click()")
                         time.sleep(0.2)
                 if box is None:
-                    fail(f"search ^{op[1]}$: no result for node {op[0]!r}")
+                    fail(f"search {regex_of(op[1])!r}: no result for node {op[0]!r}")
                 for kind in ("mousePressed", "mouseReleased"):
                     page.send("Input.dispatchMouseEvent", {"type": kind, "x": box[0], "y": box[1],
                                                             "button": "left", "clickCount": 1,
