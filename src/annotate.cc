@@ -27,6 +27,8 @@ namespace semmap {
 namespace {
 
 constexpr char kNamespaceKey[] = "namespace";
+// Earlier versions wrote "semmap.module", "semmap.class", ...: replaced too.
+constexpr char kLegacyKeyPrefix[] = "semmap.";
 
 std::string ConfidenceText(double confidence) { return absl::StrCat(confidence); }
 
@@ -367,18 +369,21 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
     }
     const Mapping& m = mapper.moduleFor(next);
     const std::string& ns = namespaces.values[next];
-    edit->drop_key_prefixes.emplace_back("semmap.");
+    edit->drop_keys.assign({std::string(kModuleKey), std::string(kClassKey),
+                            std::string(kConfidenceKey), std::string(kStrategyKey),
+                            std::string(kCategoryKey)});
+    edit->drop_key_prefixes.emplace_back(kLegacyKeyPrefix);
     if (!ns.empty()) edit->drop_keys.emplace_back(kNamespaceKey);
-    // namespace before semmap.*: a second run finds semmap's namespace
-    // (spelled as it would write it) and re-appends semmap.*, giving the
+    // namespace before semmap's keys: a second run finds semmap's namespace
+    // (spelled as it would write it) and re-appends the others, giving the
     // same bytes (idempotence).
     auto& add = edit->add_metadata;
     if (!ns.empty()) add.emplace_back(kNamespaceKey, ns);
-    add.emplace_back("semmap.module", std::string(m.module_path));
-    add.emplace_back("semmap.class", std::string(m.qualified_class));
-    add.emplace_back("semmap.confidence", ConfidenceText(m.confidence));
-    add.emplace_back("semmap.strategy", std::string(StrategyName(m.strategy)));
-    if (!m.category.empty()) add.emplace_back("semmap.category", std::string(m.category));
+    add.emplace_back(kModuleKey, std::string(m.module_path));
+    add.emplace_back(kClassKey, std::string(m.qualified_class));
+    add.emplace_back(kConfidenceKey, ConfidenceText(m.confidence));
+    add.emplace_back(kStrategyKey, std::string(StrategyName(m.strategy)));
+    if (!m.category.empty()) add.emplace_back(kCategoryKey, std::string(m.category));
     if (options.doc_string_json) {
       nlohmann::json doc = {{"semmap",
                              {{"module", std::string(m.module_path)},

@@ -74,11 +74,12 @@ TEST_CASE("Annotated models carry each node's mapping and nothing else changes",
     CHECK(after.attribute_names == before.attribute_names);
     const semmap::Mapping& m = f->mapper->moduleFor(static_cast<semmap::NodeId>(i));
     const auto meta = MetadataOf(after);
-    REQUIRE(meta.count("semmap.module") == 1);
-    CHECK(meta.at("semmap.module") == m.module_path);
-    CHECK(meta.at("semmap.class") == m.qualified_class);
-    CHECK(meta.at("semmap.strategy") == semmap::StrategyName(m.strategy));
-    CHECK(std::stod(meta.at("semmap.confidence")) == Approx(m.confidence));
+    REQUIRE(meta.count("module@semmap") == 1);
+    CHECK(meta.at("module@semmap") == m.module_path);
+    CHECK(meta.at("class@semmap") == m.qualified_class);
+    CHECK(meta.at("strategy@semmap") == semmap::StrategyName(m.strategy));
+    CHECK(std::stod(meta.at("confidence@semmap")) == Approx(m.confidence));
+    CHECK(meta.count("category@semmap") == (m.category.empty() ? 0 : 1));
     if (m.mapped()) CHECK(meta.at("namespace") == namespaces.values[i]);
   }
   std::vector<std::string> names_before, names_after;
@@ -241,10 +242,10 @@ TEST_CASE("Nodes inside subgraphs are annotated in Graph's order", "[annotate]")
   for (std::size_t i = 0; i < out->size(); ++i) {
     const semmap::Node& n = out->node(static_cast<semmap::NodeId>(i));
     CAPTURE(n.id);
-    CHECK(MetadataOf(n).at("semmap.module") ==
+    CHECK(MetadataOf(n).at("module@semmap") ==
           mapper->moduleFor(static_cast<semmap::NodeId>(i)).module_path);
   }
-  CHECK(MetadataOf(out->node(out->find("/dec/else/Abs"))).at("semmap.module") == "dec.else");
+  CHECK(MetadataOf(out->node(out->find("/dec/else/Abs"))).at("module@semmap") == "dec.else");
 }
 
 TEST_CASE("Annotate refuses to clobber its input and reports bad outputs", "[annotate][fixture]") {
@@ -269,7 +270,7 @@ TEST_CASE("Annotate refuses to clobber its input and reports bad outputs", "[ann
     REQUIRE(Annotate(*f->mapper, input, input, options).ok());
     auto g = Graph::Load(input);
     REQUIRE(g.ok());
-    CHECK(MetadataOf(g->node(0)).count("semmap.module") == 1);
+    CHECK(MetadataOf(g->node(0)).count("module@semmap") == 1);
   }
   SECTION("missing output directory") {
     const std::string out = tmp.file("no/such/dir/out.onnx");

@@ -124,14 +124,15 @@ std::string ProtobufAnnotate(const semmap::SemanticMapper& mapper, const std::st
     const std::string& ns = namespaces.values[next];
     MetadataAccess meta(node);
     meta.Drop([&](const std::string& key) {
-      return absl::StartsWith(key, "semmap.") || (!ns.empty() && key == "namespace");
+      return absl::StartsWith(key, "semmap.") || absl::EndsWith(key, "@semmap") ||
+             (!ns.empty() && key == "namespace");
     });
     if (!ns.empty()) meta.Add("namespace", ns);
-    meta.Add("semmap.module", std::string(m.module_path));
-    meta.Add("semmap.class", std::string(m.qualified_class));
-    meta.Add("semmap.confidence", absl::StrCat(m.confidence));
-    meta.Add("semmap.strategy", std::string(semmap::StrategyName(m.strategy)));
-    if (!m.category.empty()) meta.Add("semmap.category", std::string(m.category));
+    meta.Add("module@semmap", std::string(m.module_path));
+    meta.Add("class@semmap", std::string(m.qualified_class));
+    meta.Add("confidence@semmap", absl::StrCat(m.confidence));
+    meta.Add("strategy@semmap", std::string(semmap::StrategyName(m.strategy)));
+    if (!m.category.empty()) meta.Add("category@semmap", std::string(m.category));
     if (options.doc_string_json) {
       const nlohmann::json doc = {{"semmap",
                                    {{"module", std::string(m.module_path)},
@@ -215,7 +216,7 @@ void AddEntry(onnx::NodeProto* node, const std::string& key, const std::string& 
 
 // A model using every place a node can live: If and Loop bodies (GRAPH),
 // a GRAPHS attribute, a model-local function; an external initializer;
-// nodes with old semmap.* entries, other entries, a doc_string, no name.
+// nodes with stale entries of semmap (both spellings), other entries, a doc_string, no name.
 onnx::ModelProto EveryPlaceModel() {
   onnx::ModelProto model = semmap_test::MakeModel();
   onnx::GraphProto* g = model.mutable_graph();
@@ -237,9 +238,9 @@ onnx::ModelProto EveryPlaceModel() {
 
   onnx::NodeProto* mm = semmap_test::AddNode(g, "/enc/fc/MatMul", "MatMul", {"x", "enc.fc.weight"}, {"a"});
   mm->set_doc_string("exporter's doc");
-  AddEntry(mm, "semmap.module", "stale");
+  AddEntry(mm, "semmap.module", "stale");  // as earlier versions wrote it
   AddEntry(mm, "exporter.key", "kept");
-  AddEntry(mm, "semmap.class", "stale too");
+  AddEntry(mm, "class@semmap", "stale too");
   onnx::NodeProto* cond = semmap_test::AddNode(g, "/enc/If", "If", {"c"}, {"y"});
   semmap_test::AddNode(AddGraphAttribute(cond, "then_branch")->mutable_g(), "/enc/then/Neg", "Neg",
                        {"a"}, {"y"});
@@ -345,15 +346,20 @@ TEST_CASE("Wire-level annotate handles subgraphs, GRAPHS, functions and external
     CAPTURE(i, n.name);
     std::map<std::string, std::string> meta;
     for (const auto& [key, value] : n.metadata) CHECK(meta.emplace(key, value).second);
-    CHECK(meta.at("semmap.module") == m->mapper->moduleFor(static_cast<NodeId>(i)).module_path);
+    CHECK(meta.at("module@semmap") == m->mapper->moduleFor(static_cast<NodeId>(i)).module_path);
     CHECK(absl::StartsWith(n.doc_string, "{\"semmap\":"));
   }
   // The stale entries are gone, the exporter's stays; the external
   // reference and the raw payload are unchanged.
   const semmap::Node& mm = annotated->node(0);
-  std::size_t modules = 0;
-  for (const auto& [key, value] : mm.metadata) modules += key == "semmap.module" ? 1 : 0;
+  std::size_t modules = 0, classes = 0;
+  for (const auto& [key, value] : mm.metadata) {
+    CHECK_FALSE(absl::StartsWith(key, "semmap."));
+    modules += key == "module@semmap" ? 1 : 0;
+    classes += key == "class@semmap" ? 1 : 0;
+  }
   CHECK(modules == 1);
+  CHECK(classes == 1);
   CHECK(absl::StrContains(wire, "weights.bin"));
   CHECK(absl::StrContains(wire, std::string(16, '\x01')));
   CHECK(annotated->initializer("enc.fc.weight")->external);

@@ -7,7 +7,8 @@ values come from `semmap sidecar` (module, class, confidence, strategy,
 category per node), the namespace from the annotated node itself (its
 spelling is pinned by the C++ tests). Models: real exports (one with If
 bodies) and a model built here with If/Loop bodies, a GRAPHS attribute, a
-model-local function, external data and stale semmap.* entries.
+model-local function, external data and stale entries of semmap (this
+version's keys and the earlier semmap.* ones).
 
     check_annotate_wire.py SEMMAP_BINARY FIXTURES_DIR
 """
@@ -50,18 +51,19 @@ def expected(original, annotated, sidecar, namespaces):
     for node, out, entry in zip(nodes, out_nodes, entries):
         write_ns = namespaces and entry["module"] is not None
         kept = [(p.key, p.value) for p in node.metadata_props
-                if not p.key.startswith("semmap.") and not (write_ns and p.key == "namespace")]
+                if not p.key.startswith("semmap.") and not p.key.endswith("@semmap")
+                and not (write_ns and p.key == "namespace")]
         added = []
         if write_ns:
             values = [p.value for p in out.metadata_props if p.key == "namespace"]
             assert values, f"node {node.name!r}: no namespace written"
             added.append(("namespace", values[-1]))
-        added += [("semmap.module", entry["module"] or ""),
-                  ("semmap.class", entry["qualified_class"] or ""),
-                  ("semmap.confidence", "%.6g" % entry["confidence"]),
-                  ("semmap.strategy", entry["strategy"])]
+        added += [("module@semmap", entry["module"] or ""),
+                  ("class@semmap", entry["qualified_class"] or ""),
+                  ("confidence@semmap", "%.6g" % entry["confidence"]),
+                  ("strategy@semmap", entry["strategy"])]
         if entry.get("category"):
-            added.append(("semmap.category", entry["category"]))
+            added.append(("category@semmap", entry["category"]))
         del node.metadata_props[:]
         for key, value in kept + added:
             node.metadata_props.add(key=key, value=value)
@@ -112,8 +114,9 @@ def every_place_model(directory):
         helper.make_graph([node("/dec/b1/Tanh", "Tanh", ["m"], ["m1"])], "b1", [], [])]))
     matmul = node("/enc/fc/MatMul", "MatMul", ["x", "enc.fc.weight"], ["a"])
     matmul.doc_string = "exporter's doc"
+    # "semmap.module": the key as earlier versions wrote it.
     for key, value in [("semmap.module", "stale"), ("exporter.key", "kept"),
-                       ("namespace", "old/namespace"), ("semmap.class", "stale too")]:
+                       ("namespace", "old/namespace"), ("class@semmap", "stale too")]:
         matmul.metadata_props.add(key=key, value=value)
     weight = helper.make_tensor("enc.fc.weight", TensorProto.FLOAT, [4], [0.0] * 4)
     weight.ClearField("float_data")

@@ -113,8 +113,8 @@ def annotated_modules(path):
     out = {}
     for node in all_nodes(onnx.load(path, load_external_data=False).graph):
         props = {p.key: p.value for p in node.metadata_props}
-        if props.get("semmap.strategy", "unmapped") != "unmapped":
-            out[node.name] = props["semmap.module"]
+        if props.get("strategy@semmap", "unmapped") != "unmapped":
+            out[node.name] = props["module@semmap"]
     return out
 
 

@@ -39,7 +39,11 @@ TEST_CASE("Module stacks come from name_scopes, else namespace", "[metadata]") {
   CHECK(s.paths == std::vector<std::string>{"", "avgpool"});
   CHECK(s.deepestClass() == "torch.nn.AdaptiveAvgPool2d");
 
-  // semmap's own annotation is not exporter evidence.
+  // semmap's own annotation is not exporter evidence, in this version's
+  // spelling and in the earlier one.
+  CHECK_FALSE(ReadModuleStack(
+      {{"namespace", ": t.ResNet/avgpool: torch.nn.AdaptiveAvgPool2d/Op: Op"}, {"module@semmap", "avgpool"}},
+      &s));
   CHECK_FALSE(ReadModuleStack(
       {{"namespace", ": t.ResNet/avgpool: torch.nn.AdaptiveAvgPool2d/Op: Op"}, {"semmap.module", "avgpool"}},
       &s));

@@ -1,5 +1,5 @@
 """Checks semmap's files with the reference tools: every annotated model
-passes onnx.checker and carries semmap.* metadata the onnx library itself
+passes onnx.checker and carries semmap's metadata the onnx library itself
 reads; every sidecar validates against schema/sidecar.schema.json.
 
     validate_outputs.py SEMMAP_BINARY FIXTURES_DIR SCHEMA_FILE
@@ -20,7 +20,7 @@ FIXTURES = [
     "bert-seqcls.dynamo",
     "gpt2-causal-lm.optimum.optimum-with-past",
 ]
-SEMMAP_KEYS = {"semmap.module", "semmap.class", "semmap.confidence", "semmap.strategy"}
+SEMMAP_KEYS = {"module@semmap", "class@semmap", "confidence@semmap", "strategy@semmap"}
 
 
 def check_annotated(fixture_dir, annotated, sidecar):
@@ -36,14 +36,14 @@ def check_annotated(fixture_dir, annotated, sidecar):
         props = {p.key: p.value for p in a.metadata_props}
         missing = SEMMAP_KEYS - props.keys()
         assert not missing, f"{annotated}: node {a.name!r} lacks {sorted(missing)}"
-        assert props["semmap.module"] == (entry["module"] or ""), (
-            f"{annotated}: node {a.name!r}: semmap.module {props['semmap.module']!r} "
+        assert props["module@semmap"] == (entry["module"] or ""), (
+            f"{annotated}: node {a.name!r}: module@semmap {props['module@semmap']!r} "
             f"!= sidecar {entry['module']!r}")
         # The exporter's own entries survive, apart from a namespace naming
         # no module (the exporter's empty-stack marker), which semmap
         # replaces on the nodes it maps.
         for p in b.metadata_props:
-            if p.key.startswith("semmap."):
+            if p.key.startswith("semmap.") or p.key.endswith("@semmap"):
                 continue
             if p.key == "namespace" and p.value.startswith("_empty_nn_module_stack") and entry["module"] is not None:
                 assert props.get(p.key) != p.value, f"{annotated}: node {a.name!r} kept a marker namespace"

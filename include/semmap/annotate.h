@@ -5,11 +5,13 @@
 //   absl::StatusOr<semmap::AnnotateResult> r =
 //       semmap::Annotate(*mapper, "model.onnx", "model.semmap.onnx", options);
 //
-// Each node gets these metadata_props entries (NodeProto field 9, onnx >= 1.16):
-//   semmap.module      module path ("" when unmapped)
-//   semmap.class       qualified class ("" when unknown)
-//   semmap.confidence  in [0, 1], shortest decimal form
-//   semmap.strategy    StrategyName()
+// Each node gets these metadata_props entries (NodeProto field 9, onnx >= 1.16;
+// the key constants are below):
+//   module@semmap      module path ("" when unmapped)
+//   class@semmap       qualified class ("" when unknown)
+//   confidence@semmap  in [0, 1], shortest decimal form
+//   strategy@semmap    StrategyName()
+//   category@semmap    Mapping::category (only when not empty)
 //   namespace          (mapped nodes) one "/"-separated element per module
 //                      level from the root to the node's module, so viewers
 //                      that group by namespace (Model Explorer) show the
@@ -25,10 +27,11 @@
 //                      its spelling ("<full path>: <qualified class>" and
 //                      its levels) instead, so both kinds of entry build one
 //                      tree.
-// semmap.* entries already present are replaced, so annotating twice gives
-// the same file. A `namespace` the exporter wrote (naming modules of the
-// manifest with their classes; it knows the true call stack and adds the
-// operator as a last level) is kept unless
+// Entries of those five keys already present are replaced, and so are the
+// "semmap.module"-style keys (prefix "semmap.") earlier versions wrote, so
+// annotating twice gives the same file. A `namespace` the exporter wrote
+// (naming modules of the manifest with their classes; it knows the true
+// call stack and adds the operator as a last level) is kept unless
 // AnnotateOptions::overwrite_namespace is set; one naming nothing of the
 // manifest (the exporter's empty-stack marker) is replaced. Everything else
 // in the file is preserved byte for byte: the model is not parsed with
@@ -94,6 +97,18 @@
 #include "semmap/rules.h"
 
 namespace semmap {
+
+// metadata_props keys Annotate writes on each node. The field comes first
+// and "@semmap" last because viewers cut long keys: Model Explorer's side
+// panel draws "[metadata] <key>" in a 100 px column, which leaves three to
+// five characters of the key ("[metadata] mod…", "[metadata] clas…"), so
+// keys that all began "semmap." read alike there ("[metadata] sem…"). Mapping an annotated file
+// reads kModuleKey and the earlier "semmap.module" alike.
+inline constexpr absl::string_view kModuleKey = "module@semmap";
+inline constexpr absl::string_view kClassKey = "class@semmap";
+inline constexpr absl::string_view kConfidenceKey = "confidence@semmap";
+inline constexpr absl::string_view kStrategyKey = "strategy@semmap";
+inline constexpr absl::string_view kCategoryKey = "category@semmap";
 
 struct SEMMAP_EXPORT AnnotateOptions {
   // Allow `output` to be the input file itself (annotate in place) or the

@@ -1,5 +1,7 @@
 #include "internal/exporter_metadata.h"
 
+#include "semmap/annotate.h"
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -11,7 +13,8 @@ namespace {
 constexpr absl::string_view kNameScopes = "pkg.torch.onnx.name_scopes";
 constexpr absl::string_view kClassHierarchy = "pkg.torch.onnx.class_hierarchy";
 constexpr absl::string_view kNamespace = "namespace";
-constexpr absl::string_view kSemmapModule = "semmap.module";
+// Written by `semmap annotate`: semmap::kModuleKey, earlier "semmap.module".
+constexpr absl::string_view kLegacySemmapModule = "semmap.module";
 // Written by torch.export when a node has no module stack.
 constexpr absl::string_view kEmptyStackMarker = "_empty_nn_module_stack_from_metadata_hook";
 
@@ -99,9 +102,10 @@ bool ReadModuleStack(absl::Span<const MetadataEntry> metadata, ModuleStack* out)
       out->paths.clear();
     }
   }
-  // A namespace next to semmap.* entries was written by `semmap annotate`:
-  // semmap's own answer, not the exporter's evidence.
-  if (out->paths.empty() && Find(metadata, kSemmapModule) == nullptr) {
+  // A namespace next to semmap's module entry was written by `semmap
+  // annotate`: semmap's own answer, not the exporter's evidence.
+  if (out->paths.empty() && Find(metadata, kModuleKey) == nullptr &&
+      Find(metadata, kLegacySemmapModule) == nullptr) {
     const absl::string_view* ns = Find(metadata, kNamespace);
     if (ns == nullptr || !ParseNamespace(*ns, out)) return false;
   }

@@ -8,8 +8,8 @@
 // is field 9 whether or not the onnx library semmap was built with knows it.
 //
 //   internal::NodeEditor editor = [&](const NodeView& node, NodeEdit* edit) {
-//     edit->drop_key_prefixes.push_back("semmap.");
-//     edit->add_metadata.emplace_back("semmap.module", "...");
+//     edit->drop_keys.push_back("module@semmap");
+//     edit->add_metadata.emplace_back("module@semmap", "...");
 //     return absl::OkStatus();
 //   };
 //   SEMMAP_ASSIGN_OR_RETURN(ModelRewrite rewrite,

@@ -28,11 +28,11 @@ int RunAnnotateCommand(int argc, char** argv) {
       "                       [--allow-overwrite] [--overwrite-namespace]\n"
       "                       [--no-namespace] [--doc-string] [--json]\n"
       "                       [--scoped-names [--min-confidence C]]",
-      "Writes a copy of MODEL.onnx whose nodes carry metadata_props semmap.module,\n"
-      "semmap.class, semmap.confidence, semmap.strategy, semmap.category and a\n"
+      "Writes a copy of MODEL.onnx whose nodes carry metadata_props module@semmap,\n"
+      "class@semmap, confidence@semmap, strategy@semmap, category@semmap and a\n"
       "dynamo-style `namespace` (\": <root class>/<path>: <class>/...\") that\n"
-      "viewers show as a module hierarchy. Annotating an annotated file replaces the\n"
-      "semmap.* entries.\n",
+      "viewers show as a module hierarchy. Annotating an annotated file replaces\n"
+      "these entries (and the semmap.* ones of earlier versions).\n",
       "Exit codes: 0 ok, 2 bad usage or input, OUT not writable, or OUT == MODEL\n"
       "without --allow-overwrite (the input is never touched then).\n");
   command_line.Value("-o,--output", "OUT.onnx", "the annotated model (written atomically)")
