@@ -212,7 +212,8 @@ class MappedModel:
         scoped_names: bool = False,
         min_confidence: float | None = None,
     ) -> dict[str, int | str]:
-        """Writes a copy of the model whose nodes carry semmap.* metadata_props and a
+        """Writes a copy of the model whose nodes carry module@semmap, class@semmap,
+        confidence@semmap, strategy@semmap, category@semmap metadata_props and a
         `namespace` (`semmap annotate`); returns the counts. The model file is never
         overwritten unless allow_overwrite. scoped_names renames nodes mapped with
         confidence >= min_confidence (default CONFIDENT_FLOOR) to TorchScript-style

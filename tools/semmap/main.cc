@@ -34,7 +34,7 @@ constexpr char kUsage[] =
     "  query     nodes of a module, a layer, a class, a path pattern; empty\n"
     "            modules; low-confidence nodes\n"
     "  tree      module hierarchy with node, op and parameter counts\n"
-    "  annotate  copy of the model with semmap.* metadata on every node\n"
+    "  annotate  copy of the model with module@semmap etc. metadata on every node\n"
     "  sidecar   JSON file with every node's mapping and the module tree\n"
     "  diff      two exports of one model compared module by module\n"
     "  extract   one module's nodes as a standalone ONNX model\n"
