@@ -33,11 +33,13 @@ import importlib
 import json
 import os
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Iterator, Mapping as _MappingABC, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterator, Union
 
 from ._version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping as _MappingABC, Sequence
+
     import pandas
     import torch
 
@@ -319,7 +321,10 @@ def export(
     needs them (4.53 to 4.x: causal LMs, Whisper) and Optimum is installed.
 
     Both files are written atomically: a failed export leaves them as they
-    were, and the manifest is written only after the export succeeded.
+    were, and the manifest is written only after the export succeeded. The
+    ONNX file is one self-contained file, which protobuf limits to 2 GB; for
+    a larger model call torch.onnx.export with external data yourself, then
+    semmap.manifest.write_manifest and load.
     Needs PyTorch (``pip install 'semmap[torch]'``); raises what the exporter
     raises, and what :func:`load` raises.
     """

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import warnings
-from types import ModuleType
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Iterator, Literal, Union
 
 import torch
@@ -218,8 +219,6 @@ def default_manifest_path(model_path: str | os.PathLike[str]) -> Path:
 
 def _refuse_foreign_file(path: Path) -> None:
     """Refuses to replace a file at ``path`` unless it is a semmap manifest (an earlier export's)."""
-    import json
-
     if not path.exists():
         return
     try:
