@@ -265,3 +265,74 @@ TEST_CASE("A 1 MB node name and deep subgraph nesting are handled", "[graph]") {
   CHECK(d.status().code() == absl::StatusCode::kInvalidArgument);
   CHECK(std::string(d.status().message()).rfind("deep.onnx: ", 0) == 0);
 }
+
+TEST_CASE("A graph large enough to index on two cores gets the same ids, producers and consumers",
+          "[graph]") {
+  // Above the size from which ids, values and consumers are built on two
+  // threads; the answers are checked against the chain's own structure,
+  // over both halves of the nodes (each resolved on its own thread), with
+  // both loaders.
+  constexpr int kNodes = 100000;
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("v-1");
+  auto* w = graph->add_initializer();
+  w->set_name("w");
+  w->set_data_type(1);
+  w->add_dims(1);
+  w->add_float_data(0.5F);
+  auto name_of = [](int i) -> std::string {
+    if (i % 1000 == 999) return "dup";
+    if (i % 1500 == 1) return "";
+    return "n" + std::to_string(i);
+  };
+  for (int i = 0; i < kNodes; ++i) {
+    AddNode(graph, name_of(i), "Mul", {"v" + std::to_string(i - 1), "w"},
+            {"v" + std::to_string(i)});
+  }
+  // The last node's output is read inside an If body: the If consumes it too.
+  auto* if_node = AddNode(graph, "if", "If", {"v" + std::to_string(kNodes - 1)}, {"out"});
+  auto* branch = if_node->add_attribute();
+  branch->set_name("then_branch");
+  branch->set_type(onnx::AttributeProto::GRAPH);
+  AddNode(branch->mutable_g(), "inner", "Neg", {"v" + std::to_string(kNodes - 1)}, {"inner_out"});
+  const std::string bytes = Serialize(model);
+
+  for (const auto loader : {semmap::Loader::kWireScan, semmap::Loader::kProtobuf}) {
+    semmap::GraphOptions options;
+    options.loader = loader;
+    auto g = Graph::Parse(bytes, "chain.onnx", options);
+    REQUIRE(g.ok());
+    REQUIRE(g->size() == static_cast<std::size_t>(kNodes + 2));
+    const semmap::ValueId weight = g->value("w");
+    REQUIRE(weight != semmap::kNoValue);
+    CHECK(g->initializerOf(weight) != nullptr);
+    CHECK(g->consumers(weight).size() == static_cast<std::size_t>(kNodes));
+    std::size_t bad_ids = 0, bad_edges = 0;
+    for (int i = 0; i < kNodes; ++i) {
+      const semmap::Node& n = g->node(i);
+      const std::string name = name_of(i);
+      const std::string expected_id =
+          name.empty() || name == "dup" ? name + "#" + std::to_string(i) : name;
+      if (n.id != expected_id || g->find(expected_id) != i) ++bad_ids;
+      const semmap::ValueId in = n.input_values[0];
+      const semmap::ValueId out = n.output_values[0];
+      if (n.input_values[1] != weight || g->valueName(out) != "v" + std::to_string(i) ||
+          g->producer(out) != i ||
+          (i == 0 ? in != semmap::kNoValue && g->producer(in) != kNoNode
+                  : g->producer(in) != i - 1)) {
+        ++bad_edges;
+      }
+      const auto consumers = g->consumers(out);
+      if (i + 1 < kNodes) {
+        if (consumers.size() != 1 || consumers[0] != i + 1) ++bad_edges;
+      } else if (consumers.size() != 2 || consumers[0] != kNodes || consumers[1] != kNodes + 1) {
+        ++bad_edges;  // the If and the node inside its body
+      }
+    }
+    CHECK(bad_ids == 0);
+    CHECK(bad_edges == 0);
+    CHECK(g->find("dup") == kNoNode);
+    CHECK(g->node(kNodes + 1).id == "inner");
+  }
+}

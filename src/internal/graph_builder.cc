@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/file_io.h"
+#include "internal/parallel.h"
 
 namespace semmap {
 namespace internal {
@@ -205,13 +206,16 @@ Graph GraphBuilder::Finish() {
     t.dims = absl::MakeConstSpan(rep.dims.data() + dims, count);
     dims += count;
   }
-  AssignIds();
   BuildIndexes();
   return Graph(std::move(rep_));
 }
 
+// Node ids and the value table are independent (AssignIds writes the
+// nodes' ids and the by-id index; DefineValues reads the nodes' outputs and
+// writes the value tables), so on a large graph they run on two cores.
 void GraphBuilder::BuildIndexes() {
-  DefineValues();
+  const bool parallel = rep_->nodes.size() >= kParallelNodes;
+  RunBoth(parallel, [this] { AssignIds(); }, [this] { DefineValues(); });
   IndexConsumers();
 }
 
@@ -272,29 +276,39 @@ void GraphBuilder::IndexConsumers() {
     return static_cast<std::size_t>(p - node_values.data());
   };
   // (value, consumer) pairs in node order, then grouped by value (counting
-  // sort), sorted and de-duplicated per value.
-  std::vector<std::pair<std::uint32_t, NodeId>> uses;
-  uses.reserve(inputs);
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const Node& n = nodes[i];
-    const std::size_t base = offset_of(n.input_values.data());
-    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
-      if (n.inputs[k].empty()) continue;
-      int scope = -1;
-      const ValueId value = Graph::Resolve(rep, n.inputs[k], n.subgraph, &scope);
-      if (value < 0) continue;
-      node_values[base + k] = value;
-      uses.emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));
-      // An outer value used inside a subgraph is consumed by every owner
-      // between the use and the definition.
-      for (int s = n.subgraph; s != scope && s > 0;) {
-        const Subgraph& sub = subgraphs[static_cast<std::size_t>(s)];
-        if (sub.kind != Subgraph::Kind::kAttribute) break;
-        uses.emplace_back(static_cast<std::uint32_t>(value), sub.owner);
-        s = sub.parent;
+  // sort), sorted and de-duplicated per value. The lookups only read the
+  // value table, and each node writes its own input ids, so on a large
+  // graph the two halves of the nodes are resolved on two cores.
+  using Uses = std::vector<std::pair<std::uint32_t, NodeId>>;
+  auto resolve = [&](std::size_t from, std::size_t to, Uses* uses) {
+    for (std::size_t i = from; i < to; ++i) {
+      const Node& n = nodes[i];
+      const std::size_t base = offset_of(n.input_values.data());
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k].empty()) continue;
+        int scope = -1;
+        const ValueId value = Graph::Resolve(rep, n.inputs[k], n.subgraph, &scope);
+        if (value < 0) continue;
+        node_values[base + k] = value;
+        uses->emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));
+        // An outer value used inside a subgraph is consumed by every owner
+        // between the use and the definition.
+        for (int s = n.subgraph; s != scope && s > 0;) {
+          const Subgraph& sub = subgraphs[static_cast<std::size_t>(s)];
+          if (sub.kind != Subgraph::Kind::kAttribute) break;
+          uses->emplace_back(static_cast<std::uint32_t>(value), sub.owner);
+          s = sub.parent;
+        }
       }
     }
-  }
+  };
+  const std::size_t mid = nodes.size() / 2;
+  Uses uses, second_half;
+  uses.reserve(inputs);
+  RunBoth(nodes.size() >= kParallelNodes, [&] { resolve(mid, nodes.size(), &second_half); },
+          [&] { resolve(0, mid, &uses); });
+  uses.insert(uses.end(), second_half.begin(), second_half.end());
+  Uses().swap(second_half);
   const std::size_t count = rep.value_producer.size();
   std::vector<std::uint32_t> begin(count + 1, 0);
   for (const auto& use : uses) ++begin[use.first + 1];

@@ -90,10 +90,16 @@ class GraphBuilder {
     std::uint32_t metadata_count = 0;
   };
 
+  // From this many nodes on, the indexes are built on two cores (below,
+  // starting a thread costs more than it saves).
+  static constexpr std::size_t kParallelNodes = 1 << 16;
+
   absl::string_view Keep(absl::string_view s);
+  // Node ids (a unique name, else "<name>#<index>") and the by-id index.
   void AssignIds();
-  // The value tables (DefineValues: a ValueId per scoped name, its producer
-  // and initializer) and the consumers of each value (IndexConsumers).
+  // The ids (AssignIds), the value tables (DefineValues: a ValueId per
+  // scoped name, its producer and initializer) and the consumers of each
+  // value (IndexConsumers).
   void BuildIndexes();
   void DefineValues();
   void IndexConsumers();
