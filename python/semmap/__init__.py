@@ -317,8 +317,8 @@ def export(
     replaced only if it is a semmap manifest. dynamic: declare the batch axis
     (and the sequence axis of token inputs) dynamic. vmap_free_masks: use
     Optimum's vmap-free attention masks while exporting; None (default)
-    retries with them when the export fails where the installed transformers
-    needs them (4.53 to 4.x: causal LMs, Whisper) and Optimum is installed.
+    retries with them when a transformers model's export fails where the
+    installed transformers needs them (4.53 to 4.x: causal LMs, Whisper) and Optimum is installed.
 
     Both files are written atomically: a failed export leaves them as they
     were, and the manifest is written only after the export succeeded. The

@@ -249,7 +249,7 @@ def export_with_manifest(
     The manifest is checked for a foreign file before anything is written,
     and written only after the export succeeded, so a failed export leaves
     both files as they were. ``vmap_free_masks``: None exports as is and, if
-    that fails where the installed transformers builds masks with vmap
+    that fails for a transformers model where the installed transformers builds masks with vmap
     (:func:`vmap_free_masks_needed`) and Optimum is installed, once more with
     Optimum's vmap-free mask functions (which add nodes, hence not first);
     True always uses them (an error if Optimum is missing), False never.
@@ -269,14 +269,24 @@ def export_with_manifest(
             run(False)
         except Exception:
             # The masks change the graph (more nodes), so they are a fallback,
-            # as in the corpus builder, not the first attempt.
-            if not (vmap_free_masks_needed() and _optimum_available()):
+            # as in the corpus builder, not the first attempt; and they only
+            # touch transformers' mask functions, so other models' failures
+            # are not exported a second time.
+            if not (_is_transformers_model(model) and vmap_free_masks_needed() and _optimum_available()):
                 raise
             run(True)
     else:
         run(vmap_free_masks)
     write_manifest(model, manifest_path)
     return manifest_path
+
+
+def _is_transformers_model(model: torch.nn.Module) -> bool:
+    """Whether ``model`` is a transformers model (without importing transformers for one that is not)."""
+    import sys
+
+    transformers = sys.modules.get("transformers")
+    return transformers is not None and isinstance(model, transformers.PreTrainedModel)
 
 
 def _optimum_available() -> bool:
