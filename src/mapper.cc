@@ -15,6 +15,7 @@
 #include "internal/manifest_fit.h"
 #include "internal/neighbourhood.h"
 #include "internal/out_of_memory.h"
+#include "internal/parallel.h"
 #include "internal/reference_transfer.h"
 #include "internal/root_binding.h"
 #include "internal/scope_outcome.h"
@@ -25,15 +26,20 @@
 namespace semmap {
 namespace {
 
-// The last step: each module's category (into `*categories`); unmapped
-// nodes get confidence 0 and a reason, mapped ones the views of their
-// module's path, classes and category.
-void FinishMappings(const Manifest& manifest, const Rules& rules,
-                    std::vector<std::string>* categories, std::vector<Mapping>* mappings) {
-  categories->reserve(manifest.size());
+// Each module's category, by module id.
+std::vector<std::string> Categories(const Manifest& manifest, const Rules& rules) {
+  std::vector<std::string> categories;
+  categories.reserve(manifest.size());
   for (std::size_t i = 0; i < manifest.size(); ++i) {
-    categories->push_back(rules.categoryOf(manifest, static_cast<ModuleId>(i)));
+    categories.push_back(rules.categoryOf(manifest, static_cast<ModuleId>(i)));
   }
+  return categories;
+}
+
+// The last step: unmapped nodes get confidence 0 and a reason, mapped ones
+// the views of their module's path, classes and category.
+void FinishMappings(const Manifest& manifest, const std::vector<std::string>& categories,
+                    std::vector<Mapping>* mappings) {
   for (Mapping& m : *mappings) {
     if (!m.mapped()) {
       m.confidence = 0.0;
@@ -45,7 +51,7 @@ void FinishMappings(const Manifest& manifest, const Rules& rules,
     m.module_path = info.path;
     m.class_name = info.class_name;
     m.qualified_class = info.qualified_class;
-    m.category = (*categories)[m.module];
+    m.category = categories[m.module];
   }
 }
 
@@ -148,11 +154,13 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   }
   mapper.manifest_ = std::move(shared);
   const Manifest& manifest = *mapper.manifest_;
-  mapper.binding_ = derived ? RootBinding{}
-                            : internal::ChooseRootBinding(manifest, scopes.ordered,
-                                                          options.max_wrapper_segments);
-
-  internal::ResolveScopes(manifest, derived, &scopes, &mapper.binding_, &store);
+  if (derived) {
+    internal::ResolveScopesUnder(manifest, mapper.binding_, scopes.ordered);
+  } else {  // resolves the scopes under the binding it chooses
+    mapper.binding_ = internal::ChooseRootBinding(manifest, scopes.ordered,
+                                                  options.max_wrapper_segments);
+  }
+  internal::ScopeOutcomes(manifest, derived, &scopes, &mapper.binding_, &store);
   internal::ApplyScopeOutcomes(scopes, &mapper.mappings_);
   if (reference) {
     internal::TransferFromReference(graph, *options.reference, reference->mapAll(), manifest,
@@ -162,26 +170,35 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   const internal::OpTraits ops(graph, rules);
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding_.root,
                                          mapper.binding_.wrapper);
-  if (!derived) {
-    mapper.fit_ = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes), manifest,
-                                              rules, mapper.binding_, tensors);
-    if (!mapper.fit_.fits && !options.allow_manifest_mismatch) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("the manifest does not fit the graph: ", mapper.fit_.evidence));
+  // The manifest's fit and the modules' categories only read what is
+  // settled by now, the remaining steps write the mappings: on a large
+  // graph the two run on two cores. A manifest that does not fit is refused
+  // once both are done.
+  auto check = [&] {
+    if (!derived) {
+      mapper.fit_ = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes), manifest,
+                                                rules, mapper.binding_, tensors);
     }
+    mapper.categories_ = Categories(manifest, rules);
+  };
+  auto infer = [&] {
+    tensors.MapNodes(derived ? internal::confidence::kNoManifestFactor : 1.0,
+                     &mapper.mappings_, &store);
+    // Nodes still without evidence: the graph's structure and execution
+    // order, then their neighbours.
+    const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
+    internal::StructureCounts structure = internal::InferFromStructure(
+        graph, manifest, rules, ops, tensors, shape, &mapper.mappings_, &store);
+    internal::InferFromNeighbourhood(graph, manifest, ops, shape, structure.hints,
+                                     options.max_neighbourhood_passes, &mapper.mappings_,
+                                     &store);
+  };
+  internal::RunBoth(graph.size() >= internal::kParallelNodes, check, infer);
+  if (!derived && !mapper.fit_.fits && !options.allow_manifest_mismatch) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the manifest does not fit the graph: ", mapper.fit_.evidence));
   }
-  tensors.MapNodes(derived ? internal::confidence::kNoManifestFactor : 1.0, &mapper.mappings_,
-                   &store);
-
-  // Nodes still without evidence: the graph's structure and execution
-  // order, then their neighbours.
-  const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
-  internal::StructureCounts structure = internal::InferFromStructure(
-      graph, manifest, rules, ops, tensors, shape, &mapper.mappings_, &store);
-  internal::InferFromNeighbourhood(graph, manifest, ops, shape, structure.hints,
-                                   options.max_neighbourhood_passes, &mapper.mappings_, &store);
-
-  FinishMappings(manifest, rules, &mapper.categories_, &mapper.mappings_);
+  FinishMappings(manifest, mapper.categories_, &mapper.mappings_);
   return mapper;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("the model", "mapping");

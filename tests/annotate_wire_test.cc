@@ -69,15 +69,7 @@ class MetadataAccess {
   }
 
   void Add(const std::string& key, const std::string& value) {
-    onnx::StringStringEntryProto entry;
-    entry.set_key(key);
-    entry.set_value(value);
-    const google::protobuf::Reflection* r = node_->GetReflection();
-    if (field_ != nullptr) {
-      REQUIRE(r->AddMessage(node_, field_)->ParseFromString(entry.SerializeAsString()));
-    } else {
-      r->MutableUnknownFields(node_)->AddLengthDelimited(kMetadataProps, entry.SerializeAsString());
-    }
+    semmap_test::AddNodeMetadata(node_, key, value);
   }
 
  private:

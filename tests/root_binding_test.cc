@@ -12,6 +12,7 @@
 #include "internal/graph_scopes.h"
 #include "internal/root_binding.h"
 #include "internal/scope_outcome.h"
+#include "internal/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"
@@ -88,6 +89,102 @@ TEST_CASE("GroupScopes groups nodes by scope and parses each once") {
   CHECK(derived[1].first == "enc.layer.1");
 }
 
+TEST_CASE("GroupScopes on a graph large enough to be read on two cores") {
+  // 70,000 nodes (above internal::kParallelNodes): name scopes alternating
+  // in runs, one with a derived name, and module stacks in both halves.
+  // Every node must get the scope a one-node graph of it would give.
+  constexpr int kNodes = 70000;
+  onnx::ModelProto model = semmap_test::MakeModel();
+  std::string previous = "x";
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string out = "v" + std::to_string(i);
+    std::string name = "/enc/layer." + std::to_string(i / 3 % 50) + "/Relu_" + std::to_string(i);
+    if (i % 1000 == 7) name = "stack_" + std::to_string(i);
+    if (i == 5) name = "/enc/x_output_0_QuantizeLinear";  // derived: no scope
+    onnx::NodeProto* node = semmap_test::AddNode(model.mutable_graph(), name, "Relu",
+                                                 {previous}, {out});
+    if (i % 1000 == 7) {
+      semmap_test::AddNodeMetadata(
+          node, "pkg.torch.onnx.name_scopes",
+          "['', 'dec', 'dec.block." + std::to_string(i / 1000 % 4) + "', 'relu']");
+      semmap_test::AddNodeMetadata(node, "pkg.torch.onnx.class_hierarchy",
+                                   "['M', 'D', 'B" + std::to_string(i) + "', 'relu']");
+    }
+    previous = out;
+  }
+  auto g = Graph::Parse(semmap_test::Serialize(model), "test");
+  REQUIRE(g.ok());
+  const auto scopes = semmap::internal::GroupScopes(*g, Rules::Default());
+  REQUIRE(scopes.of_node.size() == static_cast<std::size_t>(kNodes));
+  CHECK(scopes.by_key.size() == 50 + 4);
+  CHECK(scopes.of_node[5] == nullptr);
+  std::size_t counted = 0;
+  for (const auto& entry : scopes.by_key) counted += entry.second.nodes;
+  CHECK(counted == static_cast<std::size_t>(kNodes) - 1);
+  for (int i = 0; i < kNodes; ++i) {
+    if (i == 5) continue;
+    const semmap::internal::Scope* s = scopes.of_node[static_cast<std::size_t>(i)];
+    REQUIRE(s != nullptr);
+    if (i % 1000 == 7) {
+      REQUIRE(s->from_metadata);
+      CHECK(s->text == "dec.block." + std::to_string(i / 1000 % 4));
+    } else {
+      REQUIRE_FALSE(s->from_metadata);
+      REQUIRE(s->segments.size() == 2);
+      CHECK(s->segments[1] == "layer." + std::to_string(i / 3 % 50));
+    }
+  }
+  // The class is the first node's that named the stack (node order, not
+  // the order of the halves).
+  const semmap::internal::Scope* block1 = scopes.of_node[1007];
+  CHECK(block1->qualified_class == "B1007");
+  CHECK(scopes.of_node[kNodes - 1000 + 7 - 1000]->text ==
+        "dec.block." + std::to_string((kNodes - 2000 + 7) / 1000 % 4));
+}
+
+TEST_CASE("Many scopes resolve on two cores as they do one by one") {
+  // 12,000 distinct scopes (above the parallel threshold), half of them in
+  // the manifest, some through a call suffix or a skipped level.
+  std::vector<std::pair<std::string, std::string>> paths;
+  std::vector<std::string> names;
+  for (int i = 0; i < 12000; ++i) {
+    const std::string layer = "layer." + std::to_string(i);
+    if (i % 2 == 0) paths.emplace_back("enc." + layer + ".attn", "");
+    if (i % 3 == 0) paths.emplace_back("enc.block." + layer + ".relu", "");
+    names.push_back("/enc/" + layer + (i % 5 == 0 ? "/attn_1" : "/attn") + "/MatMul");
+    if (i % 3 == 0) names.push_back("/enc/" + layer + "/relu/Relu");
+  }
+  const Manifest m = Manifest::FromModulePaths(paths);
+  const Graph g = NamedGraph(names);
+  auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
+  REQUIRE(scopes.ordered.size() > 12000);
+  RootBinding binding;
+  semmap::internal::ResolveScopesUnder(m, binding, scopes.ordered);
+  const semmap::internal::ScopeResolver resolver(m);
+  std::size_t complete = 0;
+  for (const semmap::internal::Scope* s : scopes.ordered) {
+    const auto want = resolver.Resolve(s->segments, binding.root, binding.wrapper);
+    REQUIRE(s->resolution.module == want.module);
+    REQUIRE(s->resolution.resolved == want.resolved);
+    REQUIRE(s->resolution.call_suffix == want.call_suffix);
+    REQUIRE(s->resolution.ambiguous == want.ambiguous);
+    REQUIRE(s->resolution.indirect == want.indirect);
+    complete += want.complete();
+  }
+  CHECK(complete > 6000);
+  CHECK(complete < scopes.ordered.size());
+  // ChooseRootBinding leaves the same resolutions under the binding it
+  // chose (the identity here).
+  auto again = semmap::internal::GroupScopes(g, Rules::Default());
+  const RootBinding chosen = semmap::internal::ChooseRootBinding(m, again.ordered, 2);
+  REQUIRE(chosen.root == m.root());
+  REQUIRE(chosen.wrapper.empty());
+  for (std::size_t i = 0; i < again.ordered.size(); ++i) {
+    CHECK(again.ordered[i]->resolution.module == scopes.ordered[i]->resolution.module);
+    CHECK(again.ordered[i]->resolution.resolved == scopes.ordered[i]->resolution.resolved);
+  }
+}
+
 TEST_CASE("Root binding of a real export against its own manifest is the identity") {
   const Graph g = LoadGraph(kBert);
   const Manifest m = LoadManifest(kBert);
@@ -115,6 +212,17 @@ TEST_CASE("A task model's export binds through a wrapper around its base model's
   const RootBinding b = semmap::internal::ChooseRootBinding(base, scopes.ordered, 2);
   CHECK(b.root == base.root());
   CHECK(b.wrapper == std::vector<std::string>{"bert"});
+  // The scopes are left resolved under the binding chosen, not the last
+  // candidate tried.
+  const semmap::internal::ScopeResolver resolver(base);
+  std::size_t resolved_nodes = 0;
+  for (const semmap::internal::Scope* s : scopes.ordered) {
+    const auto want = resolver.Resolve(s->segments, b.root, b.wrapper);
+    CHECK(s->resolution.module == want.module);
+    CHECK(s->resolution.resolved == want.resolved);
+    if (want.complete()) resolved_nodes += s->nodes;
+  }
+  CHECK(resolved_nodes == b.resolved_nodes);
   // Everything under /bert resolves; the classifier head lies outside.
   CHECK(b.resolved_nodes > 200);
   CHECK(b.resolved_nodes < b.scoped_nodes);
@@ -174,14 +282,15 @@ TEST_CASE("Binding candidates are capped") {
   CHECK(candidates.size() == 256);
 }
 
-TEST_CASE("ResolveScopes gives each scope its outcome and confidence") {
+TEST_CASE("ScopeOutcomes gives each scope its outcome and confidence") {
   const Manifest m = Manifest::FromModulePaths({{"enc.layer.0.attn", ""}, {"enc.relu", ""}});
   const Graph g = NamedGraph(
       {"/enc/layer.0/attn/MatMul", "/enc/relu_1/Relu", "/enc/layer.0/nowhere/Add", "/other/Add"});
   auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
   semmap::internal::EvidenceStore store;
   RootBinding binding;
-  semmap::internal::ResolveScopes(m, /*derived=*/false, &scopes, &binding, &store);
+  semmap::internal::ResolveScopesUnder(m, binding, scopes.ordered);
+  semmap::internal::ScopeOutcomes(m, /*derived=*/false, &scopes, &binding, &store);
   std::vector<semmap::Mapping> mappings(g.size());
   semmap::internal::ApplyScopeOutcomes(scopes, &mappings);
   namespace conf = semmap::internal::confidence::scope;
@@ -207,7 +316,9 @@ TEST_CASE("ResolveScopes gives each scope its outcome and confidence") {
   // A derived manifest lowers every confidence and counts the nodes.
   auto derived_scopes = semmap::internal::GroupScopes(g, Rules::Default());
   RootBinding derived_binding;
-  semmap::internal::ResolveScopes(m, /*derived=*/true, &derived_scopes, &derived_binding, &store);
+  semmap::internal::ResolveScopesUnder(m, derived_binding, derived_scopes.ordered);
+  semmap::internal::ScopeOutcomes(m, /*derived=*/true, &derived_scopes, &derived_binding,
+                                  &store);
   std::vector<semmap::Mapping> derived(g.size());
   semmap::internal::ApplyScopeOutcomes(derived_scopes, &derived);
   CHECK(derived[0].confidence == conf::kExact * semmap::internal::confidence::kNoManifestFactor);

@@ -41,6 +41,25 @@ inline onnx::NodeProto* AddNode(onnx::GraphProto* graph, const std::string& name
   return n;
 }
 
+// Appends a metadata_props entry (NodeProto field 9) to `node`, whichever
+// onnx the tests are built with: a known repeated field (onnx >= 1.16) or
+// an unknown field (older onnx, as Debian 12's 1.12).
+inline void AddNodeMetadata(onnx::NodeProto* node, const std::string& key,
+                            const std::string& value) {
+  constexpr int kMetadataProps = 9;
+  onnx::StringStringEntryProto entry;
+  entry.set_key(key);
+  entry.set_value(value);
+  const google::protobuf::Reflection* r = node->GetReflection();
+  const google::protobuf::FieldDescriptor* field =
+      onnx::NodeProto::descriptor()->FindFieldByNumber(kMetadataProps);
+  if (field != nullptr) {
+    r->AddMessage(node, field)->ParseFromString(entry.SerializeAsString());
+  } else {
+    r->MutableUnknownFields(node)->AddLengthDelimited(kMetadataProps, entry.SerializeAsString());
+  }
+}
+
 // A model whose If nodes nest `levels` then_branch bodies; *innermost (if
 // given) receives the deepest body, for adding nodes to it.
 inline onnx::ModelProto MakeNestedIfModel(int levels, onnx::GraphProto** innermost = nullptr) {

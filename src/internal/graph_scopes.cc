@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "internal/exporter_metadata.h"
 #include "internal/file_io.h"
+#include "internal/parallel.h"
 
 namespace semmap {
 namespace internal {
@@ -82,31 +83,62 @@ std::vector<Scope*> SortedScopes(ScopeMap* scopes) {
   return ordered;
 }
 
-// Registers the scope a node's name or metadata gives, or returns null.
-Scope* ScopeOf(const Node& node, const Rules& rules, ScopeMap* scopes) {
-  if (!node.name.empty() && node.name.front() == '/' && !rules.isDerivedNodeName(node.name)) {
-    const absl::string_view key = ScopeKey(node.name);
-    auto it = scopes->find(key);
-    if (it == scopes->end()) {
-      it = scopes->try_emplace(std::string(key)).first;
-      it->second.segments = ScopePath::Parse(node.name).segments();
-    }
-    ++it->second.nodes;
-    return &it->second;
-  }
+// What a node's name or metadata says of its scope, read without touching
+// the shared scope table, so the nodes can be read on two cores.
+struct NodeScope {
+  enum class Kind : std::uint8_t { kNone, kName, kMetadata };
+  Kind kind = Kind::kNone;
+  absl::string_view key;  // kName: the name's text before its last '/'
+  std::size_t stack = 0;  // kMetadata: index into the reader's stacks
+};
+
+struct MetadataScope {
+  std::string path;  // the deepest module path
+  std::string qualified_class;
+};
+
+// Reads the scopes of nodes [from, to) into `out` (indexed by node),
+// module stacks into `stacks`.
+void ReadNodeScopes(const Graph& graph, const Rules& rules, std::size_t from, std::size_t to,
+                    std::vector<NodeScope>* out, std::vector<MetadataScope>* stacks) {
   ModuleStack stack;
-  if (!ReadModuleStack(node.metadata, &stack)) return nullptr;
-  auto inserted = scopes->try_emplace(absl::StrCat("\x1e", stack.deepest()));
+  for (std::size_t i = from; i < to; ++i) {
+    const Node& node = graph.node(static_cast<NodeId>(i));
+    NodeScope& ns = (*out)[i];
+    if (!node.name.empty() && node.name.front() == '/' && !rules.isDerivedNodeName(node.name)) {
+      ns.kind = NodeScope::Kind::kName;
+      ns.key = ScopeKey(node.name);
+      continue;
+    }
+    if (!ReadModuleStack(node.metadata, &stack)) continue;
+    ns.kind = NodeScope::Kind::kMetadata;
+    ns.stack = stacks->size();
+    stacks->push_back({stack.deepest(), stack.deepestClass()});
+  }
+}
+
+// Registers a name scope (parsed from `name` the first time).
+Scope* NameScope(absl::string_view key, absl::string_view name, ScopeMap* scopes) {
+  auto it = scopes->find(key);
+  if (it == scopes->end()) {
+    it = scopes->try_emplace(std::string(key)).first;
+    it->second.segments = ScopePath::Parse(name).segments();
+  }
+  return &it->second;
+}
+
+// Registers a module-stack scope; the first node to name it gives its class.
+Scope* StackScope(const MetadataScope& stack, ScopeMap* scopes) {
+  auto inserted = scopes->try_emplace(absl::StrCat("\x1e", stack.path));
   Scope& s = inserted.first->second;
   if (inserted.second) {
     s.from_metadata = true;
-    s.text = stack.deepest();
-    s.qualified_class = stack.deepestClass();
+    s.text = stack.path;
+    s.qualified_class = stack.qualified_class;
     for (absl::string_view atom : absl::StrSplit(s.text, '.', absl::SkipEmpty())) {
       s.segments.push_back(atom);
     }
   }
-  ++s.nodes;
   return &s;
 }
 
@@ -114,9 +146,35 @@ Scope* ScopeOf(const Node& node, const Rules& rules, ScopeMap* scopes) {
 
 GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
   GraphScopes out;
-  out.of_node.assign(graph.size(), nullptr);
-  for (std::size_t i = 0; i < graph.size(); ++i) {
-    out.of_node[i] = ScopeOf(graph.node(static_cast<NodeId>(i)), rules, &out.by_key);
+  const std::size_t n = graph.size();
+  out.of_node.assign(n, nullptr);
+  // Reading names (the derived-name rule is a regular expression) and
+  // module stacks is per node: the two halves on two cores on a large graph.
+  std::vector<NodeScope> read(n);
+  std::vector<MetadataScope> stacks[2];
+  const std::size_t mid = n / 2;
+  RunBoth(n >= kParallelNodes,
+          [&] { ReadNodeScopes(graph, rules, mid, n, &read, &stacks[1]); },
+          [&] { ReadNodeScopes(graph, rules, 0, mid, &read, &stacks[0]); });
+  // Then registered in node order. A module's nodes usually follow each
+  // other, so a node with the previous node's key takes its scope without
+  // a lookup.
+  absl::string_view last_key;
+  Scope* last = nullptr;
+  for (std::size_t i = 0; i < n; ++i) {
+    const NodeScope& ns = read[i];
+    Scope* s = nullptr;
+    if (ns.kind == NodeScope::Kind::kName) {
+      s = last != nullptr && ns.key == last_key
+              ? last
+              : NameScope(ns.key, graph.node(static_cast<NodeId>(i)).name, &out.by_key);
+      last = s;
+      last_key = ns.key;
+    } else if (ns.kind == NodeScope::Kind::kMetadata) {
+      s = StackScope(stacks[i < mid ? 0 : 1][ns.stack], &out.by_key);
+    }
+    if (s != nullptr) ++s->nodes;
+    out.of_node[i] = s;
   }
   out.ordered = SortedScopes(&out.by_key);
   return out;

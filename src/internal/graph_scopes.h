@@ -31,8 +31,9 @@ struct Scope {
   ScopePath::Segments segments;
   std::string qualified_class;  // from metadata, when present
   std::size_t nodes = 0;
-  // Filled by ResolveScopes (scope_outcome.h).
+  // Set by ChooseRootBinding or ResolveScopesUnder (root_binding.h).
   ScopeResolution resolution;
+  // Set by ScopeOutcomes (scope_outcome.h).
   Mapping outcome;  // what every node of this scope gets (unmapped if none)
 };
 

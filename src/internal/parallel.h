@@ -2,12 +2,17 @@
 #ifndef SEMMAP_SRC_INTERNAL_PARALLEL_H_
 #define SEMMAP_SRC_INTERNAL_PARALLEL_H_
 
+#include <cstddef>
 #include <exception>
 #include <system_error>
 #include <thread>
 
 namespace semmap {
 namespace internal {
+
+// Work over the nodes of a graph goes on two cores from this many nodes on;
+// below, starting a thread costs more than it saves.
+inline constexpr std::size_t kParallelNodes = std::size_t{1} << 16;
 
 // Runs `first` on a second thread and `second` on this one, when
 // `parallel`; otherwise, or when no thread can be started, both here, in

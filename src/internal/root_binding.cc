@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
+#include "internal/parallel.h"
 #include "internal/scope_resolver.h"
 #include "semmap/scope_path.h"
 
@@ -15,7 +16,39 @@ namespace {
 
 constexpr std::size_t kMaxBindingCandidates = 256;
 
+// From this many scopes on, they are resolved in two halves on two cores
+// (each half shares its steps within itself: the results are the same).
+constexpr std::size_t kParallelScopes = std::size_t{1} << 13;
+
+// Resolves ordered[from, to) under `binding` into out[from, to).
+void ResolveRange(const Manifest& manifest, const RootBinding& binding,
+                  absl::Span<Scope* const> ordered, std::size_t from, std::size_t to,
+                  ScopeResolution* out) {
+  const ScopeResolver resolver(manifest);
+  PrefixResolver prefix(resolver, binding.root, binding.wrapper);
+  for (std::size_t i = from; i < to; ++i) out[i] = prefix.Resolve(ordered[i]->segments);
+}
+
+// Every scope of `ordered` resolved under `binding`, in order.
+void ResolveAll(const Manifest& manifest, const RootBinding& binding,
+                absl::Span<Scope* const> ordered, std::vector<ScopeResolution>* out) {
+  const std::size_t n = ordered.size();
+  out->assign(n, ScopeResolution{});
+  ScopeResolution* data = out->data();
+  const std::size_t mid = n / 2;
+  RunBoth(n >= kParallelScopes,
+          [&] { ResolveRange(manifest, binding, ordered, mid, n, data); },
+          [&] { ResolveRange(manifest, binding, ordered, 0, mid, data); });
+}
+
 }  // namespace
+
+void ResolveScopesUnder(const Manifest& manifest, const RootBinding& binding,
+                        absl::Span<Scope* const> ordered) {
+  std::vector<ScopeResolution> resolutions;
+  ResolveAll(manifest, binding, ordered, &resolutions);
+  for (std::size_t i = 0; i < ordered.size(); ++i) ordered[i]->resolution = resolutions[i];
+}
 
 std::vector<RootBinding> RootBindingCandidates(const Manifest& manifest,
                                                absl::Span<Scope* const> ordered,
@@ -75,34 +108,36 @@ std::vector<RootBinding> RootBindingCandidates(const Manifest& manifest,
 
 RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const> ordered,
                               int max_wrapper_segments) {
-  const ScopeResolver resolver(manifest);
   std::vector<RootBinding> candidates =
       RootBindingCandidates(manifest, ordered, max_wrapper_segments);
   RootBinding best;
   bool have_best = false;
+  // The best candidate's resolutions are kept: they are the scopes'.
+  std::vector<ScopeResolution> trial, kept;
+  const auto key = [&manifest](const RootBinding& b) {
+    // More resolved nodes, then scopes that follow the module tree step by
+    // step, then fewer wrapper segments, then a shallower root. The last
+    // two make the choice independent of hash-map iteration order.
+    return std::make_tuple(b.resolved_nodes, -static_cast<long>(b.indirect_steps),
+                           -static_cast<long>(b.wrapper.size()),
+                           -manifest.module(b.root).depth, -b.root);
+  };
   for (RootBinding& c : candidates) {
-    PrefixResolver prefix(resolver, c.root, c.wrapper);
-    for (const Scope* scope : ordered) {
-      const Scope& s = *scope;
-      c.scoped_nodes += s.nodes;
-      const auto r = prefix.Resolve(s.segments);
-      if (r.complete()) c.resolved_nodes += s.nodes;
-      c.indirect_steps += r.indirect * s.nodes;
+    ResolveAll(manifest, c, ordered, &trial);
+    for (std::size_t i = 0; i < ordered.size(); ++i) {
+      const std::size_t nodes = ordered[i]->nodes;
+      c.scoped_nodes += nodes;
+      if (trial[i].complete()) c.resolved_nodes += nodes;
+      c.indirect_steps += trial[i].indirect * nodes;
     }
-    const auto key = [&manifest](const RootBinding& b) {
-      // More resolved nodes, then scopes that follow the module tree step by
-      // step, then fewer wrapper segments, then a shallower root. The last
-      // two make the choice independent of hash-map iteration order.
-      return std::make_tuple(b.resolved_nodes, -static_cast<long>(b.indirect_steps),
-                             -static_cast<long>(b.wrapper.size()),
-                             -manifest.module(b.root).depth, -b.root);
-    };
     if (!have_best || key(c) > key(best) ||
         (key(c) == key(best) && c.wrapper < best.wrapper)) {
       best = c;
+      kept.swap(trial);
       have_best = true;
     }
   }
+  for (std::size_t i = 0; i < ordered.size(); ++i) ordered[i]->resolution = kept[i];
   return best;
 }
 

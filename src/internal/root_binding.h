@@ -32,9 +32,16 @@ std::vector<RootBinding> RootBindingCandidates(const Manifest& manifest,
 // indirect-step nodes under it): most resolved nodes, then fewest indirect
 // steps (an ancestor bound as root resolves through indirect searches),
 // then fewest wrapper segments, then the shallowest root, then the lowest
-// module id and wrapper text, so that the choice is deterministic.
+// module id and wrapper text, so that the choice is deterministic. Leaves
+// each scope's `resolution` under the binding chosen (as
+// ResolveScopesUnder would).
 RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const> ordered,
                               int max_wrapper_segments);
+
+// Sets each scope's `resolution` under `binding`. Many scopes are resolved
+// on two cores.
+void ResolveScopesUnder(const Manifest& manifest, const RootBinding& binding,
+                        absl::Span<Scope* const> ordered);
 
 }  // namespace internal
 }  // namespace semmap

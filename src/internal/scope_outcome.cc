@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/confidence.h"
-#include "internal/scope_resolver.h"
 
 namespace semmap {
 namespace internal {
@@ -36,14 +35,11 @@ Mapping ExactOutcome(const Manifest& manifest, bool derived, const Scope& s,
 
 }  // namespace
 
-void ResolveScopes(const Manifest& manifest, bool derived, GraphScopes* scopes,
+void ScopeOutcomes(const Manifest& manifest, bool derived, GraphScopes* scopes,
                    RootBinding* binding, EvidenceStore* evidence) {
-  const ScopeResolver resolver(manifest);
-  PrefixResolver prefix(resolver, binding->root, binding->wrapper);
   const std::size_t wrapper_len = binding->wrapper.size();
   for (Scope* scope : scopes->ordered) {
     Scope& s = *scope;
-    s.resolution = prefix.Resolve(s.segments);
     const ScopeResolution& r = s.resolution;
     if (derived) binding->scoped_nodes += s.nodes;
     if (derived && r.complete()) binding->resolved_nodes += s.nodes;

@@ -16,8 +16,8 @@
 namespace semmap {
 namespace internal {
 
-// Resolves every scope of `scopes` under `*binding` and sets its
-// resolution and outcome:
+// Sets the outcome of every scope of `scopes` from its resolution under
+// `*binding` (ChooseRootBinding or ResolveScopesUnder, root_binding.h):
 //  - complete: the module, confidence::scope::kExact (lowered when a call
 //    suffix was folded, a step was ambiguous, or the exporter's class
 //    differs from the manifest's);
@@ -28,7 +28,7 @@ namespace internal {
 // is multiplied by confidence::kNoManifestFactor, and the binding's scoped
 // and resolved node counts are filled here (ChooseRootBinding fills them
 // otherwise). Evidence strings go to `evidence`.
-void ResolveScopes(const Manifest& manifest, bool derived, GraphScopes* scopes,
+void ScopeOutcomes(const Manifest& manifest, bool derived, GraphScopes* scopes,
                    RootBinding* binding, EvidenceStore* evidence);
 
 // Copies each scope's outcome, when mapped, to the mappings of its nodes.
