@@ -115,6 +115,40 @@ TEST_CASE("A graph without names is not judged", "[manifest_fit][fixture]") {
   CHECK(absl::StrContains(mapper->manifestFit().evidence, "too few names"));
 }
 
+TEST_CASE("A scope counts for the fit only where the manifest has its literal path",
+          "[manifest_fit]") {
+  // "/layer1/layer1.0": the dotted path folds the container repeating its
+  // name ("layer1.0"). A manifest that has "layer1.layer1.0" instead lets
+  // the scope resolve step by step, yet it does not have the scope's path:
+  // the fit must not count it. "/blk" resolves and has its path.
+  onnx::ModelProto model = semmap_test::MakeModel();
+  std::string previous = "x";
+  for (int i = 0; i < 16; ++i) {
+    const std::string out = "v" + std::to_string(i);
+    const std::string scope = i < 8 ? "/layer1/layer1.0" : "/blk";
+    semmap_test::AddNode(model.mutable_graph(), scope + "/Relu_" + std::to_string(i), "Relu",
+                         {previous}, {out});
+    previous = out;
+  }
+  auto g = semmap::Graph::Parse(semmap_test::Serialize(model), "test");
+  REQUIRE(g.ok());
+  auto m = semmap::Manifest::Parse(
+      semmap_test::ManifestJson({"layer1", "layer1.layer1", "layer1.layer1.0", "blk"}), "test");
+  REQUIRE(m.ok());
+  semmap::MapperOptions options;
+  options.allow_manifest_mismatch = true;
+  auto mapper = semmap::SemanticMapper::Create(*g, &*m, options);
+  REQUIRE(mapper.ok());
+  const semmap::ManifestFit& fit = mapper->manifestFit();
+  CHECK(fit.distinct_scopes == 2);
+  CHECK(fit.resolved_scopes == 1);
+  CHECK(fit.scoped_nodes == 16);
+  CHECK(fit.resolved_nodes == 8);
+  // The mapping itself follows the resolution.
+  CHECK(mapper->moduleFor(0).module_path == "layer1.layer1.0");
+  CHECK(mapper->moduleFor(8).module_path == "blk");
+}
+
 TEST_CASE("Confident means at or above the documented floor", "[manifest_fit]") {
   semmap::Mapping m;
   CHECK_FALSE(m.confident());

@@ -211,7 +211,8 @@ std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes) {
   for (const auto& [key, scope] : scopes.by_key) {
     samples.push_back({scope.from_metadata,
                        scope.from_metadata ? absl::string_view() : absl::string_view(key),
-                       scope.text, scope.segments, scope.qualified_class, scope.nodes});
+                       scope.text, scope.segments, scope.qualified_class, scope.nodes,
+                       &scope.resolution});
   }
   return samples;
 }

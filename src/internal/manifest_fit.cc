@@ -86,6 +86,33 @@ ModuleId LiteralModule(const Manifest& manifest, const RootBinding& binding,
   return manifest.find(dotted.empty() ? root : absl::StrCat(root, ".", dotted));
 }
 
+// The module `scope` names literally when its resolution tells it already,
+// else kNoModule (then LiteralModule says). A complete resolution whose
+// every step found "<parent path>.<segment>" itself (no module searched
+// for below, no call suffix folded) reached "<root path>.<segments joined
+// by '.'>", which is the literal path when the scope's dotted path is its
+// segments joined: a metadata path without empty atoms, or names without
+// a container repeating its name ("layer1/layer1.0", which DottedPathOf
+// folds). Scopes outside the wrapper never resolve completely.
+ModuleId ResolvedLiterally(const ScopeSample& scope) {
+  const ScopeResolution* r = scope.resolution;
+  if (r == nullptr || !r->complete() || r->indirect != 0 || r->call_suffix) return kNoModule;
+  if (scope.from_metadata) {
+    std::size_t joined = 0;
+    for (absl::string_view segment : scope.segments) joined += segment.size() + 1;
+    return joined == scope.path.size() + 1 ? r->module : kNoModule;
+  }
+  for (std::size_t i = 1; i < scope.segments.size(); ++i) {
+    const absl::string_view previous = scope.segments[i - 1];
+    const absl::string_view segment = scope.segments[i];
+    if (segment.size() > previous.size() && absl::StartsWith(segment, previous) &&
+        segment[previous.size()] == '.') {
+      return kNoModule;
+    }
+  }
+  return r->module;
+}
+
 // The module a dotted tensor name lives in (the name without its last
 // atom), or kNoModule.
 ModuleId ModuleOfTensor(const Manifest& manifest, const RootBinding& binding,
@@ -156,10 +183,13 @@ void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifes
   absl::string_view conflict_path;
   for (const ScopeSample& scope : scopes) {
     if (scope.segments.empty()) continue;  // the root scope, true of any manifest
-    const std::string dotted =
-        scope.from_metadata ? std::string(scope.path) : DottedPathOf(scope.segments);
     bool beyond_wrapper = false;
-    const ModuleId id = LiteralModule(manifest, binding, dotted, &beyond_wrapper);
+    ModuleId id = ResolvedLiterally(scope);
+    if (id == kNoModule) {
+      const std::string dotted =
+          scope.from_metadata ? std::string(scope.path) : DottedPathOf(scope.segments);
+      id = LiteralModule(manifest, binding, dotted, &beyond_wrapper);
+    }
     if (beyond_wrapper) {
       ++outside->distinct_scopes;
       outside->scoped_nodes += scope.nodes;

@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
+#include "internal/scope_resolver.h"
 #include "internal/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -27,6 +28,10 @@ struct ScopeSample {
   absl::Span<const absl::string_view> segments;  // empty for the root scope
   absl::string_view qualified_class;             // metadata, when written
   std::size_t nodes = 0;
+  // The scope's resolution under the binding being judged, when known:
+  // a resolution through the manifest's own paths alone says which module
+  // the scope names literally, without building and looking up its path.
+  const ScopeResolution* resolution = nullptr;
 };
 
 // Linear in the distinct scopes and the initializers plus the manifest's
