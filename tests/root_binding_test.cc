@@ -73,7 +73,7 @@ TEST_CASE("GroupScopes groups nodes by scope and parses each once") {
                               "Identity_3", "/enc/layer.0/Relu"});
   const semmap::internal::GraphScopes scopes = semmap::internal::GroupScopes(g, Rules::Default());
   REQUIRE(scopes.of_node.size() == 5);
-  CHECK(scopes.by_key.size() == 2);
+  CHECK(scopes.all.size() == 2);
   REQUIRE(scopes.of_node[0] != nullptr);
   CHECK(scopes.of_node[0] == scopes.of_node[1]);
   CHECK(scopes.of_node[0] == scopes.of_node[4]);
@@ -116,10 +116,10 @@ TEST_CASE("GroupScopes on a graph large enough to be read on two cores") {
   REQUIRE(g.ok());
   const auto scopes = semmap::internal::GroupScopes(*g, Rules::Default());
   REQUIRE(scopes.of_node.size() == static_cast<std::size_t>(kNodes));
-  CHECK(scopes.by_key.size() == 50 + 4);
+  CHECK(scopes.all.size() == 50 + 4);
   CHECK(scopes.of_node[5] == nullptr);
   std::size_t counted = 0;
-  for (const auto& entry : scopes.by_key) counted += entry.second.nodes;
+  for (const auto& scope : scopes.all) counted += scope.nodes;
   CHECK(counted == static_cast<std::size_t>(kNodes) - 1);
   for (int i = 0; i < kNodes; ++i) {
     if (i == 5) continue;

@@ -1,6 +1,8 @@
 #include "internal/graph_scopes.h"
 
 #include <algorithm>
+#include <deque>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -20,8 +22,6 @@ namespace {
 // work on a hostile name linear in its length.
 constexpr std::size_t kMaxDerivedAtoms = 64;
 constexpr std::size_t kMaxDerivedPathBytes = 1024;
-
-using ScopeMap = absl::node_hash_map<std::string, Scope>;
 
 absl::string_view ScopeKey(absl::string_view name) {
   return name.substr(0, name.rfind('/'));
@@ -51,27 +51,31 @@ std::string BoundedPath(std::string path) {
 }
 
 // The scopes sorted by their segments (GraphScopes::ordered).
-std::vector<Scope*> SortedScopes(ScopeMap* scopes) {
+std::vector<Scope*> SortedScopes(std::deque<Scope>* scopes) {
   // Each scope's segments joined by '\0', which sorts below every other
   // byte: comparing the joined texts orders as comparing segment by
   // segment, at one memcmp per comparison.
+  std::size_t bytes = 0;
+  for (const Scope& scope : *scopes) {
+    for (absl::string_view segment : scope.segments) bytes += segment.size() + 1;
+  }
   std::string text;
-  std::vector<std::pair<absl::string_view, Scope*>> keyed;
+  text.reserve(bytes);
   std::vector<std::pair<std::size_t, std::size_t>> spans;
   spans.reserve(scopes->size());
-  for (auto& entry : *scopes) {
+  for (const Scope& scope : *scopes) {
     const std::size_t begin = text.size();
-    for (std::size_t i = 0; i < entry.second.segments.size(); ++i) {
+    for (std::size_t i = 0; i < scope.segments.size(); ++i) {
       if (i > 0) text.push_back('\0');
-      text.append(entry.second.segments[i].data(), entry.second.segments[i].size());
+      text.append(scope.segments[i].data(), scope.segments[i].size());
     }
     spans.emplace_back(begin, text.size() - begin);
   }
+  std::vector<std::pair<absl::string_view, Scope*>> keyed;
   keyed.reserve(scopes->size());
   std::size_t k = 0;
-  for (auto& entry : *scopes) {
-    keyed.emplace_back(absl::string_view(text).substr(spans[k].first, spans[k].second),
-                       &entry.second);
+  for (Scope& scope : *scopes) {
+    keyed.emplace_back(absl::string_view(text).substr(spans[k].first, spans[k].second), &scope);
     ++k;
   }
   // Ties (equal segments) resolve alike whatever their order.
@@ -117,30 +121,69 @@ void ReadNodeScopes(const Graph& graph, const Rules& rules, std::size_t from, st
   }
 }
 
-// Registers a name scope (parsed from `name` the first time).
-Scope* NameScope(absl::string_view key, absl::string_view name, ScopeMap* scopes) {
-  auto it = scopes->find(key);
-  if (it == scopes->end()) {
-    it = scopes->try_emplace(std::string(key)).first;
-    it->second.segments = ScopePath::Parse(name).segments();
-  }
-  return &it->second;
-}
+// Registers the scopes of one graph in node order: a scope's struct is
+// made the first time its key is met. Segments go to one pool; each
+// scope's span into it is set by Finish, once the pool no longer grows.
+class ScopeTable {
+ public:
+  explicit ScopeTable(GraphScopes* out) : out_(out) {}
 
-// Registers a module-stack scope; the first node to name it gives its class.
-Scope* StackScope(const MetadataScope& stack, ScopeMap* scopes) {
-  auto inserted = scopes->try_emplace(absl::StrCat("\x1e", stack.path));
-  Scope& s = inserted.first->second;
-  if (inserted.second) {
+  // A name scope, keyed by the name's text before its last '/' (a view
+  // into the Graph), parsed from `name` the first time.
+  Scope* Name(absl::string_view key, absl::string_view name) {
+    auto inserted = names_.try_emplace(key, nullptr);
+    if (inserted.second) {
+      Scope& s = Add();
+      s.key = key;
+      AddSegments(ScopePath::Parse(name).segments());
+      inserted.first->second = &s;
+    }
+    return inserted.first->second;
+  }
+
+  // A module-stack scope; the first node to name it gives its class.
+  Scope* Stack(MetadataScope&& stack) {
+    auto found = stacks_.find(stack.path);
+    if (found != stacks_.end()) return found->second;
+    Scope& s = Add();
     s.from_metadata = true;
-    s.text = stack.path;
-    s.qualified_class = stack.qualified_class;
-    for (absl::string_view atom : absl::StrSplit(s.text, '.', absl::SkipEmpty())) {
-      s.segments.push_back(atom);
+    s.text = std::move(stack.path);
+    s.qualified_class = std::move(stack.qualified_class);
+    // s.text lives in the deque's element, which never moves: views of
+    // it stay valid.
+    std::vector<absl::string_view> atoms = absl::StrSplit(s.text, '.', absl::SkipEmpty());
+    AddSegments(atoms);
+    stacks_.emplace(s.text, &s);
+    return &s;
+  }
+
+  void Finish() {
+    std::size_t k = 0;
+    for (Scope& s : out_->all) {
+      s.segments = absl::MakeConstSpan(out_->segments.data() + offsets_[k].first,
+                                       offsets_[k].second);
+      ++k;
     }
   }
-  return &s;
-}
+
+ private:
+  Scope& Add() {
+    out_->all.emplace_back();
+    offsets_.emplace_back(out_->segments.size(), 0);
+    return out_->all.back();
+  }
+  template <typename List>
+  void AddSegments(const List& segments) {
+    out_->segments.insert(out_->segments.end(), segments.begin(), segments.end());
+    offsets_.back().second = segments.size();
+  }
+
+  GraphScopes* out_;
+  absl::flat_hash_map<absl::string_view, Scope*> names_;
+  // Keyed by the path, viewing the scope's own text.
+  absl::flat_hash_map<absl::string_view, Scope*> stacks_;
+  std::vector<std::pair<std::size_t, std::size_t>> offsets_;  // into segments
+};
 
 }  // namespace
 
@@ -159,32 +202,34 @@ GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
   // Then registered in node order. A module's nodes usually follow each
   // other, so a node with the previous node's key takes its scope without
   // a lookup.
+  ScopeTable table(&out);
   absl::string_view last_key;
   Scope* last = nullptr;
   for (std::size_t i = 0; i < n; ++i) {
-    const NodeScope& ns = read[i];
+    NodeScope& ns = read[i];
     Scope* s = nullptr;
     if (ns.kind == NodeScope::Kind::kName) {
       s = last != nullptr && ns.key == last_key
               ? last
-              : NameScope(ns.key, graph.node(static_cast<NodeId>(i)).name, &out.by_key);
+              : table.Name(ns.key, graph.node(static_cast<NodeId>(i)).name);
       last = s;
       last_key = ns.key;
     } else if (ns.kind == NodeScope::Kind::kMetadata) {
-      s = StackScope(stacks[i < mid ? 0 : 1][ns.stack], &out.by_key);
+      s = table.Stack(std::move(stacks[i < mid ? 0 : 1][ns.stack]));
     }
     if (s != nullptr) ++s->nodes;
     out.of_node[i] = s;
   }
-  out.ordered = SortedScopes(&out.by_key);
+  table.Finish();
+  out.ordered = SortedScopes(&out.all);
   return out;
 }
 
 std::vector<std::pair<std::string, std::string>> DerivedModulePaths(const GraphScopes& scopes) {
   absl::flat_hash_map<std::string, std::string> raw;  // path -> class
-  for (const auto& entry : scopes.by_key) {
-    std::string& cls = raw[BoundedPath(DottedPath(entry.second))];
-    if (cls.empty()) cls = entry.second.qualified_class;
+  for (const Scope& scope : scopes.all) {
+    std::string& cls = raw[BoundedPath(DottedPath(scope))];
+    if (cls.empty()) cls = scope.qualified_class;
   }
   std::vector<std::pair<std::string, std::string>> out;
   out.reserve(raw.size());
@@ -207,12 +252,10 @@ std::vector<std::pair<std::string, std::string>> DerivedModulePaths(const GraphS
 
 std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes) {
   std::vector<ScopeSample> samples;
-  samples.reserve(scopes.by_key.size());
-  for (const auto& [key, scope] : scopes.by_key) {
-    samples.push_back({scope.from_metadata,
-                       scope.from_metadata ? absl::string_view() : absl::string_view(key),
-                       scope.text, scope.segments, scope.qualified_class, scope.nodes,
-                       &scope.resolution});
+  samples.reserve(scopes.all.size());
+  for (const Scope& scope : scopes.all) {
+    samples.push_back({scope.from_metadata, scope.key, scope.text, scope.segments,
+                       scope.qualified_class, scope.nodes, &scope.resolution});
   }
   return samples;
 }

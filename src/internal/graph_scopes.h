@@ -6,11 +6,13 @@
 #define SEMMAP_SRC_INTERNAL_GRAPH_SCOPES_H_
 
 #include <cstddef>
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/node_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "internal/manifest_fit.h"
 #include "internal/scope_resolver.h"
 #include "semmap/graph.h"
@@ -27,8 +29,11 @@ namespace internal {
 // resolution.
 struct Scope {
   bool from_metadata = false;
-  std::string text;  // owns the metadata path the segments point into
-  ScopePath::Segments segments;
+  // Name scopes: the node name's text before its last '/' (a view into
+  // the Graph).
+  absl::string_view key;
+  std::string text;  // metadata: the module path the segments point into
+  absl::Span<const absl::string_view> segments;  // into GraphScopes::segments
   std::string qualified_class;  // from metadata, when present
   std::size_t nodes = 0;
   // Set by ChooseRootBinding or ResolveScopesUnder (root_binding.h).
@@ -37,12 +42,13 @@ struct Scope {
   Mapping outcome;  // what every node of this scope gets (unmapped if none)
 };
 
-// The scopes of one graph. Scope addresses are stable for its lifetime
-// (moves included). Name scopes are keyed by the node name's text before
-// its last '/'; metadata scopes by "\x1e" + the deepest module path, which
-// no node name starts with.
+// The scopes of one graph, which must outlive it (name scopes view its
+// names). Scope addresses are stable for its lifetime, moves included.
+// Name scopes are told apart by their key, metadata scopes by the deepest
+// module path.
 struct GraphScopes {
-  absl::node_hash_map<std::string, Scope> by_key;
+  std::deque<Scope> all;  // in the order the nodes first name them
+  std::vector<absl::string_view> segments;  // every scope's, one after another
   // Per node, its scope or null (no scoped name and no module stack).
   std::vector<Scope*> of_node;
   // Every scope, ordered by its segments (ties in any order): what depends
