@@ -173,6 +173,29 @@ TEST_CASE("Many scopes resolve on two cores as they do one by one") {
   }
   CHECK(complete > 6000);
   CHECK(complete < scopes.ordered.size());
+  // Their outcomes, computed in two halves too, each carry their own
+  // scope's evidence.
+  semmap::internal::EvidenceStore store;
+  semmap::internal::ScopeOutcomes(m, /*derived=*/false, &scopes, &binding, &store);
+  std::size_t prefixes = 0;
+  for (const semmap::internal::Scope* s : scopes.ordered) {
+    const auto& r = s->resolution;
+    const std::string scope_text = semmap::internal::ScopeEvidence(*s);
+    if (r.complete()) {
+      REQUIRE(s->outcome.module == r.module);
+      REQUIRE(s->outcome.evidence ==
+              scope_text + (r.call_suffix ? " (call suffix folded)" : ""));
+    } else if (r.module != semmap::kNoModule && r.resolved > 0) {
+      ++prefixes;
+      REQUIRE(s->outcome.strategy == semmap::Strategy::kScopePrefix);
+      REQUIRE(s->outcome.evidence == scope_text + ": resolved " + std::to_string(r.resolved) +
+                                         " of " + std::to_string(r.total) + " segments");
+    } else {
+      REQUIRE_FALSE(s->outcome.mapped());
+      REQUIRE(s->outcome.evidence.empty());
+    }
+  }
+  CHECK(prefixes > 0);
   // ChooseRootBinding leaves the same resolutions under the binding it
   // chose (the identity here).
   auto again = semmap::internal::GroupScopes(g, Rules::Default());
@@ -183,6 +206,26 @@ TEST_CASE("Many scopes resolve on two cores as they do one by one") {
     CHECK(again.ordered[i]->resolution.module == scopes.ordered[i]->resolution.module);
     CHECK(again.ordered[i]->resolution.resolved == scopes.ordered[i]->resolution.resolved);
   }
+}
+
+TEST_CASE("The evidence store interns texts once and keeps whole texts apart") {
+  semmap::internal::EvidenceStore store;
+  const absl::string_view a = store.Intern("scope /a");
+  CHECK(store.Intern(std::string("scope /a")).data() == a.data());  // one copy
+  const std::string whole = "scope /bscope /c";
+  const absl::string_view kept = store.Keep(whole);
+  CHECK(kept == whole);
+  CHECK(kept.data() != whole.data());  // a copy, owned by the store
+  // Kept texts are not looked up: interning one makes another copy.
+  const absl::string_view b = store.Intern("scope /bscope /c");
+  CHECK(b == kept);
+  CHECK(b.data() != kept.data());
+  // A text longer than a block, then small ones after it, all intact.
+  const std::string big(100000, 'x');
+  CHECK(store.Intern(big) == big);
+  CHECK(store.Intern("scope /d") == "scope /d");
+  CHECK(a == "scope /a");
+  CHECK(store.Keep("").empty());
 }
 
 TEST_CASE("Root binding of a real export against its own manifest is the identity") {

@@ -27,5 +27,13 @@ absl::string_view EvidenceStore::Intern(absl::string_view text) {
   return stored;
 }
 
+absl::string_view EvidenceStore::Keep(absl::string_view text) {
+  if (text.empty()) return absl::string_view();
+  blocks_.push_back(std::make_unique<char[]>(text.size()));
+  std::memcpy(blocks_.back().get(), text.data(), text.size());
+  left_ = 0;  // Intern starts a new block after this one
+  return absl::string_view(blocks_.back().get(), text.size());
+}
+
 }  // namespace internal
 }  // namespace semmap

@@ -23,6 +23,10 @@ class EvidenceStore {
 
   // A view of a stored copy of `text`, valid as long as the store.
   absl::string_view Intern(absl::string_view text);
+  // A view of a stored copy of `text`, kept whole and not looked up: for
+  // many texts known to be distinct, written one after the other, of which
+  // callers take views of parts. Intern does not find them.
+  absl::string_view Keep(absl::string_view text);
 
  private:
   static constexpr std::size_t kBlockBytes = 64 * 1024;

@@ -61,10 +61,17 @@ std::vector<RootBinding> RootBindingCandidates(const Manifest& manifest,
   // looked up once, so the lookups cost at most one visit per module (a
   // module has one variable name).
   absl::flat_hash_set<absl::string_view> looked_up;
+  // A scope whose first segment is the previous scope's, and names a
+  // module, adds nothing: its callers were looked up and it has no wrapper.
+  absl::string_view previous_first;
+  bool previous_named = false;
   for (const Scope* scope : ordered) {
     const auto& segments = scope->segments;
     if (segments.empty()) continue;
     absl::string_view first = segments[0];
+    if (previous_named && first == previous_first) continue;
+    previous_first = first;
+    previous_named = !manifest.withVariableName(first).empty();
     // The module that calls a match of the first segment directly: the
     // match's path without the segment ("encoder.layer.0" - "layer.0").
     auto add_callers_of = [&](absl::string_view segment) {

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "internal/confidence.h"
+#include "internal/parallel.h"
 
 namespace semmap {
 namespace internal {
@@ -12,9 +15,12 @@ namespace {
 
 namespace scope_confidence = confidence::scope;
 
-// The outcome of a complete resolution.
-Mapping ExactOutcome(const Manifest& manifest, bool derived, const Scope& s,
-                     EvidenceStore* store) {
+// From this many scopes on, outcomes are computed in two halves on two
+// cores.
+constexpr std::size_t kParallelScopes = std::size_t{1} << 13;
+
+// The outcome of a complete resolution; its evidence is appended to `text`.
+Mapping ExactOutcome(const Manifest& manifest, bool derived, const Scope& s, std::string* text) {
   const ScopeResolution& r = s.resolution;
   Mapping m;
   m.module = r.module;
@@ -22,41 +28,71 @@ Mapping ExactOutcome(const Manifest& manifest, bool derived, const Scope& s,
   m.confidence = r.ambiguous     ? scope_confidence::kExactAmbiguous
                  : r.call_suffix ? scope_confidence::kExactCallSuffix
                                  : scope_confidence::kExact;
-  std::string evidence = ScopeEvidence(s);
-  if (r.call_suffix) absl::StrAppend(&evidence, " (call suffix folded)");
+  absl::StrAppend(text, ScopeEvidence(s));
+  if (r.call_suffix) absl::StrAppend(text, " (call suffix folded)");
   const std::string& manifest_class = manifest.module(r.module).qualified_class;
   if (!derived && !s.qualified_class.empty() && s.qualified_class != manifest_class) {
     m.confidence = std::min(m.confidence, scope_confidence::kClassMismatch);
-    absl::StrAppend(&evidence, "; exporter says ", s.qualified_class);
+    absl::StrAppend(text, "; exporter says ", s.qualified_class);
   }
-  m.evidence = store->Intern(evidence);
   return m;
+}
+
+// The outcomes of scopes [from, to), their evidence texts one after the
+// other in `text`, each scope's (offset, length) in spans[i].
+void OutcomesOf(const Manifest& manifest, bool derived, std::size_t wrapper_len,
+                absl::Span<Scope* const> ordered, std::size_t from, std::size_t to,
+                std::string* text, std::pair<std::size_t, std::size_t>* spans) {
+  for (std::size_t i = from; i < to; ++i) {
+    Scope& s = *ordered[i];
+    const ScopeResolution& r = s.resolution;
+    Mapping& m = s.outcome;
+    const std::size_t begin = text->size();
+    if (r.complete()) {
+      m = ExactOutcome(manifest, derived, s, text);
+    } else if (r.module != kNoModule && r.resolved > wrapper_len) {
+      m.module = r.module;
+      m.strategy = Strategy::kScopePrefix;
+      m.confidence = scope_confidence::kPrefix;
+      absl::StrAppend(text, ScopeEvidence(s), ": resolved ", r.resolved - wrapper_len, " of ",
+                      r.total - wrapper_len, " segments");
+    } else {
+      continue;
+    }
+    if (derived) m.confidence *= confidence::kNoManifestFactor;
+    spans[i] = {begin, text->size() - begin};
+  }
 }
 
 }  // namespace
 
 void ScopeOutcomes(const Manifest& manifest, bool derived, GraphScopes* scopes,
                    RootBinding* binding, EvidenceStore* evidence) {
+  const std::vector<Scope*>& ordered = scopes->ordered;
+  const std::size_t n = ordered.size();
   const std::size_t wrapper_len = binding->wrapper.size();
-  for (Scope* scope : scopes->ordered) {
-    Scope& s = *scope;
-    const ScopeResolution& r = s.resolution;
-    if (derived) binding->scoped_nodes += s.nodes;
-    if (derived && r.complete()) binding->resolved_nodes += s.nodes;
-    Mapping& m = s.outcome;
-    if (r.complete()) {
-      m = ExactOutcome(manifest, derived, s, evidence);
-    } else if (r.module != kNoModule && r.resolved > wrapper_len) {
-      m.module = r.module;
-      m.strategy = Strategy::kScopePrefix;
-      m.confidence = scope_confidence::kPrefix;
-      m.evidence = evidence->Intern(absl::StrCat(ScopeEvidence(s), ": resolved ",
-                                                 r.resolved - wrapper_len, " of ",
-                                                 r.total - wrapper_len, " segments"));
-    } else {
-      continue;
+  if (derived) {
+    for (const Scope* s : ordered) {
+      binding->scoped_nodes += s->nodes;
+      if (s->resolution.complete()) binding->resolved_nodes += s->nodes;
     }
-    if (derived) m.confidence *= confidence::kNoManifestFactor;
+  }
+  // Each scope's evidence names the scope itself, so the texts are
+  // distinct: they are kept whole, one text per half, without a lookup.
+  std::string text[2];
+  std::vector<std::pair<std::size_t, std::size_t>> spans(n);
+  const std::size_t mid = n / 2;
+  RunBoth(n >= kParallelScopes,
+          [&] {
+            OutcomesOf(manifest, derived, wrapper_len, ordered, mid, n, &text[1], spans.data());
+          },
+          [&] {
+            OutcomesOf(manifest, derived, wrapper_len, ordered, 0, mid, &text[0], spans.data());
+          });
+  const absl::string_view kept[2] = {evidence->Keep(text[0]), evidence->Keep(text[1])};
+  for (std::size_t i = 0; i < n; ++i) {
+    Mapping& m = ordered[i]->outcome;
+    if (m.mapped()) m.evidence = kept[i < mid ? 0 : 1].substr(spans[i].first, spans[i].second);
   }
 }
 
