@@ -1,7 +1,7 @@
 #include "internal/graph_scopes.h"
 
 #include <algorithm>
-#include <deque>
+#include <cstdint>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -51,7 +51,7 @@ std::string BoundedPath(std::string path) {
 }
 
 // The scopes sorted by their segments (GraphScopes::ordered).
-std::vector<Scope*> SortedScopes(std::deque<Scope>* scopes) {
+std::vector<Scope*> SortedScopes(std::vector<Scope>* scopes) {
   // Each scope's segments joined by '\0', which sorts below every other
   // byte: comparing the joined texts orders as comparing segment by
   // segment, at one memcmp per comparison.
@@ -90,10 +90,10 @@ std::vector<Scope*> SortedScopes(std::deque<Scope>* scopes) {
 // What a node's name or metadata says of its scope, read without touching
 // the shared scope table, so the nodes can be read on two cores.
 struct NodeScope {
-  enum class Kind : std::uint8_t { kNone, kName, kMetadata };
-  Kind kind = Kind::kNone;
-  absl::string_view key;  // kName: the name's text before its last '/'
-  std::size_t stack = 0;  // kMetadata: index into the reader's stacks
+  static constexpr std::uint32_t kNoStack = UINT32_MAX;
+  bool named = false;    // a name scope: the first key_size bytes of the name
+  std::uint32_t stack = kNoStack;  // else a module stack: index into its half's
+  std::size_t key_size = 0;
 };
 
 struct MetadataScope {
@@ -110,78 +110,85 @@ void ReadNodeScopes(const Graph& graph, const Rules& rules, std::size_t from, st
     const Node& node = graph.node(static_cast<NodeId>(i));
     NodeScope& ns = (*out)[i];
     if (!node.name.empty() && node.name.front() == '/' && !rules.isDerivedNodeName(node.name)) {
-      ns.kind = NodeScope::Kind::kName;
-      ns.key = ScopeKey(node.name);
+      ns.named = true;
+      ns.key_size = ScopeKey(node.name).size();
       continue;
     }
-    if (!ReadModuleStack(node.metadata, &stack)) continue;
-    ns.kind = NodeScope::Kind::kMetadata;
-    ns.stack = stacks->size();
+    if (stacks->size() >= NodeScope::kNoStack || !ReadModuleStack(node.metadata, &stack)) {
+      continue;
+    }
+    ns.stack = static_cast<std::uint32_t>(stacks->size());
     stacks->push_back({stack.deepest(), stack.deepestClass()});
   }
 }
 
-// Registers the scopes of one graph in node order: a scope's struct is
-// made the first time its key is met. Segments go to one pool; each
-// scope's span into it is set by Finish, once the pool no longer grows.
+// The distinct scopes of the nodes, numbered in the order first met, and
+// each node's number (kNone without a scope).
 class ScopeTable {
  public:
-  explicit ScopeTable(GraphScopes* out) : out_(out) {}
+  static constexpr std::uint32_t kNone = UINT32_MAX;
 
   // A name scope, keyed by the name's text before its last '/' (a view
-  // into the Graph), parsed from `name` the first time.
-  Scope* Name(absl::string_view key, absl::string_view name) {
-    auto inserted = names_.try_emplace(key, nullptr);
-    if (inserted.second) {
-      Scope& s = Add();
-      s.key = key;
-      AddSegments(ScopePath::Parse(name).segments());
-      inserted.first->second = &s;
-    }
+  // into the Graph); `node` is the node naming it.
+  std::uint32_t Name(absl::string_view key, std::size_t node) {
+    auto inserted = names_.try_emplace(key, Next());
+    if (inserted.second) firsts_.push_back({node, kNone});
     return inserted.first->second;
   }
 
   // A module-stack scope; the first node to name it gives its class.
-  Scope* Stack(MetadataScope&& stack) {
-    auto found = stacks_.find(stack.path);
-    if (found != stacks_.end()) return found->second;
-    Scope& s = Add();
-    s.from_metadata = true;
-    s.text = std::move(stack.path);
-    s.qualified_class = std::move(stack.qualified_class);
-    // s.text lives in the deque's element, which never moves: views of
-    // it stay valid.
-    std::vector<absl::string_view> atoms = absl::StrSplit(s.text, '.', absl::SkipEmpty());
-    AddSegments(atoms);
-    stacks_.emplace(s.text, &s);
-    return &s;
+  std::uint32_t Stack(MetadataScope&& stack) {
+    auto inserted = stacks_.try_emplace(stack.path, Next());
+    if (inserted.second) {
+      firsts_.push_back({0, static_cast<std::uint32_t>(stack_scopes_.size())});
+      stack_scopes_.push_back(std::move(stack));
+    }
+    return inserted.first->second;
   }
 
-  void Finish() {
-    std::size_t k = 0;
-    for (Scope& s : out_->all) {
-      s.segments = absl::MakeConstSpan(out_->segments.data() + offsets_[k].first,
-                                       offsets_[k].second);
-      ++k;
+  // Makes the scopes (`all`, their segments) once their number is known:
+  // nothing moves after.
+  void Build(const Graph& graph, GraphScopes* out) {
+    out->all.resize(firsts_.size());
+    for (std::size_t k = 0; k < firsts_.size(); ++k) {
+      Scope& s = out->all[k];
+      const First& f = firsts_[k];
+      if (f.stack == kNone) {
+        const absl::string_view name = graph.node(static_cast<NodeId>(f.node)).name;
+        s.key = ScopeKey(name);
+        const ScopePath path = ScopePath::Parse(name);
+        offsets_.emplace_back(out->segments.size(), path.segments().size());
+        out->segments.insert(out->segments.end(), path.segments().begin(),
+                             path.segments().end());
+      } else {
+        MetadataScope& stack = stack_scopes_[f.stack];
+        s.from_metadata = true;
+        s.text = std::move(stack.path);
+        s.qualified_class = std::move(stack.qualified_class);
+        const std::size_t begin = out->segments.size();
+        for (absl::string_view atom : absl::StrSplit(s.text, '.', absl::SkipEmpty())) {
+          out->segments.push_back(atom);
+        }
+        offsets_.emplace_back(begin, out->segments.size() - begin);
+      }
+    }
+    for (std::size_t k = 0; k < firsts_.size(); ++k) {
+      out->all[k].segments =
+          absl::MakeConstSpan(out->segments.data() + offsets_[k].first, offsets_[k].second);
     }
   }
 
  private:
-  Scope& Add() {
-    out_->all.emplace_back();
-    offsets_.emplace_back(out_->segments.size(), 0);
-    return out_->all.back();
-  }
-  template <typename List>
-  void AddSegments(const List& segments) {
-    out_->segments.insert(out_->segments.end(), segments.begin(), segments.end());
-    offsets_.back().second = segments.size();
-  }
+  struct First {
+    std::size_t node;     // name scopes: the first node naming it
+    std::uint32_t stack;  // metadata scopes: index into stack_scopes_
+  };
+  std::uint32_t Next() const { return static_cast<std::uint32_t>(firsts_.size()); }
 
-  GraphScopes* out_;
-  absl::flat_hash_map<absl::string_view, Scope*> names_;
-  // Keyed by the path, viewing the scope's own text.
-  absl::flat_hash_map<absl::string_view, Scope*> stacks_;
+  absl::flat_hash_map<absl::string_view, std::uint32_t> names_;
+  absl::flat_hash_map<std::string, std::uint32_t> stacks_;
+  std::vector<First> firsts_;
+  std::vector<MetadataScope> stack_scopes_;
   std::vector<std::pair<std::size_t, std::size_t>> offsets_;  // into segments
 };
 
@@ -190,7 +197,6 @@ class ScopeTable {
 GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
   GraphScopes out;
   const std::size_t n = graph.size();
-  out.of_node.assign(n, nullptr);
   // Reading names (the derived-name rule is a regular expression) and
   // module stacks is per node: the two halves on two cores on a large graph.
   std::vector<NodeScope> read(n);
@@ -199,28 +205,36 @@ GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
   RunBoth(n >= kParallelNodes,
           [&] { ReadNodeScopes(graph, rules, mid, n, &read, &stacks[1]); },
           [&] { ReadNodeScopes(graph, rules, 0, mid, &read, &stacks[0]); });
-  // Then registered in node order. A module's nodes usually follow each
+  // Then numbered in node order. A module's nodes usually follow each
   // other, so a node with the previous node's key takes its scope without
   // a lookup.
-  ScopeTable table(&out);
+  constexpr std::uint32_t kNone = ScopeTable::kNone;
+  std::vector<std::uint32_t> index(n, kNone);
+  ScopeTable table;
   absl::string_view last_key;
-  Scope* last = nullptr;
+  std::uint32_t last = kNone;
   for (std::size_t i = 0; i < n; ++i) {
-    NodeScope& ns = read[i];
-    Scope* s = nullptr;
-    if (ns.kind == NodeScope::Kind::kName) {
-      s = last != nullptr && ns.key == last_key
-              ? last
-              : table.Name(ns.key, graph.node(static_cast<NodeId>(i)).name);
-      last = s;
-      last_key = ns.key;
-    } else if (ns.kind == NodeScope::Kind::kMetadata) {
-      s = table.Stack(std::move(stacks[i < mid ? 0 : 1][ns.stack]));
+    const NodeScope& ns = read[i];
+    if (ns.named) {
+      const absl::string_view key = graph.node(static_cast<NodeId>(i)).name.substr(0, ns.key_size);
+      if (last == kNone || key != last_key) {
+        last = table.Name(key, i);
+        last_key = key;
+      }
+      index[i] = last;
+    } else if (ns.stack != NodeScope::kNoStack) {
+      index[i] = table.Stack(std::move(stacks[i < mid ? 0 : 1][ns.stack]));
     }
-    if (s != nullptr) ++s->nodes;
+  }
+  std::vector<NodeScope>().swap(read);
+  table.Build(graph, &out);
+  out.of_node.assign(n, nullptr);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (index[i] == kNone) continue;
+    Scope* s = &out.all[index[i]];
+    ++s->nodes;
     out.of_node[i] = s;
   }
-  table.Finish();
   out.ordered = SortedScopes(&out.all);
   return out;
 }

@@ -6,7 +6,6 @@
 #define SEMMAP_SRC_INTERNAL_GRAPH_SCOPES_H_
 
 #include <cstddef>
-#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,7 +46,7 @@ struct Scope {
 // Name scopes are told apart by their key, metadata scopes by the deepest
 // module path.
 struct GraphScopes {
-  std::deque<Scope> all;  // in the order the nodes first name them
+  std::vector<Scope> all;  // in the order the nodes first name them
   std::vector<absl::string_view> segments;  // every scope's, one after another
   // Per node, its scope or null (no scoped name and no module stack).
   std::vector<Scope*> of_node;
