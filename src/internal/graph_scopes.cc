@@ -91,9 +91,9 @@ std::vector<Scope*> SortedScopes(std::vector<Scope>* scopes) {
 // the shared scope table, so the nodes can be read on two cores.
 struct NodeScope {
   static constexpr std::uint32_t kNoStack = UINT32_MAX;
-  bool named = false;    // a name scope: the first key_size bytes of the name
-  std::uint32_t stack = kNoStack;  // else a module stack: index into its half's
+  const char* key = nullptr;  // a name scope: the name's text before its last '/'
   std::size_t key_size = 0;
+  std::uint32_t stack = kNoStack;  // else a module stack: index into its half's
 };
 
 struct MetadataScope {
@@ -110,7 +110,7 @@ void ReadNodeScopes(const Graph& graph, const Rules& rules, std::size_t from, st
     const Node& node = graph.node(static_cast<NodeId>(i));
     NodeScope& ns = (*out)[i];
     if (!node.name.empty() && node.name.front() == '/' && !rules.isDerivedNodeName(node.name)) {
-      ns.named = true;
+      ns.key = node.name.data();
       ns.key_size = ScopeKey(node.name).size();
       continue;
     }
@@ -122,17 +122,16 @@ void ReadNodeScopes(const Graph& graph, const Rules& rules, std::size_t from, st
   }
 }
 
-// The distinct scopes of the nodes, numbered in the order first met, and
-// each node's number (kNone without a scope).
+constexpr std::uint32_t kNone = UINT32_MAX;
+
+// The distinct scopes of some nodes, numbered in the order first met.
 class ScopeTable {
  public:
-  static constexpr std::uint32_t kNone = UINT32_MAX;
-
   // A name scope, keyed by the name's text before its last '/' (a view
   // into the Graph); `node` is the node naming it.
   std::uint32_t Name(absl::string_view key, std::size_t node) {
     auto inserted = names_.try_emplace(key, Next());
-    if (inserted.second) firsts_.push_back({node, kNone});
+    if (inserted.second) firsts_.push_back({key, node, kNone});
     return inserted.first->second;
   }
 
@@ -140,48 +139,80 @@ class ScopeTable {
   std::uint32_t Stack(MetadataScope&& stack) {
     auto inserted = stacks_.try_emplace(stack.path, Next());
     if (inserted.second) {
-      firsts_.push_back({0, static_cast<std::uint32_t>(stack_scopes_.size())});
+      firsts_.push_back({{}, 0, static_cast<std::uint32_t>(stack_scopes_.size())});
       stack_scopes_.push_back(std::move(stack));
     }
     return inserted.first->second;
   }
 
-  // Makes the scopes (`all`, their segments) once their number is known:
-  // nothing moves after.
-  void Build(const Graph& graph, GraphScopes* out) {
-    out->all.resize(firsts_.size());
-    for (std::size_t k = 0; k < firsts_.size(); ++k) {
-      Scope& s = out->all[k];
+  // Numbers nodes [from, to) of `read` into `index`; a node with the
+  // previous node's key (a module's nodes usually follow each other) takes
+  // its scope without a lookup.
+  void Number(std::vector<NodeScope>* read, std::vector<MetadataScope>* stacks,
+              std::size_t from, std::size_t to, std::vector<std::uint32_t>* index) {
+    absl::string_view last_key;
+    std::uint32_t last = kNone;
+    for (std::size_t i = from; i < to; ++i) {
+      const NodeScope& ns = (*read)[i];
+      if (ns.key != nullptr) {
+        const absl::string_view key(ns.key, ns.key_size);
+        if (last == kNone || key != last_key) {
+          last = Name(key, i);
+          last_key = key;
+        }
+        (*index)[i] = last;
+      } else if (ns.stack != NodeScope::kNoStack) {
+        (*index)[i] = Stack(std::move((*stacks)[ns.stack]));
+      }
+    }
+  }
+
+  // Adds the scopes of `later` (numbered from later nodes) that this table
+  // lacks, in their order; returns each one's number here.
+  std::vector<std::uint32_t> Absorb(ScopeTable&& later) {
+    std::vector<std::uint32_t> renumbered(later.firsts_.size());
+    for (std::size_t k = 0; k < later.firsts_.size(); ++k) {
+      const First& f = later.firsts_[k];
+      renumbered[k] = f.stack == kNone
+                          ? Name(f.key, f.node)
+                          : Stack(std::move(later.stack_scopes_[f.stack]));
+    }
+    return renumbered;
+  }
+
+  std::size_t size() const { return firsts_.size(); }
+
+  // Makes scopes [from, to) in `all` (already sized), their segments
+  // appended to `pool` and each one's (offset, count) into it to `spans`.
+  void Build(const Graph& graph, std::size_t from, std::size_t to, std::vector<Scope>* all,
+             std::vector<absl::string_view>* pool,
+             std::vector<std::pair<std::size_t, std::size_t>>* spans) {
+    for (std::size_t k = from; k < to; ++k) {
+      Scope& s = (*all)[k];
       const First& f = firsts_[k];
+      const std::size_t begin = pool->size();
       if (f.stack == kNone) {
-        const absl::string_view name = graph.node(static_cast<NodeId>(f.node)).name;
-        s.key = ScopeKey(name);
-        const ScopePath path = ScopePath::Parse(name);
-        offsets_.emplace_back(out->segments.size(), path.segments().size());
-        out->segments.insert(out->segments.end(), path.segments().begin(),
-                             path.segments().end());
+        s.key = f.key;
+        const ScopePath path = ScopePath::Parse(graph.node(static_cast<NodeId>(f.node)).name);
+        pool->insert(pool->end(), path.segments().begin(), path.segments().end());
       } else {
         MetadataScope& stack = stack_scopes_[f.stack];
         s.from_metadata = true;
         s.text = std::move(stack.path);
         s.qualified_class = std::move(stack.qualified_class);
-        const std::size_t begin = out->segments.size();
         for (absl::string_view atom : absl::StrSplit(s.text, '.', absl::SkipEmpty())) {
-          out->segments.push_back(atom);
+          pool->push_back(atom);
         }
-        offsets_.emplace_back(begin, out->segments.size() - begin);
       }
-    }
-    for (std::size_t k = 0; k < firsts_.size(); ++k) {
-      out->all[k].segments =
-          absl::MakeConstSpan(out->segments.data() + offsets_[k].first, offsets_[k].second);
+      spans->emplace_back(begin, pool->size() - begin);
     }
   }
 
  private:
   struct First {
-    std::size_t node;     // name scopes: the first node naming it
-    std::uint32_t stack;  // metadata scopes: index into stack_scopes_
+    absl::string_view key;  // name scopes
+    std::size_t node;       // name scopes: the first node naming it
+    std::uint32_t stack;    // metadata scopes: index into stack_scopes_
   };
   std::uint32_t Next() const { return static_cast<std::uint32_t>(firsts_.size()); }
 
@@ -189,45 +220,55 @@ class ScopeTable {
   absl::flat_hash_map<std::string, std::uint32_t> stacks_;
   std::vector<First> firsts_;
   std::vector<MetadataScope> stack_scopes_;
-  std::vector<std::pair<std::size_t, std::size_t>> offsets_;  // into segments
 };
 
 }  // namespace
 
+// Every pass over the nodes, and the making of the scopes, goes in two
+// halves on two cores on a large graph; the halves' scope tables are then
+// merged, numbering the scopes as one pass in node order would.
 GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
   GraphScopes out;
   const std::size_t n = graph.size();
-  // Reading names (the derived-name rule is a regular expression) and
-  // module stacks is per node: the two halves on two cores on a large graph.
+  const bool parallel = n >= kParallelNodes;
+  const std::size_t mid = n / 2;
   std::vector<NodeScope> read(n);
   std::vector<MetadataScope> stacks[2];
-  const std::size_t mid = n / 2;
-  RunBoth(n >= kParallelNodes,
-          [&] { ReadNodeScopes(graph, rules, mid, n, &read, &stacks[1]); },
-          [&] { ReadNodeScopes(graph, rules, 0, mid, &read, &stacks[0]); });
-  // Then numbered in node order. A module's nodes usually follow each
-  // other, so a node with the previous node's key takes its scope without
-  // a lookup.
-  constexpr std::uint32_t kNone = ScopeTable::kNone;
   std::vector<std::uint32_t> index(n, kNone);
-  ScopeTable table;
-  absl::string_view last_key;
-  std::uint32_t last = kNone;
-  for (std::size_t i = 0; i < n; ++i) {
-    const NodeScope& ns = read[i];
-    if (ns.named) {
-      const absl::string_view key = graph.node(static_cast<NodeId>(i)).name.substr(0, ns.key_size);
-      if (last == kNone || key != last_key) {
-        last = table.Name(key, i);
-        last_key = key;
-      }
-      index[i] = last;
-    } else if (ns.stack != NodeScope::kNoStack) {
-      index[i] = table.Stack(std::move(stacks[i < mid ? 0 : 1][ns.stack]));
-    }
-  }
+  ScopeTable tables[2];
+  RunBoth(
+      parallel,
+      [&] {
+        ReadNodeScopes(graph, rules, mid, n, &read, &stacks[1]);
+        tables[1].Number(&read, &stacks[1], mid, n, &index);
+      },
+      [&] {
+        ReadNodeScopes(graph, rules, 0, mid, &read, &stacks[0]);
+        tables[0].Number(&read, &stacks[0], 0, mid, &index);
+      });
   std::vector<NodeScope>().swap(read);
-  table.Build(graph, &out);
+  ScopeTable& table = tables[0];
+  const std::vector<std::uint32_t> renumbered = table.Absorb(std::move(tables[1]));
+  for (std::size_t i = mid; i < n; ++i) {
+    if (index[i] != kNone) index[i] = renumbered[index[i]];
+  }
+
+  const std::size_t count = table.size();
+  out.all.resize(count);
+  std::vector<absl::string_view> pools[2];
+  std::vector<std::pair<std::size_t, std::size_t>> spans[2];
+  const std::size_t half = count / 2;
+  RunBoth(parallel, [&] { table.Build(graph, half, count, &out.all, &pools[1], &spans[1]); },
+          [&] { table.Build(graph, 0, half, &out.all, &pools[0], &spans[0]); });
+  out.segments = std::move(pools[0]);
+  const std::size_t shift = out.segments.size();
+  out.segments.insert(out.segments.end(), pools[1].begin(), pools[1].end());
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto& span = k < half ? spans[0][k] : spans[1][k - half];
+    out.all[k].segments = absl::MakeConstSpan(
+        out.segments.data() + span.first + (k < half ? 0 : shift), span.second);
+  }
+
   out.of_node.assign(n, nullptr);
   for (std::size_t i = 0; i < n; ++i) {
     if (index[i] == kNone) continue;
