@@ -2,6 +2,7 @@
 // (internal/graph_scopes.h), binding the ONNX root to the manifest
 // (internal/root_binding.h) and resolving each scope once
 // (internal/scope_outcome.h).
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -99,14 +100,16 @@ TEST_CASE("GroupScopes on a graph large enough to be read on two cores") {
   for (int i = 0; i < kNodes; ++i) {
     const std::string out = "v" + std::to_string(i);
     std::string name = "/enc/layer." + std::to_string(i / 3 % 50) + "/Relu_" + std::to_string(i);
+    if (i >= 60000 && i % 10 == 1) name = "/late/Relu_" + std::to_string(i);  // second half only
     if (i % 1000 == 7) name = "stack_" + std::to_string(i);
     if (i == 5) name = "/enc/x_output_0_QuantizeLinear";  // derived: no scope
     onnx::NodeProto* node = semmap_test::AddNode(model.mutable_graph(), name, "Relu",
                                                  {previous}, {out});
     if (i % 1000 == 7) {
-      semmap_test::AddNodeMetadata(
-          node, "pkg.torch.onnx.name_scopes",
-          "['', 'dec', 'dec.block." + std::to_string(i / 1000 % 4) + "', 'relu']");
+      const std::string block =
+          i >= 50000 && i % 2000 == 7 ? "late" : std::to_string(i / 1000 % 4);
+      semmap_test::AddNodeMetadata(node, "pkg.torch.onnx.name_scopes",
+                                   "['', 'dec', 'dec.block." + block + "', 'relu']");
       semmap_test::AddNodeMetadata(node, "pkg.torch.onnx.class_hierarchy",
                                    "['M', 'D', 'B" + std::to_string(i) + "', 'relu']");
     }
@@ -116,7 +119,7 @@ TEST_CASE("GroupScopes on a graph large enough to be read on two cores") {
   REQUIRE(g.ok());
   const auto scopes = semmap::internal::GroupScopes(*g, Rules::Default());
   REQUIRE(scopes.of_node.size() == static_cast<std::size_t>(kNodes));
-  CHECK(scopes.all.size() == 50 + 4);
+  CHECK(scopes.all.size() == 50 + 4 + 2);
   CHECK(scopes.of_node[5] == nullptr);
   std::size_t counted = 0;
   for (const auto& scope : scopes.all) counted += scope.nodes;
@@ -127,7 +130,14 @@ TEST_CASE("GroupScopes on a graph large enough to be read on two cores") {
     REQUIRE(s != nullptr);
     if (i % 1000 == 7) {
       REQUIRE(s->from_metadata);
-      CHECK(s->text == "dec.block." + std::to_string(i / 1000 % 4));
+      CHECK(s->text == "dec.block." + (i >= 50000 && i % 2000 == 7
+                                           ? std::string("late")
+                                           : std::to_string(i / 1000 % 4)));
+    } else if (i >= 60000 && i % 10 == 1) {
+      REQUIRE_FALSE(s->from_metadata);
+      CHECK(s->key == "/late");
+      REQUIRE(s->segments.size() == 1);
+      CHECK(s->segments[0] == "late");
     } else {
       REQUIRE_FALSE(s->from_metadata);
       REQUIRE(s->segments.size() == 2);
@@ -138,8 +148,18 @@ TEST_CASE("GroupScopes on a graph large enough to be read on two cores") {
   // the order of the halves).
   const semmap::internal::Scope* block1 = scopes.of_node[1007];
   CHECK(block1->qualified_class == "B1007");
-  CHECK(scopes.of_node[kNodes - 1000 + 7 - 1000]->text ==
-        "dec.block." + std::to_string((kNodes - 2000 + 7) / 1000 % 4));
+  CHECK(scopes.of_node[50007]->qualified_class == "B50007");  // first met in the second half
+  CHECK(scopes.of_node[52007] == scopes.of_node[50007]);
+  // Scopes are numbered in the order the nodes first name them, across
+  // the halves: the first half's, then the second half's new ones.
+  std::vector<const semmap::internal::Scope*> first_met;
+  for (const semmap::internal::Scope* s : scopes.of_node) {
+    if (s != nullptr && std::find(first_met.begin(), first_met.end(), s) == first_met.end()) {
+      first_met.push_back(s);
+    }
+  }
+  REQUIRE(first_met.size() == scopes.all.size());
+  for (std::size_t k = 0; k < first_met.size(); ++k) CHECK(first_met[k] == &scopes.all[k]);
 }
 
 TEST_CASE("Many scopes resolve on two cores as they do one by one") {
