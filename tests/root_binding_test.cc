@@ -178,6 +178,16 @@ TEST_CASE("Many scopes resolve on two cores as they do one by one") {
   const Graph g = NamedGraph(names);
   auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
   REQUIRE(scopes.ordered.size() > 12000);
+  // Sorted (in two halves, merged) segment by segment, each scope once.
+  REQUIRE(scopes.ordered.size() == scopes.all.size());
+  for (std::size_t i = 1; i < scopes.ordered.size(); ++i) {
+    const auto& a = scopes.ordered[i - 1]->segments;
+    const auto& b = scopes.ordered[i]->segments;
+    REQUIRE_FALSE(std::lexicographical_compare(b.begin(), b.end(), a.begin(), a.end()));
+  }
+  std::vector<const semmap::internal::Scope*> seen(scopes.ordered.begin(), scopes.ordered.end());
+  std::sort(seen.begin(), seen.end());
+  CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
   RootBinding binding;
   semmap::internal::ResolveScopesUnder(m, binding, scopes.ordered);
   const semmap::internal::ScopeResolver resolver(m);
