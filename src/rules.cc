@@ -13,6 +13,7 @@
 #include "internal/file_io.h"
 #include "internal/json_reader.h"
 #include "internal/out_of_memory.h"
+#include "internal/pattern_prefilter.h"
 #include "internal/status_macros.h"
 #include "re2/re2.h"
 
@@ -52,6 +53,7 @@ struct Rules::Impl {
     bool repeated_child = false;
   };
   std::vector<std::unique_ptr<RE2>> derived_names;
+  std::unique_ptr<internal::PatternPrefilter> derived_filter;  // of derived_names
   std::vector<std::unique_ptr<RE2>> value_suffixes;
   std::unique_ptr<RE2> passthrough_ops;
   std::unique_ptr<RE2> follow_consumers_ops;
@@ -174,6 +176,7 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
   auto impl = std::make_unique<Impl>();
   ProgramBudget budget;
   SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", &budget, &impl->derived_names));
+  impl->derived_filter = std::make_unique<internal::PatternPrefilter>(impl->derived_names);
   SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", &budget, &impl->value_suffixes));
   SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops,
                           CompileSingle(doc, "weight_passthrough_ops", "pattern", &budget));
@@ -255,10 +258,7 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
 }
 
 bool Rules::isDerivedNodeName(absl::string_view name) const {
-  for (const auto& re : impl_->derived_names) {
-    if (RE2::PartialMatch(Piece(name), *re)) return true;
-  }
-  return false;
+  return impl_->derived_filter->AnyPartialMatch(name);
 }
 
 absl::string_view Rules::stripValueSuffixes(absl::string_view value) const {
