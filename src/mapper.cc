@@ -26,16 +26,6 @@
 namespace semmap {
 namespace {
 
-// Each module's category, by module id.
-std::vector<std::string> Categories(const Manifest& manifest, const Rules& rules) {
-  std::vector<std::string> categories;
-  categories.reserve(manifest.size());
-  for (std::size_t i = 0; i < manifest.size(); ++i) {
-    categories.push_back(rules.categoryOf(manifest, static_cast<ModuleId>(i)));
-  }
-  return categories;
-}
-
 // The last step: unmapped nodes get confidence 0 and a reason, mapped ones
 // the views of their module's path, classes and category.
 void FinishMappings(const Manifest& manifest, const std::vector<std::string>& categories,
@@ -179,7 +169,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
       mapper.fit_ = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes), manifest,
                                                 rules, mapper.binding_, tensors);
     }
-    mapper.categories_ = Categories(manifest, rules);
+    mapper.categories_ = rules.categoriesOf(manifest);
   };
   auto infer = [&] {
     tensors.MapNodes(derived ? internal::confidence::kNoManifestFactor : 1.0,

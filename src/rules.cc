@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
@@ -305,6 +306,44 @@ std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {
     if (ok) return cat.name;
   }
   return std::string();
+}
+
+std::vector<std::string> Rules::categoriesOf(const Manifest& manifest) const {
+  const std::vector<Impl::Category>& categories = impl_->categories;
+  // Per distinct (class, qualified class): which categories' class
+  // patterns hold (1) or not (0).
+  absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, std::vector<char>>
+      by_class;
+  std::vector<std::string> out;
+  out.reserve(manifest.size());
+  for (std::size_t i = 0; i < manifest.size(); ++i) {
+    const ModuleInfo& info = manifest.module(static_cast<ModuleId>(i));
+    auto inserted = by_class.try_emplace(
+        std::make_pair(absl::string_view(info.class_name), absl::string_view(info.qualified_class)));
+    std::vector<char>& classes_hold = inserted.first->second;
+    if (inserted.second) {
+      classes_hold.reserve(categories.size());
+      for (const Impl::Category& cat : categories) {
+        classes_hold.push_back(
+            (!cat.class_re || RE2::PartialMatch(Piece(info.class_name), *cat.class_re)) &&
+            (!cat.qualified_re || RE2::PartialMatch(Piece(info.qualified_class), *cat.qualified_re)));
+      }
+    }
+    std::string category;
+    for (std::size_t c = 0; c < categories.size(); ++c) {
+      const Impl::Category& cat = categories[c];
+      if (!classes_hold[c]) continue;
+      if (cat.path_re && !RE2::PartialMatch(Piece(info.path), *cat.path_re)) continue;
+      if (cat.repeated_child &&
+          (info.parent == kNoModule || !manifest.module(info.parent).numbered_children)) {
+        continue;
+      }
+      category = cat.name;
+      break;
+    }
+    out.push_back(std::move(category));
+  }
+  return out;
 }
 
 bool Rules::orderKey(absl::string_view name, std::uint64_t* key) const {

@@ -1,4 +1,5 @@
 #include <string>
+#include <vector>
 
 #include "catch2/catch.hpp"
 #include "semmap/manifest.h"
@@ -33,6 +34,35 @@ TEST_CASE("The default rules classify real modules", "[rules][fixture]") {
   CHECK(category("classifier") == "head");
   CHECK(category("bert.pooler") == "head");
   CHECK(rules.categoryOf(*m, semmap::kNoModule).empty());
+}
+
+TEST_CASE("All categories at once are each module's category", "[rules][fixture]") {
+  // The default rules on real manifests, and rules mixing class, path and
+  // repeated-child conditions, where modules of one class differ by path.
+  auto custom = Rules::Parse(
+      RulesWith(R"("categories":[{"category":"first-layer","class":"Layer$","path":"[.]0$"},)"
+                R"({"category":"item","repeated_child":true,"qualified_class":"modeling_"},)"
+                R"({"category":"linear","class":"^Linear$"},)"
+                R"({"category":"named","path":"query|key|value"}])"),
+      "user.json");
+  INFO(custom.status());
+  REQUIRE(custom.ok());
+  for (const char* dir : {"bert-seqcls.torchscript", "t5-seq2seq-lm.torchscript",
+                          "whisper-speech-seq2seq.dynamo", "resnet-imgcls.torchscript"}) {
+    auto m = semmap::Manifest::Load(semmap_test::Fixture(dir, "manifest.json"));
+    REQUIRE(m.ok());
+    for (const Rules* rules : {&Rules::Default(), static_cast<const Rules*>(&*custom)}) {
+      const std::vector<std::string> all = rules->categoriesOf(*m);
+      REQUIRE(all.size() == m->size());
+      std::size_t named = 0;
+      for (std::size_t i = 0; i < m->size(); ++i) {
+        INFO(dir << " " << m->module(static_cast<semmap::ModuleId>(i)).path);
+        CHECK(all[i] == rules->categoryOf(*m, static_cast<semmap::ModuleId>(i)));
+        named += !all[i].empty();
+      }
+      CHECK(named > 0);
+    }
+  }
 }
 
 TEST_CASE("Default value-name and op rules", "[rules]") {

@@ -18,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -56,6 +57,9 @@ class SEMMAP_EXPORT Rules {
   bool isShapeSource(absl::string_view op_type) const;
   // The semantic category of a manifest module ("" when no rule matches).
   std::string categoryOf(const Manifest& manifest, ModuleId module) const;
+  // categoryOf() of every module of `manifest`, by module id; the class
+  // patterns run once per distinct pair of classes, not per module.
+  std::vector<std::string> categoriesOf(const Manifest& manifest) const;
   // A module of the framework's own library (torch.nn.Linear, LayerNorm,
   // containers...): its forward is one library op on its parameters, so it
   // owns the nodes reading them and nothing else; a container owns none.
