@@ -124,8 +124,18 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   internal::EvidenceStore& store = *mapper.evidence_;
   const Graph& graph = mapper.graph_;
   mapper.has_manifest_ = shared != nullptr;
-  mapper.mappings_.resize(graph.size());
-  internal::GraphScopes scopes = internal::GroupScopes(graph, rules);
+  // The scopes, beside what needs only the graph: the mappings' memory
+  // and each op's traits.
+  internal::GraphScopes scopes;
+  std::optional<internal::OpTraits> op_traits;
+  internal::RunBoth(
+      graph.size() >= internal::kParallelNodes,
+      [&] {
+        mapper.mappings_.resize(graph.size());
+        op_traits.emplace(graph, rules);
+      },
+      [&] { scopes = internal::GroupScopes(graph, rules); });
+  const internal::OpTraits& ops = *op_traits;
 
   // The unprocessed export, mapped first with the same manifest (or with
   // the module paths derived from its own scopes, then shared).
@@ -157,7 +167,6 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
                                     rules, &mapper.mappings_, &store);
   }
 
-  const internal::OpTraits ops(graph, rules);
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding_.root,
                                          mapper.binding_.wrapper);
   // The manifest's fit and the modules' categories only read what is
