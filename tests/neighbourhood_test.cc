@@ -198,3 +198,28 @@ TEST_CASE("Neighbourhood inference is right on real exports") {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("Shape computations settle nodes that read a later node's output") {
+  // Unsqueeze(Shape(x)) is a shape computation whichever order the nodes
+  // are listed in (a graph out of order, or a subgraph reading an outer
+  // value defined later).
+  for (bool in_order : {true, false}) {
+    onnx::ModelProto model = semmap_test::MakeModel();
+    onnx::GraphProto* graph = model.mutable_graph();
+    if (in_order) semmap_test::AddNode(graph, "/Shape", "Shape", {"x"}, {"s"});
+    semmap_test::AddNode(graph, "/Unsqueeze", "Unsqueeze", {"s"}, {"u"});
+    semmap_test::AddNode(graph, "/Add", "Add", {"x", "u"}, {"y"});
+    if (!in_order) semmap_test::AddNode(graph, "/Shape", "Shape", {"x"}, {"s"});
+    const Graph g = Parse(model);
+    const OpTraits ops(g, Rules::Default());
+    const std::vector<bool> shape = semmap::internal::ShapeComputations(g, ops);
+    INFO("in order: " << in_order);
+    CHECK(shape[static_cast<std::size_t>(g.find("/Shape"))]);
+    CHECK(shape[static_cast<std::size_t>(g.find("/Unsqueeze"))]);
+    CHECK_FALSE(shape[static_cast<std::size_t>(g.find("/Add"))]);  // reads real data too
+  }
+}
+
+}  // namespace

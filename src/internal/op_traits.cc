@@ -24,8 +24,12 @@ OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(),
 std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
   std::vector<bool> shape(graph.size(), false);
   // Main-graph nodes are topologically ordered; a second sweep settles
-  // subgraph nodes that read outer values defined later in the list.
-  for (int sweep = 0; sweep < 2; ++sweep) {
+  // subgraph nodes that read outer values defined later in the list (and
+  // nodes of a graph out of order). Without a node reading a later node's
+  // output, the first sweep has settled every node.
+  bool later_producer = true;
+  for (int sweep = 0; sweep < 2 && later_producer; ++sweep) {
+    later_producer = false;
     for (std::size_t i = 0; i < graph.size(); ++i) {
       const Node& n = graph.node(static_cast<NodeId>(i));
       if (shape[i]) continue;
@@ -39,6 +43,7 @@ std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
         const ValueId v = n.input_values[k];
         if (n.inputs[k].empty() || graph.initializerOf(v) != nullptr) continue;
         const NodeId p = graph.producer(v);
+        if (p != kNoNode && static_cast<std::size_t>(p) > i) later_producer = true;
         if (p == kNoNode) {
           only_shape = false;  // a graph input: real data
         } else if (shape[p]) {

@@ -65,10 +65,22 @@ class Structure {
     library_.resize(manifest.size());
     module_ops_.resize(manifest.size());
     params_below_.assign(manifest.size(), false);
+    // Both rules read only the module's classes: asked once per distinct
+    // pair (a model has few classes and many modules).
+    struct ClassRules {
+      bool library = false;
+      int module_ops = -1;
+    };
+    absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, ClassRules> by_class;
     for (std::size_t m = manifest.size(); m-- > 0;) {
       const ModuleInfo& info = manifest.module(static_cast<ModuleId>(m));
-      library_[m] = rules.isLibraryModule(info);
-      module_ops_[m] = info.parameters.empty() ? rules.moduleOpsRule(info) : -1;
+      auto known = by_class.try_emplace(std::make_pair(absl::string_view(info.class_name),
+                                                       absl::string_view(info.qualified_class)));
+      if (known.second) {
+        known.first->second = {rules.isLibraryModule(info), rules.moduleOpsRule(info)};
+      }
+      library_[m] = known.first->second.library;
+      module_ops_[m] = info.parameters.empty() ? known.first->second.module_ops : -1;
       if (!info.parameters.empty()) params_below_[m] = true;
       if (params_below_[m] && info.parent != kNoModule) params_below_[info.parent] = true;
     }
