@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "internal/file_io.h"
 #include "internal/mapped_file.h"
+#include "internal/name_table.h"
 #include "internal/out_of_memory.h"
 #include "internal/protobuf_loader.h"
 #include "internal/status_macros.h"
@@ -35,11 +36,17 @@ bool operator==(const TensorInfo& a, const TensorInfo& b) {
 }
 
 ValueId Graph::Resolve(const Rep& rep, absl::string_view value, int subgraph, int* scope) {
+  return Resolve(rep, value, internal::NameHash(value), subgraph, scope);
+}
+
+ValueId Graph::Resolve(const Rep& rep, absl::string_view value, std::uint64_t hash,
+                       int subgraph, int* scope) {
+  const absl::Span<const NameSlot> table(rep.values);
   for (int s = subgraph; s >= 0 && s < static_cast<int>(rep.subgraphs.size());) {
-    auto it = rep.values.find(ScopedName{s, value});
-    if (it != rep.values.end()) {
+    const NameSlot* slot = internal::FindName(table, internal::ScopedHash(hash, s), s, value);
+    if (slot != nullptr) {
       *scope = s;
-      return it->second;
+      return slot->index;
     }
     if (rep.subgraphs[static_cast<std::size_t>(s)].kind != Subgraph::Kind::kAttribute) break;
     s = rep.subgraphs[static_cast<std::size_t>(s)].parent;
@@ -107,8 +114,10 @@ absl::StatusOr<Graph> Graph::Build(absl::string_view bytes, absl::string_view or
 NodeId Graph::find(absl::string_view id_or_name) const {
   // A name that is unique in the model is its node's id, so one lookup
   // answers both.
-  auto it = rep_->by_id.find(id_or_name);
-  return it == rep_->by_id.end() ? kNoNode : it->second;
+  const NameSlot* slot =
+      internal::FindName(absl::Span<const NameSlot>(rep_->by_id),
+                         internal::ScopedHash(internal::NameHash(id_or_name), 0), 0, id_or_name);
+  return slot == nullptr || slot->index < 0 ? kNoNode : slot->index;
 }
 
 ValueId Graph::value(absl::string_view name, int subgraph) const {

@@ -122,6 +122,27 @@ TEST_CASE("A generated id never takes another node's name", "[graph]") {
   }
 }
 
+TEST_CASE("A generated id may be a repeated name; that name's nodes still get ids", "[graph]") {
+  // Node 0 has no name and takes "#0"; nodes 1 and 2 are both named "#0",
+  // a name that left the index because it repeats. Taking "#0" for node 0
+  // must not make nodes 1 and 2 look uniquely named.
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  AddNode(graph, "", "Relu", {"x"}, {"y"});
+  AddNode(graph, "#0", "Relu", {"y"}, {"z"});
+  AddNode(graph, "#0", "Relu", {"z"}, {"w"});
+  for (semmap::Loader loader : {semmap::Loader::kWireScan, semmap::Loader::kProtobuf}) {
+    semmap::GraphOptions options;
+    options.loader = loader;
+    auto g = Graph::Parse(Serialize(model), "ids.onnx", options);
+    REQUIRE(g.ok());
+    CHECK(g->node(0).id == "#0");
+    CHECK(g->node(1).id == "#0#1");
+    CHECK(g->node(2).id == "#0#2");
+    for (semmap::NodeId i = 0; i < 3; ++i) CHECK(g->find(g->node(i).id) == i);
+  }
+}
+
 TEST_CASE("Subgraph nodes are traversed after their owner, with outer-scope uses", "[graph]") {
   auto model = MakeModel();
   auto* graph = model.mutable_graph();

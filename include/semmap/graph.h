@@ -230,17 +230,14 @@ class SEMMAP_EXPORT Graph {
  private:
   friend class internal::GraphBuilder;
 
-  // A value or initializer name as seen in one subgraph.
-  struct ScopedName {
-    int scope;
+  // A slot of the open-addressing tables below (src/internal/name_table.h):
+  // `name` as seen in `scope` (0 in by_id), its hash, and what it maps to
+  // (a NodeId or ValueId; negative for a free or erased slot).
+  struct NameSlot {
     absl::string_view name;
-    friend bool operator==(const ScopedName& a, const ScopedName& b) {
-      return a.scope == b.scope && a.name == b.name;
-    }
-    template <typename H>
-    friend H AbslHashValue(H h, const ScopedName& k) {
-      return H::combine(std::move(h), k.scope, k.name);
-    }
+    std::uint64_t hash = 0;
+    std::int32_t scope = 0;
+    std::int32_t index = -1;
   };
 
   struct Rep {
@@ -269,11 +266,12 @@ class SEMMAP_EXPORT Graph {
     std::vector<ValueId> node_values;  // parallel to node_strings
     std::vector<std::int64_t> dims;
 
-    absl::flat_hash_map<absl::string_view, NodeId> by_id;
-    // Every value defined in a scope: its id, name, producer (kNoNode when
-    // not produced); the consumers of v are
+    // Node by id.
+    std::vector<NameSlot> by_id;
+    // Every value defined in a scope: its id (`values`, by scope and name),
+    // name, producer (kNoNode when not produced); the consumers of v are
     // consumer_nodes[consumer_offsets[v] .. consumer_offsets[v + 1]).
-    absl::flat_hash_map<ScopedName, ValueId> values;
+    std::vector<NameSlot> values;
     std::vector<absl::string_view> value_names;
     std::vector<NodeId> value_producer;
     std::vector<std::int32_t> value_initializer;  // index into initializers, or -1
@@ -291,6 +289,9 @@ class SEMMAP_EXPORT Graph {
   // The index of `value` as used in `subgraph` (ONNX scoping), or kNoValue;
   // `*scope` is set to the defining subgraph.
   static ValueId Resolve(const Rep& rep, absl::string_view value, int subgraph, int* scope);
+  // Same, given internal::NameHash(value).
+  static ValueId Resolve(const Rep& rep, absl::string_view value, std::uint64_t hash,
+                         int subgraph, int* scope);
 
   std::shared_ptr<const Rep> rep_;
 };

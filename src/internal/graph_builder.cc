@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/file_io.h"
+#include "internal/name_table.h"
 #include "internal/parallel.h"
 
 namespace semmap {
@@ -132,6 +133,9 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
   o.inputs = static_cast<std::uint32_t>(f.inputs.size());
   o.outputs = static_cast<std::uint32_t>(f.outputs.size());
   o.attributes = static_cast<std::uint32_t>(f.attribute_names.size());
+  o.subgraph = subgraph;
+  inputs_ += f.inputs.size();
+  outputs_ += f.outputs.size();
   for (absl::string_view v : f.inputs) strings.push_back(Keep(v));
   for (absl::string_view v : f.outputs) strings.push_back(Keep(v));
   for (absl::string_view v : f.attribute_names) strings.push_back(Keep(v));
@@ -145,53 +149,83 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
 
 void GraphBuilder::AssignIds() {
   std::vector<Node>& nodes = rep_->nodes;
-  // A name is its node's id when non-empty and unique in the model; the
-  // by-id index is built on the way (one hash probe per node).
-  auto& by_id = rep_->by_id;
-  by_id.reserve(nodes.size());
-  std::vector<bool> duplicate(nodes.size(), false);
+  // A name is its node's id (set in Finish) when non-empty and unique in the
+  // model; the by-id index is built on the way (one probe per node). A
+  // repeated name's slot is marked erased: it leaves the index.
+  using Slot = Graph::NameSlot;
+  std::vector<Slot>& by_id = rep_->by_id;
+  InitNameTable(&by_id, NameTableCapacity(nodes.size()));
   bool any_duplicate = false;
+  std::uint64_t hashes[kNameBatch];
+  for (std::size_t first = 0; first < nodes.size(); first += kNameBatch) {
+    const std::size_t last = std::min(nodes.size(), first + kNameBatch);
+    for (std::size_t i = first; i < last; ++i) {
+      hashes[i - first] = ScopedHash(NameHash(nodes[i].name), 0);
+      PrefetchName(absl::Span<const Slot>(by_id), hashes[i - first]);
+    }
+    for (std::size_t i = first; i < last; ++i) {
+      const absl::string_view name = nodes[i].name;
+      if (name.empty()) {
+        any_duplicate = true;
+        continue;
+      }
+      Slot* slot = InsertName(absl::MakeSpan(by_id), hashes[i - first], 0, name);
+      if (slot->index == kFreeSlot) {
+        slot->index = static_cast<NodeId>(i);
+      } else {
+        slot->index = kErasedSlot;
+        any_duplicate = true;
+      }
+    }
+  }
+  if (!any_duplicate) return;
+  // Duplicated and empty names get "<name>#<index>". Such an id can only
+  // collide with another node's unique name ("a#3" named so on purpose): the
+  // name keeps it and the generated id takes '#' suffixes until it is free.
+  // Each node adds at most one id: room for twice as many keys.
+  ResizeNameTable(&by_id, NameTableCapacity(2 * nodes.size()));
+  auto live = [&by_id](absl::string_view id, std::uint64_t hash) {
+    const Slot* slot = FindName(absl::Span<const Slot>(by_id), hash, 0, id);
+    return slot != nullptr && slot->index >= 0;
+  };
+  // Which nodes take a generated id is decided before any is inserted: a
+  // generated id may equal a repeated name and revive its slot.
+  std::vector<NodeId> generated;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const absl::string_view name = nodes[i].name;
-    if (name.empty()) {
-      any_duplicate = true;
-      continue;
-    }
-    auto inserted = by_id.try_emplace(name, static_cast<NodeId>(i));
-    if (!inserted.second) {
-      duplicate[static_cast<std::size_t>(inserted.first->second)] = true;
-      duplicate[i] = true;
-      any_duplicate = true;
-    }
+    const Slot* slot =
+        name.empty()
+            ? nullptr
+            : FindName(absl::Span<const Slot>(by_id), ScopedHash(NameHash(name), 0), 0, name);
+    if (slot == nullptr || slot->index == kErasedSlot) generated.push_back(static_cast<NodeId>(i));
   }
-  for (std::size_t i = 0; i < nodes.size(); ++i) nodes[i].id = nodes[i].name;
-  if (!any_duplicate) return;
-  // Duplicated and empty names leave the index; their nodes get
-  // "<name>#<index>". Such an id can only collide with another node's unique
-  // name ("a#3" named so on purpose): the name keeps it and the generated id
-  // takes '#' suffixes until it is free.
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (duplicate[i]) by_id.erase(nodes[i].name);
-  }
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    Node& n = nodes[i];
-    if (!n.name.empty() && !duplicate[i]) continue;
+  for (const NodeId i : generated) {
+    Node& n = nodes[static_cast<std::size_t>(i)];
     std::string id = absl::StrCat(n.name, "#", i);
-    while (by_id.contains(id)) id.push_back('#');
+    std::uint64_t hash = ScopedHash(NameHash(id), 0);
+    while (live(id, hash)) {
+      id.push_back('#');
+      hash = ScopedHash(NameHash(id), 0);
+    }
     rep_->owned.push_back(std::move(id));
     n.id = rep_->owned.back();
-    by_id.emplace(n.id, static_cast<NodeId>(i));
+    Slot* slot = InsertName(absl::MakeSpan(by_id), hash, 0, n.id);
+    slot->name = n.id;
+    slot->index = i;
   }
 }
 
 Graph GraphBuilder::Finish() {
   Graph::Rep& rep = *rep_;
   rep.node_values.assign(rep.node_strings.size(), kNoValue);
+  // The one pass over the nodes before the indexes: spans and ids (the name
+  // until AssignIds finds it is not unique).
   for (std::size_t i = 0; i < rep.nodes.size(); ++i) {
     Node& n = rep.nodes[i];
     const ListOffsets& o = lists_[i];
     const absl::string_view* s = rep.node_strings.data() + o.strings;
     const ValueId* v = rep.node_values.data() + o.strings;
+    n.id = n.name;
     n.inputs = absl::MakeConstSpan(s, o.inputs);
     n.input_values = absl::MakeConstSpan(v, o.inputs);
     n.outputs = absl::MakeConstSpan(s + o.inputs, o.outputs);
@@ -199,7 +233,6 @@ Graph GraphBuilder::Finish() {
     n.attribute_names = absl::MakeConstSpan(s + o.inputs + o.outputs, o.attributes);
     n.metadata = absl::MakeConstSpan(rep.node_metadata.data() + o.metadata, o.metadata_count);
   }
-  std::vector<ListOffsets>().swap(lists_);
   std::size_t dims = 0;
   for (TensorInfo& t : rep.initializers) {
     const std::size_t count = t.dims.size();
@@ -207,12 +240,15 @@ Graph GraphBuilder::Finish() {
     dims += count;
   }
   BuildIndexes();
+  std::vector<ListOffsets>().swap(lists_);
   return Graph(std::move(rep_));
 }
 
 // Node ids and the value table are independent (AssignIds writes the
-// nodes' ids and the by-id index; DefineValues reads the nodes' outputs and
+// nodes' ids and the by-id index; DefineValues reads the node lists and
 // writes the value tables), so on a large graph they run on two cores.
+// The value passes read the compact lists_ and node_strings rather than the
+// nodes (about 180 bytes each), which only AssignIds reads again.
 void GraphBuilder::BuildIndexes() {
   const bool parallel = rep_->nodes.size() >= kParallelNodes;
   RunBoth(parallel, [this] { AssignIds(); }, [this] { DefineValues(); });
@@ -221,91 +257,134 @@ void GraphBuilder::BuildIndexes() {
 
 void GraphBuilder::DefineValues() {
   Graph::Rep& rep = *rep_;
-  std::vector<Node>& nodes = rep.nodes;
-  std::vector<ValueId>& node_values = rep.node_values;
-  std::size_t outputs = 0;
-  for (const Node& n : nodes) outputs += n.outputs.size();
-  const std::size_t expected = outputs + rep.initializers.size() + rep.defined_values.size();
-  rep.values.reserve(expected);
+  const absl::string_view* strings = rep.node_strings.data();
+  ValueId* node_values = rep.node_values.data();
+  const std::size_t expected = outputs_ + rep.initializers.size() + rep.defined_values.size();
+  using Slot = Graph::NameSlot;
+  InitNameTable(&rep.values, NameTableCapacity(expected));
+  const absl::Span<Slot> table = absl::MakeSpan(rep.values);
   rep.value_producer.reserve(expected);
   rep.value_names.reserve(expected);
-  auto offset_of = [&node_values](const ValueId* p) {
-    return static_cast<std::size_t>(p - node_values.data());
-  };
   // Defines `name` in `scope`; the first definition wins.
-  auto define = [&rep](int scope, absl::string_view name, NodeId producer) {
-    const auto next = static_cast<ValueId>(rep.value_producer.size());
-    auto inserted = rep.values.try_emplace(Graph::ScopedName{scope, name}, next);
-    if (inserted.second) {
+  auto define = [&rep, table](int scope, absl::string_view name, std::uint64_t hash,
+                              NodeId producer) {
+    Slot* slot = InsertName(table, hash, scope, name);
+    if (slot->index == kFreeSlot) {
+      slot->index = static_cast<ValueId>(rep.value_producer.size());
       rep.value_producer.push_back(producer);
       rep.value_names.push_back(name);
     }
-    return inserted.first->second;
+    return slot->index;
   };
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const Node& n = nodes[i];
-    const std::size_t base = offset_of(n.output_values.data());
-    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
-      if (n.outputs[k].empty()) continue;
-      node_values[base + k] = define(n.subgraph, n.outputs[k], static_cast<NodeId>(i));
+  // The outputs of a batch of nodes are hashed and their slots prefetched,
+  // then defined.
+  std::vector<std::uint64_t> hashes;
+  for (std::size_t first = 0; first < lists_.size(); first += kNameBatch) {
+    const std::size_t last = std::min(lists_.size(), first + kNameBatch);
+    hashes.clear();
+    for (std::size_t i = first; i < last; ++i) {
+      const ListOffsets& o = lists_[i];
+      const std::size_t base = o.strings + o.inputs;
+      for (std::size_t k = base; k < base + o.outputs; ++k) {
+        hashes.push_back(ScopedHash(NameHash(strings[k]), o.subgraph));
+        PrefetchName(absl::Span<const Slot>(table), hashes.back());
+      }
+    }
+    const std::uint64_t* hash = hashes.data();
+    for (std::size_t i = first; i < last; ++i) {
+      const ListOffsets& o = lists_[i];
+      const std::size_t base = o.strings + o.inputs;
+      for (std::size_t k = base; k < base + o.outputs; ++k, ++hash) {
+        if (strings[k].empty()) continue;
+        node_values[k] = define(o.subgraph, strings[k], *hash, static_cast<NodeId>(i));
+      }
     }
   }
-  std::size_t initializer_index = 0;
-  rep.value_initializer.assign(rep.value_producer.size(), -1);
-  for (const TensorInfo& t : rep.initializers) {
-    const ValueId v = define(t.subgraph, t.name, kNoNode);
-    if (static_cast<std::size_t>(v) >= rep.value_initializer.size()) {
-      rep.value_initializer.resize(static_cast<std::size_t>(v) + 1, -1);
-      rep.value_initializer[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(initializer_index);
+  // Initializers likewise, in batches (their names lie all over the file).
+  const std::vector<TensorInfo>& initializers = rep.initializers;
+  rep.value_initializer.assign(rep.value_producer.size() + initializers.size(), -1);
+  rep.initializer_index.reserve(initializers.size());
+  for (std::size_t first = 0; first < initializers.size(); first += kNameBatch) {
+    const std::size_t last = std::min(initializers.size(), first + kNameBatch);
+    hashes.clear();
+    for (std::size_t i = first; i < last; ++i) {
+      hashes.push_back(ScopedHash(NameHash(initializers[i].name), initializers[i].subgraph));
+      PrefetchName(absl::Span<const Slot>(table), hashes.back());
     }
-    if (t.subgraph == 0) rep.initializer_index.emplace(t.name, initializer_index);
-    ++initializer_index;
+    for (std::size_t i = first; i < last; ++i) {
+      const TensorInfo& t = initializers[i];
+      const auto next = static_cast<ValueId>(rep.value_producer.size());
+      const ValueId v = define(t.subgraph, t.name, hashes[i - first], kNoNode);
+      // The first definition of a name wins: an initializer defines it when
+      // it was not defined before.
+      if (v == next) rep.value_initializer[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(i);
+      if (t.subgraph == 0) rep.initializer_index.emplace(t.name, i);
+    }
   }
-  for (const auto& value : rep.defined_values) define(value.first, value.second, kNoNode);
+  for (const auto& value : rep.defined_values) {
+    define(value.first, value.second, ScopedHash(NameHash(value.second), value.first), kNoNode);
+  }
   rep.value_initializer.resize(rep.value_producer.size(), -1);
 }
 
 void GraphBuilder::IndexConsumers() {
   Graph::Rep& rep = *rep_;
-  std::vector<Node>& nodes = rep.nodes;
-  std::vector<ValueId>& node_values = rep.node_values;
+  const absl::string_view* strings = rep.node_strings.data();
+  ValueId* node_values = rep.node_values.data();
   const std::vector<Subgraph>& subgraphs = rep.subgraphs;
-  std::size_t inputs = 0;
-  for (const Node& n : nodes) inputs += n.inputs.size();
-  auto offset_of = [&node_values](const ValueId* p) {
-    return static_cast<std::size_t>(p - node_values.data());
-  };
   // (value, consumer) pairs in node order, then grouped by value (counting
   // sort), sorted and de-duplicated per value. The lookups only read the
   // value table, and each node writes its own input ids, so on a large
   // graph the two halves of the nodes are resolved on two cores.
   using Uses = std::vector<std::pair<std::uint32_t, NodeId>>;
-  auto resolve = [&](std::size_t from, std::size_t to, Uses* uses) {
-    for (std::size_t i = from; i < to; ++i) {
-      const Node& n = nodes[i];
-      const std::size_t base = offset_of(n.input_values.data());
-      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
-        if (n.inputs[k].empty()) continue;
-        int scope = -1;
-        const ValueId value = Graph::Resolve(rep, n.inputs[k], n.subgraph, &scope);
-        if (value < 0) continue;
-        node_values[base + k] = value;
-        uses->emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));
-        // An outer value used inside a subgraph is consumed by every owner
-        // between the use and the definition.
-        for (int s = n.subgraph; s != scope && s > 0;) {
-          const Subgraph& sub = subgraphs[static_cast<std::size_t>(s)];
-          if (sub.kind != Subgraph::Kind::kAttribute) break;
-          uses->emplace_back(static_cast<std::uint32_t>(value), sub.owner);
-          s = sub.parent;
-        }
+  const absl::Span<const Graph::NameSlot> table(rep.values);
+  // The uses of node i's inputs, given their NameHash in `hash`.
+  auto resolve_node = [&](std::size_t i, const std::uint64_t* hash, Uses* uses) {
+    const ListOffsets& o = lists_[i];
+    for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k, ++hash) {
+      const absl::string_view input = strings[k];
+      if (input.empty()) continue;
+      int scope = -1;
+      const ValueId value = Graph::Resolve(rep, input, *hash, o.subgraph, &scope);
+      if (value < 0) continue;
+      node_values[k] = value;
+      uses->emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));
+      // An outer value used inside a subgraph is consumed by every owner
+      // between the use and the definition.
+      for (int s = o.subgraph; s != scope && s > 0;) {
+        const Subgraph& sub = subgraphs[static_cast<std::size_t>(s)];
+        if (sub.kind != Subgraph::Kind::kAttribute) break;
+        uses->emplace_back(static_cast<std::uint32_t>(value), sub.owner);
+        s = sub.parent;
       }
     }
   };
-  const std::size_t mid = nodes.size() / 2;
+  // The inputs of a batch of nodes are hashed and the slots of their own
+  // scope prefetched, then resolved.
+  auto resolve = [&](std::size_t from, std::size_t to, Uses* uses) {
+    std::vector<std::uint64_t> hashes;
+    for (std::size_t first = from; first < to; first += kNameBatch) {
+      const std::size_t last = std::min(to, first + kNameBatch);
+      hashes.clear();
+      for (std::size_t i = first; i < last; ++i) {
+        const ListOffsets& o = lists_[i];
+        for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k) {
+          hashes.push_back(NameHash(strings[k]));
+          PrefetchName(table, ScopedHash(hashes.back(), o.subgraph));
+        }
+      }
+      const std::uint64_t* hash = hashes.data();
+      for (std::size_t i = first; i < last; ++i) {
+        resolve_node(i, hash, uses);
+        hash += lists_[i].inputs;
+      }
+    }
+  };
+  const std::size_t count_nodes = lists_.size();
+  const std::size_t mid = count_nodes / 2;
   Uses uses, second_half;
-  uses.reserve(inputs);
-  RunBoth(nodes.size() >= kParallelNodes, [&] { resolve(mid, nodes.size(), &second_half); },
+  uses.reserve(inputs_);
+  RunBoth(count_nodes >= kParallelNodes, [&] { resolve(mid, count_nodes, &second_half); },
           [&] { resolve(0, mid, &uses); });
   uses.insert(uses.end(), second_half.begin(), second_half.end());
   Uses().swap(second_half);

@@ -74,7 +74,10 @@ class GraphBuilder {
   // InvalidArgument above max_nodes, or when a name, op type or value name
   // is longer than GraphOptions::max_name_bytes.
   absl::Status AddNode(int subgraph, const NodeFields& fields, NodeId* id);
-  void ReserveNodes(std::size_t n) { rep_->nodes.reserve(n); }
+  void ReserveNodes(std::size_t n) {
+    rep_->nodes.reserve(n);
+    lists_.reserve(n);
+  }
   std::size_t nodeCount() const { return rep_->nodes.size(); }
 
   // Lays out the spans, assigns node ids and builds the indexes.
@@ -82,10 +85,12 @@ class GraphBuilder {
 
  private:
   // Where a node's lists start in the flat arrays while loading (the
-  // arrays still grow; spans are taken in Finish).
+  // arrays still grow; spans are taken in Finish), and its subgraph: the
+  // value indexes read these (40 bytes a node) rather than the nodes.
   struct ListOffsets {
     std::size_t strings = 0;
     std::uint32_t inputs = 0, outputs = 0, attributes = 0;
+    std::int32_t subgraph = 0;
     std::size_t metadata = 0;
     std::uint32_t metadata_count = 0;
   };
@@ -108,6 +113,8 @@ class GraphBuilder {
   const GraphOptions& options_;
   const bool durable_;
   std::size_t list_entries_ = 0;
+  // Node inputs and outputs so far, all nodes together.
+  std::size_t inputs_ = 0, outputs_ = 0;
   std::shared_ptr<Graph::Rep> rep_;
   std::vector<ListOffsets> lists_;
 };

@@ -1,0 +1,156 @@
+// Name tables: the open-addressing hash tables behind Graph's by-id index and
+// value table (graph.h, Graph::Rep::NameSlot).
+//
+// A table is a vector of slots whose size is a power of two, sized once for
+// the most entries it will hold and kept at most 3/4 full, so it never
+// rehashes while loading and every probe sequence ends at a free slot. Each
+// slot keeps the 64-bit hash of its key beside the key: a probe compares
+// hashes and scopes first and touches the name's bytes (a view into the
+// model file, elsewhere in memory) only when they match, and the slot holds
+// all of that in 32 bytes (one cache miss per probe, where a node-based or
+// separately indexed table takes two or three). Linear probing keeps the next
+// candidates on the same cache line.
+//
+// Slots are never removed: an erased key keeps its slot, marked kErasedSlot,
+// and Insert gives that slot back to an equal key.
+//
+// Functions are templates over the slot type (any struct with `name`,
+// `hash`, `scope` and `index` members) so the type can stay private to
+// Graph. Not thread-safe for writing; lookups of a finished table may run
+// on any number of threads.
+#ifndef SEMMAP_SRC_INTERNAL_NAME_TABLE_H_
+#define SEMMAP_SRC_INTERNAL_NAME_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace semmap {
+namespace internal {
+
+inline constexpr std::int32_t kFreeSlot = -1;
+inline constexpr std::int32_t kErasedSlot = -2;
+
+// The hash of a name, computed once per name and combined with each scope
+// it is looked up in (ScopedHash).
+inline std::uint64_t NameHash(absl::string_view name) {
+  return absl::Hash<absl::string_view>()(name);
+}
+
+// The hash of `name` as defined in `scope`, from NameHash(name). A bijection
+// of the name's hash for each scope (multiply-xorshift finalizer), so scope
+// 0 loses nothing and other scopes land elsewhere.
+inline std::uint64_t ScopedHash(std::uint64_t name_hash, std::int32_t scope) {
+  std::uint64_t h =
+      name_hash ^ (static_cast<std::uint64_t>(static_cast<std::uint32_t>(scope)) *
+                   0x9e3779b97f4a7c15ULL);
+  h ^= h >> 32;
+  h *= 0xd6e8feb86659fd93ULL;
+  h ^= h >> 32;
+  return h;
+}
+
+// Slots for a table of up to `entries` keys: a power of two, at least 8, at
+// most 3/4 full.
+inline std::size_t NameTableCapacity(std::size_t entries) {
+  std::size_t capacity = 8;
+  while (capacity - capacity / 4 < entries) capacity *= 2;
+  return capacity;
+}
+
+// Starts loading the slot where a probe for `hash` begins. Loops over many
+// names hash a batch of them first and prefetch their slots, so the cache
+// misses of the batch overlap instead of coming one after the other.
+template <typename Slot>
+inline void PrefetchName(absl::Span<const Slot> table, std::uint64_t hash) {
+#if defined(__GNUC__) || defined(__clang__)
+  if (!table.empty()) __builtin_prefetch(&table[static_cast<std::size_t>(hash) & (table.size() - 1)]);
+#else
+  (void)table;
+  (void)hash;
+#endif
+}
+
+// Names hashed and prefetched ahead of their probes (see PrefetchName).
+inline constexpr std::size_t kNameBatch = 32;
+
+// Makes `*table` `capacity` free slots. Probes land anywhere in it, so on
+// Linux a large table asks for transparent huge pages before its memory is
+// first touched: one TLB entry covers 2 MB instead of 4 kB.
+template <typename Slot>
+void InitNameTable(std::vector<Slot>* table, std::size_t capacity) {
+  table->clear();
+  table->reserve(capacity);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<std::uintptr_t>(table->data());
+  const std::uintptr_t end = begin + capacity * sizeof(Slot);
+  const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
+  // Advice only: a kernel without it, or a refusal, changes nothing else.
+  if (end >= first + kHuge) {
+    madvise(reinterpret_cast<void*>(first), (end - first) & ~(kHuge - 1), MADV_HUGEPAGE);
+  }
+#endif
+  table->resize(capacity);
+}
+
+// The slot holding (scope, name), or nullptr. The slot may be erased
+// (index kErasedSlot): callers that want live keys check index >= 0.
+template <typename Slot>
+const Slot* FindName(absl::Span<const Slot> table, std::uint64_t hash, std::int32_t scope,
+                     absl::string_view name) {
+  if (table.empty()) return nullptr;
+  const std::size_t mask = table.size() - 1;
+  for (std::size_t i = static_cast<std::size_t>(hash) & mask;; i = (i + 1) & mask) {
+    const Slot& s = table[i];
+    if (s.index == kFreeSlot) return nullptr;
+    if (s.hash == hash && s.scope == scope && s.name == name) return &s;
+  }
+}
+
+// The slot of (scope, name): the one holding it, or a free one now holding
+// the key with index kFreeSlot, for the caller to set before the next call.
+// The table must have room (NameTableCapacity).
+template <typename Slot>
+Slot* InsertName(absl::Span<Slot> table, std::uint64_t hash, std::int32_t scope,
+                 absl::string_view name) {
+  const std::size_t mask = table.size() - 1;
+  for (std::size_t i = static_cast<std::size_t>(hash) & mask;; i = (i + 1) & mask) {
+    Slot& s = table[i];
+    if (s.index == kFreeSlot) {
+      s.name = name;
+      s.hash = hash;
+      s.scope = scope;
+      return &s;
+    }
+    if (s.hash == hash && s.scope == scope && s.name == name) return &s;
+  }
+}
+
+// Moves the keys of `*table` (erased ones too) into `capacity` slots.
+template <typename Slot>
+void ResizeNameTable(std::vector<Slot>* table, std::size_t capacity) {
+  std::vector<Slot> old(capacity);
+  old.swap(*table);
+  const std::size_t mask = capacity - 1;
+  for (const Slot& s : old) {
+    if (s.index == kFreeSlot) continue;
+    std::size_t i = static_cast<std::size_t>(s.hash) & mask;
+    while ((*table)[i].index != kFreeSlot) i = (i + 1) & mask;
+    (*table)[i] = s;
+  }
+}
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_INTERNAL_NAME_TABLE_H_
