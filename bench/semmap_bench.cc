@@ -184,8 +184,9 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"loader\":\"%s\",\"nodes\":%zu,\"mapped\":%zu,\"load_s\":%.6f,\"manifest_s\":%.6f,"
       "\"map_s\":%.6f,\"total_s\":%.6f,\"load_nodes_per_s\":%.0f,\"map_nodes_per_s\":%.0f,"
-      "\"peak_rss_mb\":%.1f,\"file_mb\":%.1f}\n",
+      "\"peak_rss_mb\":%.1f,\"file_mb\":%.1f,\"threads\":%d}\n",
       loader_name.c_str(), nodes, mapped, load_s, manifest_s, map_s, total_s,
-      load_s > 0 ? n / load_s : 0.0, map && map_s > 0 ? n / map_s : 0.0, PeakRssMb(), file_mb);
+      load_s > 0 ? n / load_s : 0.0, map && map_s > 0 ? n / map_s : 0.0, PeakRssMb(), file_mb,
+      nodes >= semmap::kTwoThreadNodes ? 2 : 1);
   return 0;
 }

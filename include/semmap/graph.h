@@ -26,6 +26,7 @@
 #ifndef SEMMAP_INCLUDE_SEMMAP_GRAPH_H_
 #define SEMMAP_INCLUDE_SEMMAP_GRAPH_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -43,6 +44,12 @@ namespace semmap {
 namespace internal {
 class GraphBuilder;
 }  // namespace internal
+
+// semmap runs on at most two threads (std::thread; on one when none can be
+// started): a graph of this many nodes or more is indexed when loaded, and
+// mapped, on two; SemanticMapper::Open reads the model and the manifest on
+// two whatever their size.
+inline constexpr std::size_t kTwoThreadNodes = std::size_t{1} << 16;
 
 // Index of a node in Graph::nodes().
 using NodeId = std::int32_t;

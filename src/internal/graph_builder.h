@@ -95,10 +95,6 @@ class GraphBuilder {
     std::uint32_t metadata_count = 0;
   };
 
-  // From this many nodes on, the indexes are built on two cores (below,
-  // starting a thread costs more than it saves).
-  static constexpr std::size_t kParallelNodes = 1 << 16;
-
   absl::string_view Keep(absl::string_view s);
   // Node ids (a unique name, else "<name>#<index>") and the by-id index.
   void AssignIds();

@@ -7,12 +7,14 @@
 #include <system_error>
 #include <thread>
 
+#include "semmap/graph.h"
+
 namespace semmap {
 namespace internal {
 
 // Work over the nodes of a graph goes on two cores from this many nodes on;
-// below, starting a thread costs more than it saves.
-inline constexpr std::size_t kParallelNodes = std::size_t{1} << 16;
+// below, starting a thread costs more than it saves (semmap/graph.h).
+inline constexpr std::size_t kParallelNodes = kTwoThreadNodes;
 
 // Runs `first` on a second thread and `second` on this one, when
 // `parallel`; otherwise, or when no thread can be started, both here, in
