@@ -207,6 +207,20 @@ with tempfile.TemporaryDirectory() as tmp:
                                                           model(node("/a/MatMul"), 2**64 - 1))),
           2, "out of range")
 
+    # Also: a file name that is not UTF-8 is written to JSON with U+FFFD,
+    # not an abort.
+    bad_name = os.path.join(tmp.encode(), b"bad\xffname.onnx")
+    with open(bad_name, "wb") as f:
+        f.write(model(node("/a/MatMul")))
+    for args in (["map", "--json"], ["query", "--json", "--pattern", "."]):
+        done = run(semmap, args[0], bad_name, *args[1:])
+        check(f"also non-UTF-8 file name, {' '.join(args)}", done, 0)
+        try:
+            if json.loads(done.stdout)["model"] != os.path.join(tmp, "bad\ufffdname.onnx"):
+                failures.append(f"also non-UTF-8 file name: {done.stdout[:200]!r}")
+        except (ValueError, KeyError) as e:
+            failures.append(f"also non-UTF-8 file name, {' '.join(args)}: {e}: {done.stdout[:200]!r}")
+
     # Also: stale temporaries of a dead writer are removed; live ones kept.
     out = t("side.json")
     dead = t(f".side.json.tmp-{2**22 - 7}-0-1")

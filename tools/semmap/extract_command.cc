@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/extract.h"
@@ -97,7 +98,7 @@ int RunExtractCommand(int argc, char** argv) {
                         {"untyped", result->untyped},
                         {"external_tensors", result->external_tensors},
                         {"bytes", result->bytes_written}};
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << DumpJson(j) << "\n";
   } else {
     std::cout << *output << ": " << (result->module.empty() ? "<root>" : result->module) << ", "
               << result->nodes << " nodes (" << result->copied_constants

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "commands.h"
+#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -80,7 +81,7 @@ int RunGraphmlCommand(int argc, char** argv) {
                         {"io_nodes", result->io_nodes},
                         {"edges", result->edges},
                         {"bytes", result->bytes}};
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << DumpJson(j) << "\n";
   } else {
     std::cout << *output << ": " << result->module_groups << " modules as nested graphs, "
               << result->collapsed_modules << " folded, " << result->op_nodes << " ops, "

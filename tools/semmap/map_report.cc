@@ -1,6 +1,7 @@
 #include "map_report.h"
 
 #include <algorithm>
+#include <array>
 #include <iomanip>
 #include <iostream>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli_util.h"
+#include "json_out.h"
 
 namespace semmap_cli {
 namespace {
@@ -122,6 +124,84 @@ void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId 
       << "evidence:   " << m.evidence << "\n";
 }
 
+namespace {
+
+// The summary as one JSON object: what nlohmann::json's dump(2) of it would
+// give (keys in sorted order), with the per-module list written as it goes.
+void PrintSummaryJson(std::ostream& out, const LoadedModel& model, std::size_t mapped,
+                      std::size_t confident,
+                      const std::array<std::size_t, semmap::kStrategyCount>& counts,
+                      const semmap::ModuleNodeCounts& per_module) {
+  const semmap::SemanticMapper& mapper = *model.mapper;
+  const semmap::Manifest& manifest = mapper.manifest();
+  const semmap::RootBinding& b = mapper.rootBinding();
+  std::string text = "{\n";
+  // Members in key order; each after the first starts on a new line.
+  bool first = true;
+  auto member = [&](absl::string_view key) {
+    if (!first) text += ",\n";
+    first = false;
+    absl::StrAppend(&text, "  \"", key, "\": ");
+  };
+  auto small = [&](absl::string_view key, const nlohmann::json& value) {
+    member(key);
+    AppendIndentedJson(value, 2, &text);
+  };
+  small("confident", confident);
+  small("confident_floor", semmap::kConfidentFloor);
+  small("manifest",
+        model.manifest_path ? nlohmann::json(*model.manifest_path) : nlohmann::json());
+  if (model.manifest_path) {
+    const semmap::ManifestFit& fit = mapper.manifestFit();
+    small("manifest_fit", {{"checked", fit.checked},
+                           {"fits", fit.fits},
+                           {"scoped_nodes", fit.scoped_nodes},
+                           {"resolved_nodes", fit.resolved_nodes},
+                           {"distinct_scopes", fit.distinct_scopes},
+                           {"resolved_scopes", fit.resolved_scopes},
+                           {"class_conflicts", fit.class_conflicts},
+                           {"named_tensors", fit.named_tensors},
+                           {"matched_tensors", fit.matched_tensors},
+                           {"shape_mismatches", fit.shape_mismatches},
+                           {"unused_items", fit.unused_items},
+                           {"evidence", fit.evidence}});
+  }
+  small("mapped", mapped);
+  small("model", model.model_path);
+  member("modules");
+  bool any = false;
+  for (std::size_t i = 0; i < manifest.size(); ++i) {
+    if (per_module.subtree[i] == 0) continue;
+    const semmap::ModuleInfo& info = manifest.module(static_cast<semmap::ModuleId>(i));
+    text += any ? ",\n    {\n      \"class\": " : "[\n    {\n      \"class\": ";
+    any = true;
+    AppendJsonString(info.class_name, &text);
+    absl::StrAppend(&text, ",\n      \"nodes\": ", per_module.own[i], ",\n      \"path\": ");
+    AppendJsonString(info.path, &text);
+    absl::StrAppend(&text, ",\n      \"subtree_nodes\": ", per_module.subtree[i], "\n    }");
+    if (text.size() >= (1 << 20)) {  // written as it grows
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      text.clear();
+    }
+  }
+  text += any ? "\n  ]" : "[]";
+  small("nodes", mapper.graph().size());
+  if (model.reference_path) small("reference", *model.reference_path);
+  small("root_binding", {{"root", manifest.module(b.root).path},
+                         {"wrapper", b.wrapper},
+                         {"scoped_nodes", b.scoped_nodes},
+                         {"resolved_nodes", b.resolved_nodes}});
+  nlohmann::json strategies = nlohmann::json::object();
+  for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
+    strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = counts[s];
+  }
+  small("strategies", strategies);
+  text += "\n}\n";
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
+}  // namespace
+
 void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bool json) {
   const semmap::SemanticMapper& mapper = *model.mapper;
   const semmap::Graph& graph = mapper.graph();
@@ -134,49 +214,7 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
   const semmap::RootBinding& b = mapper.rootBinding();
   const semmap::ModuleNodeCounts per_module = semmap::CountModuleNodes(mapper);
   if (json) {
-    nlohmann::json j;
-    j["model"] = model.model_path;
-    j["manifest"] = model.manifest_path ? nlohmann::json(*model.manifest_path) : nlohmann::json();
-    if (model.reference_path) j["reference"] = *model.reference_path;
-    j["nodes"] = graph.size();
-    j["mapped"] = mapped;
-    j["confident"] = confident;
-    j["confident_floor"] = semmap::kConfidentFloor;
-    if (model.manifest_path) {
-      const semmap::ManifestFit& fit = mapper.manifestFit();
-      j["manifest_fit"] = {{"checked", fit.checked},
-                           {"fits", fit.fits},
-                           {"scoped_nodes", fit.scoped_nodes},
-                           {"resolved_nodes", fit.resolved_nodes},
-                           {"distinct_scopes", fit.distinct_scopes},
-                           {"resolved_scopes", fit.resolved_scopes},
-                           {"class_conflicts", fit.class_conflicts},
-                           {"named_tensors", fit.named_tensors},
-                           {"matched_tensors", fit.matched_tensors},
-                           {"shape_mismatches", fit.shape_mismatches},
-                           {"unused_items", fit.unused_items},
-                           {"evidence", fit.evidence}};
-    }
-    nlohmann::json strategies = nlohmann::json::object();
-    for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
-      strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = counts[s];
-    }
-    j["strategies"] = strategies;
-    j["root_binding"] = {{"root", manifest.module(b.root).path},
-                         {"wrapper", b.wrapper},
-                         {"scoped_nodes", b.scoped_nodes},
-                         {"resolved_nodes", b.resolved_nodes}};
-    nlohmann::json modules = nlohmann::json::array();
-    for (std::size_t i = 0; i < manifest.size(); ++i) {
-      if (per_module.subtree[i] == 0) continue;
-      const semmap::ModuleInfo& info = manifest.module(static_cast<semmap::ModuleId>(i));
-      modules.push_back({{"path", info.path},
-                         {"class", info.class_name},
-                         {"nodes", per_module.own[i]},
-                         {"subtree_nodes", per_module.subtree[i]}});
-    }
-    j["modules"] = modules;
-    out << j.dump(2) << "\n";
+    PrintSummaryJson(out, model, mapped, confident, counts, per_module);
     return;
   }
   out << "model:    " << model.model_path << " (" << graph.size() << " nodes, "
@@ -272,7 +310,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
     }
     const semmap::Mapping& m = (*model)->mapper->moduleFor(id);
     if (json) {
-      std::cout << MappingJson(graph, id, m).dump(2) << "\n";
+      std::cout << DumpJson(MappingJson(graph, id, m)) << "\n";
     } else {
       PrintMapping(std::cout, graph, id, m);
     }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "semmap/node_data.h"
 #include "semmap/semmap.h"
@@ -92,7 +93,7 @@ int RunNodeDataCommand(int argc, char** argv) {
                         {"value", time ? "time" : "confidence"},
                         {"graph_id", result->graph_id},
                         {"results", result->results}};
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << DumpJson(j) << "\n";
   } else {
     std::cout << *output << ": Model Explorer node data, " << (time ? "kernel time" : "confidence")
               << " of " << result->results << " nodes of graph \""

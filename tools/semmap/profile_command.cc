@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -249,9 +250,7 @@ int RunProfileCommand(int argc, char** argv) {
               << Share(u.us, a.kernel_us) << " of kernel time) " << ReasonText(u.reason) << "\n";
   }
   if (args->has("--json")) {
-    std::cout << AttributionJson(*model, *profile_path, *profile, a)
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-              << "\n";
+    std::cout << DumpJson(AttributionJson(*model, *profile_path, *profile, a)) << "\n";
     return kExitOk;
   }
   const semmap::Manifest& manifest = mapper.manifest();

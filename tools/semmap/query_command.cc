@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 
@@ -24,7 +25,7 @@ int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
     for (semmap::NodeId n : nodes) {
       out["nodes"].push_back(MappingJson(graph, n, model.mapper->moduleFor(n)));
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpJson(out) << "\n";
   } else {
     for (semmap::NodeId n : nodes) {
       const semmap::Mapping& m = model.mapper->moduleFor(n);
@@ -52,7 +53,7 @@ int PrintModules(const LoadedModel& model, const std::vector<semmap::ModuleId>& 
                                 {"class", info.class_name},
                                 {"qualified_class", info.qualified_class}});
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << DumpJson(out) << "\n";
   } else {
     for (semmap::ModuleId id : modules) {
       std::cout << manifest.module(id).path << "\t" << manifest.module(id).class_name << "\n";
@@ -85,7 +86,7 @@ int PrintContainers(const LoadedModel& model, const semmap::SemanticQuery& query
                    {"layer", c.layer}});
   }
   if (json) {
-    std::cout << nlohmann::json{{"model", model.model_path}, {"containers", out}}.dump(2) << "\n";
+    std::cout << DumpJson({{"model", model.model_path}, {"containers", out}}) << "\n";
   }
   return kExitOk;
 }

@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli_util.h"
+#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
       cal.push_back({{"lo", b.lo}, {"hi", b.hi}, {"count", b.count}, {"correct", b.correct}});
     }
     j["calibration"] = cal;
-    std::cout << j.dump() << "\n";
+    std::cout << semmap_cli::DumpJson(j, -1) << "\n";
     return semmap_cli::kExitOk;
   }
   std::cout << std::fixed << std::setprecision(2);

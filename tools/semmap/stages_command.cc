@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "commands.h"
+#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -74,7 +75,7 @@ int RunExtractStages(const CommandLine& command_line, const Args& args) {
                         {"balance", result->by_time ? "time_us" : "nodes"},
                         {"allowed_cuts", result->allowed_cuts},
                         {"stages", stages_json}};
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << DumpJson(j) << "\n";
     return kExitOk;
   }
   for (const semmap::StageInfo& s : result->stages) {

@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -98,7 +99,7 @@ int RunAnnotateCommand(int argc, char** argv) {
       j["renamed"] = result->renamed;
       j["scoped_names_kept"] = result->scoped_kept;
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << DumpJson(j) << "\n";
   } else {
     std::cout << *output << ": annotated " << result->nodes << " nodes (" << result->mapped
               << " mapped); namespace written on " << result->namespaces_written

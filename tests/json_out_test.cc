@@ -1,0 +1,45 @@
+// The tool's streamed JSON (tools/semmap/json_out.h) is what nlohmann's
+// dump(2) writes, and bytes that are not UTF-8 never throw.
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "json_out.h"
+#include "nlohmann/json.hpp"
+
+namespace {
+
+using semmap_cli::AppendIndentedJson;
+using semmap_cli::AppendJsonString;
+using semmap_cli::DumpJson;
+
+TEST_CASE("Streamed strings are written as nlohmann writes them", "[json_out]") {
+  std::vector<std::string> texts = {"", "encoder.layer.0", "a\"b", "back\\slash", "tab\there",
+                                    "line\nbreak", "é and 中文", "\x7f", "end\x1f"};
+  for (int c = 0; c < 0x20; ++c) texts.push_back(std::string("c") + static_cast<char>(c));
+  for (const std::string& text : texts) {
+    std::string out;
+    AppendJsonString(text, &out);
+    CHECK(out == nlohmann::json(text).dump());
+  }
+}
+
+TEST_CASE("Bytes that are not UTF-8 become U+FFFD instead of throwing", "[json_out]") {
+  const std::string bad = "bad\xffname";
+  std::string out;
+  REQUIRE_NOTHROW(AppendJsonString(bad, &out));
+  CHECK(out == "\"bad\xef\xbf\xbdname\"");
+  CHECK(DumpJson(nlohmann::json{{"model", bad}}) == "{\n  \"model\": \"bad\xef\xbf\xbdname\"\n}");
+}
+
+TEST_CASE("A nested value is indented as in its container's dump", "[json_out]") {
+  const nlohmann::json inner = {{"b", {1, 2}}, {"a", nlohmann::json::object()},
+                                {"c", nlohmann::json::array()}, {"d", 0.9}, {"e", nullptr}};
+  const nlohmann::json outer = {{"k", inner}};
+  std::string out = "{\n  \"k\": ";
+  AppendIndentedJson(inner, 2, &out);
+  out += "\n}";
+  CHECK(out == outer.dump(2));
+}
+
+}  // namespace
