@@ -1,5 +1,6 @@
 // The tool's streamed JSON (tools/semmap/json_out.h) is what nlohmann's
 // dump(2) writes, and bytes that are not UTF-8 never throw.
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,28 @@ TEST_CASE("A nested value is indented as in its container's dump", "[json_out]")
   AppendIndentedJson(inner, 2, &out);
   out += "\n}";
   CHECK(out == outer.dump(2));
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("An object whose list is written item by item reads as its dump", "[json_out]") {
+  const nlohmann::json head = {{"model", "m.onnx"}, {"count", 3}, {"query", {{"kind", "x"}}}};
+  const std::vector<nlohmann::json> items = {
+      {{"node", "/a"}, {"confidence", 0.9}}, nlohmann::json::object(), {{"list", {1, 2}}}};
+  // The list's key before, between and after the head's keys, and empty.
+  for (const std::string key : {"a_first", "modules", "nodes", "z_last"}) {
+    for (std::size_t count : {std::size_t{0}, items.size()}) {
+      std::ostringstream out;
+      semmap_cli::WriteJsonWithList(out, head, key, count,
+                                    [&](std::size_t i) { return items[i]; });
+      nlohmann::json whole = head;
+      whole[key] = nlohmann::json::array();
+      for (std::size_t i = 0; i < count; ++i) whole[key].push_back(items[i]);
+      CHECK(out.str() == DumpJson(whole) + "\n");
+    }
+  }
 }
 
 }  // namespace

@@ -32,4 +32,46 @@ void AppendIndentedJson(const nlohmann::json& value, int indent, std::string* ou
   }
 }
 
+void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
+                       const std::string& list_key, std::size_t count,
+                       const std::function<nlohmann::json(std::size_t)>& item) {
+  std::string text = "{";
+  bool first = true;
+  auto member = [&](const std::string& key) {
+    text += first ? "\n  " : ",\n  ";
+    first = false;
+    AppendJsonString(key, &text);
+    text += ": ";
+  };
+  auto write_list = [&] {
+    member(list_key);
+    if (count == 0) {
+      text += "[]";
+      return;
+    }
+    text += "[";
+    for (std::size_t i = 0; i < count; ++i) {
+      text += i == 0 ? "\n    " : ",\n    ";
+      AppendIndentedJson(item(i), 4, &text);
+      if (text.size() >= (std::size_t{1} << 20)) {  // written as it grows
+        out.write(text.data(), static_cast<std::streamsize>(text.size()));
+        text.clear();
+      }
+    }
+    text += "\n  ]";
+  };
+  bool listed = false;
+  for (auto it = head.begin(); it != head.end(); ++it) {  // keys in order
+    if (!listed && list_key < it.key()) {
+      write_list();
+      listed = true;
+    }
+    member(it.key());
+    AppendIndentedJson(it.value(), 2, &text);
+  }
+  if (!listed) write_list();
+  text += "\n}\n";
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+}
+
 }  // namespace semmap_cli

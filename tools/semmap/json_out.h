@@ -4,6 +4,9 @@
 #ifndef SEMMAP_TOOLS_SEMMAP_JSON_OUT_H_
 #define SEMMAP_TOOLS_SEMMAP_JSON_OUT_H_
 
+#include <cstddef>
+#include <functional>
+#include <ostream>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -23,6 +26,13 @@ void AppendJsonString(absl::string_view s, std::string* out);
 // `indent` more spaces: a value nested `indent / 2` levels deep in a
 // dump(2) of its container.
 void AppendIndentedJson(const nlohmann::json& value, int indent, std::string* out);
+
+// Writes to `out`, as DumpJson would write `head` with `list_key` added
+// (keys in order), an object whose list of `count` items is made and
+// written one item at a time: `item(i)` for each.
+void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
+                       const std::string& list_key, std::size_t count,
+                       const std::function<nlohmann::json(std::size_t)>& item);
 
 }  // namespace semmap_cli
 

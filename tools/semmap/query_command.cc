@@ -20,12 +20,11 @@ int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
   if (count) {
     std::cout << nodes.size() << "\n";
   } else if (json) {
-    nlohmann::json out = {{"model", model.model_path}, {"query", query}, {"count", nodes.size()}};
-    out["nodes"] = nlohmann::json::array();
-    for (semmap::NodeId n : nodes) {
-      out["nodes"].push_back(MappingJson(graph, n, model.mapper->moduleFor(n)));
-    }
-    std::cout << DumpJson(out) << "\n";
+    WriteJsonWithList(
+        std::cout, {{"model", model.model_path}, {"query", query}, {"count", nodes.size()}},
+        "nodes", nodes.size(), [&](std::size_t i) {
+          return MappingJson(graph, nodes[i], model.mapper->moduleFor(nodes[i]));
+        });
   } else {
     for (semmap::NodeId n : nodes) {
       const semmap::Mapping& m = model.mapper->moduleFor(n);
@@ -43,17 +42,16 @@ int PrintModules(const LoadedModel& model, const std::vector<semmap::ModuleId>& 
   if (count) {
     std::cout << modules.size() << "\n";
   } else if (json) {
-    nlohmann::json out = {{"model", model.model_path},
-                          {"query", {{"kind", "empty_modules"}}},
-                          {"count", modules.size()}};
-    out["modules"] = nlohmann::json::array();
-    for (semmap::ModuleId id : modules) {
-      const semmap::ModuleInfo& info = manifest.module(id);
-      out["modules"].push_back({{"path", info.path},
-                                {"class", info.class_name},
-                                {"qualified_class", info.qualified_class}});
-    }
-    std::cout << DumpJson(out) << "\n";
+    WriteJsonWithList(std::cout,
+                      {{"model", model.model_path},
+                       {"query", {{"kind", "empty_modules"}}},
+                       {"count", modules.size()}},
+                      "modules", modules.size(), [&](std::size_t i) {
+                        const semmap::ModuleInfo& info = manifest.module(modules[i]);
+                        return nlohmann::json{{"path", info.path},
+                                              {"class", info.class_name},
+                                              {"qualified_class", info.qualified_class}};
+                      });
   } else {
     for (semmap::ModuleId id : modules) {
       std::cout << manifest.module(id).path << "\t" << manifest.module(id).class_name << "\n";
