@@ -212,7 +212,8 @@ with tempfile.TemporaryDirectory() as tmp:
     bad_name = os.path.join(tmp.encode(), b"bad\xffname.onnx")
     with open(bad_name, "wb") as f:
         f.write(model(node("/a/MatMul")))
-    for args in (["map", "--json"], ["query", "--json", "--pattern", "."]):
+    for args in (["map", "--json"], ["query", "--json", "--pattern", "."],
+                 ["annotate", "--json", "-o", t("annotated.onnx")]):
         done = run(semmap, args[0], bad_name, *args[1:])
         check(f"also non-UTF-8 file name, {' '.join(args)}", done, 0)
         try:
