@@ -113,8 +113,9 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
 // reference export's answers over (reference_transfer.h), check the fit and
 // read tensor names (manifest_fit.h, tensor_evidence.h), then the graph's
 // structure and neighbourhood (structure.h, neighbourhood.h), and finish.
-// About 70 lines: one or two per step, in order, so the pipeline reads here
-// whole.
+// About 85 lines: a few per step, in order, so the pipeline reads here
+// whole; steps that share nothing they write run as pairs on two threads
+// (internal::RunBoth) on a large graph.
 absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
                                                       std::shared_ptr<const Manifest> shared,
                                                       const MapperOptions& options) try {
