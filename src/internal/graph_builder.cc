@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "internal/file_io.h"
+#include "internal/huge_pages.h"
 #include "internal/name_table.h"
 #include "internal/parallel.h"
 
@@ -102,6 +103,13 @@ int GraphBuilder::AddSubgraph(Subgraph s) {
   s.domain = Keep(s.domain);
   rep_->subgraphs.push_back(s);
   return static_cast<int>(rep_->subgraphs.size()) - 1;
+}
+
+void GraphBuilder::ReserveNodes(std::size_t n) {
+  rep_->nodes.reserve(n);
+  AdviseHugePages(rep_->nodes.data(), n * sizeof(Node));
+  lists_.reserve(n);
+  AdviseHugePages(lists_.data(), n * sizeof(ListOffsets));
 }
 
 absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id) {

@@ -74,10 +74,7 @@ class GraphBuilder {
   // InvalidArgument above max_nodes, or when a name, op type or value name
   // is longer than GraphOptions::max_name_bytes.
   absl::Status AddNode(int subgraph, const NodeFields& fields, NodeId* id);
-  void ReserveNodes(std::size_t n) {
-    rep_->nodes.reserve(n);
-    lists_.reserve(n);
-  }
+  void ReserveNodes(std::size_t n);
   std::size_t nodeCount() const { return rep_->nodes.size(); }
 
   // Lays out the spans, assigns node ids and builds the indexes.

@@ -26,13 +26,10 @@
 #include <utility>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "internal/huge_pages.h"
 
 namespace semmap {
 namespace internal {
@@ -90,16 +87,7 @@ template <typename Slot>
 void InitNameTable(std::vector<Slot>* table, std::size_t capacity) {
   table->clear();
   table->reserve(capacity);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
-  const auto begin = reinterpret_cast<std::uintptr_t>(table->data());
-  const std::uintptr_t end = begin + capacity * sizeof(Slot);
-  const std::uintptr_t first = (begin + kHuge - 1) & ~(kHuge - 1);
-  // Advice only: a kernel without it, or a refusal, changes nothing else.
-  if (end >= first + kHuge) {
-    madvise(reinterpret_cast<void*>(first), (end - first) & ~(kHuge - 1), MADV_HUGEPAGE);
-  }
-#endif
+  AdviseHugePages(table->data(), capacity * sizeof(Slot));
   table->resize(capacity);
 }
 
