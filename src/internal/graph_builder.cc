@@ -106,6 +106,9 @@ int GraphBuilder::AddSubgraph(Subgraph s) {
 }
 
 void GraphBuilder::ReserveNodes(std::size_t n) {
+  // A file listing more nodes than allowed fails in AddNode, with the
+  // limit named; it reserves no more than the limit on the way.
+  n = std::min(n, options_.max_nodes);
   rep_->nodes.reserve(n);
   AdviseHugePages(rep_->nodes.data(), n * sizeof(Node));
   lists_.reserve(n);
