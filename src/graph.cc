@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "internal/file_io.h"
+#include "internal/graph_builder.h"
 #include "internal/mapped_file.h"
 #include "internal/name_table.h"
 #include "internal/out_of_memory.h"
@@ -43,7 +44,9 @@ ValueId Graph::Resolve(const Rep& rep, absl::string_view value, std::uint64_t ha
                        int subgraph, int* scope) {
   const absl::Span<const NameSlot> table(rep.values);
   for (int s = subgraph; s >= 0 && s < static_cast<int>(rep.subgraphs.size());) {
-    const NameSlot* slot = internal::FindName(table, internal::ScopedHash(hash, s), s, value);
+    const NameSlot* slot = internal::FindName(
+        table, internal::ScopedHash(hash, s), s, value,
+        [&rep](std::int32_t index) { return internal::GraphBuilder::ValueKey(rep, index); });
     if (slot != nullptr) {
       *scope = s;
       return slot->index;
@@ -116,7 +119,10 @@ NodeId Graph::find(absl::string_view id_or_name) const {
   // answers both.
   const NameSlot* slot =
       internal::FindName(absl::Span<const NameSlot>(rep_->by_id),
-                         internal::ScopedHash(internal::NameHash(id_or_name), 0), 0, id_or_name);
+                         internal::ScopedHash(internal::NameHash(id_or_name), 0), 0, id_or_name,
+                         [this](std::int32_t index) {
+                           return internal::GraphBuilder::IdKey(*rep_, index);
+                         });
   return slot == nullptr || slot->index < 0 ? kNoNode : slot->index;
 }
 

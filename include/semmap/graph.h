@@ -238,11 +238,11 @@ class SEMMAP_EXPORT Graph {
   friend class internal::GraphBuilder;
 
   // A slot of the open-addressing tables below (src/internal/name_table.h):
-  // `name` as seen in `scope` (0 in by_id), its hash, and what it maps to
-  // (a NodeId or ValueId; negative for a free or erased slot).
+  // a key in `scope` (0 in by_id), the high bits of its hash, and what it
+  // maps to (a NodeId or ValueId, which gives the key's name; negative for
+  // a free or erased slot).
   struct NameSlot {
-    absl::string_view name;
-    std::uint64_t hash = 0;
+    std::uint32_t tag = 0;
     std::int32_t scope = 0;
     std::int32_t index = -1;
   };

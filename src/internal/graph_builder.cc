@@ -165,6 +165,8 @@ void GraphBuilder::AssignIds() {
   // repeated name's slot is marked erased: it leaves the index.
   using Slot = Graph::NameSlot;
   std::vector<Slot>& by_id = rep_->by_id;
+  const Graph::Rep& rep = *rep_;
+  auto key = [&rep](std::int32_t index) { return IdKey(rep, index); };
   InitNameTable(&by_id, NameTableCapacity(nodes.size()));
   bool any_duplicate = false;
   std::uint64_t hashes[kNameBatch];
@@ -180,11 +182,12 @@ void GraphBuilder::AssignIds() {
         any_duplicate = true;
         continue;
       }
-      Slot* slot = InsertName(absl::MakeSpan(by_id), hashes[i - first], 0, name);
+      Slot* slot = InsertName(absl::MakeSpan(by_id), hashes[i - first], 0, name, key);
       if (slot->index == kFreeSlot) {
         slot->index = static_cast<NodeId>(i);
       } else {
-        slot->index = kErasedSlot;
+        // Erased, still named by the first node with the name.
+        if (slot->index >= 0) slot->index = ErasedSlot(slot->index);
         any_duplicate = true;
       }
     }
@@ -194,9 +197,9 @@ void GraphBuilder::AssignIds() {
   // collide with another node's unique name ("a#3" named so on purpose): the
   // name keeps it and the generated id takes '#' suffixes until it is free.
   // Each node adds at most one id: room for twice as many keys.
-  ResizeNameTable(&by_id, NameTableCapacity(2 * nodes.size()));
-  auto live = [&by_id](absl::string_view id, std::uint64_t hash) {
-    const Slot* slot = FindName(absl::Span<const Slot>(by_id), hash, 0, id);
+  ResizeNameTable(&by_id, NameTableCapacity(2 * nodes.size()), key);
+  auto live = [&by_id, &key](absl::string_view id, std::uint64_t hash) {
+    const Slot* slot = FindName(absl::Span<const Slot>(by_id), hash, 0, id, key);
     return slot != nullptr && slot->index >= 0;
   };
   // Which nodes take a generated id is decided before any is inserted: a
@@ -207,8 +210,8 @@ void GraphBuilder::AssignIds() {
     const Slot* slot =
         name.empty()
             ? nullptr
-            : FindName(absl::Span<const Slot>(by_id), ScopedHash(NameHash(name), 0), 0, name);
-    if (slot == nullptr || slot->index == kErasedSlot) generated.push_back(static_cast<NodeId>(i));
+            : FindName(absl::Span<const Slot>(by_id), ScopedHash(NameHash(name), 0), 0, name, key);
+    if (slot == nullptr || IsErased(slot->index)) generated.push_back(static_cast<NodeId>(i));
   }
   for (const NodeId i : generated) {
     Node& n = nodes[static_cast<std::size_t>(i)];
@@ -220,8 +223,9 @@ void GraphBuilder::AssignIds() {
     }
     rep_->owned.push_back(std::move(id));
     n.id = rep_->owned.back();
-    Slot* slot = InsertName(absl::MakeSpan(by_id), hash, 0, n.id);
-    slot->name = n.id;
+    // A free slot, or the erased slot of a repeated name equal to the id:
+    // either now names node i by its id.
+    Slot* slot = InsertName(absl::MakeSpan(by_id), hash, 0, n.id, key);
     slot->index = i;
   }
 }
@@ -277,9 +281,10 @@ void GraphBuilder::DefineValues() {
   rep.value_producer.reserve(expected);
   rep.value_names.reserve(expected);
   // Defines `name` in `scope`; the first definition wins.
-  auto define = [&rep, table](int scope, absl::string_view name, std::uint64_t hash,
-                              NodeId producer) {
-    Slot* slot = InsertName(table, hash, scope, name);
+  auto key = [&rep](std::int32_t index) { return ValueKey(rep, index); };
+  auto define = [&rep, table, &key](int scope, absl::string_view name, std::uint64_t hash,
+                                    NodeId producer) {
+    Slot* slot = InsertName(table, hash, scope, name, key);
     if (slot->index == kFreeSlot) {
       slot->index = static_cast<ValueId>(rep.value_producer.size());
       rep.value_producer.push_back(producer);
