@@ -55,13 +55,56 @@ TEST_CASE("An object whose list is written item by item reads as its dump", "[js
   for (const std::string key : {"a_first", "modules", "nodes", "z_last"}) {
     for (std::size_t count : {std::size_t{0}, items.size()}) {
       std::ostringstream out;
-      semmap_cli::WriteJsonWithList(out, head, key, count,
-                                    [&](std::size_t i) { return items[i]; });
+      semmap_cli::WriteJsonWithList(out, head, key, count, [&](std::size_t i, std::string* text) {
+        AppendIndentedJson(items[i], 4, text);
+      });
       nlohmann::json whole = head;
       whole[key] = nlohmann::json::array();
       for (std::size_t i = 0; i < count; ++i) whole[key].push_back(items[i]);
       CHECK(out.str() == DumpJson(whole) + "\n");
     }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+using semmap_cli::AppendJsonNumber;
+using semmap_cli::JsonObjectText;
+
+TEST_CASE("Numbers are written as nlohmann writes them", "[json_out]") {
+  // Repeats and alternations too: the writer keeps the last value's text.
+  const std::vector<double> values = {0.0, 0.0, 1.0, 0.9, 0.9, 0.15, 0.9, -0.0, 1e-7,
+                                      0.123456789012345, 1.0 / 3.0, 12345678.9, 0.0};
+  for (double v : values) {
+    std::string out;
+    AppendJsonNumber(v, &out);
+    CHECK(out == nlohmann::json(v).dump());
+  }
+}
+
+TEST_CASE("An object written member by member reads as its dump at any depth",
+          "[json_out]") {
+  const std::string bad = "bad\xffname";
+  for (int depth = 0; depth < 3; ++depth) {
+    // Keys in sorted order, as nlohmann keeps them.
+    std::string text;
+    JsonObjectText j(2 * depth, &text);
+    j.String("a", "x\"y");
+    j.Number("b", 0.95);
+    j.Null("c");
+    j.String("d", bad);
+    j.String("e", "");
+    j.Close();
+    const nlohmann::json value = {{"a", "x\"y"}, {"b", 0.95}, {"c", nullptr}, {"d", bad}, {"e", ""}};
+    std::string expected;
+    AppendIndentedJson(value, 2 * depth, &expected);
+    CHECK(text == expected);
+    std::string empty;
+    JsonObjectText none(2 * depth, &empty);
+    none.Close();
+    CHECK(empty == "{}");
   }
 }
 

@@ -1,16 +1,30 @@
 #include "json_out.h"
 
+#include <array>
+#include <cstring>
+
 namespace semmap_cli {
 
 std::string DumpJson(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
+// Bytes a JSON string cannot hold as they are: controls, '"', '\\', and
+// every byte of a multi-byte (or invalid) UTF-8 sequence, left to nlohmann.
+constexpr std::array<bool, 256> kNotPlain = [] {
+  std::array<bool, 256> table{};
+  for (int c = 0; c < 256; ++c) table[c] = c < 0x20 || c >= 0x80 || c == '"' || c == '\\';
+  return table;
+}();
+
+}  // namespace
+
 void AppendJsonString(absl::string_view s, std::string* out) {
   bool plain = true;
   for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
+    if (kNotPlain[static_cast<unsigned char>(c)]) {
       plain = false;
       break;
     }
@@ -32,9 +46,53 @@ void AppendIndentedJson(const nlohmann::json& value, int indent, std::string* ou
   }
 }
 
+void AppendJsonNumber(double value, std::string* out) {
+  // A list repeats a few values (confidences): the last one's text is kept.
+  thread_local double last = 0.0;
+  thread_local std::string last_text = "0.0";
+  if (std::memcmp(&value, &last, sizeof value) != 0) {
+    last = value;
+    last_text = DumpJson(nlohmann::json(value));
+  }
+  out->append(last_text);
+}
+
+void JsonObjectText::Key(absl::string_view key) {
+  out_->append(empty_ ? "{\n" : ",\n");
+  empty_ = false;
+  out_->append(static_cast<std::size_t>(indent_ + 2), ' ');
+  AppendJsonString(key, out_);
+  out_->append(": ");
+}
+
+void JsonObjectText::String(absl::string_view key, absl::string_view value) {
+  Key(key);
+  AppendJsonString(value, out_);
+}
+
+void JsonObjectText::Number(absl::string_view key, double value) {
+  Key(key);
+  AppendJsonNumber(value, out_);
+}
+
+void JsonObjectText::Null(absl::string_view key) {
+  Key(key);
+  out_->append("null");
+}
+
+void JsonObjectText::Close() {
+  if (empty_) {
+    out_->append("{}");
+    return;
+  }
+  out_->push_back('\n');
+  out_->append(static_cast<std::size_t>(indent_), ' ');
+  out_->push_back('}');
+}
+
 void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
                        const std::string& list_key, std::size_t count,
-                       const std::function<nlohmann::json(std::size_t)>& item) {
+                       const std::function<void(std::size_t, std::string*)>& item) {
   std::string text = "{";
   bool first = true;
   auto member = [&](const std::string& key) {
@@ -52,7 +110,7 @@ void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
     text += "[";
     for (std::size_t i = 0; i < count; ++i) {
       text += i == 0 ? "\n    " : ",\n    ";
-      AppendIndentedJson(item(i), 4, &text);
+      item(i, &text);
       if (text.size() >= (std::size_t{1} << 20)) {  // written as it grows
         out.write(text.data(), static_cast<std::streamsize>(text.size()));
         text.clear();

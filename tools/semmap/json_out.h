@@ -27,12 +27,35 @@ void AppendJsonString(absl::string_view s, std::string* out);
 // dump(2) of its container.
 void AppendIndentedJson(const nlohmann::json& value, int indent, std::string* out);
 
+// Appends `value` as DumpJson writes a number (nlohmann's shortest form,
+// "0.0" for zero).
+void AppendJsonNumber(double value, std::string* out);
+
+// Appends a JSON object member by member, as DumpJson writes it nested
+// `indent` spaces deep (the object's own line starts there): the keys must
+// come in sorted order, as nlohmann::json keeps them. Close() ends it.
+class JsonObjectText {
+ public:
+  JsonObjectText(int indent, std::string* out) : indent_(indent), out_(out) {}
+  void String(absl::string_view key, absl::string_view value);
+  void Number(absl::string_view key, double value);
+  void Null(absl::string_view key);
+  void Close();
+
+ private:
+  void Key(absl::string_view key);
+  int indent_;
+  std::string* out_;
+  bool empty_ = true;
+};
+
 // Writes to `out`, as DumpJson would write `head` with `list_key` added
 // (keys in order), an object whose list of `count` items is made and
-// written one item at a time: `item(i)` for each.
+// written one item at a time: `item(i, text)` appends item i to `text`, as
+// DumpJson writes it two levels deep (JsonObjectText with indent 4).
 void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
                        const std::string& list_key, std::size_t count,
-                       const std::function<nlohmann::json(std::size_t)>& item);
+                       const std::function<void(std::size_t, std::string*)>& item);
 
 }  // namespace semmap_cli
 

@@ -93,22 +93,26 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_
   return loaded;
 }
 
-nlohmann::json MappingJson(const semmap::Graph& graph, semmap::NodeId id,
-                           const semmap::Mapping& m) {
+void AppendMappingJson(const semmap::Graph& graph, semmap::NodeId id, const semmap::Mapping& m,
+                       int indent, std::string* out) {
   const semmap::Node& n = graph.node(id);
-  nlohmann::json j;
-  j["node"] = n.id;
-  j["name"] = n.name;
-  j["op_type"] = n.op_type;
-  j["domain"] = n.domain;
-  j["module"] = m.mapped() ? nlohmann::json(std::string(m.module_path)) : nlohmann::json();
-  j["class"] = std::string(m.class_name);
-  j["qualified_class"] = std::string(m.qualified_class);
-  j["category"] = std::string(m.category);
-  j["confidence"] = m.confidence;
-  j["strategy"] = std::string(semmap::StrategyName(m.strategy));
-  j["evidence"] = m.evidence;
-  return j;
+  JsonObjectText j(indent, out);  // keys in sorted order
+  j.String("category", m.category);
+  j.String("class", m.class_name);
+  j.Number("confidence", m.confidence);
+  j.String("domain", n.domain);
+  j.String("evidence", m.evidence);
+  if (m.mapped()) {
+    j.String("module", m.module_path);
+  } else {
+    j.Null("module");
+  }
+  j.String("name", n.name);
+  j.String("node", n.id);
+  j.String("op_type", n.op_type);
+  j.String("qualified_class", m.qualified_class);
+  j.String("strategy", semmap::StrategyName(m.strategy));
+  j.Close();
 }
 
 void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,
@@ -310,7 +314,9 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
     }
     const semmap::Mapping& m = (*model)->mapper->moduleFor(id);
     if (json) {
-      std::cout << DumpJson(MappingJson(graph, id, m)) << "\n";
+      std::string text;
+      AppendMappingJson(graph, id, m, 0, &text);
+      std::cout << text << "\n";
     } else {
       PrintMapping(std::cout, graph, id, m);
     }

@@ -53,10 +53,11 @@ inline constexpr char kReferenceHelp[] =
     "carried over node by node; refused (exit 2) when\n"
     "it is not that export";
 
-// {"node", "name", "op_type", "domain", "module", "class", "qualified_class",
-//  "confidence", "strategy", "evidence"}
-nlohmann::json MappingJson(const semmap::Graph& graph, semmap::NodeId id,
-                           const semmap::Mapping& m);
+// Appends {"node", "name", "op_type", "domain", "module", "class",
+// "qualified_class", "confidence", "strategy", "evidence"} as DumpJson
+// writes it nested `indent` spaces deep (JsonObjectText).
+void AppendMappingJson(const semmap::Graph& graph, semmap::NodeId id, const semmap::Mapping& m,
+                       int indent, std::string* out);
 
 // The aligned "node: ... evidence: ..." block.
 void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,

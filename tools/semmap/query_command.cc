@@ -22,8 +22,8 @@ int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
   } else if (json) {
     WriteJsonWithList(
         std::cout, {{"model", model.model_path}, {"query", query}, {"count", nodes.size()}},
-        "nodes", nodes.size(), [&](std::size_t i) {
-          return MappingJson(graph, nodes[i], model.mapper->moduleFor(nodes[i]));
+        "nodes", nodes.size(), [&](std::size_t i, std::string* text) {
+          AppendMappingJson(graph, nodes[i], model.mapper->moduleFor(nodes[i]), 4, text);
         });
   } else {
     for (semmap::NodeId n : nodes) {
@@ -46,11 +46,13 @@ int PrintModules(const LoadedModel& model, const std::vector<semmap::ModuleId>& 
                       {{"model", model.model_path},
                        {"query", {{"kind", "empty_modules"}}},
                        {"count", modules.size()}},
-                      "modules", modules.size(), [&](std::size_t i) {
+                      "modules", modules.size(), [&](std::size_t i, std::string* text) {
                         const semmap::ModuleInfo& info = manifest.module(modules[i]);
-                        return nlohmann::json{{"path", info.path},
-                                              {"class", info.class_name},
-                                              {"qualified_class", info.qualified_class}};
+                        JsonObjectText j(4, text);  // keys in sorted order
+                        j.String("class", info.class_name);
+                        j.String("path", info.path);
+                        j.String("qualified_class", info.qualified_class);
+                        j.Close();
                       });
   } else {
     for (semmap::ModuleId id : modules) {
