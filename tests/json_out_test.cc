@@ -96,8 +96,11 @@ TEST_CASE("An object written member by member reads as its dump at any depth",
     j.Null("c");
     j.String("d", bad);
     j.String("e", "");
+    j.Unsigned("f", 18446744073709551615ULL);
+    j.Unsigned("g", 0);
     j.Close();
-    const nlohmann::json value = {{"a", "x\"y"}, {"b", 0.95}, {"c", nullptr}, {"d", bad}, {"e", ""}};
+    const nlohmann::json value = {{"a", "x\"y"}, {"b", 0.95}, {"c", nullptr}, {"d", bad},
+                                  {"e", ""},      {"f", 18446744073709551615ULL}, {"g", 0u}};
     std::string expected;
     AppendIndentedJson(value, 2 * depth, &expected);
     CHECK(text == expected);

@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
+
 namespace semmap_cli {
 
 std::string DumpJson(const nlohmann::json& value, int indent) {
@@ -73,6 +75,11 @@ void JsonObjectText::String(absl::string_view key, absl::string_view value) {
 void JsonObjectText::Number(absl::string_view key, double value) {
   Key(key);
   AppendJsonNumber(value, out_);
+}
+
+void JsonObjectText::Unsigned(absl::string_view key, std::uint64_t value) {
+  Key(key);
+  absl::StrAppend(out_, value);
 }
 
 void JsonObjectText::Null(absl::string_view key) {

@@ -5,6 +5,7 @@
 #define SEMMAP_TOOLS_SEMMAP_JSON_OUT_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <ostream>
 #include <string>
@@ -39,6 +40,7 @@ class JsonObjectText {
   JsonObjectText(int indent, std::string* out) : indent_(indent), out_(out) {}
   void String(absl::string_view key, absl::string_view value);
   void Number(absl::string_view key, double value);
+  void Unsigned(absl::string_view key, std::uint64_t value);
   void Null(absl::string_view key);
   void Close();
 

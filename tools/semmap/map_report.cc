@@ -177,12 +177,14 @@ void PrintSummaryJson(std::ostream& out, const LoadedModel& model, std::size_t m
   for (std::size_t i = 0; i < manifest.size(); ++i) {
     if (per_module.subtree[i] == 0) continue;
     const semmap::ModuleInfo& info = manifest.module(static_cast<semmap::ModuleId>(i));
-    text += any ? ",\n    {\n      \"class\": " : "[\n    {\n      \"class\": ";
+    text += any ? ",\n    " : "[\n    ";
     any = true;
-    AppendJsonString(info.class_name, &text);
-    absl::StrAppend(&text, ",\n      \"nodes\": ", per_module.own[i], ",\n      \"path\": ");
-    AppendJsonString(info.path, &text);
-    absl::StrAppend(&text, ",\n      \"subtree_nodes\": ", per_module.subtree[i], "\n    }");
+    JsonObjectText item(4, &text);  // keys in sorted order
+    item.String("class", info.class_name);
+    item.Unsigned("nodes", per_module.own[i]);
+    item.String("path", info.path);
+    item.Unsigned("subtree_nodes", per_module.subtree[i]);
+    item.Close();
     if (text.size() >= (1 << 20)) {  // written as it grows
       out.write(text.data(), static_cast<std::streamsize>(text.size()));
       text.clear();
