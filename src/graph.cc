@@ -44,9 +44,8 @@ ValueId Graph::Resolve(const Rep& rep, absl::string_view value, std::uint64_t ha
                        int subgraph, int* scope) {
   const absl::Span<const NameSlot> table(rep.values);
   for (int s = subgraph; s >= 0 && s < static_cast<int>(rep.subgraphs.size());) {
-    const NameSlot* slot = internal::FindName(
-        table, internal::ScopedHash(hash, s), s, value,
-        [&rep](std::int32_t index) { return internal::GraphBuilder::ValueKey(rep, index); });
+    const NameSlot* slot = internal::FindName(table, internal::ScopedHash(hash, s), s, value,
+                                              internal::GraphBuilder::ValueKeys{rep});
     if (slot != nullptr) {
       *scope = s;
       return slot->index;
@@ -120,9 +119,7 @@ NodeId Graph::find(absl::string_view id_or_name) const {
   const NameSlot* slot =
       internal::FindName(absl::Span<const NameSlot>(rep_->by_id),
                          internal::ScopedHash(internal::NameHash(id_or_name), 0), 0, id_or_name,
-                         [this](std::int32_t index) {
-                           return internal::GraphBuilder::IdKey(*rep_, index);
-                         });
+                         internal::GraphBuilder::IdKeys{*rep_});
   return slot == nullptr || slot->index < 0 ? kNoNode : slot->index;
 }
 

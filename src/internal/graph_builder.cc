@@ -165,8 +165,7 @@ void GraphBuilder::AssignIds() {
   // repeated name's slot is marked erased: it leaves the index.
   using Slot = Graph::NameSlot;
   std::vector<Slot>& by_id = rep_->by_id;
-  const Graph::Rep& rep = *rep_;
-  auto key = [&rep](std::int32_t index) { return IdKey(rep, index); };
+  const IdKeys key{*rep_};
   InitNameTable(&by_id, NameTableCapacity(nodes.size()));
   bool any_duplicate = false;
   std::uint64_t hashes[kNameBatch];
@@ -281,7 +280,7 @@ void GraphBuilder::DefineValues() {
   rep.value_producer.reserve(expected);
   rep.value_names.reserve(expected);
   // Defines `name` in `scope`; the first definition wins.
-  auto key = [&rep](std::int32_t index) { return ValueKey(rep, index); };
+  const ValueKeys key{rep};
   auto define = [&rep, table, &key](int scope, absl::string_view name, std::uint64_t hash,
                                     NodeId producer) {
     Slot* slot = InsertName(table, hash, scope, name, key);

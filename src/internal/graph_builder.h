@@ -45,16 +45,22 @@ struct NodeFields {
 class GraphBuilder {
  public:
   // The names of the keys of Graph's two name tables, from a slot's index
-  // (name_table.h): by_id maps a node's id, whose erased slot (a repeated
-  // name) gives the name of the node that first had it; values a value's
-  // name.
-  static absl::string_view IdKey(const Graph::Rep& rep, std::int32_t index) {
-    return index >= 0 ? rep.nodes[static_cast<std::size_t>(index)].id
-                      : rep.nodes[static_cast<std::size_t>(ErasedKey(index))].name;
-  }
-  static absl::string_view ValueKey(const Graph::Rep& rep, std::int32_t index) {
-    return rep.value_names[static_cast<std::size_t>(index)];
-  }
+  // (name_table.h's `name_of`): by_id maps a node's id, whose erased slot (a
+  // repeated name) gives the name of the node that first had it; values a
+  // value's name.
+  struct IdKeys {
+    const Graph::Rep& rep;
+    absl::string_view operator()(std::int32_t index) const {
+      return index >= 0 ? rep.nodes[static_cast<std::size_t>(index)].id
+                        : rep.nodes[static_cast<std::size_t>(ErasedKey(index))].name;
+    }
+  };
+  struct ValueKeys {
+    const Graph::Rep& rep;
+    absl::string_view operator()(std::int32_t index) const {
+      return rep.value_names[static_cast<std::size_t>(index)];
+    }
+  };
 
   // `backing` is kept alive by the Graph; with `durable`, every string
   // given to the builder must point into it.
