@@ -115,6 +115,17 @@ struct SEMMAP_EXPORT TensorInfo {
   friend bool operator!=(const TensorInfo& a, const TensorInfo& b) { return !(a == b); }
 };
 
+// The number of elements of a tensor of shape `dims` (1 for a scalar), or
+// -1 when a dimension is negative (unknown) or the count overflows.
+inline std::int64_t ElementCount(absl::Span<const std::int64_t> dims) {
+  std::int64_t n = 1;
+  for (std::int64_t d : dims) {
+    if (d < 0 || (d != 0 && n > INT64_MAX / d)) return -1;
+    n *= d;
+  }
+  return n;
+}
+
 // How Graph::Load and Graph::Parse read the file.
 enum class Loader {
   // Walks the protobuf wire format over a read-only memory mapping and reads

@@ -7,6 +7,7 @@
 #include "absl/types/span.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+
 #include "internal/file_io.h"
 #include "internal/reference_transfer.h"
 
@@ -19,10 +20,11 @@ namespace {
 // the names on either side is far below what a processed copy keeps and far
 // above what two different models share.
 constexpr double kMinShared = 0.5;
-// Shared names whose shapes differ, per shared name.
+// Shared names whose sizes differ, per shared name.
 constexpr double kMaxShapeMismatch = 0.05;
 // Underscores tried from the end of a folded constant's name.
 constexpr int kMaxFoldedSuffixes = 4;
+
 
 std::string Dims(absl::Span<const std::int64_t> dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
@@ -79,7 +81,11 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
       ++e.known;
       found.insert(it->first);
       absl::Span<const std::int64_t> r_dims = it->second->dims;
-      if (!t.dims.empty() && !r_dims.empty() && t.dims != r_dims) {
+      // The same elements in another shape are the same tensor: an
+      // optimizer folded a Reshape or Transpose into it and kept its name
+      // (ONNX Runtime: a [1,1,1,C] view stored as [1,C,1,1]).
+      if (!t.dims.empty() && !r_dims.empty() && t.dims != r_dims &&
+          ElementCount(t.dims) != ElementCount(r_dims)) {
         if (e.shape_mismatches++ == 0) {
           e.first_mismatch =
               absl::StrCat(Abbreviate(t.name, 80), " ", Dims(t.dims), " vs ", Dims(r_dims));

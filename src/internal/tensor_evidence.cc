@@ -52,7 +52,16 @@ void TensorEvidence::MapNodes(double factor, std::vector<Mapping>* mappings,
 }
 
 ModuleId TensorEvidence::ParameterOwner(absl::string_view value) const {
-  value = rules_.stripValueSuffixes(value);
+  // The name as written first: a parameter may end like a suffix the rules
+  // strip from derived values ("features.1.0.layer_scale" is no
+  // "features.1.0.layer" plus a quantizer's "_scale").
+  const ModuleId literal = LiteralOwner(value);
+  if (literal != kNoModule) return literal;
+  const absl::string_view stripped = rules_.stripValueSuffixes(value);
+  return stripped.size() == value.size() ? kNoModule : LiteralOwner(stripped);
+}
+
+ModuleId TensorEvidence::LiteralOwner(absl::string_view value) const {
   if (value.empty() || value.front() == '/') return kNoModule;
   if (!wrapper_prefix_.empty()) {
     if (!absl::ConsumePrefix(&value, wrapper_prefix_)) return kNoModule;

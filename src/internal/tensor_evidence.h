@@ -59,8 +59,11 @@ class TensorEvidence {
   bool WidenRewritten(NodeId node, Mapping* m, EvidenceStore* evidence) const;
 
   // The module owning the parameter or buffer named `value` under the root
-  // binding (suffixes of rules stripped), or kNoModule.
+  // binding (as written, else with the rules' value suffixes stripped), or
+  // kNoModule.
   ModuleId ParameterOwner(absl::string_view value) const;
+  // ParameterOwner() of the name exactly as written.
+  ModuleId LiteralOwner(absl::string_view value) const;
   // The module of the scope a value name carries, or kNoModule.
   ModuleId ValueScope(absl::string_view value) const;
 
