@@ -176,8 +176,9 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   // once both are done.
   auto check = [&] {
     if (!derived) {
-      mapper.fit_ = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes), manifest,
-                                                rules, mapper.binding_, tensors);
+      mapper.fit_ = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes),
+                                                internal::ResolvedModulesOfNodes(scopes),
+                                                manifest, rules, mapper.binding_, tensors);
     }
     mapper.categories_ = rules.categoriesOf(manifest);
   };
@@ -204,6 +205,20 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   return internal::OutOfMemory("the model", "mapping");
 } catch (const std::length_error&) {
   return internal::OutOfMemory("the model", "mapping");
+}
+
+absl::string_view FitNoteKindName(FitNoteKind kind) {
+  constexpr absl::string_view kNames[kFitNoteKindCount] = {
+      "reused_call", "folded_by_exporter", "stored_reshaped", "created_in_forward",
+      "outside_manifest_root"};
+  const auto index = static_cast<std::size_t>(kind);
+  return index < kFitNoteKindCount ? kNames[index] : "invalid";
+}
+
+absl::string_view ManifestFit::verdict() const {
+  if (!checked) return "not checked";
+  if (!fits) return "misfit";
+  return notes.empty() ? "fits" : "fits, with notes";
 }
 
 absl::StatusOr<Mapping> SemanticMapper::moduleFor(absl::string_view node) const {

@@ -115,17 +115,17 @@ TEST_CASE("A graph without names is not judged", "[manifest_fit][fixture]") {
   CHECK(absl::StrContains(mapper->manifestFit().evidence, "too few names"));
 }
 
-TEST_CASE("A scope counts for the fit only where the manifest has its literal path",
+TEST_CASE("A scope counts for the fit where the manifest has its path, step by step or folded",
           "[manifest_fit]") {
   // "/layer1/layer1.0": the dotted path folds the container repeating its
-  // name ("layer1.0"). A manifest that has "layer1.layer1.0" instead lets
-  // the scope resolve step by step, yet it does not have the scope's path:
-  // the fit must not count it. "/blk" resolves and has its path.
+  // name ("layer1.0"); a manifest that has "layer1.layer1.0" instead names
+  // every step directly, which torch would also spell "/layer1/layer1.0".
+  // Both count, without a note. "/other" resolves nowhere.
   onnx::ModelProto model = semmap_test::MakeModel();
   std::string previous = "x";
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < 18; ++i) {
     const std::string out = "v" + std::to_string(i);
-    const std::string scope = i < 8 ? "/layer1/layer1.0" : "/blk";
+    const std::string scope = i < 8 ? "/layer1/layer1.0" : i < 16 ? "/blk" : "/other";
     semmap_test::AddNode(model.mutable_graph(), scope + "/Relu_" + std::to_string(i), "Relu",
                          {previous}, {out});
     previous = out;
@@ -136,17 +136,226 @@ TEST_CASE("A scope counts for the fit only where the manifest has its literal pa
       semmap_test::ManifestJson({"layer1", "layer1.layer1", "layer1.layer1.0", "blk"}), "test");
   REQUIRE(m.ok());
   semmap::MapperOptions options;
-  options.allow_manifest_mismatch = true;
+  options.allow_manifest_mismatch = true;  // "/other": one scope of three
   auto mapper = semmap::SemanticMapper::Create(*g, &*m, options);
   REQUIRE(mapper.ok());
   const semmap::ManifestFit& fit = mapper->manifestFit();
-  CHECK(fit.distinct_scopes == 2);
-  CHECK(fit.resolved_scopes == 1);
-  CHECK(fit.scoped_nodes == 16);
-  CHECK(fit.resolved_nodes == 8);
-  // The mapping itself follows the resolution.
+  CHECK(fit.distinct_scopes == 3);
+  CHECK(fit.resolved_scopes == 2);
+  CHECK(fit.scoped_nodes == 18);
+  CHECK(fit.resolved_nodes == 16);
+  CHECK(fit.notes.empty());
   CHECK(mapper->moduleFor(0).module_path == "layer1.layer1.0");
   CHECK(mapper->moduleFor(8).module_path == "blk");
+}
+
+namespace {
+
+// One manifest module for ManifestWithTensors: path, class, qualified
+// class, own tensors as "name:d0xd1".
+struct Module {
+  std::string path;
+  std::string class_name;
+  std::string qualified;
+  std::vector<std::string> tensors;
+};
+
+std::string ManifestWithTensors(const std::vector<Module>& modules) {
+  nlohmann::json out = {{"format", "semmap.manifest"},
+                        {"schema_version", 1},
+                        {"model", {{"class", "M"}, {"qualified_class", "t.M"}}}};
+  nlohmann::json list = nlohmann::json::array();
+  std::vector<Module> all = {{"", "M", "t.M", {}}};
+  all.insert(all.end(), modules.begin(), modules.end());
+  for (const Module& m : all) {
+    const std::size_t dot = m.path.rfind('.');
+    nlohmann::json entry = {{"path", m.path}, {"class", m.class_name},
+                            {"qualified_class", m.qualified}, {"buffers", nlohmann::json::array()}};
+    entry["parent"] = m.path.empty() ? nlohmann::json()
+                                     : nlohmann::json(dot == std::string::npos ? "" : m.path.substr(0, dot));
+    nlohmann::json children = nlohmann::json::array();
+    for (const Module& c : all) {
+      if (c.path.empty() || c.path == m.path) continue;
+      const std::size_t cd = c.path.rfind('.');
+      if ((cd == std::string::npos ? "" : c.path.substr(0, cd)) == m.path) children.push_back(c.path);
+    }
+    entry["children"] = children;
+    nlohmann::json params = nlohmann::json::array();
+    for (const std::string& t : m.tensors) {
+      const std::size_t colon = t.find(':');
+      nlohmann::json shape = nlohmann::json::array();
+      std::size_t start = colon + 1;
+      while (start <= t.size()) {
+        const std::size_t x = t.find('x', start);
+        shape.push_back(std::stoll(t.substr(start, x == std::string::npos ? std::string::npos : x - start)));
+        if (x == std::string::npos) break;
+        start = x + 1;
+      }
+      params.push_back({{"name", t.substr(0, colon)}, {"shape", shape}, {"dtype", "float32"}});
+    }
+    entry["parameters"] = params;
+    list.push_back(entry);
+  }
+  out["modules"] = list;
+  return out.dump();
+}
+
+// A chain of Relu nodes, one per scope, and float initializers by name and dims.
+semmap::Graph ChainGraph(const std::vector<std::string>& scopes,
+                         const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  std::string previous = "x";
+  for (std::size_t i = 0; i < scopes.size(); ++i) {
+    const std::string out = "v" + std::to_string(i);
+    semmap_test::AddNode(model.mutable_graph(), scopes[i] + "/Relu", "Relu", {previous}, {out});
+    previous = out;
+  }
+  for (const auto& [name, dims] : tensors) {
+    onnx::TensorProto* t = model.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+  }
+  auto g = semmap::Graph::Parse(semmap_test::Serialize(model), "test");
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+const semmap::FitNote* FindNote(const semmap::ManifestFit& fit, semmap::FitNoteKind kind) {
+  for (const semmap::FitNote& n : fit.notes) {
+    if (n.kind == kind) return &n;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("Reasons of export fit with notes, each named", "[manifest_fit]") {
+  constexpr char kLinear[] = "torch.nn.modules.linear.Linear";
+  constexpr char kRelu[] = "torch.nn.modules.activation.ReLU";
+  constexpr char kNorm[] = "torch.nn.modules.batchnorm.BatchNorm2d";
+  const std::vector<Module> modules = {
+      {"model", "Wrapper", "t.Wrapper", {}},
+      {"model.decoder", "Decoder", "t.Decoder", {}},
+      {"model.decoder.fc", "Linear", kLinear, {"weight:4x4", "bias:4"}},
+      {"model.decoder.act", "ReLU", kRelu, {}},
+      {"model.decoder.embed", "ScaledEmbedding", "t.ScaledEmbedding", {"weight:8x4"}},
+      {"model.decoder.scale", "Scale", "t.Scale", {"gamma:4x1x1"}},
+      {"model.decoder.block", "Sequential", "torch.nn.modules.container.Sequential", {}},
+      {"model.decoder.block.0", "Linear", kLinear, {"weight:4x4"}},
+      {"model.decoder.block.1", "BatchNorm2d", kNorm, {"weight:4", "bias:4"}},
+  };
+  auto m = semmap::Manifest::Parse(ManifestWithTensors(modules), "test");
+  REQUIRE(m.ok());
+  // "/decoder/...": a wrapper's forward called model.decoder directly, past
+  // "model"; "act_1" is the second call of "act"; block.1 (a norm) has no
+  // node left; "embed_scale" is a constant the embedding's forward made;
+  // "scale.gamma" is stored as [4] for the module's [4, 1, 1].
+  const semmap::Graph g = ChainGraph(
+      {"/model/decoder/fc", "/model/decoder/act", "/model/decoder/act_1", "/model/decoder/embed",
+       "/model/decoder/block/block.0", "/decoder/fc", "/decoder/act", "/decoder/act_1",
+       "/model/decoder/scale"},
+      {{"model.decoder.fc.weight", {4, 4}},
+       {"model.decoder.fc.bias", {4}},
+       {"model.decoder.embed.weight", {8, 4}},
+       {"model.decoder.embed.embed_scale", {1}},
+       {"model.decoder.scale.gamma", {4}}});
+  auto mapper = semmap::SemanticMapper::Create(g, &*m);
+  REQUIRE(mapper.ok());
+  const semmap::ManifestFit& fit = mapper->manifestFit();
+  CAPTURE(fit.evidence);
+  CHECK(fit.fits);
+  CHECK(fit.verdict() == "fits, with notes");
+  CHECK(fit.resolved_scopes == fit.distinct_scopes);
+  CHECK(fit.matched_tensors == fit.named_tensors);
+
+  const semmap::FitNote* reused = FindNote(fit, semmap::FitNoteKind::kReusedCall);
+  REQUIRE(reused != nullptr);
+  CHECK(reused->count == 1);
+  CHECK(reused->example == "/model/decoder/act_1");
+  const semmap::FitNote* outside = FindNote(fit, semmap::FitNoteKind::kOutsideManifestRoot);
+  REQUIRE(outside != nullptr);
+  CHECK(outside->count == 3);  // /decoder/fc, /decoder/act, /decoder/act_1
+  CHECK(outside->example == "/decoder/act");
+  const semmap::FitNote* folded = FindNote(fit, semmap::FitNoteKind::kFoldedByExporter);
+  REQUIRE(folded != nullptr);
+  CHECK(folded->example == "model.decoder.block.1");
+  const semmap::FitNote* created = FindNote(fit, semmap::FitNoteKind::kCreatedInForward);
+  REQUIRE(created != nullptr);
+  CHECK(created->example == "model.decoder.embed.embed_scale");
+  const semmap::FitNote* reshaped = FindNote(fit, semmap::FitNoteKind::kStoredReshaped);
+  REQUIRE(reshaped != nullptr);
+  CHECK(reshaped->example == "model.decoder.scale.gamma");
+  CHECK(semmap::FitNoteKindName(semmap::FitNoteKind::kStoredReshaped) == "stored_reshaped");
+  CHECK(absl::StrContains(fit.evidence, "; notes: "));
+}
+
+TEST_CASE("What contradicts the manifest is still a misfit", "[manifest_fit]") {
+  constexpr char kLinear[] = "torch.nn.modules.linear.Linear";
+  const std::vector<Module> modules = {
+      {"fc", "Linear", kLinear, {"weight:4x4"}},
+      {"blocks", "Blocks", "t.Blocks", {}},
+      {"blocks.layer1", "Layer", "t.Layer", {}},
+      {"blocks.layer1.fc", "Linear", kLinear, {"weight:4x4"}},
+      {"blocks.layer2", "Layer", "t.Layer", {}},
+      {"blocks.layer2.fc", "Linear", kLinear, {"weight:4x4"}},
+      {"blocks.layer3", "Layer", "t.Layer", {}},
+      {"blocks.layer3.fc", "Linear", kLinear, {"weight:4x4"}},
+  };
+  auto m = semmap::Manifest::Parse(ManifestWithTensors(modules), "test");
+  REQUIRE(m.ok());
+  semmap::MapperOptions anyway;
+  anyway.allow_manifest_mismatch = true;
+  SECTION("a library module's parameter the manifest does not have") {
+    const semmap::Graph g = ChainGraph(
+        {"/fc", "/blocks/layer1/fc", "/blocks/layer2/fc", "/blocks/layer3/fc"},
+        {{"fc.weight", {4, 4}}, {"fc.bias", {4}}, {"blocks.layer1.fc.weight", {4, 4}},
+         {"blocks.layer2.fc.weight", {4, 4}}, {"blocks.layer3.fc.weight", {4, 4}}});
+    auto refused = semmap::SemanticMapper::Create(g, &*m);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(absl::StrContains(refused.status().message(),
+                            "\"fc.bias\" is not a parameter of the manifest's module"));
+  }
+  SECTION("another depth of a named repetition (\"layer1\", \"layer2\", ...)") {
+    const semmap::Graph g =
+        ChainGraph({"/fc", "/blocks/layer1/fc", "/blocks/layer2/fc", "/fc_1", "/fc_2", "/fc_3",
+                    "/fc_4", "/fc_5"},
+                   {{"fc.weight", {4, 4}}});
+    auto refused = semmap::SemanticMapper::Create(g, &*m);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(absl::StrContains(refused.status().message(),
+                            "\"blocks\" has 3 items in the manifest and the graph uses 2"));
+    auto mapped = semmap::SemanticMapper::Create(g, &*m, anyway);
+    REQUIRE(mapped.ok());
+    CHECK(mapped->manifestFit().verdict() == "misfit");
+    CHECK(mapped->manifestFit().notes.empty());
+  }
+}
+
+TEST_CASE("Exports of reused modules and folded BatchNorms fit their own manifest",
+          "[manifest_fit][fixture]") {
+  struct Case {
+    const char* dir;
+    semmap::FitNoteKind kind;
+    const char* example;
+  };
+  const Case cases[] = {
+      {"torch-2.15/tv-resnet18.torchscript", semmap::FitNoteKind::kReusedCall,
+       "/layer1/layer1.0/relu_1"},
+      {"torch-2.15/tv-resnet18.torchscript", semmap::FitNoteKind::kFoldedByExporter,
+       "layer1.0.bn2"},
+      {"torch-2.15/tv-efficientnet.torchscript", semmap::FitNoteKind::kFoldedByExporter,
+       "features.1.0.block.2.1"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.dir, c.example);
+    const Loaded l = Load(c.dir, c.dir);
+    auto mapper = semmap::SemanticMapper::Create(l.graph, &l.manifest);
+    REQUIRE(mapper.ok());
+    const semmap::FitNote* note = FindNote(mapper->manifestFit(), c.kind);
+    REQUIRE(note != nullptr);
+    CHECK(note->example == c.example);
+  }
 }
 
 TEST_CASE("Confident means at or above the documented floor", "[manifest_fit]") {

@@ -281,7 +281,15 @@ class MappedModel:
 
     @property
     def manifest_fit(self) -> dict[str, Any]:
-        """How well the manifest fits the graph (fits, checked, evidence, counts)."""
+        """How well the manifest fits the graph.
+
+        Keys: ``verdict`` ("fits", "fits, with notes", "misfit", "not checked"),
+        ``fits``, ``checked``, ``evidence`` (one line), ``notes`` (a list of
+        dicts ``reason``, ``count``, ``nodes``, ``example``, ``text``: names the
+        manifest does not have literally, and why: ``reused_call``,
+        ``folded_by_exporter``, ``stored_reshaped``, ``created_in_forward``,
+        ``outside_manifest_root``) and the counts of the C++ ``ManifestFit``.
+        """
         return self._core.manifest_fit
 
     def __repr__(self) -> str:

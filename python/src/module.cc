@@ -214,8 +214,25 @@ nb::dict ManifestFitDict(const semmap::ManifestFit& fit) {
   d["resolved_nodes"] = fit.resolved_nodes;
   d["distinct_scopes"] = fit.distinct_scopes;
   d["resolved_scopes"] = fit.resolved_scopes;
+  d["class_conflicts"] = fit.class_conflicts;
   d["named_tensors"] = fit.named_tensors;
   d["matched_tensors"] = fit.matched_tensors;
+  d["shape_mismatches"] = fit.shape_mismatches;
+  d["unused_items"] = fit.unused_items;
+  d["unnamed_weights"] = fit.unnamed_weights;
+  d["weight_size_mismatches"] = fit.weight_size_mismatches;
+  d["verdict"] = std::string(fit.verdict());
+  nb::list notes;
+  for (const semmap::FitNote& note : fit.notes) {
+    nb::dict n;
+    n["reason"] = std::string(semmap::FitNoteKindName(note.kind));
+    n["count"] = note.count;
+    n["nodes"] = note.nodes;
+    n["example"] = note.example;
+    n["text"] = note.text;
+    notes.append(n);
+  }
+  d["notes"] = notes;
   return d;
 }
 

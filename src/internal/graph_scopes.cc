@@ -314,6 +314,17 @@ std::vector<std::pair<std::string, std::string>> DerivedModulePaths(const GraphS
   return out;
 }
 
+std::vector<ModuleId> ResolvedModulesOfNodes(const GraphScopes& scopes) {
+  std::vector<ModuleId> modules(scopes.of_node.size(), kNoModule);
+  for (std::size_t i = 0; i < scopes.of_node.size(); ++i) {
+    const Scope* s = scopes.of_node[i];
+    if (s != nullptr && s->resolution.complete() && s->outcome.mapped()) {
+      modules[i] = s->outcome.module;
+    }
+  }
+  return modules;
+}
+
 std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes) {
   std::vector<ScopeSample> samples;
   samples.reserve(scopes.all.size());

@@ -70,6 +70,10 @@ GraphScopes GroupScopes(const Graph& graph, const Rules& rules);
 // ("relu_1" beside "relu").
 std::vector<std::pair<std::string, std::string>> DerivedModulePaths(const GraphScopes& scopes);
 
+// Per node, the module its scope names once resolved completely (its
+// outcome's module), or kNoModule.
+std::vector<ModuleId> ResolvedModulesOfNodes(const GraphScopes& scopes);
+
 // One ScopeSample (manifest_fit.h) per scope, viewing `scopes`.
 std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes);
 

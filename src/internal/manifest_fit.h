@@ -34,9 +34,12 @@ struct ScopeSample {
   const ScopeResolution* resolution = nullptr;
 };
 
-// Linear in the distinct scopes and the initializers plus the manifest's
-// modules; names are not parsed again.
+// `node_modules`: per node, the module its scope names when resolved
+// completely, else kNoModule (ResolvedModulesOfNodes, graph_scopes.h).
+// Linear in the nodes, the distinct scopes and the initializers plus the
+// manifest's modules; names are not parsed again.
 ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
+                              absl::Span<const ModuleId> node_modules,
                               const Manifest& manifest, const Rules& rules,
                               const RootBinding& binding, const TensorEvidence& tensors);
 

@@ -20,6 +20,22 @@ bool& ParsedAllowMismatch() {
   return allow;
 }
 
+bool& ParsedJson() {
+  static bool json = false;
+  return json;
+}
+
+// A manifest that fits with notes: what did not resolve literally, and why,
+// one line per kind on stderr (text mode; JSON has them in manifest_fit).
+void PrintFitNotes(const LoadedModel& loaded) {
+  if (ParsedJson() || !loaded.manifest_path || !loaded.mapper) return;
+  const semmap::ManifestFit& fit = loaded.mapper->manifestFit();
+  for (const semmap::FitNote& note : fit.notes) {
+    std::cerr << "semmap: note: manifest " << EscapeControls(*loaded.manifest_path)
+              << " fits with notes: " << EscapeControls(note.text) << "\n";
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string& model_path,
@@ -27,9 +43,14 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string&
                                                              const std::string* reference_path,
                                                              bool allow_manifest_mismatch) {
   if (reference_path == nullptr && ParsedReference()) reference_path = &*ParsedReference();
-  Progress progress("loading and mapping " + model_path);
-  return LoadModel(model_path, manifest_path, reference_path,
-                   allow_manifest_mismatch || ParsedAllowMismatch());
+  absl::StatusOr<std::unique_ptr<LoadedModel>> loaded;
+  {
+    Progress progress("loading and mapping " + model_path);
+    loaded = LoadModel(model_path, manifest_path, reference_path,
+                       allow_manifest_mismatch || ParsedAllowMismatch());
+  }
+  if (loaded.ok()) PrintFitNotes(**loaded);
+  return loaded;
 }
 
 absl::StatusOr<ProfiledModel> LoadProfiledWithProgress(const std::string& model_path,
@@ -59,6 +80,7 @@ std::optional<Args> ParseCommandArgs(CommandLine& command_line, int argc, char**
   if (!args) return std::nullopt;
   if (const std::string* reference = args->option("--reference")) ParsedReference() = *reference;
   ParsedAllowMismatch() = args->has("--allow-manifest-mismatch");
+  ParsedJson() = args->has("--json");
   return args;
 }
 

@@ -157,8 +157,18 @@ void PrintSummaryJson(std::ostream& out, const LoadedModel& model, std::size_t m
         model.manifest_path ? nlohmann::json(*model.manifest_path) : nlohmann::json());
   if (model.manifest_path) {
     const semmap::ManifestFit& fit = mapper.manifestFit();
+    nlohmann::json notes = nlohmann::json::array();
+    for (const semmap::FitNote& note : fit.notes) {
+      notes.push_back({{"reason", std::string(semmap::FitNoteKindName(note.kind))},
+                       {"count", note.count},
+                       {"nodes", note.nodes},
+                       {"example", note.example},
+                       {"text", note.text}});
+    }
     small("manifest_fit", {{"checked", fit.checked},
                            {"fits", fit.fits},
+                           {"verdict", std::string(fit.verdict())},
+                           {"notes", std::move(notes)},
                            {"scoped_nodes", fit.scoped_nodes},
                            {"resolved_nodes", fit.resolved_nodes},
                            {"distinct_scopes", fit.distinct_scopes},
@@ -168,6 +178,8 @@ void PrintSummaryJson(std::ostream& out, const LoadedModel& model, std::size_t m
                            {"matched_tensors", fit.matched_tensors},
                            {"shape_mismatches", fit.shape_mismatches},
                            {"unused_items", fit.unused_items},
+                           {"unnamed_weights", fit.unnamed_weights},
+                           {"weight_size_mismatches", fit.weight_size_mismatches},
                            {"evidence", fit.evidence}});
   }
   small("mapped", mapped);
@@ -247,8 +259,8 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
   out << "\n";
   if (model.manifest_path) {
     const semmap::ManifestFit& fit = mapper.manifestFit();
-    out << "fit:      " << (!fit.checked ? "not checked" : fit.fits ? "fits" : "DOES NOT FIT")
-        << " (" << fit.evidence << ")\n";
+    out << "fit:      " << (fit.checked && !fit.fits ? "DOES NOT FIT" : fit.verdict()) << " ("
+        << fit.evidence << ")\n";
   }
   const auto share = [&graph](std::size_t n) {
     return graph.size() ? 100.0 * static_cast<double>(n) / static_cast<double>(graph.size())
