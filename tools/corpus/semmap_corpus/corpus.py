@@ -47,7 +47,7 @@ from semmap.manifest._export import (
 )
 from semmap.manifest._build import build_manifest
 from semmap.manifest._models import example_inputs
-from semmap_corpus import optimum_fixtures, variants
+from semmap_corpus import optimum_fixtures, variants, zoo
 from semmap_corpus.sanitize import strip_local_paths
 from semmap_corpus.specs import DEFAULT_SLICE, SLICES, Arch, slice_archs
 from semmap_corpus.store import Corpus, Fixture, build_for, error_record, quiet
@@ -66,12 +66,27 @@ ATTEMPTS: tuple[dict[str, Any], ...] = (
 )
 # transformers 5.x needs no mask patch; Whisper's decoder checks position ids for
 # packed sequences with torch.diff, which the TorchScript exporter cannot export.
+# torchvision's MultiheadAttention takes a fused fast path under no_grad in
+# eval mode, an op the TorchScript exporter cannot export: torch's own switch
+# turns it off.
 ATTEMPTS_TORCH_2_15: tuple[dict[str, Any], ...] = (
     {},
     {"attn_implementation": "eager"},
     {"masks": "without-diff"},
     {"masks": "without-diff", "static_shapes": True},
+    {"mha_fastpath": False},
 )
+
+
+@contextlib.contextmanager
+def mha_fastpath(enabled: bool) -> Any:
+    """torch.backends.mha's fast path set to ``enabled`` for the block."""
+    previous = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(enabled)
+    try:
+        yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(previous)
 SLICE_ATTEMPTS = {"torch-2.9": ATTEMPTS, "torch-2.15": ATTEMPTS_TORCH_2_15}
 # torch release each slice must be built with
 SLICE_TORCH = {"torch-2.9": "2.9.", "torch-2.15": "2.15."}
@@ -103,6 +118,13 @@ def versions(dists: tuple[str, ...] = SLICE_DISTS[DEFAULT_SLICE]) -> dict[str, s
     return out
 
 
+def model_inputs(arch: Arch, model: Any) -> Any:
+    """Example inputs: from a transformers model's signature, or an image batch."""
+    if arch.source != "transformers":
+        return zoo.example_inputs(arch.image_size)
+    return example_inputs(model)
+
+
 def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple[Any, onnx.ModelProto, Truth] | None:
     """Export one architecture with one exporter; returns (model, onnx model, truth) or None."""
     errors: list[dict[str, Any]] = []
@@ -112,12 +134,13 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple
         try:
             with quiet():
                 model = build_for(arch, options)
-                inputs = example_inputs(model)
+                inputs = model_inputs(arch, model)
                 masks = {
                     "without-vmap": traceable_masks,
                     "without-diff": packed_sequences_without_diff,
                 }.get(options.get("masks", ""), contextlib.nullcontext)()
-                with masks:
+                fastpath = mha_fastpath(options.get("mha_fastpath", True))
+                with masks, fastpath:
                     export_onnx(
                         model, inputs, path, exporter=exporter, opset=opset,
                         dynamic=not options.get("static_shapes", False),
@@ -132,7 +155,8 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple
         else:
             truth = dynamo_truth(onnx_model, model, rewriter_lca=corpus.toolchain != "torch-2.9")
         name = f"{arch.name}.{exporter}"
-        extra: dict[str, Any] = {"export_options": options, "inputs": {k: list(v.shape) for k, v in inputs.items()}}
+        named = inputs if isinstance(inputs, dict) else {f"input_{i}": v for i, v in enumerate(inputs)}
+        extra: dict[str, Any] = {"export_options": options, "inputs": {k: list(v.shape) for k, v in named.items()}}
         if errors:
             extra["failed_attempts"] = errors
         fixture = Fixture(name, arch, type(model).__name__, exporter, "plain", opset, truth_stats(truth), extra)

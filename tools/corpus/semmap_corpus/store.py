@@ -41,6 +41,34 @@ def error_record(e: BaseException) -> dict[str, str]:
     return record
 
 
+# Fixtures larger than this keep the weights' names, types and shapes but not
+# their payloads (Arch.extra "drop_payloads"): semmap reads no payload, and the
+# variants were all made from the full export before it was written.
+DROP_ABOVE_BYTES = 128 << 10
+DROP_MIN_ELEMENTS = 1024
+
+
+def drop_payloads(model: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """A copy of ``model`` without the payloads of initializers of at least
+    DROP_MIN_ELEMENTS elements, when the model is larger than DROP_ABOVE_BYTES;
+    returns the model and how many payloads were dropped."""
+    if model.ByteSize() <= DROP_ABOVE_BYTES:
+        return model, 0
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    dropped = 0
+    for t in copy.graph.initializer:
+        elements = 1
+        for d in t.dims:
+            elements *= d
+        if elements < DROP_MIN_ELEMENTS:
+            continue
+        for data_field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
+            t.ClearField(data_field)
+        dropped += 1
+    return copy, dropped
+
+
 @dataclass
 class Fixture:
     """A written fixture and what the index says about it."""
@@ -66,6 +94,7 @@ class Fixture:
             "toolchain": toolchain,
             "opset": self.opset,
             "held_out": self.arch.held_out,
+            "source_library": self.arch.source,
             "nodes": self.stats,
         }
         entry.update(self.extra)
@@ -95,6 +124,10 @@ class Corpus:
     ) -> None:
         d = self.root / name
         d.mkdir(parents=True, exist_ok=True)
+        if fixture.arch.extra.get("drop_payloads"):
+            onnx_model, dropped = drop_payloads(onnx_model)
+            if dropped:
+                fixture.extra["payloads_dropped"] = {"min_elements": DROP_MIN_ELEMENTS, "tensors": dropped}
         onnx.save(onnx_model, str(d / "model.onnx"))
         write_json(d / "manifest.json", manifest)
         write_json(d / "truth.json", truth)
@@ -135,6 +168,10 @@ def quiet() -> Any:
 
 def build_for(arch: Arch, options: dict[str, Any]) -> torch.nn.Module:
     config = {**arch.config, **options.get("config", {})}
+    if arch.source != "transformers":
+        from semmap_corpus import zoo
+
+        return zoo.build(arch.source, arch.model_type, config)
     return build_model(
         model_type=arch.model_type,
         task=arch.task,
