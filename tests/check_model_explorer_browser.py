@@ -16,7 +16,7 @@ from the annotated file's `namespace` entries, never from a list in here:
     every metadata entry of the node with its value, and each label, as the
     panel draws it (cut with an ellipsis to the key column's width), names
     one key only.
-Saves a PNG of the selected block (the README's picture).
+Saves a PNG of the selected block (the picture in docs/cli.md).
 
     check_model_explorer_browser.py SEMMAP_BINARY FIXTURES_DIR SCREENSHOT.png
 """
