@@ -101,3 +101,23 @@ def test_vmap_free_masks_without_optimum(tmp_path: Path, monkeypatch: pytest.Mon
         assert status == 1
         assert "semmap[masks]" in err and "transformers >= 5" in err
         assert not out.exists()
+
+
+def test_task_auto_builds_the_class_config_json_names(tmp_path: Path) -> None:
+    from test_meta import save_model
+
+    import torch
+
+    from semmap.manifest._models import build_model
+
+    saved = tmp_path / "saved"
+    save_model(saved, "bert", "sequence-classification", {**TINY_BERT, "num_hidden_layers": 1}, torch.float32)
+    assert json.loads((saved / "config.json").read_text())["architectures"] == ["BertForSequenceClassification"]
+    r = run("manifest", "--model-id", str(saved), "-o", str(tmp_path / "out"))  # --task auto
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "manifest.json").read_text())["model"]["class"] == (
+        "BertForSequenceClassification"
+    )
+    assert type(build_model(model_id=str(saved))).__name__ == "BertForSequenceClassification"
+    # without architectures (a config built from a model type), auto is AutoModel
+    assert type(build_model(model_type="bert", config=TINY_BERT)).__name__ == "BertModel"
