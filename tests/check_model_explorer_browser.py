@@ -179,7 +179,7 @@ def wait_for(page, what, test, timeout=45):
     fail(f"{what}: not shown after {timeout} s; the side panel holds {json.dumps(panel)[:1500]}")
 
 
-def settled_screenshot(page, timeout=15):
+def settled_screenshot(page, timeout=40):
     """A screenshot once two in a row are the same (the camera has stopped)."""
     deadline = time.monotonic() + timeout
     last = page.screenshot()
