@@ -287,7 +287,7 @@ Pieces ModelPieces(const internal::WireModel& source, const GraphParts& parts,
   out.Message(model_field::kGraph, og);
   for (absl::string_view opset : source.opset_imports) out.LenField(model_field::kOpsetImport, opset);
   std::string entry;
-  internal::AppendLenField(&entry, kEntryKey, "semmap.extracted_module");
+  internal::AppendLenField(&entry, kEntryKey, kExtractedModuleKey);
   internal::AppendLenField(&entry, kEntryValue, module_path);
   owned->push_back(std::move(entry));
   out.LenField(model_field::kMetadataProps, owned->back());

@@ -271,10 +271,10 @@ onnx::ModelProto StageModel(const onnx::ModelProto& source, std::size_t k, std::
   out.set_model_version(source.model_version());
   *out.mutable_functions() = source.functions();
   auto* meta = out.add_metadata_props();
-  meta->set_key("semmap.stage");
+  meta->set_key(std::string(kStageKey));
   meta->set_value(absl::StrCat(k, " of ", n_stages));
   meta = out.add_metadata_props();
-  meta->set_key("semmap.stage_units");
+  meta->set_key(std::string(kStageUnitsKey));
   meta->set_value(absl::StrCat(info.first_unit, " .. ", info.last_unit));
   const std::string& name = source.graph().name();
   out.mutable_graph()->set_name(absl::StrCat(name.empty() ? "graph" : name, ":stage", k));

@@ -15,8 +15,11 @@ from the annotated file's `namespace` entries, never from a list in here:
   - Alt+Click on that op in the search results selects it; its side panel shows
     every metadata entry of the node with its value, and each label, as the
     panel draws it (cut with an ellipsis to the key column's width), names
-    one key only.
-Saves a PNG of the selected block (the README's picture).
+    one key only;
+  - a stage of `semmap extract --stages`, opened with nothing selected: the
+    graph panel shows every model-level metadata entry (the stage's keys)
+    with its value, and each label, as drawn, names one key only.
+Saves a PNG of the selected block (the picture in docs/cli.md).
 
     check_model_explorer_browser.py SEMMAP_BINARY FIXTURES_DIR SCREENSHOT.png
 """
@@ -176,7 +179,7 @@ def wait_for(page, what, test, timeout=45):
     fail(f"{what}: not shown after {timeout} s; the side panel holds {json.dumps(panel)[:1500]}")
 
 
-def settled_screenshot(page, timeout=15):
+def settled_screenshot(page, timeout=40):
     """A screenshot once two in a row are the same (the camera has stopped)."""
     deadline = time.monotonic() + timeout
     last = page.screenshot()
@@ -208,6 +211,47 @@ def read_model(path):
     nodes = [(n.name, n.op_type, [(p.key, p.value) for p in n.metadata_props])
              for n in model.graph.node]
     return model.graph.name, nodes
+
+
+def labels_name_one_key(what, attrs):
+    """Each label as drawn (cut with an ellipsis) is the start of its own key only."""
+    labels = [r["label"] for r in attrs]
+    for r in attrs:
+        seen = r["shown"][:-1] if r["shown"].endswith("\u2026") else r["shown"]
+        named = [label for label in labels if label.startswith(seen)]
+        if r["shown"] != r["label"] and r["overflow"] != "ellipsis":
+            fail(f"{r['label']!r} is cut without an ellipsis")
+        if named != [r["label"]]:
+            fail(f"{what}: the side panel draws {r['label']!r} as {r['shown']!r} "
+                 f"in {r['width']} px, which also reads as {[x for x in named if x != r['label']]}")
+
+
+def check_model_keys(browser, binary, fixture, tmp):
+    """A stage file's model-level metadata in the graph panel, nothing selected."""
+    run(binary, "extract", str(fixture / "model.onnx"), "--manifest", str(fixture / "manifest.json"),
+        "--stages", "2", "-o", str(tmp / "stages.onnx"))
+    model = tmp / "stages.stage0.onnx"
+    want = {f"[metadata] {p.key}": p.value
+            for p in onnx.load(str(model), load_external_data=False).metadata_props}
+    if len(want) < 2:
+        fail(f"{model.name}: {len(want)} model metadata entries; expected the stage's keys")
+    graph, _ = read_model(model)
+    server = Server(model, free_port())
+    try:
+        page = browser.new_page(WIDTH, HEIGHT)
+        page.send("Page.navigate", {"url": app_url(server.base, model, graph)})
+        panel = wait_for(page, f"GRAPH INFO of {model.name}",
+                         lambda p: set(want) <= set(rows(p, "GRAPH INFO")))
+        attrs = [r for r in panel["GRAPH INFO"]["rows"] if r["label"] in want]
+        got = {r["label"]: r["value"] for r in attrs}
+        if got != want:
+            fail(f"{model.name}: the graph panel shows model metadata {got}, the file has {want}")
+        labels_name_one_key(model.name, attrs)
+        print("ok model metadata labels as drawn: "
+              + ", ".join(f"{r['shown']!r}" for r in attrs) + f" (key column {attrs[0]['width']} px)")
+        page.send("Page.close")
+    finally:
+        server.close()
 
 
 def main():
@@ -331,15 +375,7 @@ def main():
                 got_meta = {r["label"]: r["value"] for r in attrs}
                 if got_meta != want_meta:
                     fail(f"node {op[0]!r}: the panel shows metadata {got_meta}, the file has {want_meta}")
-                labels = [r["label"] for r in attrs]
-                for r in attrs:
-                    seen = r["shown"][:-1] if r["shown"].endswith("\u2026") else r["shown"]
-                    named = [label for label in labels if label.startswith(seen)]
-                    if r["shown"] != r["label"] and r["overflow"] != "ellipsis":
-                        fail(f"{r['label']!r} is cut without an ellipsis")
-                    if named != [r["label"]]:
-                        fail(f"node {op[0]!r}: the side panel draws {r['label']!r} as {r['shown']!r} "
-                             f"in {r['width']} px, which also reads as {[x for x in named if x != r['label']]}")
+                labels_name_one_key(f"node {op[0]!r}", attrs)
                 print("ok metadata labels as drawn: "
                       + ", ".join(f"{r['shown']!r}" for r in attrs) + f" (key column {attrs[0]['width']} px)")
                 # For the eye only (the search box's caret may blink): not settled.
@@ -347,6 +383,8 @@ def main():
                 page.send("Page.close")
         finally:
             server.close()
+        with Browser() as browser:
+            check_model_keys(browser, binary, d, Path(tmp_name))
     print(f"ok in {time.monotonic() - started:.1f} s")
 
 

@@ -224,7 +224,7 @@ TEST_CASE("Extraction copies the source's bytes at the wire level, whatever thei
   expected.set_model_version(0);
   *expected.mutable_functions() = model.functions();
   auto* meta = expected.add_metadata_props();
-  meta->set_key("semmap.extracted_module");
+  meta->set_key(std::string(semmap::kExtractedModuleKey));
   meta->set_value("lin");
   onnx::GraphProto* g = expected.mutable_graph();
   g->set_name("g:lin");

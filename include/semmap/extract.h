@@ -22,7 +22,7 @@
 //     outputs;
 //   - the initializers the region reads (payloads copied), every opset
 //     import, the model-local functions, ir_version and producer of the
-//     source, and metadata_props "semmap.extracted_module" = module path;
+//     source, and metadata_props kExtractedModuleKey = module path;
 //   - the types of its inputs and outputs where the source model states
 //     them (graph inputs/outputs, value_info), else none. An exporter that
 //     writes no value_info (TorchScript) leaves inner boundaries untyped,
@@ -65,10 +65,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "semmap/export.h"
 #include "semmap/mapper.h"
 
 namespace semmap {
+
+// The metadata_props key of an extracted model naming the module it holds.
+// Field first, "@semmap" last, as annotate.h's node keys: Model Explorer's
+// graph panel draws "[metadata] <key>" in a 100 px column too (ctest -R
+// model_explorer_browser). Earlier versions wrote "semmap.extracted_module".
+inline constexpr absl::string_view kExtractedModuleKey = "extracted@semmap";
 
 struct SEMMAP_EXPORT ExtractOptions {
   // Allow `output` to be the input file itself or the manifest.

@@ -26,8 +26,8 @@
 // Each stage model holds its nodes (If/Loop/Scan whole), the Constant nodes
 // they read (copied into every stage that reads them, never passed between
 // stages) and the initializers they read; opsets, functions, ir_version and
-// producer of the source; metadata_props "semmap.stage" ("K of N") and
-// "semmap.stage_units" (first and last unit). Its inputs are the values it
+// producer of the source; metadata_props kStageKey ("K of N") and
+// kStageUnitsKey (first and last unit). Its inputs are the values it
 // reads that an earlier stage produced or that are model inputs; its
 // outputs are the values it produces that a later stage reads, and the
 // model outputs it produces. So the stages chain: run them in order, each
@@ -66,11 +66,20 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "semmap/export.h"
 #include "semmap/mapper.h"
 #include "semmap/profile.h"
 
 namespace semmap {
+
+// The metadata_props keys of a stage model. Field first, "@semmap" last, as
+// annotate.h's node keys: Model Explorer's graph panel draws
+// "[metadata] <key>" in a 100 px column, where the earlier
+// "semmap.stage" and "semmap.stage_units" both read "[metadata] sem…"
+// (ctest -R model_explorer_browser checks what it draws).
+inline constexpr absl::string_view kStageKey = "stage@semmap";
+inline constexpr absl::string_view kStageUnitsKey = "units@semmap";
 
 struct SEMMAP_EXPORT StageOptions {
   int stages = 0;                       // N balanced stages, or 0

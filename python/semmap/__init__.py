@@ -35,6 +35,7 @@ import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Iterator, Union
 
+from ._strategy import Strategy
 from ._version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from . import _core
     from ._core import CONFIDENT_FLOOR, Mapping
 
-__all__ = ["CONFIDENT_FLOOR", "MappedModel", "Mapping", "diff", "export", "load", "__version__"]
+__all__ = ["CONFIDENT_FLOOR", "MappedModel", "Mapping", "Strategy", "diff", "export", "load", "__version__"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -2,6 +2,8 @@
 
 from typing import Any, Iterator
 
+from ._strategy import Strategy
+
 __version__: str
 CONFIDENT_FLOOR: float
 
@@ -29,7 +31,7 @@ class Mapping:
     @property
     def confidence(self) -> float: ...
     @property
-    def strategy(self) -> str: ...
+    def strategy(self) -> Strategy: ...
     @property
     def evidence(self) -> str: ...
     @property

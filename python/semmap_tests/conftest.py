@@ -15,13 +15,26 @@ FIXTURES = REPO / "fixtures"
 BERT = FIXTURES / "bert-seqcls.torchscript"
 
 
+# The documents whose Python recipes the tests run, as written.
+RECIPE_DOCS = ("README.md", "docs/python.md")
+
+
+def recipes() -> dict[str, tuple[str, str]]:
+    """Every code block opening with '# recipe: NAME', by name: (document, code)."""
+    found: dict[str, tuple[str, str]] = {}
+    for doc in RECIPE_DOCS:
+        text = (REPO / doc).read_text()
+        for code, name in re.findall(r"```python\n(# recipe: ([\w-]+)\n.*?)```", text, re.S):
+            assert name not in found, f"recipe {name!r} is in both {found[name][0]} and {doc}"
+            found[name] = (doc, code)
+    return found
+
+
 def recipe(name: str) -> str:
-    """The README.md code block opening with '# recipe: NAME'."""
-    readme = (REPO / "README.md").read_text()
-    blocks = re.findall(r"```python\n(# recipe: ([\w-]+)\n.*?)```", readme, re.S)
-    found = {n: code for code, n in blocks}
-    assert name in found, f"README.md has no recipe {name!r} (has {sorted(found)})"
-    return found[name]
+    """The code of the recipe NAME, from README.md or docs/python.md."""
+    found = recipes()
+    assert name in found, f"no recipe {name!r} in {RECIPE_DOCS} (has {sorted(found)})"
+    return found[name][1]
 
 
 def fixture_dirs() -> list[Path]:

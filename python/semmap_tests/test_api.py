@@ -270,3 +270,15 @@ def test_manifest_writer_needs_torch_and_says_so(tmp_path):
     assert out.returncode == 1 and "semmap[torch]" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_strategy_is_a_string_valued_enum(bert):
+    from semmap import Strategy
+
+    m = bert.module_for("/bert/encoder/layer.0/attention/self/query/MatMul")
+    assert m.strategy is Strategy.EXACT_SCOPE
+    assert m.strategy == "exact_scope" and isinstance(m.strategy, str)
+    assert f"{m.strategy}" == str(m.strategy) == "exact_scope"
+    # one member per strategy of the library, in its order
+    assert [s.value for s in Strategy] == list(bert.strategy_counts)
+    assert {type(mp.strategy) for mp in bert} == {Strategy}

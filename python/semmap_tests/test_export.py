@@ -147,7 +147,7 @@ def test_manifest_of_the_wheel_matches_build_manifest(bert, tmp_path):
 def test_readme_recipe_export_and_map(bert, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     scope = {"model": bert, "inputs": _inputs()}
-    exec(compile(recipe("export-and-map"), "README.md:export-and-map", "exec"), scope)
+    exec(compile(recipe("export-and-map"), "recipe:export-and-map", "exec"), scope)
     assert (tmp_path / "model.onnx").exists() and (tmp_path / "model.manifest.json").exists()
     layer0 = scope["layer0"]
     assert layer0 and all(scope["m"][n].module.startswith("bert.encoder.layer.0") for n in layer0)

@@ -1,4 +1,5 @@
-"""The Python recipes of README.md, run as written, on real fixtures."""
+"""The Python recipes of README.md and docs/python.md, run as written, on
+real fixtures."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from conftest import BERT, FIXTURES, recipe
 def run(name: str, cwd, monkeypatch) -> dict:
     monkeypatch.chdir(cwd)
     scope: dict = {}
-    exec(compile(recipe(name), f"README.md:{name}", "exec"), scope)
+    exec(compile(recipe(name), f"recipe:{name}", "exec"), scope)
     return scope
 
 

@@ -105,7 +105,10 @@ class Model {
   }
   const nb::object& StrategyString(semmap::Strategy strategy) {
     nb::object& s = strategies_[static_cast<std::size_t>(strategy)];
-    if (!s.is_valid()) s = Str(semmap::StrategyName(strategy));
+    // A member of semmap.Strategy (python/semmap/_strategy.py), a str subclass.
+    if (!s.is_valid()) {
+      s = nb::module_::import_("semmap._strategy").attr("Strategy")(Str(semmap::StrategyName(strategy)));
+    }
     return s;
   }
 
@@ -369,9 +372,9 @@ NB_MODULE(_core, mod) {
       .def_prop_ro(
           "strategy",
           [](MappingRef& r) { return r.model->StrategyString(r.mapping().strategy); },
-          "How the module was found: 'exact_scope', 'exporter_metadata', "
-          "'tensor_names', 'scope_prefix', 'op_rule', 'neighbourhood', 'structure', "
-          "'reference' or 'unmapped'.")
+          "How the module was found: a semmap.Strategy, which equals its name as a "
+          "string ('exact_scope', 'exporter_metadata', 'tensor_names', 'scope_prefix', "
+          "'op_rule', 'neighbourhood', 'structure', 'reference' or 'unmapped').")
       .def_prop_ro("evidence", [](MappingRef& r) { return Str(r.mapping().evidence); },
                    "A short human-readable reason.")
       .def_prop_ro("mapped", [](MappingRef& r) { return r.mapping().mapped(); },

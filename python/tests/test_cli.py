@@ -101,3 +101,24 @@ def test_vmap_free_masks_without_optimum(tmp_path: Path, monkeypatch: pytest.Mon
         assert status == 1
         assert "semmap[masks]" in err and "transformers >= 5" in err
         assert not out.exists()
+
+
+def test_task_auto_builds_the_class_config_json_names(tmp_path: Path) -> None:
+    from test_meta import save_model
+
+    import torch
+
+    from semmap.manifest._models import build_model
+
+    saved = tmp_path / "saved"
+    save_model(saved, "bert", "sequence-classification", {**TINY_BERT, "num_hidden_layers": 1}, torch.float32)
+    assert json.loads((saved / "config.json").read_text())["architectures"] == ["BertForSequenceClassification"]
+    # --task auto, on the meta device and with the weights read (in a subprocess:
+    # from_pretrained leaves state in transformers 5.x that test_meta must not see)
+    for extra in ([], ["--allocate-weights"]):
+        out = tmp_path / f"out{len(extra)}"
+        r = run("manifest", "--model-id", str(saved), *extra, "-o", str(out))
+        assert r.returncode == 0, r.stderr
+        assert json.loads((out / "manifest.json").read_text())["model"]["class"] == "BertForSequenceClassification"
+    # without architectures (a config built from a model type), auto is AutoModel
+    assert type(build_model(model_type="bert", config=TINY_BERT)).__name__ == "BertModel"

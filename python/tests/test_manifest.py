@@ -73,11 +73,34 @@ def test_manifest_model_section(bert: torch.nn.Module) -> None:
     assert "config" not in build_manifest(bert, config_summary=False)["model"]
 
 
-def test_shared_module_listed_once(t5: torch.nn.Module, bert: torch.nn.Module) -> None:
+def test_shared_module_listed_once() -> None:
+    class Twice(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first = torch.nn.Linear(2, 2)
+            self.again = self.first  # one module registered under two names
+
+    manifest = build_manifest(Twice())
+    assert [e["path"] for e in manifest["modules"]] == ["", "first"]
+    assert manifest["aliases"] == {"again": "first"}
+
+
+def test_t5_shared_embedding(t5: torch.nn.Module, bert: torch.nn.Module) -> None:
     manifest = build_manifest(t5)
     paths = [e["path"] for e in manifest["modules"]]
-    assert "shared" in paths and "encoder.embed_tokens" not in paths
-    assert manifest["aliases"] == {"encoder.embed_tokens": "shared", "decoder.embed_tokens": "shared"}
+    assert "shared" in paths
+    if t5.encoder.embed_tokens is t5.shared:
+        # transformers 4.x: one Embedding module under three names
+        assert "encoder.embed_tokens" not in paths
+        assert manifest["aliases"] == {"encoder.embed_tokens": "shared", "decoder.embed_tokens": "shared"}
+    else:
+        # transformers 5.x: three Embedding modules sharing one weight (tied
+        # parameters); each module is in the manifest with its parameter
+        assert t5.encoder.embed_tokens.weight is t5.shared.weight is t5.decoder.embed_tokens.weight
+        assert {"encoder.embed_tokens", "decoder.embed_tokens"} <= set(paths)
+        by_path = {e["path"]: e for e in manifest["modules"]}
+        assert by_path["encoder.embed_tokens"]["parameters"] == by_path["shared"]["parameters"]
+        assert "aliases" not in manifest
     assert "aliases" not in build_manifest(bert)
 
 

@@ -36,7 +36,12 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model-type", help="transformers model type, e.g. bert, gpt2, llama (built from config)")
     src.add_argument("--model-id", help="local directory saved with save_pretrained, or a hub id")
-    p.add_argument("--task", default="auto", choices=sorted(TASKS), help="which auto class to build (default: auto)")
+    p.add_argument(
+        "--task",
+        default="auto",
+        choices=sorted(TASKS),
+        help="which class to build (default: auto, the class config.json's architectures names, else AutoModel)",
+    )
     p.add_argument("--config", type=_parse_config, default={}, help="JSON object of config overrides")
     p.add_argument("--attn-implementation", default=None, help="e.g. eager or sdpa")
     p.add_argument(

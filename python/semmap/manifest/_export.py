@@ -53,6 +53,60 @@ def _split_inputs(inputs: Inputs) -> tuple[tuple[torch.Tensor, ...], dict[str, t
     )
 
 
+def _use_cache_given_twice(model: torch.nn.Module) -> bool:
+    """Whether tracing ``model`` would pass ``use_cache`` twice (transformers 5.x).
+
+    transformers 5.x wraps some forwards (``BertModel``'s) in a decorator that
+    puts ``config.use_cache`` into the keyword arguments when it cannot find
+    the parameter among the positional ones; it looks for it in the code of
+    the function it wraps, which is another decorator, so it never does. The
+    TorchScript exporter passes every parameter of ``forward`` positionally,
+    ``use_cache`` included: the call then gets it twice (``TypeError: ...
+    got multiple values for argument 'use_cache'``).
+    """
+    config = getattr(model, "config", None)
+    if getattr(config, "use_cache", None) is None:
+        return False
+    forward = type(model).forward
+    if not hasattr(forward, "__wrapped__") or "use_cache" in forward.__code__.co_varnames:
+        return False
+    import inspect
+
+    return "use_cache" in inspect.signature(forward).parameters
+
+
+@contextlib.contextmanager
+def _forward_by_keyword(model: torch.nn.Module) -> Iterator[None]:
+    """While tracing, ``model.forward`` takes the positional arguments the TorchScript
+    exporter passes and hands them on by keyword, where ``use_cache`` would
+    otherwise be passed twice (:func:`_use_cache_given_twice`). The trace, the
+    graph and its node names are those of the model's own forward."""
+    if not _use_cache_given_twice(model) or "forward" in vars(model):
+        yield
+        return
+    import functools
+    import inspect
+
+    unbound = type(model).forward
+    signature = inspect.signature(functools.partial(unbound, model))
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        by_name: dict[str, Any] = {}
+        for name, value in signature.bind(*args, **kwargs).arguments.items():
+            if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                by_name.update(value)
+            else:
+                by_name[name] = value
+        return unbound(model, **by_name)
+
+    forward.__signature__ = signature  # type: ignore[attr-defined]  # what the exporter inspects
+    model.forward = forward  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del model.forward
+
+
 def export_onnx(
     model: torch.nn.Module,
     inputs: Inputs,
@@ -92,6 +146,7 @@ def export_onnx(
             warnings.simplefilter("ignore")
             redirect.enter_context(contextlib.redirect_stdout(sink))
         if exporter == "torchscript":
+            redirect.enter_context(_forward_by_keyword(model))
             torch.onnx.export(
                 model,
                 args,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import torch
 
 from semmap.manifest._configs import config_for_type, load_config, transformers_major
-from semmap.manifest._models import ModelBuildError, auto_class
+from semmap.manifest._models import ModelBuildError, from_config, model_class
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -98,13 +98,13 @@ def _skip_weight_init() -> contextlib.AbstractContextManager[object]:
 
 
 def _on_meta(config: "PretrainedConfig", task: str, attn_implementation: str | None) -> torch.nn.Module:
-    cls = auto_class(task)
+    cls = model_class(task, config)
     kwargs: dict[str, Any] = {}
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
     try:
         with torch.device("meta"), _skip_weight_init():
-            model = cls.from_config(config, **kwargs)
+            model = from_config(cls, config, **kwargs)
     except (NotImplementedError, RuntimeError) as e:
         if "meta" not in str(e):
             raise
@@ -139,8 +139,9 @@ def build_meta_model(
     Exactly one source: ``model_type`` (``AutoConfig.for_model`` with
     ``overrides``), ``model_id`` (a local directory, of which only
     ``config.json`` is read, or a hub id; ``overrides`` apply), or ``config``
-    (a ``PretrainedConfig``, used as is). ``task`` picks the auto class
-    (:data:`semmap.manifest._models.TASKS`).
+    (a ``PretrainedConfig``, used as is). ``task`` picks the class
+    (:func:`semmap.manifest._models.model_class`: for ``"auto"``, the one the
+    config's ``architectures`` names).
 
     Raises :class:`ModelBuildError` when the config cannot be made or does not
     build, :class:`MetaDeviceError` when the model needs real tensors to build.

@@ -14,7 +14,8 @@ import torch
 
 from semmap.manifest._configs import ModelBuildError, config_for_type, load_config
 
-# task name -> transformers auto class name
+# task name -> transformers auto class name ("auto": the class the config's
+# ``architectures`` names, when there is one; see :func:`model_class`)
 TASKS: dict[str, str] = {
     "auto": "AutoModel",
     "feature-extraction": "AutoModel",
@@ -40,6 +41,32 @@ def auto_class(task: str) -> Any:
         return getattr(transformers, TASKS[task])
     except KeyError:
         raise ModelBuildError(f"unknown task {task!r}; known tasks: {', '.join(sorted(TASKS))}") from None
+
+
+def model_class(task: str, config: Any = None) -> Any:
+    """The class to build for ``task`` and ``config``.
+
+    For ``task="auto"`` that is the class the config's ``architectures`` names
+    (what ``config.json`` of a saved model records, e.g. ``BertForSequenceClassification``),
+    when transformers has it; otherwise, and for every other task, the auto
+    class of :data:`TASKS`.
+    """
+    if task == "auto" and config is not None:
+        import transformers
+
+        for name in getattr(config, "architectures", None) or ():
+            cls = getattr(transformers, str(name), None)
+            if isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel):
+                return cls
+    return auto_class(task)
+
+
+def from_config(cls: Any, config: Any, **kwargs: Any) -> torch.nn.Module:
+    """``cls.from_config(config)`` for an auto class, ``cls._from_config(config)`` for a model class
+    (what the auto classes call)."""
+    if hasattr(cls, "from_config"):
+        return cls.from_config(config, **kwargs)
+    return cls._from_config(config, **kwargs)
 
 
 def build_model(
@@ -72,16 +99,17 @@ def build_model(
 
     if (model_type is None) == (model_id is None):
         raise ModelBuildError("give exactly one of model_type and model_id")
-    cls = auto_class(task)
+    auto_class(task)  # an unknown task fails before anything is read
     extra: dict[str, Any] = {}
     if attn_implementation is not None:
         extra["attn_implementation"] = attn_implementation
     if model_id is not None:
-        model = cls.from_pretrained(model_id, config=load_config(model_id, config), **extra)
+        loaded = load_config(model_id, config)
+        model = model_class(task, loaded).from_pretrained(model_id, config=loaded, **extra)
     else:
         cfg = config_for_type(model_type, config)  # type: ignore[arg-type]
         torch.manual_seed(seed)
-        model = cls.from_config(cfg, **extra)
+        model = from_config(model_class(task, cfg), cfg, **extra)
         if trained_like:
             perturb_parameters(model, seed)
     model.eval()
