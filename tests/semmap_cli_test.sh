@@ -52,6 +52,17 @@ expect 2 "has 4 items in the manifest and the graph uses 2" \
 expect 2 "contradict it" map "$fx/model.onnx" --manifest "$2/mismatch/bert-wider/manifest.json"
 expect_stdout "DOES NOT FIT" map "$fx/model.onnx" --manifest "$gpt2" --allow-manifest-mismatch
 expect_stdout "fit:      fits" map "$fx/model.onnx" --manifest "$2/mismatch/bert-base/manifest.json"
+# A model's own manifest fits with notes where export changed its names
+# (ResNet-18 calls relu twice; its BatchNorms are folded): each reason once on
+# stderr in text mode, in manifest_fit in JSON, and no refusal.
+r18="$2/torch-2.15/tv-resnet18.torchscript"
+QUIET_SUCCESS=0 expect 0 "fits with notes: 8 scopes are later calls of a module called more than once" \
+  map "$r18/model.onnx" --manifest "$r18/manifest.json"
+QUIET_SUCCESS=0 expect 0 "folded into a neighbour by the exporter (e.g. \"layer1.0.bn2\")" \
+  tree "$r18/model.onnx" --manifest "$r18/manifest.json"
+expect_stdout "fit:      fits, with notes" map "$r18/model.onnx" --manifest "$r18/manifest.json"
+expect_stdout '"reason": "reused_call"' map "$r18/model.onnx" --manifest "$r18/manifest.json" --json
+QUIET_SUCCESS=1 expect 0 "" map "$r18/model.onnx" --manifest "$r18/manifest.json" --json
 expect_stdout '"module": "bert.encoder.layer.0.attention.self.query"' map "${model[@]}" --json \
   --node /bert/encoder/layer.0/attention/self/query/MatMul
 expect 1 "no node named" map "${model[@]}" --node /no/Such

@@ -131,6 +131,33 @@ def test_a_manifest_of_another_model_is_refused_unless_allowed():
     assert len(m) == 237
 
 
+def test_a_reused_module_and_folded_batchnorms_fit_with_notes():
+    # torchvision's ResNet-18 calls relu twice per block; TorchScript folds
+    # every BatchNorm into its Conv: its own manifest fits, with notes.
+    d = FIXTURES / "torch-2.15" / "tv-resnet18.torchscript"
+    m = semmap.load(d / "model.onnx", d / "manifest.json")
+    fit = m.manifest_fit
+    assert fit["fits"] and fit["checked"] and fit["verdict"] == "fits, with notes"
+    notes = {n["reason"]: n for n in fit["notes"]}
+    assert set(notes) == {"reused_call", "folded_by_exporter"}
+    assert notes["reused_call"]["example"] == "/layer1/layer1.0/relu_1"
+    assert notes["reused_call"]["count"] == 8 and notes["reused_call"]["nodes"] == 8
+    assert "folded into a neighbour" in notes["folded_by_exporter"]["text"]
+    # the same fields as `semmap map --json`'s manifest_fit
+    for key in ("class_conflicts", "shape_mismatches", "unused_items", "unnamed_weights",
+                "weight_size_mismatches"):
+        assert fit[key] == 0, key
+    assert m["/layer1/layer1.0/relu_1/Relu"].module == "layer1.0.relu"
+
+
+def test_another_width_of_a_cnn_is_refused_by_its_unnamed_weights():
+    # ShuffleNetV2 with its BatchNorms folded names no conv weight
+    d = FIXTURES / "torch-2.15" / "tv-shufflenet.torchscript"
+    wider = FIXTURES / "torch-2.15" / "negative" / "tv-shufflenet.width" / "manifest.json"
+    with pytest.raises(ValueError, match="unnamed weights have another size"):
+        semmap.load(d / "model.onnx", wider)
+
+
 def test_without_a_manifest(bert):
     m = semmap.load(BERT / "model.onnx")
     assert not m.has_manifest and m.manifest_path is None

@@ -20,20 +20,11 @@ bool& ParsedAllowMismatch() {
   return allow;
 }
 
-bool& ParsedJson() {
-  static bool json = false;
-  return json;
-}
-
-// A manifest that fits with notes: what did not resolve literally, and why,
-// one line per kind on stderr (text mode; JSON has them in manifest_fit).
-void PrintFitNotes(const LoadedModel& loaded) {
-  if (ParsedJson() || !loaded.manifest_path || !loaded.mapper) return;
-  const semmap::ManifestFit& fit = loaded.mapper->manifestFit();
-  for (const semmap::FitNote& note : fit.notes) {
-    std::cerr << "semmap: note: manifest " << EscapeControls(*loaded.manifest_path)
-              << " fits with notes: " << EscapeControls(note.text) << "\n";
-  }
+// Whether the fit's notes go to stderr: text output of a command that
+// parsed its arguments with ParseCommandArgs (semmap map prints its own).
+bool& NotesOnStderr() {
+  static bool notes = false;
+  return notes;
 }
 
 }  // namespace
@@ -49,7 +40,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string&
     loaded = LoadModel(model_path, manifest_path, reference_path,
                        allow_manifest_mismatch || ParsedAllowMismatch());
   }
-  if (loaded.ok()) PrintFitNotes(**loaded);
+  if (loaded.ok() && NotesOnStderr()) PrintFitNotes(**loaded);
   return loaded;
 }
 
@@ -80,7 +71,7 @@ std::optional<Args> ParseCommandArgs(CommandLine& command_line, int argc, char**
   if (!args) return std::nullopt;
   if (const std::string* reference = args->option("--reference")) ParsedReference() = *reference;
   ParsedAllowMismatch() = args->has("--allow-manifest-mismatch");
-  ParsedJson() = args->has("--json");
+  NotesOnStderr() = !args->has("--json");
   return args;
 }
 

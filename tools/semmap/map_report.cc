@@ -286,6 +286,14 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
   }
 }
 
+void PrintFitNotes(const LoadedModel& loaded) {
+  if (!loaded.manifest_path || !loaded.mapper) return;
+  for (const semmap::FitNote& note : loaded.mapper->manifestFit().notes) {
+    std::cerr << "semmap: note: manifest " << EscapeControls(*loaded.manifest_path)
+              << " fits with notes: " << EscapeControls(note.text) << "\n";
+  }
+}
+
 int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load) {
   const std::string pad(tool.size(), ' ');
   CommandLine command_line(
@@ -318,6 +326,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
   if (!model.ok()) return Fail(tool.c_str(), model.status());
   const semmap::Graph& graph = *(*model)->graph;
   const bool json = args->has("--json");
+  if (!json) PrintFitNotes(**model);
   if (const std::string* node = args->option("--node")) {
     const semmap::NodeId id = graph.find(*node);
     if (id == semmap::kNoNode) {

@@ -74,6 +74,10 @@ using ModelLoader = std::function<absl::StatusOr<std::unique_ptr<LoadedModel>>(
 // The whole `semmap-query` / `semmap map` command: parses argv (argv[0] is
 // the command name), loads with `load`, prints, returns the exit code.
 // `tool` names the command in usage and errors.
+// A manifest that fits with notes: what did not resolve literally, and why,
+// one line per kind on stderr (text output; JSON has them in manifest_fit).
+void PrintFitNotes(const LoadedModel& loaded);
+
 int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load = LoadModel);
 
 }  // namespace semmap_cli
