@@ -84,6 +84,24 @@ class NoteTally {
   std::array<Entry, kFitNoteKindCount> entries_;
 };
 
+// How a note reads, by FitNoteKind: "<count><one or many><why>".
+struct NoteWording {
+  const char* one;
+  const char* many;
+  const char* why;
+};
+constexpr NoteWording kNoteWording[kFitNoteKindCount] = {
+    {" scope is a later call", " scopes are later calls",
+     " of a module called more than once in forward"},
+    {" item has", " items have", " parameters and no node: folded into a neighbour by the exporter"},
+    {" parameter is", " parameters are", " stored in another shape of the same size"},
+    {" initializer is", " initializers are",
+     " named under a module but none of its parameters: created in forward"},
+    {" name lies", " names lie",
+     " outside the manifest's paths: reached past a module whose forward did not run, or outside "
+     "the module bound to the root"},
+};
+
 std::vector<FitNote> NoteTally::Notes() const {
   std::vector<FitNote> notes;
   for (std::size_t i = 0; i < kFitNoteKindCount; ++i) {
@@ -94,32 +112,9 @@ std::vector<FitNote> NoteTally::Notes() const {
     note.count = e.count;
     note.nodes = e.nodes;
     note.example = Abbreviate(e.example, 80);
-    const bool one = e.count == 1;
-    switch (note.kind) {
-      case FitNoteKind::kReusedCall:
-        note.text = absl::StrCat(e.count, one ? " scope is a later call" : " scopes are later calls",
-                                 " of a module called more than once in forward");
-        break;
-      case FitNoteKind::kFoldedByExporter:
-        note.text = absl::StrCat(e.count, one ? " item has" : " items have",
-                                 " parameters and no node: folded into a neighbour by the exporter");
-        break;
-      case FitNoteKind::kStoredReshaped:
-        note.text = absl::StrCat(e.count, one ? " parameter is" : " parameters are",
-                                 " stored in another shape of the same size");
-        break;
-      case FitNoteKind::kCreatedInForward:
-        note.text = absl::StrCat(e.count, one ? " initializer is" : " initializers are",
-                                 " named under a module but none of its parameters: created in "
-                                 "forward");
-        break;
-      case FitNoteKind::kOutsideManifestRoot:
-        note.text = absl::StrCat(e.count, one ? " name lies" : " names lie",
-                                 " outside the manifest's paths: reached past a module whose "
-                                 "forward did not run, or outside the module bound to the root");
-        break;
-    }
-    absl::StrAppend(&note.text, " (e.g. \"", note.example, "\")");
+    const NoteWording& w = kNoteWording[i];
+    note.text = absl::StrCat(e.count, e.count == 1 ? w.one : w.many, w.why, " (e.g. \"",
+                             note.example, "\")");
     notes.push_back(std::move(note));
   }
   return notes;
