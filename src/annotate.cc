@@ -341,7 +341,7 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   SEMMAP_RETURN_IF_ERROR(
       internal::CheckOutputFor(output,
                                {{input, "the input model"}, {options.manifest_path, "the manifest"}},
-                               options.allow_overwrite));
+                               options.protected_paths, options.allow_overwrite));
   // The file's own bytes, mapped: edited at the wire level (wire_writer.h),
   // with no size limit of protobuf's and whatever onnx semmap was built with.
   SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,

@@ -7,6 +7,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -37,10 +38,12 @@ struct ProtectedInput {
 };
 
 // CheckOutputPath(output), then, unless `allow_overwrite`, CheckNotSameFile
-// for every non-empty input: the checks every writing command makes before
-// doing any work.
+// for every non-empty input, the named ones and `other_inputs` (a
+// reference, a profile: every file the command reads): the checks every
+// writing command makes before doing any work.
 absl::Status CheckOutputFor(const std::string& output,
                             std::initializer_list<ProtectedInput> inputs,
+                            const std::vector<std::string>& other_inputs,
                             bool allow_overwrite);
 
 // Writes `bytes` to a temporary file in `path`'s directory, flushes and
