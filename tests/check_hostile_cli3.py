@@ -83,6 +83,47 @@ with tempfile.TemporaryDirectory() as tmp:
     check("1 --allow-overwrite still allows it",
           run("sidecar", small, "--reference", ref, "-o", ref, "--allow-overwrite"), 0)
 
+    # 3. --reference pairing is linear in the files: 40,000 fused nodes,
+    # each writing a value 2000 reference nodes after the one it reads
+    # (each kept the 2000 nodes it spans: 380 MB and 15 s; now 80 MB, 2 s).
+    n, span = 40_000, 2000
+    fused = [node(f"fused_{i}", "Fused", [f"v{i - span}" if i >= span else "x"], [f"v{i}"])
+             for i in range(n)]
+    chain = [node(f"/m{i}/Relu", "Relu", [f"v{i - 1}" if i else "x"], [f"v{i}"]) for i in range(n)]
+    io = graph_io(["x"], [f"v{n - 1}"])
+    processed = write(t("fused.onnx"), model(b"".join(fused) + io))
+    original = write(t("chain.onnx"), model(b"".join(chain) + io))
+    del fused, chain
+    start = time.time()
+    done = run("map", processed, "--reference", original, "--json",
+               memory_mb=None if SANITIZED else 250)
+    check("3 --reference of 40,000 fused nodes in 250 MB", done, 0)
+    if not SANITIZED and time.time() - start > 10:
+        failures.append(f"3 --reference of 40,000 fused nodes took {time.time() - start:.1f} s")
+    if done.returncode == 0 and json.loads(done.stdout)["strategies"]["reference"] != n:
+        failures.append(f"3 not every fused node paired: {done.stdout[:300]!r}")
+
+    # 4. A profile costs memory for the nodes it names, not a multiple of
+    # the file: 300,000 events (53 MB) in 400 MB of address space (the
+    # document took 9 times the file); out of memory is exit 2, not abort.
+    if not SANITIZED:
+        events = [json.dumps({"cat": "Node", "pid": 1, "tid": 2, "dur": 5, "ts": i, "ph": "X",
+                              "name": "/a/MatMul_kernel_time",
+                              "args": {"op_name": "MatMul", "provider": "CPUExecutionProvider"}})
+                  for i in range(300_000)]
+        many = write(t("many.json"), "[\n" + ",\n".join(events) + "\n]\n")
+        del events
+        check("4 profile of 300,000 events in 400 MB", run("profile", small, "--ort-profile", many,
+                                                           memory_mb=400), 0)
+        distinct = write(t("distinct.json"), json.dumps([
+            {"cat": "Node", "name": f"/n{i:06d}/" + "x" * 400 + "_kernel_time", "ph": "X", "dur": 1}
+            for i in range(100_000)]))
+        for command in (["profile", small], ["report", small, "-o", t("r.html")]):
+            done = run(*command, "--ort-profile", distinct, memory_mb=150)
+            check(f"4 {command[0]}: 100,000 long names in 150 MB", done, 2, "")
+            if b"out of memory" not in done.stderr and b"none of its" not in done.stderr:
+                failures.append(f"4 {command[0]}: {done.stderr[:200]!r}")
+
     # 6. Text output escapes names: no forged rows, no terminal sequences.
     hostile = "/a\nforged\trow\x1b]0;title\x07/x\x1b[2J/MatMul"
     names = write(t("names.onnx"), model(node(hostile) + node("/a/Add", "Add\x1b[31m")))
