@@ -178,6 +178,28 @@ with tempfile.TemporaryDirectory() as tmp:
     if b"does not exist" in done.stderr:
         failures.append(f"5 -o /proc/version: {done.stderr[:200]!r}")
 
+    # 9. A link that leads nowhere (dangling, a loop) is refused, never
+    # replaced; a replaced file keeps its owner and mode.
+    dangling = t("dangling.json")
+    os.symlink(t("nowhere/x.json"), dangling)
+    loop_a, loop_b = t("loop_a.json"), t("loop_b.json")
+    os.symlink(loop_b, loop_a)
+    os.symlink(loop_a, loop_b)
+    for link in (dangling, loop_a):
+        check(f"9 -o {os.path.basename(link)}", run("sidecar", small, "-o", link), 2,
+              "symbolic link")
+        if not os.path.islink(link):
+            failures.append(f"9 {os.path.basename(link)} was replaced")
+    if ROOT:
+        owned = write(t("owned.json"), "{}")
+        os.chown(owned, 65534, 65534)
+        os.chmod(owned, 0o640)
+        check("9 root replaces another user's file", run("sidecar", small, "-o", owned), 0)
+        st = os.stat(owned)
+        if (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) != (65534, 65534, 0o640):
+            failures.append(f"9 owner and mode not kept: {st.st_uid}:{st.st_gid} "
+                            f"{oct(stat.S_IMODE(st.st_mode))}")
+
     # 11. Messages stay short; `help help`; stale temporaries.
     for args in (["map", small, "--node", "n" * 120_000], ["x" * 100_000],
                  ["annotate", small, "-o", t("a.onnx"), "--scoped-names",

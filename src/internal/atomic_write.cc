@@ -260,11 +260,22 @@ OutputKind KindOf(const std::string& path) {
 // The file a write to `path` must replace: a symlink's target, so that
 // writing through a link (or /dev/stdout redirected to a file) updates the
 // file and never replaces the link.
-std::string ResolveOutput(const std::string& path) {
+// A link that leads nowhere (dangling, or a loop) is refused: replacing
+// it would replace the link, and creating its target would write where the
+// user did not name.
+absl::StatusOr<std::string> ResolveOutput(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
   std::unique_ptr<char, void (*)(void*)> resolved(::realpath(path.c_str(), nullptr), &std::free);
-  return resolved == nullptr ? path : std::string(resolved.get());
+  if (resolved != nullptr) return std::string(resolved.get());
+  const int err = errno;
+  // /dev/stdout on a pipe: /proc/self/fd/1 names no path, yet the link
+  // opens (a stream).
+  if (::stat(path.c_str(), &st) == 0) return path;
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": a symbolic link that leads nowhere (",
+      err == ELOOP ? "a loop of links" : std::strerror(err),
+      "); semmap writes through links and never replaces one"));
 }
 
 // The kernel's own file systems (/proc, /sys): their files are not
@@ -288,7 +299,7 @@ absl::Status CheckOutputPath(const std::string& output) {
   // A FIFO or a character device is opened and written, never replaced:
   // its directory need not be writable (/dev/null, /dev/stdout, a FIFO in
   // a read-only directory), the stream itself must be.
-  const std::string resolved = ResolveOutput(output);
+  SEMMAP_ASSIGN_OR_RETURN(const std::string resolved, ResolveOutput(output));
   if (KindOf(resolved) == OutputKind::kStream) {
     if (::access(resolved.c_str(), W_OK) != 0) {
       return absl::PermissionDeniedError(
@@ -389,7 +400,7 @@ absl::Status WritePiecesAtomically(const std::string& requested,
       if (fd >= 0) ::close(fd);
     }
   } closer{source.fd};
-  const std::string path = ResolveOutput(requested);
+  SEMMAP_ASSIGN_OR_RETURN(const std::string path, ResolveOutput(requested));
   switch (KindOf(path)) {
     case OutputKind::kStream:
       return StreamInto(path, bytes, before_commit, source);
@@ -439,9 +450,24 @@ absl::Status WritePiecesAtomically(const std::string& requested,
     ::unlink(tmp.c_str());
     return WriteFailed(path, err, source);
   }
-  struct stat existing;
-  if (::stat(path.c_str(), &existing) == 0 && ::fchmod(fd, existing.st_mode & 07777) != 0) {
-    return fail("cannot copy the permissions of the existing file");
+  // The replaced file keeps its owner and mode: root updating another
+  // user's file must not leave it root's and unreadable to its owner. An
+  // owner this process cannot give the new file is a refusal, not a
+  // silent change.
+  struct stat existing, fresh;
+  if (::stat(path.c_str(), &existing) == 0 && ::fstat(fd, &fresh) == 0) {
+    if ((existing.st_uid != fresh.st_uid || existing.st_gid != fresh.st_gid) &&
+        ::fchown(fd, existing.st_uid, existing.st_gid) != 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return absl::PermissionDeniedError(absl::StrCat(
+          path, ": cannot keep the owner of the existing file (uid ", existing.st_uid, ", gid ",
+          existing.st_gid, "): ", std::strerror(err), "; not replaced"));
+    }
+    if (::fchmod(fd, existing.st_mode & 07777) != 0) {
+      return fail("cannot copy the permissions of the existing file");
+    }
   }
   if (before_commit) {
     absl::Status verdict = before_commit();
