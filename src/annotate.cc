@@ -318,6 +318,12 @@ ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptio
     const std::string leaf = LeafOf(n);
     std::string name = absl::StrCat(*prefix, "/", leaf);
     for (int k = 1; taken.contains(name); ++k) name = absl::StrCat(*prefix, "/", leaf, "_", k);
+    // A name the loader would refuse (GraphOptions::max_name_bytes) would
+    // make a file semmap cannot read back.
+    if (name.size() > GraphOptions().max_name_bytes) {
+      ++plan.not_expressible;
+      continue;
+    }
     // The last part may still make the name one the mapper does not read
     // as a scope (a derived name) or that parses differently.
     if (!ResolvesTo(name, m.module, resolver, binding, rules)) {
@@ -341,7 +347,7 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   SEMMAP_RETURN_IF_ERROR(
       internal::CheckOutputFor(output,
                                {{input, "the input model"}, {options.manifest_path, "the manifest"}},
-                               options.allow_overwrite));
+                               options.protected_paths, options.allow_overwrite));
   // The file's own bytes, mapped: edited at the wire level (wire_writer.h),
   // with no size limit of protobuf's and whatever onnx semmap was built with.
   SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,

@@ -304,7 +304,7 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   SEMMAP_RETURN_IF_ERROR(
       internal::CheckOutputFor(output,
                                {{input, "the input model"}, {options.manifest_path, "the manifest"}},
-                               options.allow_overwrite));
+                               options.protected_paths, options.allow_overwrite));
   const Graph& graph = mapper.graph();
   const ModuleId module = mapper.manifest().find(module_path);
   if (module == kNoModule) {

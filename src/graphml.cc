@@ -454,13 +454,8 @@ absl::StatusOr<std::string> GraphmlText(const SemanticMapper& mapper,
 absl::StatusOr<GraphmlResult> WriteGraphml(const SemanticMapper& mapper,
                                            const std::string& output,
                                            const GraphmlOptions& options) {
-  SEMMAP_RETURN_IF_ERROR(internal::CheckOutputPath(output));
-  if (!options.allow_overwrite) {
-    for (const std::string& input : options.protected_paths) {
-      if (input.empty()) continue;
-      SEMMAP_RETURN_IF_ERROR(internal::CheckNotSameFile(output, input, "an input file"));
-    }
-  }
+  SEMMAP_RETURN_IF_ERROR(
+      internal::CheckOutputFor(output, {}, options.protected_paths, options.allow_overwrite));
   GraphmlResult result;
   absl::StatusOr<std::string> text = GraphmlText(mapper, options, &result);
   if (!text.ok()) {

@@ -91,13 +91,8 @@ absl::StatusOr<NodeDataResult> WriteModelExplorerNodeData(const SemanticMapper& 
                                                           const ProfileAttribution* profile,
                                                           const std::string& output,
                                                           const NodeDataOptions& options) {
-  SEMMAP_RETURN_IF_ERROR(internal::CheckOutputPath(output));
-  if (!options.allow_overwrite) {
-    for (const std::string& input : options.protected_paths) {
-      if (input.empty()) continue;
-      SEMMAP_RETURN_IF_ERROR(internal::CheckNotSameFile(output, input, "an input file"));
-    }
-  }
+  SEMMAP_RETURN_IF_ERROR(
+      internal::CheckOutputFor(output, {}, options.protected_paths, options.allow_overwrite));
   NodeDataResult result;
   absl::StatusOr<std::string> text = ModelExplorerNodeDataJson(mapper, profile, options, &result);
   if (!text.ok()) {

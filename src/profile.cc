@@ -12,16 +12,16 @@
 #include "absl/strings/str_cat.h"
 #include "internal/file_io.h"
 #include "internal/json_nesting.h"
+#include "internal/mapped_file.h"
 #include "internal/out_of_memory.h"
 #include "internal/status_macros.h"
-#include "nlohmann/json.hpp"
+#include "internal/trace_events.h"
 #include "semmap/query.h"
 #include "semmap/tree.h"
 
 namespace semmap {
 namespace {
 
-using nlohmann::json;
 
 constexpr absl::string_view kKernelSuffix = "_kernel_time";
 // One event longer than this (about 31 years) is not a measurement.
@@ -34,44 +34,43 @@ std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b) {
   return a + b;
 }
 
+// The checks of one event's members, with messages naming the event by
+// its JSON pointer ("/12/dur").
 class EventReader {
  public:
-  EventReader(absl::string_view origin, std::string prefix)
-      : origin_(origin), prefix_(std::move(prefix)) {}
+  EventReader(absl::string_view origin, const std::string* prefix)
+      : origin_(origin), prefix_(prefix) {}
 
   absl::Status Error(std::size_t index, absl::string_view field, absl::string_view what) const {
-    return absl::InvalidArgumentError(absl::StrCat(origin_, ": ", prefix_, "/", index,
+    return absl::InvalidArgumentError(absl::StrCat(origin_, ": ", *prefix_, "/", index,
                                                    field.empty() ? "" : "/", field, ": ", what));
   }
 
-  // The string member `field` of `event`, or nullptr when absent; an error
-  // when present with another type.
-  absl::StatusOr<const std::string*> OptionalString(const json& event, std::size_t index,
-                                                    const char* field) const {
-    auto it = event.find(field);
-    if (it == event.end()) return nullptr;
-    if (!it->is_string()) {
-      return Error(index, field, absl::StrCat("expected a string, found ", it->type_name()));
-    }
-    return it->get_ptr<const std::string*>();
+  // The string `f` (named `field`), or nullptr when absent; an error when
+  // present with another type.
+  absl::StatusOr<const std::string*> OptionalString(const internal::TraceField& f,
+                                                    std::size_t index, const char* field) const {
+    if (!f.present()) return nullptr;
+    if (!f.is("string")) return Error(index, field, absl::StrCat("expected a string, found ", f.type));
+    return &f.text;
   }
 
-  absl::StatusOr<std::int64_t> Duration(const json& event, std::size_t index) const {
-    auto it = event.find("dur");
-    if (it == event.end()) return Error(index, "dur", "missing (a kernel event needs a duration)");
-    if (!it->is_number()) {
-      return Error(index, "dur", absl::StrCat("expected a number, found ", it->type_name()));
+  absl::StatusOr<std::int64_t> Duration(const internal::TraceField& f, std::size_t index) const {
+    if (!f.present()) return Error(index, "dur", "missing (a kernel event needs a duration)");
+    if (!f.is("number")) {
+      return Error(index, "dur", absl::StrCat("expected a number, found ", f.type));
     }
-    const double d = it->get<double>();
+    const double d = f.number;
     if (!std::isfinite(d) || d < 0 || d > kMaxEventUs) {
-      return Error(index, "dur", absl::StrCat("not a duration in microseconds: ", it->dump()));
+      return Error(index, "dur", absl::StrCat("not a duration in microseconds: ",
+                                              internal::Abbreviate(f.text, 40)));
     }
     return static_cast<std::int64_t>(std::llround(d));
   }
 
  private:
   absl::string_view origin_;
-  std::string prefix_;  // JSON pointer of the event array
+  const std::string* prefix_;  // JSON pointer of the event array
 };
 
 }  // namespace
@@ -87,16 +86,23 @@ absl::string_view UnattributedReasonName(UnattributedReason reason) {
 
 absl::StatusOr<Profile> Profile::Load(const std::string& path,
                                       const ProfileOptions& options) try {
-  SEMMAP_ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path, options.max_file_bytes));
-  return Parse(text, path, options);
+  // Mapped, not read: the text costs no memory of its own beyond the pages
+  // the kernel can drop again.
+  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
+                          internal::MappedFile::Open(path, options.max_file_bytes));
+  absl::StatusOr<Profile> profile = Parse(file.bytes(), path, options);
+  SEMMAP_RETURN_IF_ERROR(internal::NotTruncated(file, path));
+  return profile;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(path, "loading the profile");
 } catch (const std::length_error&) {
   return internal::OutOfMemory(path, "loading the profile");
 }
 
-// Long (about 105 lines): one event after another, each field checked with
+// Long (about 80 lines): one event after another, each field checked with
 // its own message naming the event's index; the checks are the function.
+// Events are read one at a time (internal::ReadTraceEvents): memory is the
+// profiled nodes kept, one per distinct name, not a multiple of the file.
 absl::StatusOr<Profile> Profile::Parse(absl::string_view text, absl::string_view origin,
                                        const ProfileOptions& options) try {
   if (text.empty()) {
@@ -109,74 +115,36 @@ absl::StatusOr<Profile> Profile::Parse(absl::string_view text, absl::string_view
                                                    options.max_file_bytes));
   }
   SEMMAP_RETURN_IF_ERROR(internal::CheckJsonNesting(text, options.max_nesting, origin));
-  json doc;
-  try {
-    doc = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": not valid JSON at byte ", e.byte,
-                                                   ": ", internal::Abbreviate(e.what(), 200)));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": cannot parse JSON: ", internal::Abbreviate(e.what(), 200)));
-  }
-  // ONNX Runtime writes a bare array; the Chrome trace format also allows
-  // {"traceEvents": [...]}.
-  const json* events = &doc;
-  std::string prefix;
-  if (doc.is_object()) {
-    auto it = doc.find("traceEvents");
-    if (it == doc.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          origin, ": not an ONNX Runtime profile: a JSON object without \"traceEvents\""));
-    }
-    events = &*it;
-    prefix = "/traceEvents";
-  }
-  if (!events->is_array()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": ", prefix.empty() ? "" : prefix + ": ",
-                     "not an ONNX Runtime profile: expected a JSON array of trace events, found ",
-                     events->type_name()));
-  }
-  if (events->size() > options.max_events) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", events->size(),
-                                                   " trace events, above the limit of ",
-                                                   options.max_events));
-  }
-  const EventReader r(origin, prefix);
   Profile p;
   absl::flat_hash_map<std::string, std::size_t> by_name;
   std::set<std::string> providers;
-  for (std::size_t i = 0; i < events->size(); ++i) {
-    const json& e = (*events)[i];
-    if (!e.is_object()) {
-      return r.Error(i, "", absl::StrCat("expected a trace event (object), found ", e.type_name()));
-    }
-    SEMMAP_ASSIGN_OR_RETURN(const std::string* cat, r.OptionalString(e, i, "cat"));
-    SEMMAP_ASSIGN_OR_RETURN(const std::string* name, r.OptionalString(e, i, "name"));
-    SEMMAP_ASSIGN_OR_RETURN(const std::string* ph, r.OptionalString(e, i, "ph"));
+  std::string prefix;
+  const EventReader r(origin, &prefix);
+  auto on_event = [&](std::size_t i, const internal::TraceEvent& e) -> absl::Status {
+    SEMMAP_ASSIGN_OR_RETURN(const std::string* cat, r.OptionalString(e.cat, i, "cat"));
+    SEMMAP_ASSIGN_OR_RETURN(const std::string* name, r.OptionalString(e.name, i, "name"));
+    SEMMAP_ASSIGN_OR_RETURN(const std::string* ph, r.OptionalString(e.ph, i, "ph"));
     const bool complete = ph == nullptr || *ph == "X";
     if (cat != nullptr && *cat == "Session" && name != nullptr && *name == "model_run" &&
         complete) {
-      SEMMAP_ASSIGN_OR_RETURN(std::int64_t dur, r.Duration(e, i));
+      SEMMAP_ASSIGN_OR_RETURN(std::int64_t dur, r.Duration(e.dur, i));
       ++p.runs_;
       p.run_us_ = SaturatingAdd(p.run_us_, dur);
-      continue;
+      return absl::OkStatus();
     }
     if (cat == nullptr || *cat != "Node" || name == nullptr || !complete ||
         !absl::EndsWith(*name, kKernelSuffix)) {
       ++p.skipped_events_;  // fences, session phases, other tools' events
-      continue;
+      return absl::OkStatus();
     }
-    SEMMAP_ASSIGN_OR_RETURN(std::int64_t dur, r.Duration(e, i));
+    SEMMAP_ASSIGN_OR_RETURN(std::int64_t dur, r.Duration(e.dur, i));
     std::string op_name, provider;
-    auto args = e.find("args");
-    if (args != e.end()) {
-      if (!args->is_object()) {
-        return r.Error(i, "args", absl::StrCat("expected an object, found ", args->type_name()));
+    if (e.args.present()) {
+      if (!e.args.is("object")) {
+        return r.Error(i, "args", absl::StrCat("expected an object, found ", e.args.type));
       }
-      SEMMAP_ASSIGN_OR_RETURN(const std::string* op, r.OptionalString(*args, i, "op_name"));
-      SEMMAP_ASSIGN_OR_RETURN(const std::string* pv, r.OptionalString(*args, i, "provider"));
+      SEMMAP_ASSIGN_OR_RETURN(const std::string* op, r.OptionalString(e.op_name, i, "op_name"));
+      SEMMAP_ASSIGN_OR_RETURN(const std::string* pv, r.OptionalString(e.provider, i, "provider"));
       if (op != nullptr) op_name = *op;
       if (pv != nullptr) provider = *pv;
     }
@@ -195,7 +163,10 @@ absl::StatusOr<Profile> Profile::Parse(absl::string_view text, absl::string_view
     ++p.kernel_events_;
     p.kernel_us_ = SaturatingAdd(p.kernel_us_, dur);
     if (!provider.empty()) providers.insert(provider);
-  }
+    return absl::OkStatus();
+  };
+  SEMMAP_RETURN_IF_ERROR(
+      internal::ReadTraceEvents(text, origin, options.max_events, &prefix, on_event));
   p.providers_.assign(providers.begin(), providers.end());
   return p;
 } catch (const std::bad_alloc&) {

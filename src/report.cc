@@ -218,8 +218,11 @@ std::string ReportHtml(const SemanticMapper& mapper, const ReportOptions& option
 absl::Status WriteReport(const SemanticMapper& mapper, const std::string& output,
                          const ReportOptions& options) try {
   SEMMAP_RETURN_IF_ERROR(internal::CheckOutputFor(
-      output, {{options.model_path, "the model"}, {options.manifest_path, "the manifest"}},
-      options.allow_overwrite));
+      output,
+      {{options.model_path, "the model"},
+       {options.manifest_path, "the manifest"},
+       {options.profile_path, "the profile"}},
+      options.protected_paths, options.allow_overwrite));
   return internal::WriteFileAtomically(output, ReportHtml(mapper, options));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(output, "writing the report");

@@ -118,7 +118,7 @@ absl::Status WriteSidecar(const SemanticMapper& mapper, const std::string& outpu
                           const SidecarOptions& options) try {
   SEMMAP_RETURN_IF_ERROR(internal::CheckOutputFor(
       output, {{options.model_path, "the model"}, {options.manifest_path, "the manifest"}},
-      options.allow_overwrite));
+      options.protected_paths, options.allow_overwrite));
   return internal::WriteFileAtomically(output, SidecarJson(mapper, options));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(output, "writing the sidecar");

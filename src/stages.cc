@@ -299,7 +299,7 @@ absl::StatusOr<std::size_t> StageCount(const std::string& input, const std::stri
     SEMMAP_RETURN_IF_ERROR(internal::CheckOutputFor(
         StagePath(output, k),
         {{input, "the input model"}, {options.manifest_path, "the manifest"}},
-        options.allow_overwrite));
+        options.protected_paths, options.allow_overwrite));
   }
   return n_stages;
 }

@@ -431,6 +431,28 @@ TEST_CASE("Scoped names: the floor decides which nodes are renamed", "[annotate]
   CHECK(bare.newName(bare_low, "node_linear") == "/block/proj/node_linear");
 }
 
+TEST_CASE("Scoped names never grow a name past the loader's limit", "[annotate][scoped]") {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  // 4 bytes under the limit: "/block/proj/" in front would push it over.
+  const std::string long_name(semmap::GraphOptions().max_name_bytes - 4, 'n');
+  AddStackNode(model.mutable_graph(), long_name, "MatMul", {"x", "w"}, {"a"},
+               "['', 'block', 'block.proj', 'linear']");
+  AddStackNode(model.mutable_graph(), "node_relu", "Relu", {"a"}, {"b"},
+               "['', 'block', 'block.act', 'relu']");
+  Planned p(model, {"block", "block.proj", "block.act"});
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
+  CHECK(p.newName(plan, long_name).empty());
+  CHECK(p.newName(plan, "node_relu") == "/block/act/node_relu");
+  CHECK(plan.not_expressible == 1);
+
+  semmap::AnnotateOptions options = ScopedOptions();
+  const std::string out = p.tmp.file("out.onnx");
+  REQUIRE(semmap::Annotate(*p.mapper, p.model_path, out, options).ok());
+  auto back = Graph::Load(out);
+  REQUIRE(back.ok());
+  CHECK(back->find(long_name) != semmap::kNoNode);
+}
+
 TEST_CASE("Scoped names leave scoped names, inputs, outputs and values alone",
           "[annotate][scoped]") {
   onnx::ModelProto model = semmap_test::MakeModel();

@@ -11,7 +11,9 @@
 // with *each* loader. manifest_test.cc and rules_test.cc hold the first bad
 // manifests and rule files; the rows here are the ones they lack.
 // docs/robustness.md lists the catalogue by category.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -268,6 +270,53 @@ TEST_CASE("Catalogue: a mapped file truncated while read is DataLoss, not SIGBUS
   CHECK(bytes[0] == 'x');
   CHECK(bytes[static_cast<std::size_t>(3 * page)] == '\0');  // a zero page, no SIGBUS
   CHECK(file->truncated());
+}
+
+// A reader skipping payloads touches pages far apart: after a truncation
+// each such read faults on its own. 1 GiB (sparse) read every other page
+// is 131072 faults, twice the mappings vm.max_map_count allows by default:
+// a guard mapping one zero page per fault runs out of them and the process
+// dies of SIGBUS. Each truncation point runs in a child process, so that
+// such a death fails the row instead of the test run.
+TEST_CASE("Catalogue: a large mapped file truncated at any point while read is DataLoss",
+          "[catalogue][graph][sigbus]") {
+  TempDir dir;
+  const std::string path = dir.path() + "/large.bin";
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t size = std::size_t{1} << 30;
+  for (const std::size_t cut : {std::size_t{0}, page + 1, size / 3, size / 2 + 7 * page,
+                                size - page}) {
+    CAPTURE(cut);
+    {
+      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+      REQUIRE(fd >= 0);
+      REQUIRE(::ftruncate(fd, static_cast<off_t>(size)) == 0);  // sparse: no disk used
+      REQUIRE(::pwrite(fd, "x", 1, 0) == 1);
+      ::close(fd);
+    }
+    HangGuard guard;
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      auto file = semmap::internal::MappedFile::Open(path, size);
+      if (!file.ok()) ::_exit(10);
+      if (::truncate(path.c_str(), static_cast<off_t>(cut)) != 0) ::_exit(11);
+      const absl::string_view bytes = file->bytes();
+      unsigned sum = 0;
+      for (std::size_t at = 0; at < size; at += 2 * page) sum += static_cast<unsigned char>(bytes[at]);
+      sum += static_cast<unsigned char>(bytes[size - 1]);
+      // Past the cut every byte reads as zero; before it, the file's own.
+      if (sum != (cut > 0 ? 'x' : 0)) ::_exit(12);
+      const absl::Status status = semmap::internal::NotTruncated(*file, path);
+      if (status.code() != absl::StatusCode::kDataLoss) ::_exit(13);
+      ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CAPTURE(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
 }
 
 TEST_CASE("Catalogue: odd but valid graphs load and map", "[catalogue][graph][mapper]") {

@@ -16,36 +16,12 @@ import tempfile
 import threading
 import time
 
+from semmap_testlib import field, model, node, write
+
 semmap, semmap_eval, fixtures = sys.argv[1:4]
 bert = os.path.join(fixtures, "bert-seqcls.torchscript")
 failures = []
 
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
-
-
-def field(number, payload):
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def node(name, op="MatMul"):
-    return field(1, field(3, name.encode()) + field(4, op.encode()))
-
-
-def model(graph, opset=17):
-    return b"\x08\x07" + field(7, graph) + field(8, field(1, b"") + b"\x10" + varint(opset))
-
-
-def write(path, data):
-    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
-        f.write(data)
-    return path
 
 
 # Under AddressSanitizer (SEMMAP_SANITIZED=1, set by the sanitizer build's

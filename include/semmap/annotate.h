@@ -116,6 +116,9 @@ struct SEMMAP_EXPORT AnnotateOptions {
   bool allow_overwrite = false;
   // The manifest the mapper read, if any: protected like the input model.
   std::string manifest_path;
+  // Every other file the command read (a reference, a profile, a rule
+  // file): protected like the input.
+  std::vector<std::string> protected_paths;
   // Write the `namespace` entry at all.
   bool write_namespace = true;
   // Replace a `namespace` entry the node already has.

@@ -82,6 +82,9 @@ struct SEMMAP_EXPORT ExtractOptions {
   bool allow_overwrite = false;
   // The manifest the mapper read, if any: protected like the input model.
   std::string manifest_path;
+  // Every other file the command read (a reference, a profile, a rule
+  // file): protected like the input.
+  std::vector<std::string> protected_paths;
   // Inputs above this size are refused (InvalidArgument). The source is
   // read at the wire level over a memory map (no protobuf parse), so there
   // is no 2 GB limit; the default is GraphOptions'.

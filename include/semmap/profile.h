@@ -40,8 +40,9 @@
 namespace semmap {
 
 struct SEMMAP_EXPORT ProfileOptions {
-  // Files above this size are refused (InvalidArgument). The JSON is held
-  // in memory while parsing, at several times its size.
+  // Files above this size are refused (InvalidArgument). Load maps the
+  // file and reads one event at a time: memory is the profiled nodes kept
+  // (one per distinct node name), not a multiple of the file.
   std::uint64_t max_file_bytes = std::uint64_t{1} << 30;
   // More trace events than this are refused (InvalidArgument).
   std::size_t max_events = 20'000'000;

@@ -29,6 +29,7 @@
 #define SEMMAP_INCLUDE_SEMMAP_REPORT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "semmap/export.h"
@@ -42,7 +43,10 @@ struct SEMMAP_EXPORT ReportOptions {
   // refuses to overwrite. Empty: not shown.
   std::string model_path;
   std::string manifest_path;
-  // Allow the output to be the model or manifest file.
+  // Every other file the command read (a reference, a profile, a rule
+  // file): protected like the input.
+  std::vector<std::string> protected_paths;
+  // Allow the output to be any of these files (profile_path included).
   bool allow_overwrite = false;
   // Kernel time from an ONNX Runtime profile of this graph (AttributeProfile
   // with the same mapper), or null. With it the page gains a time column in
@@ -51,7 +55,7 @@ struct SEMMAP_EXPORT ReportOptions {
   // modules.time_us / own_time_us and nodes.time_us (docs/report.md). An
   // attribution of another graph is ignored.
   const ProfileAttribution* profile = nullptr;
-  std::string profile_path;  // shown in the page
+  std::string profile_path;  // shown in the page; protected like the model
 };
 
 // The embedded data document (JSON text, not yet escaped for HTML).

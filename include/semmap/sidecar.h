@@ -22,6 +22,7 @@
 #define SEMMAP_INCLUDE_SEMMAP_SIDECAR_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "semmap/export.h"
@@ -37,7 +38,10 @@ struct SEMMAP_EXPORT SidecarOptions {
   // WriteSidecar refuses to overwrite. Empty: not recorded.
   std::string model_path;
   std::string manifest_path;
-  // Allow the output to be the model or manifest file.
+  // Every other file the command read (a reference, a profile, a rule
+  // file): protected like the input.
+  std::vector<std::string> protected_paths;
+  // Allow the output to be any of these files.
   bool allow_overwrite = false;
   // Write the model-specific tree (TreeOptions::model_specific_only).
   bool model_specific_tree = false;

@@ -89,6 +89,9 @@ struct SEMMAP_EXPORT StageOptions {
   const ProfileAttribution* profile = nullptr;
   bool allow_overwrite = false;
   std::string manifest_path;  // protected like the input
+  // Every other file the command read (a reference, a profile, a rule
+  // file): protected like the input.
+  std::vector<std::string> protected_paths;
   std::uint64_t max_file_bytes = std::uint64_t{2} << 30;
   int max_subgraph_depth = 64;
 };

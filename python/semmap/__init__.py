@@ -75,14 +75,26 @@ def __getattr__(name: str) -> Any:
 
 
 def _path(p: PathLike | None) -> str:
+    """A path for Python code (str); ValueError for an empty one or one with
+    a NUL byte, as Python's own file functions."""
     if p is None:
         return ""
-    path = os.fspath(p)
-    if isinstance(path, bytes):
-        path = os.fsdecode(path)
+    path = os.fsdecode(p)
     if not path:
         raise ValueError("empty path")
+    if "\0" in path:
+        raise ValueError("embedded null byte")
     return path
+
+
+def _core_path(p: PathLike | bytes | None) -> bytes:
+    """A path for the compiled core: the file system's bytes (os.fsencode),
+    so that a name that is not UTF-8 (bytes, or str with surrogate escapes)
+    reaches the file as the command-line tool would; ValueError for an empty
+    path or one with a NUL byte, which C would silently cut short."""
+    if p is None:
+        return b""
+    return os.fsencode(_path(p))
 
 
 def load(
@@ -109,7 +121,11 @@ def load(
     message names the file.
     """
     core = _core_module().Model.load(
-        _path(model), _path(manifest), _path(reference), _path(rules), allow_manifest_mismatch
+        _core_path(model),
+        _core_path(manifest),
+        _core_path(reference),
+        _core_path(rules),
+        allow_manifest_mismatch,
     )
     return MappedModel(core)
 
@@ -202,7 +218,7 @@ class MappedModel:
     ) -> None:
         """Writes the sidecar JSON to `path` atomically; refuses the model or manifest
         file unless allow_overwrite."""
-        self._core.write_sidecar(_path(path), model_specific, allow_overwrite)
+        self._core.write_sidecar(_core_path(path), model_specific, allow_overwrite)
 
     def annotate(
         self,
@@ -223,8 +239,8 @@ class MappedModel:
         scopes (docs/annotate.md)."""
         if min_confidence is None:
             min_confidence = _core_module().CONFIDENT_FLOOR
-        return self._core.annotate(
-            _path(out_path),
+        result = self._core.annotate(
+            _core_path(out_path),
             allow_overwrite,
             namespace,
             overwrite_namespace,
@@ -232,10 +248,12 @@ class MappedModel:
             scoped_names,
             min_confidence,
         )
+        result["output"] = os.fsdecode(result["output"])
+        return result
 
     def report(self, path: PathLike, *, allow_overwrite: bool = False) -> None:
         """Writes the self-contained HTML report (`semmap report`) to `path`."""
-        self._core.write_report(_path(path), allow_overwrite)
+        self._core.write_report(_core_path(path), allow_overwrite)
 
     def to_pandas(self) -> "pandas.DataFrame":
         """One row per node: node, op_type, module, class_name, qualified_class,
@@ -251,15 +269,15 @@ class MappedModel:
     @property
     def path(self) -> str:
         """The model file."""
-        return self._core.model_path
+        return os.fsdecode(self._core.model_path)
 
     @property
     def manifest_path(self) -> str | None:
-        return self._core.manifest_path or None
+        return os.fsdecode(self._core.manifest_path) or None
 
     @property
     def reference_path(self) -> str | None:
-        return self._core.reference_path or None
+        return os.fsdecode(self._core.reference_path) or None
 
     @property
     def has_manifest(self) -> bool:

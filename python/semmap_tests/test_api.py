@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -120,6 +121,62 @@ def test_file_errors_name_the_file(tmp_path):
     bad_manifest.write_text("{ not json")
     with pytest.raises(ValueError, match="bad.json"):
         semmap.load(BERT / "model.onnx", bad_manifest)
+
+
+def test_paths_with_a_nul_byte_are_refused_like_open(bert, tmp_path):
+    # C would cut the path at the NUL: "model.onnx\0.txt" must not load
+    # model.onnx, nor a write go to the shorter name.
+    with pytest.raises(ValueError, match="null byte"):
+        open(str(BERT / "model.onnx") + "\0.txt")
+    for bad in (str(BERT / "model.onnx") + "\0.txt", bytes(BERT / "model.onnx") + b"\0.txt"):
+        with pytest.raises(ValueError, match="null byte"):
+            semmap.load(bad)
+    with pytest.raises(ValueError, match="null byte"):
+        semmap.load(BERT / "model.onnx", str(BERT / "manifest.json") + "\0x")
+    out = tmp_path / "out.onnx"
+    for write in (bert.annotate, bert.report, bert.write_sidecar):
+        with pytest.raises(ValueError, match="null byte"):
+            write(str(out) + "\0.txt")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_file_names_that_are_not_utf8_work_as_in_the_tool(bert, tmp_path):
+    raw = bytes(tmp_path) + b"/m\xff.onnx"
+    with open(raw, "wb") as f:
+        f.write((BERT / "model.onnx").read_bytes())
+    m = semmap.load(raw)  # bytes, as os.listdir(bytes) gives them
+    assert len(m) == 237 and os.fsencode(m.path) == raw
+    again = semmap.load(os.fsdecode(raw))  # str with a surrogate escape
+    assert len(again) == 237
+    out = bytes(tmp_path) + b"/out\xfe.onnx"
+    result = m.annotate(out)
+    assert os.path.exists(out) and os.fsencode(result["output"]) == out
+    m.report(bytes(tmp_path) + b"/r\xfd.html")
+    m.write_sidecar(os.fsdecode(bytes(tmp_path) + b"/s\xfc.json"))
+    assert os.path.exists(bytes(tmp_path) + b"/r\xfd.html")
+    assert os.path.exists(bytes(tmp_path) + b"/s\xfc.json")
+    with pytest.raises(FileNotFoundError, match="\ufffd"):
+        semmap.load(bytes(tmp_path) + b"/missing\xff.onnx")
+
+
+def test_every_input_is_protected_the_reference_and_rules_too(tmp_path):
+    reference = tmp_path / "reference.onnx"
+    reference.write_bytes((BERT / "model.onnx").read_bytes())
+    rules = tmp_path / "rules.json"
+    rules.write_bytes((REPO / "rules" / "default.json").read_bytes())
+    m = semmap.load(BERT / "model.onnx", BERT / "manifest.json", reference=reference, rules=rules)
+    for target in (reference, rules):
+        before = target.read_bytes()
+        for write in (m.report, m.annotate, m.write_sidecar):
+            with pytest.raises(ValueError, match="allow_overwrite|--allow-overwrite"):
+                write(target)
+        assert target.read_bytes() == before
+
+
+def test_long_names_in_errors_are_cut_short(bert):
+    with pytest.raises(KeyError) as e:
+        bert["n" * 10_000_000]
+    assert len(str(e.value)) < 1024
 
 
 def test_a_manifest_of_another_model_is_refused_unless_allowed():

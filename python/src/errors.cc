@@ -4,6 +4,8 @@
 
 #include <nanobind/nanobind.h>
 
+#include "absl/strings/str_cat.h"
+
 namespace nb = nanobind;
 
 namespace semmap_python {
@@ -32,8 +34,27 @@ void ThrowIfError(const absl::Status& status, NotFoundMeans not_found) {
     default:
       break;
   }
-  const std::string message(status.message());
-  PyErr_SetString(type, message.c_str());
+  // Messages quote names and arguments whole: above 1000 bytes, keep the
+  // head (the file, the place) and the tail (the cause), as the tool does.
+  const absl::string_view text = status.message();
+  std::string message(text);
+  if (text.size() > 1000) {
+    std::size_t head = 640, tail = text.size() - 256;
+    auto continuation = [text](std::size_t i) {
+      return i < text.size() && (static_cast<unsigned char>(text[i]) & 0xc0) == 0x80;
+    };
+    while (continuation(head)) ++head;
+    while (continuation(tail)) ++tail;
+    message = absl::StrCat(text.substr(0, head), " [... ", tail - head, " bytes ...] ",
+                           text.substr(tail));
+  }
+  // File names need not be UTF-8: undecodable bytes become U+FFFD, as in
+  // semmap's JSON output, instead of a UnicodeDecodeError.
+  PyObject* text_object = PyUnicode_DecodeUTF8(message.data(),
+                                               static_cast<Py_ssize_t>(message.size()), "replace");
+  if (text_object == nullptr) throw nb::python_error();
+  PyErr_SetObject(type, text_object);
+  Py_DECREF(text_object);
   throw nb::python_error();
 }
 

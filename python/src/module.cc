@@ -37,6 +37,11 @@ namespace {
 
 nb::str Str(absl::string_view s) { return nb::str(s.data(), s.size()); }
 
+// Paths cross as bytes (semmap._core_path: os.fsencode, NUL refused), so
+// that a file name that is not UTF-8 reaches the file system unchanged.
+std::string PathOf(const nb::bytes& path) { return std::string(path.c_str(), path.size()); }
+nb::bytes Bytes(const std::string& s) { return nb::bytes(s.data(), s.size()); }
+
 // The Python strings of one module's Mapping fields.
 struct ModuleStrings {
   nb::object path, class_name, qualified_class, category;
@@ -44,17 +49,15 @@ struct ModuleStrings {
 
 class Model {
  public:
-  static std::unique_ptr<Model> Load(const std::string& model_path,
-                                     const std::string& manifest_path,
-                                     const std::string& reference_path,
-                                     const std::string& rules_path,
+  static std::unique_ptr<Model> Load(const nb::bytes& model_path, const nb::bytes& manifest_path,
+                                     const nb::bytes& reference_path, const nb::bytes& rules_path,
                                      bool allow_manifest_mismatch) {
     auto model = std::make_unique<Model>();
     model->allow_manifest_mismatch_ = allow_manifest_mismatch;
-    model->model_path_ = model_path;
-    model->manifest_path_ = manifest_path;
-    model->reference_path_ = reference_path;
-    model->rules_path_ = rules_path;
+    model->model_path_ = PathOf(model_path);
+    model->manifest_path_ = PathOf(manifest_path);
+    model->reference_path_ = PathOf(reference_path);
+    model->rules_path_ = PathOf(rules_path);
     absl::Status status;
     {
       nb::gil_scoped_release release;
@@ -74,6 +77,9 @@ class Model {
   const std::string& manifestPath() const { return manifest_path_; }
   const std::string& referencePath() const { return reference_path_; }
   const std::string& rulesPath() const { return rules_path_; }
+  // The files read besides the model and the manifest: no write replaces
+  // them unless told to (the library's protected_paths).
+  std::vector<std::string> otherInputs() const { return {reference_path_, rules_path_}; }
   const semmap::Rules* rules() const { return rules_.get(); }
 
   // The node's id as a Python str (made once).
@@ -130,8 +136,9 @@ class Model {
   semmap::NodeId FindNode(const std::string& name) const {
     const semmap::NodeId id = graph().find(name);
     if (id == semmap::kNoNode) {
-      ThrowIfError(absl::NotFoundError(
-                       absl::StrCat(model_path_, ": no node \"", name, "\"")),
+      ThrowIfError(absl::NotFoundError(absl::StrCat(model_path_, ": no node \"",
+                                                    absl::string_view(name).substr(0, 200),
+                                                    name.size() > 200 ? "...\"" : "\"")),
                    NotFoundMeans::kKey);
     }
     return id;
@@ -280,12 +287,14 @@ nb::dict Columns(Model& m) {
   return d;
 }
 
-nb::dict AnnotateModel(Model& m, const std::string& output, bool allow_overwrite,
+nb::dict AnnotateModel(Model& m, const nb::bytes& output_path, bool allow_overwrite,
                        bool write_namespace, bool overwrite_namespace, bool doc_string,
                        bool scoped_names, double min_confidence) {
+  const std::string output = PathOf(output_path);
   semmap::AnnotateOptions options;
   options.allow_overwrite = allow_overwrite;
   options.manifest_path = m.manifestPath();
+  options.protected_paths = m.otherInputs();
   options.write_namespace = write_namespace;
   options.overwrite_namespace = overwrite_namespace;
   options.doc_string_json = doc_string;
@@ -299,7 +308,7 @@ nb::dict AnnotateModel(Model& m, const std::string& output, bool allow_overwrite
   }
   ThrowIfError(r.status());
   nb::dict d;
-  d["output"] = output;
+  d["output"] = output_path;
   d["nodes"] = r->nodes;
   d["mapped"] = r->mapped;
   d["namespaces_written"] = r->namespaces_written;
@@ -317,6 +326,7 @@ semmap::SidecarOptions SidecarOptionsOf(const Model& m, bool model_specific) {
   semmap::SidecarOptions options;
   options.model_path = m.modelPath();
   options.manifest_path = m.manifestPath();
+  options.protected_paths = m.otherInputs();
   options.model_specific_tree = model_specific;
   options.indent = -1;
   return options;
@@ -486,36 +496,37 @@ NB_MODULE(_core, mod) {
              return semmap::SidecarJson(m.mapper(), SidecarOptionsOf(m, model_specific));
            })
       .def("write_sidecar",
-           [](Model& m, const std::string& output, bool model_specific, bool allow_overwrite) {
+           [](Model& m, const nb::bytes& output, bool model_specific, bool allow_overwrite) {
              semmap::SidecarOptions options = SidecarOptionsOf(m, model_specific);
              options.allow_overwrite = allow_overwrite;
              options.indent = 1;
              absl::Status s;
              {
                nb::gil_scoped_release release;
-               s = semmap::WriteSidecar(m.mapper(), output, options);
+               s = semmap::WriteSidecar(m.mapper(), PathOf(output), options);
              }
              ThrowIfError(s);
            })
       .def("annotate", &AnnotateModel)
       .def("write_report",
-           [](Model& m, const std::string& output, bool allow_overwrite) {
+           [](Model& m, const nb::bytes& output, bool allow_overwrite) {
              semmap::ReportOptions options;
              options.model_path = m.modelPath();
              options.manifest_path = m.manifestPath();
+             options.protected_paths = m.otherInputs();
              options.allow_overwrite = allow_overwrite;
              absl::Status s;
              {
                nb::gil_scoped_release release;
-               s = semmap::WriteReport(m.mapper(), output, options);
+               s = semmap::WriteReport(m.mapper(), PathOf(output), options);
              }
              ThrowIfError(s);
            })
       .def("columns", &Columns)
-      .def_prop_ro("model_path", &Model::modelPath)
-      .def_prop_ro("manifest_path", &Model::manifestPath)
-      .def_prop_ro("reference_path", &Model::referencePath)
-      .def_prop_ro("rules_path", &Model::rulesPath)
+      .def_prop_ro("model_path", [](Model& m) { return Bytes(m.modelPath()); })
+      .def_prop_ro("manifest_path", [](Model& m) { return Bytes(m.manifestPath()); })
+      .def_prop_ro("reference_path", [](Model& m) { return Bytes(m.referencePath()); })
+      .def_prop_ro("rules_path", [](Model& m) { return Bytes(m.rulesPath()); })
       .def_prop_ro("has_manifest", [](Model& m) { return m.mapper().hasManifest(); })
       .def_prop_ro("model_class", [](Model& m) { return m.mapper().manifest().modelClass(); })
       .def_prop_ro("module_count", [](Model& m) { return m.mapper().manifest().size(); })

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -63,24 +65,43 @@ std::string TempPrefix(const std::string& output) {
 // writer keeps its file's mtime fresh while it writes.
 constexpr std::time_t kStaleTempAge = 3600;
 
+// One decimal field of a temporary file's name: 1 to `max_digits` digits,
+// then `end` (or the end of `rest`); its value in *value.
+bool TakeNumber(absl::string_view* rest, std::size_t max_digits, char end, long long* value) {
+  std::size_t n = 0;
+  *value = 0;
+  while (n < rest->size() && (*rest)[n] >= '0' && (*rest)[n] <= '9') {
+    *value = *value * 10 + ((*rest)[n] - '0');
+    if (++n > max_digits) return false;
+  }
+  if (n == 0) return false;
+  if (end == '\0') {
+    if (n != rest->size()) return false;
+  } else if (n == rest->size() || (*rest)[n] != end) {
+    return false;
+  }
+  rest->remove_prefix(end == '\0' ? n : n + 1);
+  return true;
+}
+
 bool IsStaleTemp(const std::string& dir, absl::string_view name, absl::string_view prefix) {
   if (name.substr(0, prefix.size()) != prefix) return false;
-  absl::string_view rest = name.substr(prefix.size());  // "<pid>-<n>-<t>"
-  const std::size_t dash = rest.find('-');
-  if (dash == 0 || dash == absl::string_view::npos || dash > 10) return false;
-  long pid = 0;
-  for (char c : rest.substr(0, dash)) {
-    if (c < '0' || c > '9') return false;
-    pid = pid * 10 + (c - '0');
+  // Exactly "<pid>-<n>-<t>" as the writer below names them: a pid, a
+  // counter and a six-digit clock, nothing else.
+  absl::string_view rest = name.substr(prefix.size());
+  long long pid = 0, n = 0, t = 0;
+  if (!TakeNumber(&rest, 10, '-', &pid) || !TakeNumber(&rest, 10, '-', &n) ||
+      !TakeNumber(&rest, 6, '\0', &t)) {
+    return false;
   }
-  for (char c : rest.substr(dash + 1)) {
-    if ((c < '0' || c > '9') && c != '-') return false;
-  }
-  if (pid <= 0 || pid == ::getpid()) return false;
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || pid == ::getpid()) return false;
   if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) return false;
   struct stat st;
   const std::string full = absl::StrCat(dir, "/", name);
   if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  // Only this user's own files: a writer of another user (or a file that
+  // merely looks like a temporary) is not this process's to delete.
+  if (st.st_uid != ::geteuid()) return false;
   return std::time(nullptr) - st.st_mtime > kStaleTempAge;
 }
 
@@ -239,19 +260,54 @@ OutputKind KindOf(const std::string& path) {
 // The file a write to `path` must replace: a symlink's target, so that
 // writing through a link (or /dev/stdout redirected to a file) updates the
 // file and never replaces the link.
-std::string ResolveOutput(const std::string& path) {
+// A link that leads nowhere (dangling, or a loop) is refused: replacing
+// it would replace the link, and creating its target would write where the
+// user did not name.
+absl::StatusOr<std::string> ResolveOutput(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
   std::unique_ptr<char, void (*)(void*)> resolved(::realpath(path.c_str(), nullptr), &std::free);
-  return resolved == nullptr ? path : std::string(resolved.get());
+  if (resolved != nullptr) return std::string(resolved.get());
+  const int err = errno;
+  // /dev/stdout on a pipe: /proc/self/fd/1 names no path, yet the link
+  // opens (a stream).
+  if (::stat(path.c_str(), &st) == 0) return path;
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": a symbolic link that leads nowhere (",
+      err == ELOOP ? "a loop of links" : std::strerror(err),
+      "); semmap writes through links and never replaces one"));
+}
+
+// The kernel's own file systems (/proc, /sys): their files are not
+// replaced by renaming, and no file can be created in them.
+bool OnKernelFileSystem(const std::string& dir) {
+  constexpr long kProcMagic = 0x9fa0;
+  constexpr long kSysfsMagic = 0x62656572;
+  struct statfs fs;
+  if (::statfs(dir.c_str(), &fs) != 0) return false;
+  return static_cast<long>(fs.f_type) == kProcMagic || static_cast<long>(fs.f_type) == kSysfsMagic;
 }
 
 }  // namespace
 
 absl::Status CheckOutputPath(const std::string& output) {
   if (output.empty()) return absl::InvalidArgumentError("empty output path");
-  const std::string dir = DirectoryOf(output);
   struct stat st;
+  if (::stat(output.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(output, ": is a directory, not a file"));
+  }
+  // A FIFO or a character device is opened and written, never replaced:
+  // its directory need not be writable (/dev/null, /dev/stdout, a FIFO in
+  // a read-only directory), the stream itself must be.
+  SEMMAP_ASSIGN_OR_RETURN(const std::string resolved, ResolveOutput(output));
+  if (KindOf(resolved) == OutputKind::kStream) {
+    if (::access(resolved.c_str(), W_OK) != 0) {
+      return absl::PermissionDeniedError(
+          absl::StrCat(output, ": not writable: ", std::strerror(errno)));
+    }
+    return absl::OkStatus();
+  }
+  const std::string dir = DirectoryOf(output);
   if (::stat(dir.c_str(), &st) != 0) {
     return absl::NotFoundError(
         absl::StrCat(output, ": output directory ", dir, " does not exist"));
@@ -260,14 +316,17 @@ absl::Status CheckOutputPath(const std::string& output) {
     return absl::InvalidArgumentError(
         absl::StrCat(output, ": ", dir, " is a file, not a directory"));
   }
+  if (OnKernelFileSystem(DirectoryOf(resolved))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        output, ": ", DirectoryOf(resolved),
+        " is a kernel file system (proc, sysfs): semmap writes a new file and renames it over "
+        "the output, which cannot be done there"));
+  }
   if (::access(dir.c_str(), W_OK) != 0) {
     return absl::PermissionDeniedError(
         absl::StrCat(output, ": output directory ", dir, " is not writable"));
   }
-  if (::stat(output.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(output, ": is a directory, not a file"));
-  }
-  if (KindOf(ResolveOutput(output)) == OutputKind::kOther) {
+  if (KindOf(resolved) == OutputKind::kOther) {
     return absl::InvalidArgumentError(absl::StrCat(
         output, ": not a regular file, FIFO or character device; refusing to replace it"));
   }
@@ -289,11 +348,15 @@ absl::Status CheckNotSameFile(const std::string& output, const std::string& inpu
 
 absl::Status CheckOutputFor(const std::string& output,
                             std::initializer_list<ProtectedInput> inputs,
+                            const std::vector<std::string>& other_inputs,
                             bool allow_overwrite) {
   SEMMAP_RETURN_IF_ERROR(CheckOutputPath(output));
   if (allow_overwrite) return absl::OkStatus();
   for (const ProtectedInput& input : inputs) {
     if (!input.path.empty()) SEMMAP_RETURN_IF_ERROR(CheckNotSameFile(output, input.path, input.what));
+  }
+  for (const std::string& input : other_inputs) {
+    if (!input.empty()) SEMMAP_RETURN_IF_ERROR(CheckNotSameFile(output, input, "an input file"));
   }
   return absl::OkStatus();
 }
@@ -337,7 +400,7 @@ absl::Status WritePiecesAtomically(const std::string& requested,
       if (fd >= 0) ::close(fd);
     }
   } closer{source.fd};
-  const std::string path = ResolveOutput(requested);
+  SEMMAP_ASSIGN_OR_RETURN(const std::string path, ResolveOutput(requested));
   switch (KindOf(path)) {
     case OutputKind::kStream:
       return StreamInto(path, bytes, before_commit, source);
@@ -361,7 +424,8 @@ absl::Status WritePiecesAtomically(const std::string& requested,
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) {
       const int err = errno;
-      if (err == ENOENT) {
+      struct stat dir_st;
+      if (err == ENOENT && ::stat(dir.c_str(), &dir_st) != 0) {
         return absl::NotFoundError(
             absl::StrCat(path, ": output directory ", dir, " does not exist"));
       }
@@ -386,9 +450,24 @@ absl::Status WritePiecesAtomically(const std::string& requested,
     ::unlink(tmp.c_str());
     return WriteFailed(path, err, source);
   }
-  struct stat existing;
-  if (::stat(path.c_str(), &existing) == 0 && ::fchmod(fd, existing.st_mode & 07777) != 0) {
-    return fail("cannot copy the permissions of the existing file");
+  // The replaced file keeps its owner and mode: root updating another
+  // user's file must not leave it root's and unreadable to its owner. An
+  // owner this process cannot give the new file is a refusal, not a
+  // silent change.
+  struct stat existing, fresh;
+  if (::stat(path.c_str(), &existing) == 0 && ::fstat(fd, &fresh) == 0) {
+    if ((existing.st_uid != fresh.st_uid || existing.st_gid != fresh.st_gid) &&
+        ::fchown(fd, existing.st_uid, existing.st_gid) != 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return absl::PermissionDeniedError(absl::StrCat(
+          path, ": cannot keep the owner of the existing file (uid ", existing.st_uid, ", gid ",
+          existing.st_gid, "): ", std::strerror(err), "; not replaced"));
+    }
+    if (::fchmod(fd, existing.st_mode & 07777) != 0) {
+      return fail("cannot copy the permissions of the existing file");
+    }
   }
   if (before_commit) {
     absl::Status verdict = before_commit();

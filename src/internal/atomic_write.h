@@ -7,6 +7,7 @@
 #include <functional>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -37,18 +38,23 @@ struct ProtectedInput {
 };
 
 // CheckOutputPath(output), then, unless `allow_overwrite`, CheckNotSameFile
-// for every non-empty input: the checks every writing command makes before
-// doing any work.
+// for every non-empty input, the named ones and `other_inputs` (a
+// reference, a profile: every file the command reads): the checks every
+// writing command makes before doing any work.
 absl::Status CheckOutputFor(const std::string& output,
                             std::initializer_list<ProtectedInput> inputs,
+                            const std::vector<std::string>& other_inputs,
                             bool allow_overwrite);
 
 // Writes `bytes` to a temporary file in `path`'s directory, flushes and
 // fsyncs it, then renames it over `path`: readers see the old file or the
-// new one, never a mix. An existing file's permission bits are kept. On
-// failure the temporary file is removed and `path` is untouched.
+// new one, never a mix. An existing file's owner, group and permission
+// bits are kept (PermissionDenied, nothing replaced, when this process
+// cannot give them to the new file). On failure the temporary file is
+// removed and `path` is untouched.
 //
-// A symlink is followed: its target is replaced, never the link. A FIFO or
+// A symlink is followed: its target is replaced, never the link; a link
+// that leads nowhere (dangling, a loop) is InvalidArgument. A FIFO or
 // a character device (/dev/null, /dev/stdout on a pipe or a terminal) is
 // opened and streamed into, never replaced; other special files are
 // refused. Temporary files that killed writers left for the same output

@@ -32,14 +32,21 @@ constexpr int kGuardSlots = 64;
 GuardSlot g_slots[kGuardSlots];
 struct sigaction g_previous_sigbus;
 
+// A fault means the file now ends before the faulting page, so every page
+// from there to the end of the mapping is gone too: one mapping of zeros
+// replaces them all. Mapping page by page instead would need one mapping
+// per scattered read and run out of them (vm.max_map_count) on a large
+// file truncated early.
 void OnSigbus(int signal, siginfo_t* info, void* context) {
   const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
   for (GuardSlot& slot : g_slots) {
-    if (address < slot.begin.load() || address >= slot.end.load()) continue;
+    const std::uintptr_t end = slot.end.load();
+    if (address < slot.begin.load() || address >= end) continue;
     const auto page_size = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    void* page = reinterpret_cast<void*>(address & ~(page_size - 1));
-    if (::mmap(page, page_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
-        MAP_FAILED) {
+    const std::uintptr_t first = address & ~(page_size - 1);
+    const std::uintptr_t last = (end + page_size - 1) & ~(page_size - 1);
+    if (::mmap(reinterpret_cast<void*>(first), last - first, PROT_READ,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
       slot.faulted.store(true);
       return;  // the read is retried and sees zeros
     }

@@ -85,8 +85,15 @@ class Matcher {
         limits_(limits),
         out_(p.size()),
         r_claimed_(r.size(), 0),
+        span_budget_(SpanBudget(r, limits)),
         p_constant_(ConstantNodes(p)),
         r_constant_(ConstantNodes(r)) {}
+
+  static std::size_t SpanBudget(const Graph& r, const MatchLimits& limits) {
+    std::size_t items = r.size();
+    for (const Node& n : r.nodes()) items += n.inputs.size();
+    return kSpanWorkFloor + limits.span_work_per_reference_item * items;
+  }
 
   std::vector<NodeMatch> Run() {
     IndexReference();
@@ -345,17 +352,28 @@ class Matcher {
 
   // R nodes on paths from `ins` to the outputs of `producers`: reachable
   // backwards from the producers without crossing `ins`, and forwards from
-  // the consumers of `ins`. Empty when the walk exceeds the limit.
+  // the consumers of `ins`. Empty when the walk exceeds the limit of one
+  // span or what is left of the match's budget (span_budget_, which the
+  // walk spends).
   std::vector<NodeId> Between(const absl::flat_hash_set<absl::string_view>& ins,
-                              const std::vector<NodeId>& producers) const {
+                              const std::vector<NodeId>& producers) {
+    std::size_t work = 0;  // nodes and edges visited
+    struct Spend {
+      std::size_t* budget;
+      const std::size_t* work;
+      ~Spend() { *budget -= std::min(*budget, *work); }
+    } spend{&span_budget_, &work};
+    const std::size_t max_nodes = std::min(limits_.max_span_nodes, span_budget_);
     absl::flat_hash_set<NodeId> back;
     std::vector<NodeId> stack = producers;
     while (!stack.empty()) {
       const NodeId r = stack.back();
       stack.pop_back();
+      ++work;
       if (!back.insert(r).second) continue;
-      if (back.size() > limits_.max_span_nodes) return {};
+      if (back.size() > max_nodes) return {};
       for (absl::string_view in : r_.node(r).inputs) {
+        ++work;
         if (in.empty() || ins.contains(in)) continue;
         const NodeId q = r_.producer(in, 0);
         if (q != kNoNode) stack.push_back(q);
@@ -365,9 +383,11 @@ class Matcher {
     // walk is bounded by edges visited, not nodes.
     absl::flat_hash_set<NodeId> forward;
     std::size_t edges = 0;
-    const std::size_t max_edges = 4 * limits_.max_span_nodes;
+    const std::size_t max_edges =
+        std::min(4 * limits_.max_span_nodes, span_budget_ - std::min(span_budget_, work));
     auto push_consumers = [&](absl::string_view v) {
       for (NodeId c : r_.consumers(v, 0)) {
+        ++work;
         if (++edges > max_edges) return false;
         if (back.contains(c)) stack.push_back(c);
       }
@@ -423,6 +443,7 @@ class Matcher {
   const MatchLimits& limits_;
   std::vector<NodeMatch> out_;
   std::vector<char> r_claimed_;
+  std::size_t span_budget_;  // span work left (MatchLimits::span_work_per_reference_item)
   const std::vector<char> p_constant_;  // ConstantNodes(p_)
   const std::vector<char> r_constant_;  // ConstantNodes(r_)
   absl::flat_hash_map<absl::string_view, NodeId> r_by_name_;  // unique names

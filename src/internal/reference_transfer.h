@@ -84,7 +84,15 @@ struct MatchLimits {
   // many consumer edges); a larger span falls back to the producers of its
   // outputs.
   std::size_t max_span_nodes = 2048;
+  // All spans of one match together visit at most this many R nodes and
+  // edges per node and input edge of R (plus kSpanWorkFloor): the work and
+  // the spans kept stay linear in the files whatever their shape. A span
+  // found after that falls back to the producers of its outputs.
+  std::size_t span_work_per_reference_item = 8;
 };
+
+// The span work every match may do whatever the size of R.
+inline constexpr std::size_t kSpanWorkFloor = std::size_t{1} << 16;
 
 // One NodeMatch per node of P. Only P's main graph is matched by structure
 // and spans; nodes of subgraph bodies match by name.

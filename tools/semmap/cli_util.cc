@@ -112,6 +112,13 @@ CLI::Option* CommandLine::Value(const std::string& names, const std::string& val
   return option;
 }
 
+CLI::Option* CommandLine::Input(const std::string& names, const std::string& value_name,
+                                const std::string& help) {
+  CLI::Option* option = Value(names, value_name, help);
+  declared_.back().input = true;
+  return option;
+}
+
 CLI::Option* CommandLine::Flag(const std::string& names, const std::string& help) {
   CLI::Option* option = app_.add_flag(names, help);
   declared_.push_back({option, SplitNames(names), true});
@@ -137,7 +144,7 @@ void CommandLine::Positionals(std::size_t min, std::size_t max, std::string mess
 std::string CommandLine::Help() const { return app_.help(); }
 
 int CommandLine::UsageError(const std::string& message) const {
-  std::cerr << tool_ << ": " << EscapeControls(message) << "\n" << Help();
+  std::cerr << tool_ << ": " << Shortened(EscapeControls(message)) << "\n" << Help();
   return kExitBadInput;
 }
 
@@ -231,6 +238,7 @@ std::optional<Args> CommandLine::Parse(int argc, char** argv, int* exit_code) {
   }
   Args args;
   args.positional = Arguments();
+  args.inputs = args.positional;
   if (args.positional.size() < min_positional_ || args.positional.size() > max_positional_) {
     *exit_code = UsageError(positional_message_);
     return std::nullopt;
@@ -244,6 +252,7 @@ std::optional<Args> CommandLine::Parse(int argc, char** argv, int* exit_code) {
         args.options[name] = d.option->results().back();
       }
     }
+    if (d.input) args.inputs.push_back(d.option->results().back());
   }
   return args;
 }
@@ -273,8 +282,22 @@ std::string EscapeControls(absl::string_view text) {
   return out;
 }
 
+std::string Shortened(absl::string_view message) {
+  constexpr std::size_t kHead = 640, kTail = 256;
+  if (message.size() <= kMaxMessageBytes) return std::string(message);
+  // Keep whole UTF-8 sequences: never cut before a continuation byte.
+  auto boundary = [message](std::size_t i) {
+    while (i < message.size() && (static_cast<unsigned char>(message[i]) & 0xc0) == 0x80) ++i;
+    return i;
+  };
+  const std::size_t head = boundary(kHead);
+  const std::size_t tail = boundary(message.size() - kTail);
+  return absl::StrCat(message.substr(0, head), " [... ", tail - head, " bytes ...] ",
+                      message.substr(tail));
+}
+
 int Fail(const char* tool, const absl::Status& status, int code) {
-  std::cerr << tool << ": " << EscapeControls(status.message()) << "\n";
+  std::cerr << tool << ": " << Shortened(EscapeControls(status.message())) << "\n";
   return code;
 }
 

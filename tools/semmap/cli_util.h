@@ -28,6 +28,10 @@ struct Args {
   std::vector<std::string> positional;
   std::map<std::string, std::string> options;  // "--manifest" -> value
   std::set<std::string> flags;                 // "--json"
+  // Every file the command reads: the positional arguments and the values
+  // of options declared with CommandLine::Input. A writing command protects
+  // all of them (the library's protected_paths).
+  std::vector<std::string> inputs;
   bool has(const std::string& flag) const { return flags.count(flag) > 0; }
   const std::string* option(const std::string& name) const {
     auto it = options.find(name);
@@ -57,6 +61,9 @@ class CommandLine {
   // An option taking one value; `names` as CLI11 spells them ("-o,--output").
   CLI::Option* Value(const std::string& names, const std::string& value_name,
                      const std::string& help);
+  // An option whose value is a file the command reads (Args::inputs).
+  CLI::Option* Input(const std::string& names, const std::string& value_name,
+                     const std::string& help);
   // An option taking no value.
   CLI::Option* Flag(const std::string& names, const std::string& help);
   // Exactly one of `options` must be given; otherwise the usage error is
@@ -85,6 +92,7 @@ class CommandLine {
     CLI::Option* option;
     std::vector<std::string> names;  // "-o", "--output"
     bool flag;
+    bool input = false;  // the value names a file the command reads
   };
   struct Group {
     std::vector<CLI::Option*> options;
@@ -118,8 +126,17 @@ class CommandLine {
 // terminal.
 std::string EscapeControls(absl::string_view text);
 
-// Prints "<tool>: <message>" on one line to stderr, control characters
-// escaped, and returns `code`.
+// Messages quote arguments and names whole; above this many bytes they are
+// shortened in the middle (Shortened), so that the file, the place and the
+// cause stay readable whatever the input's size.
+inline constexpr std::size_t kMaxMessageBytes = 1000;
+
+// `message` itself when at most kMaxMessageBytes long; otherwise its head
+// and tail around "[... N bytes ...]".
+std::string Shortened(absl::string_view message);
+
+// Prints "<tool>: <message>" on one line to stderr, shortened, control
+// characters escaped, and returns `code`.
 int Fail(const char* tool, const absl::Status& status, int code = kExitBadInput);
 
 }  // namespace semmap_cli

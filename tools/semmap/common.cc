@@ -56,7 +56,7 @@ absl::StatusOr<ProfiledModel> LoadProfiledWithProgress(const std::string& model_
 }
 
 CLI::Option* AddManifestOption(CommandLine& command_line) {
-  return command_line.Value("--manifest", "MANIFEST.json",
+  return command_line.Input("--manifest", "MANIFEST.json",
                             "the module manifest of the model (python -m semmap.manifest);\n"
                             "without it, modules come from node names and metadata alone");
 }
@@ -64,7 +64,7 @@ CLI::Option* AddManifestOption(CommandLine& command_line) {
 std::optional<Args> ParseCommandArgs(CommandLine& command_line, int argc, char** argv,
                                      int* exit_code, bool manifest) {
   if (manifest) AddManifestOption(command_line);
-  command_line.Value("--reference", "ORIGINAL.onnx", kReferenceHelp);
+  command_line.Input("--reference", "ORIGINAL.onnx", kReferenceHelp);
   command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
   command_line.Positionals(1, 1, "expected exactly one MODEL.onnx");
   std::optional<Args> args = command_line.Parse(argc, argv, exit_code);

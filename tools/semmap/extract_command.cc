@@ -47,10 +47,10 @@ int RunExtractCommand(int argc, char** argv) {
                           "missing --module PATH (or --stages N, --boundaries A,B)");
   command_line.Value("-o,--output", "OUT.onnx", "the extracted model (written atomically)")
       ->required();
-  command_line.Value("--ort-profile", "P",
+  command_line.Input("--ort-profile", "P",
                      "balance --stages by kernel time from an ONNX Runtime profile")
       ->needs(stages_option);
-  command_line.Flag("--allow-overwrite", "allow OUT to be MODEL.onnx or the manifest");
+  command_line.Flag("--allow-overwrite", "allow OUT to be an input (MODEL.onnx, the manifest, ...)");
   command_line.Flag("--json", "print inputs, outputs and counts as JSON");
   int exit_code = 0;
   auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
@@ -63,6 +63,7 @@ int RunExtractCommand(int argc, char** argv) {
   const std::string& input = args->positional[0];
   semmap::ExtractOptions options;
   options.allow_overwrite = args->has("--allow-overwrite");
+  options.protected_paths = args->inputs;
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
 
   auto model = LoadWithProgress(input, args->option("--manifest"));

@@ -35,7 +35,7 @@ int RunGraphmlCommand(int argc, char** argv) {
   command_line.Value("--depth", "N",
                      "fold modules at depth N (root = 0; N >= 1) into one\n"
                      "node each, with their node count and op mix");
-  command_line.Value("--ort-profile", "P",
+  command_line.Input("--ort-profile", "P",
                      "add each op's and module's kernel time (time_us) from\n"
                      "an ONNX Runtime profile of MODEL.onnx (semmap profile)");
   command_line.Flag("--allow-overwrite",
@@ -50,17 +50,14 @@ int RunGraphmlCommand(int argc, char** argv) {
   if (const std::string* d = args->option("--depth")) {
     if (!absl::SimpleAtoi(*d, &options.max_depth) || options.max_depth < 1 ||
         options.max_depth > 10000) {
-      std::cerr << kTool << ": --depth needs an integer from 1 to 10000, got \""
-                << EscapeControls(*d) << "\"\n" << command_line.Help();
-      return kExitBadInput;
+      return command_line.UsageError(
+          absl::StrCat("--depth needs an integer from 1 to 10000, got \"", *d, "\""));
     }
   }
   const std::string& input = args->positional[0];
   options.allow_overwrite = args->has("--allow-overwrite");
-  options.protected_paths.push_back(input);
-  if (const std::string* m = args->option("--manifest")) options.protected_paths.push_back(*m);
+  options.protected_paths = args->inputs;
   const std::string* profile_path = args->option("--ort-profile");
-  if (profile_path != nullptr) options.protected_paths.push_back(*profile_path);
   auto loaded = LoadProfiledWithProgress(input, args->option("--manifest"), profile_path);
   if (!loaded.ok()) return Fail(kTool, loaded.status());
   const semmap::SemanticMapper& mapper = *loaded->model->mapper;

@@ -20,6 +20,7 @@
 #include <iostream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "commands.h"
 #include "semmap/version.h"
 
@@ -74,7 +75,7 @@ int RunCommand(int argc, char** argv) {
     return semmap_cli::kExitBadInput;
   }
   const std::string command = argv[1];
-  if (command == "help" && argc > 2) {
+  if (command == "help" && argc > 2 && std::string(argv[2]) != "help") {
     // `semmap help COMMAND` is `semmap COMMAND --help`.
     char help_flag[] = "--help";
     char* sub[] = {argv[2], help_flag, nullptr};
@@ -105,7 +106,9 @@ int Dispatch(const std::string& command, int sub_argc, char** sub_argv) {
   if (command == "profile") return semmap_cli::RunProfileCommand(sub_argc, sub_argv);
   if (command == "graphml") return semmap_cli::RunGraphmlCommand(sub_argc, sub_argv);
   if (command == "node-data") return semmap_cli::RunNodeDataCommand(sub_argc, sub_argv);
-  std::cerr << "semmap: unknown command \"" << command << "\"\n" << kUsage;
+  semmap_cli::Fail("semmap",
+                   absl::InvalidArgumentError(absl::StrCat("unknown command \"", command, "\"")));
+  std::cerr << kUsage;
   return semmap_cli::kExitBadInput;
 }
 

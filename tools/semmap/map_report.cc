@@ -18,8 +18,9 @@ void PrintTree(std::ostream& out, const semmap::Manifest& manifest, const semmap
                semmap::ModuleId id, int depth, int max_depth) {
   const semmap::ModuleInfo& info = manifest.module(id);
   if (counts.subtree[id] == 0) return;
-  out << std::string(2 + 2 * depth, ' ') << (info.path.empty() ? "<root>" : info.path);
-  if (!info.class_name.empty()) out << " (" << info.class_name << ")";
+  out << std::string(2 + 2 * depth, ' ')
+      << (info.path.empty() ? "<root>" : EscapeControls(info.path));
+  if (!info.class_name.empty()) out << " (" << EscapeControls(info.class_name) << ")";
   out << "  " << counts.subtree[id] << " nodes";
   if (counts.own[id] != counts.subtree[id]) out << ", " << counts.own[id] << " own";
   out << "\n";
@@ -117,15 +118,17 @@ void AppendMappingJson(const semmap::Graph& graph, semmap::NodeId id, const semm
 
 void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,
                   const semmap::Mapping& m) {
-  out << "node:       " << graph.node(id).id << "\n"
-      << "op_type:    " << graph.node(id).op_type << "\n"
-      << "module:     " << (m.mapped() ? std::string(m.module_path) : "(unmapped)") << "\n"
-      << "class:      " << m.class_name << "\n"
-      << "qualified:  " << m.qualified_class << "\n"
+  // Names come from the files: escaped, so that none moves the cursor or
+  // forges a line.
+  out << "node:       " << EscapeControls(graph.node(id).id) << "\n"
+      << "op_type:    " << EscapeControls(graph.node(id).op_type) << "\n"
+      << "module:     " << (m.mapped() ? EscapeControls(m.module_path) : "(unmapped)") << "\n"
+      << "class:      " << EscapeControls(m.class_name) << "\n"
+      << "qualified:  " << EscapeControls(m.qualified_class) << "\n"
       << "category:   " << m.category << "\n"
       << "confidence: " << m.confidence << "\n"
       << "strategy:   " << semmap::StrategyName(m.strategy) << "\n"
-      << "evidence:   " << m.evidence << "\n";
+      << "evidence:   " << EscapeControls(m.evidence) << "\n";
 }
 
 namespace {
@@ -235,32 +238,36 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
     PrintSummaryJson(out, model, mapped, confident, counts, per_module);
     return;
   }
-  out << "model:    " << model.model_path << " (" << graph.size() << " nodes, "
-      << graph.producerName() << " " << graph.producerVersion() << ", opset "
+  out << "model:    " << EscapeControls(model.model_path) << " (" << graph.size() << " nodes, "
+      << EscapeControls(graph.producerName()) << " " << EscapeControls(graph.producerVersion())
+      << ", opset "
       << graph.opset() << ")\n";
   if (model.manifest_path) {
-    out << "manifest: " << *model.manifest_path << " (" << manifest.modelClass() << ", "
+    out << "manifest: " << EscapeControls(*model.manifest_path) << " ("
+        << EscapeControls(manifest.modelClass()) << ", "
         << manifest.size() << " modules)\n";
   } else {
     out << "manifest: none (module paths from node names; classes unknown)\n";
   }
   if (model.reference_path) {
-    out << "reference: " << *model.reference_path << " ("
+    out << "reference: " << EscapeControls(*model.reference_path) << " ("
         << counts[static_cast<std::size_t>(semmap::Strategy::kReference)]
         << " nodes carried over)\n";
   }
   out << "root:     ONNX root = "
       << (manifest.module(b.root).path.empty() ? "manifest root"
-                                               : "module " + manifest.module(b.root).path);
+                                               : "module " + EscapeControls(manifest.module(b.root).path));
   if (!b.wrapper.empty()) {
     out << ", under the ONNX-only wrapper scope /";
-    for (std::size_t i = 0; i < b.wrapper.size(); ++i) out << (i ? "/" : "") << b.wrapper[i];
+    for (std::size_t i = 0; i < b.wrapper.size(); ++i) {
+      out << (i ? "/" : "") << EscapeControls(b.wrapper[i]);
+    }
   }
   out << "\n";
   if (model.manifest_path) {
     const semmap::ManifestFit& fit = mapper.manifestFit();
     out << "fit:      " << (fit.checked && !fit.fits ? "DOES NOT FIT" : fit.verdict()) << " ("
-        << fit.evidence << ")\n";
+        << EscapeControls(fit.evidence) << ")\n";
   }
   const auto share = [&graph](std::size_t n) {
     return graph.size() ? 100.0 * static_cast<double>(n) / static_cast<double>(graph.size())

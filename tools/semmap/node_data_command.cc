@@ -34,7 +34,7 @@ int RunNodeDataCommand(int argc, char** argv) {
                      "< 0.5 orange, < 0.9 yellow, confident green (default);\n"
                      "time: kernel time per node (microseconds, all runs)\n"
                      "from --ort-profile, white to red (see semmap profile)");
-  command_line.Value("--ort-profile", "PROFILE.json",
+  command_line.Input("--ort-profile", "PROFILE.json",
                      "the ONNX Runtime profile of MODEL.onnx (--value time)");
   command_line.Value("-o,--output", "OUT.json",
                      "the JSON file (written atomically)")
@@ -55,9 +55,8 @@ int RunNodeDataCommand(int argc, char** argv) {
   } else if (*value == "time") {
     options.value = semmap::NodeDataValue::kTime;
   } else {
-    std::cerr << kTool << ": --value is confidence or time, got \"" << EscapeControls(*value)
-              << "\"\n" << command_line.Help();
-    return kExitBadInput;
+    return command_line.UsageError(
+        absl::StrCat("--value is confidence or time, got \"", *value, "\""));
   }
   const bool time = options.value == semmap::NodeDataValue::kTime;
   if (time != (profile_path != nullptr)) {
@@ -69,9 +68,7 @@ int RunNodeDataCommand(int argc, char** argv) {
   }
   const std::string& input = args->positional[0];
   options.allow_overwrite = args->has("--allow-overwrite");
-  options.protected_paths.push_back(input);
-  if (const std::string* m = args->option("--manifest")) options.protected_paths.push_back(*m);
-  if (time) options.protected_paths.push_back(*profile_path);
+  options.protected_paths = args->inputs;
   auto loaded = LoadProfiledWithProgress(input, args->option("--manifest"), profile_path);
   if (!loaded.ok()) return Fail(kTool, loaded.status());
   const semmap::SemanticMapper& mapper = *loaded->model->mapper;

@@ -197,7 +197,7 @@ int RunProfileCommand(int argc, char** argv) {
       "set to the export. Time that goes to no module is listed by reason.\n",
       "Exit codes: 0 ok (unattributed time is reported, not an error), 2 bad usage\n"
       "or input, or a profile that names none of MODEL.onnx's nodes.\n");
-  command_line.Value("--ort-profile", "PROFILE.json",
+  command_line.Input("--ort-profile", "PROFILE.json",
                      "the profile JSON written by ONNX Runtime")
       ->required();
   command_line.Value("--top", "N",
@@ -213,9 +213,8 @@ int RunProfileCommand(int argc, char** argv) {
   int top = 10;
   if (const std::string* t = args->option("--top")) {
     if (!absl::SimpleAtoi(*t, &top) || top < 0 || top > 1000000) {
-      std::cerr << kTool << ": --top needs an integer from 0 to 1000000, got \""
-                << EscapeControls(*t) << "\"\n" << command_line.Help();
-      return kExitBadInput;
+      return command_line.UsageError(
+          absl::StrCat("--top needs an integer from 0 to 1000000, got \"", *t, "\""));
     }
   }
   const std::string& input = args->positional[0];

@@ -28,8 +28,10 @@ int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
   } else {
     for (semmap::NodeId n : nodes) {
       const semmap::Mapping& m = model.mapper->moduleFor(n);
-      std::cout << graph.node(n).id << "\t" << graph.node(n).op_type << "\t"
-                << (m.mapped() ? std::string(m.module_path) : "(unmapped)") << "\t"
+      // Names come from the file: a tab or newline in one must not forge a
+      // column or a row.
+      std::cout << EscapeControls(graph.node(n).id) << "\t" << EscapeControls(graph.node(n).op_type)
+                << "\t" << (m.mapped() ? EscapeControls(m.module_path) : "(unmapped)") << "\t"
                 << m.confidence << "\t" << semmap::StrategyName(m.strategy) << "\n";
     }
   }
@@ -56,7 +58,8 @@ int PrintModules(const LoadedModel& model, const std::vector<semmap::ModuleId>& 
                       });
   } else {
     for (semmap::ModuleId id : modules) {
-      std::cout << manifest.module(id).path << "\t" << manifest.module(id).class_name << "\n";
+      std::cout << EscapeControls(manifest.module(id).path) << "\t"
+                << EscapeControls(manifest.module(id).class_name) << "\n";
     }
   }
   return kExitOk;
@@ -74,8 +77,8 @@ int PrintContainers(const LoadedModel& model, const semmap::SemanticQuery& query
   for (const semmap::RepeatedContainer& c : containers) {
     const std::string role = c.layer ? "layers" : !c.outermost ? "nested" : "leaf items";
     if (!json) {
-      std::cout << manifest.module(c.module).path << "\t" << c.items.size() << " x "
-                << c.item_class << "\t" << role << "\n";
+      std::cout << EscapeControls(manifest.module(c.module).path) << "\t" << c.items.size()
+                << " x " << EscapeControls(c.item_class) << "\t" << role << "\n";
       continue;
     }
     out.push_back({{"path", manifest.module(c.module).path},

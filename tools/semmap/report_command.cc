@@ -30,12 +30,12 @@ int RunReportCommand(int argc, char** argv) {
   command_line.Value("-o,--output", "REPORT.html",
                      "the report (written atomically)")
       ->required();
-  command_line.Value("--ort-profile", "P",
+  command_line.Input("--ort-profile", "P",
                      "add kernel time from an ONNX Runtime profile of MODEL.onnx\n"
                      "(see semmap profile): a time column in the tree, coloured\n"
                      "by share of the attributed time, and per node");
   command_line.Flag("--allow-overwrite",
-                     "allow OUT to be the model or manifest file");
+                     "allow OUT to be an input (the model, the manifest, ...)");
   int exit_code = 0;
   auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
@@ -44,6 +44,7 @@ int RunReportCommand(int argc, char** argv) {
   options.model_path = args->positional[0];
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
   options.allow_overwrite = args->has("--allow-overwrite");
+  options.protected_paths = args->inputs;
 
   const std::string* profile_path = args->option("--ort-profile");
   if (profile_path != nullptr) options.profile_path = *profile_path;

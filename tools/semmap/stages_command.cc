@@ -34,6 +34,7 @@ int RunExtractStages(const CommandLine& command_line, const Args& args) {
   const std::string* profile_path = args.option("--ort-profile");
   const std::string& input = args.positional[0];
   options.allow_overwrite = args.has("--allow-overwrite");
+  options.protected_paths = args.inputs;
   if (const std::string* m = args.option("--manifest")) options.manifest_path = *m;
   auto loaded = LoadProfiledWithProgress(input, args.option("--manifest"), profile_path);
   if (!loaded.ok()) return Fail(tool, loaded.status());

@@ -58,7 +58,9 @@ void PrintModule(const semmap::ModuleTree& tree, const semmap::TreeModule& m, in
   if (ops > 0 && !m.subtree_op_types.empty()) {
     absl::StrAppend(&line, "  [", TopOps(m.subtree_op_types, ops), "]");
   }
-  std::cout << line << "\n";
+  // Names come from the files: escaped, so that none forges a line or
+  // reaches the terminal as a control sequence.
+  std::cout << EscapeControls(line) << "\n";
 }
 
 // Pre-order, which modules() already is; skipping a hidden module's subtree

@@ -38,7 +38,7 @@ int RunAnnotateCommand(int argc, char** argv) {
       "without --allow-overwrite (the input is never touched then).\n");
   command_line.Value("-o,--output", "OUT.onnx", "the annotated model (written atomically)")
       ->required();
-  command_line.Flag("--allow-overwrite", "allow OUT to be MODEL.onnx or the manifest");
+  command_line.Flag("--allow-overwrite", "allow OUT to be an input (MODEL.onnx, the manifest, ...)");
   command_line.Flag("--overwrite-namespace", "replace a namespace the exporter wrote (kept by default)");
   command_line.Flag("--no-namespace", "do not write namespace entries");
   command_line.Flag("--doc-string", "also set each node's doc_string to the JSON form");
@@ -58,6 +58,7 @@ int RunAnnotateCommand(int argc, char** argv) {
   const std::string& input = args->positional[0];
   semmap::AnnotateOptions options;
   options.allow_overwrite = args->has("--allow-overwrite");
+  options.protected_paths = args->inputs;
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
   options.overwrite_namespace = args->has("--overwrite-namespace");
   options.write_namespace = !args->has("--no-namespace");
@@ -66,9 +67,9 @@ int RunAnnotateCommand(int argc, char** argv) {
   if (const std::string* floor = args->option("--min-confidence")) {
     double value = 0;
     if (!absl::SimpleAtod(*floor, &value) || !(value >= 0.0 && value <= 1.0)) {
-      std::cerr << kAnnotateTool << ": --min-confidence needs a number from 0 to 1, got \""
-                << *floor << "\"\n";
-      return kExitBadInput;
+      return Fail(kAnnotateTool,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "--min-confidence needs a number from 0 to 1, got \"", *floor, "\"")));
     }
     options.scoped_name_min_confidence = value;
   }
@@ -124,7 +125,7 @@ int RunSidecarCommand(int argc, char** argv) {
   command_line.Value("-o,--output", "OUT.json", "the sidecar file (written atomically)");
   command_line.Flag("--model-specific", "tree without torch.nn leaf modules");
   command_line.Flag("--compact", "one line instead of indented JSON");
-  command_line.Flag("--allow-overwrite", "allow OUT to be the model or manifest file");
+  command_line.Flag("--allow-overwrite", "allow OUT to be an input (the model, the manifest, ...)");
   int exit_code = 0;
   auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
@@ -133,6 +134,7 @@ int RunSidecarCommand(int argc, char** argv) {
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
   options.model_specific_tree = args->has("--model-specific");
   options.allow_overwrite = args->has("--allow-overwrite");
+  options.protected_paths = args->inputs;
   options.indent = args->has("--compact") ? -1 : 1;
 
   auto model = LoadWithProgress(options.model_path, args->option("--manifest"));
