@@ -178,7 +178,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
     if (!derived) {
       mapper.fit_ = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes),
                                                 internal::ResolvedModulesOfNodes(scopes),
-                                                manifest, rules, mapper.binding_, tensors);
+                                                manifest, rules, ops, mapper.binding_, tensors);
     }
     mapper.categories_ = rules.categoriesOf(manifest);
   };

@@ -478,16 +478,15 @@ bool IsFloat(std::int32_t elem_type) {
 
 // The initializer `value` is, directly or through ops that pass a weight on
 // unchanged (a Transpose, a DequantizeLinear, a de-duplication Identity), or
-// null.
-const TensorInfo* InitializerBehind(const Graph& graph, const Rules& rules,
-                                    absl::string_view value, int subgraph) {
-  for (int step = 0; step < 4 && !value.empty(); ++step) {
-    if (const TensorInfo* t = graph.initializer(value)) return t;
-    const NodeId p = graph.producer(value, subgraph);
-    if (p == kNoNode) return nullptr;
+// null. Array lookups only: it runs for every input of a scoped node.
+const TensorInfo* InitializerBehind(const Graph& graph, const OpTraits& ops, ValueId value) {
+  for (int step = 0; step < 4 && value != kNoValue; ++step) {
+    if (const TensorInfo* t = graph.initializerOf(value)) return t;
+    const NodeId p = graph.producer(value);
+    if (p == kNoNode || !ops.isWeightPassthrough(p)) return nullptr;
     const Node& producer = graph.node(p);
-    if (!rules.isWeightPassthrough(producer.op_type) || producer.inputs.empty()) return nullptr;
-    value = producer.inputs[0];
+    if (producer.input_values.empty()) return nullptr;
+    value = producer.input_values[0];
   }
   return nullptr;
 }
@@ -500,7 +499,7 @@ const TensorInfo* InitializerBehind(const Graph& graph, const Rules& rules,
 // width shows here where names say nothing (a CNN exported with its
 // BatchNorms folded names no conv weight).
 void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_modules,
-                         const Manifest& manifest, const Rules& rules,
+                         const Manifest& manifest, const Rules& rules, const OpTraits& ops,
                          const TensorEvidence& tensors, ManifestFit* fit,
                          std::string* first_mismatch) {
   std::vector<signed char> library(manifest.size(), -1);  // unknown, no, yes
@@ -511,8 +510,8 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
     if (library[m] < 0) library[m] = !info.parameters.empty() && rules.isLibraryModule(info);
     if (library[m] == 0) continue;
     const Node& node = graph.node(static_cast<NodeId>(n));
-    for (absl::string_view input : node.inputs) {
-      const TensorInfo* t = InitializerBehind(graph, rules, input, node.subgraph);
+    for (ValueId input : node.input_values) {
+      const TensorInfo* t = InitializerBehind(graph, ops, input);
       if (t == nullptr) continue;
       const std::int64_t have = ElementCount(t->dims);
       if (have < 0) continue;
@@ -540,7 +539,7 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
 // read best in one place.
 ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
                               absl::Span<const ModuleId> node_modules,
-                              const Manifest& manifest, const Rules& rules,
+                              const Manifest& manifest, const Rules& rules, const OpTraits& ops,
                               const RootBinding& binding, const TensorEvidence& tensors) {
   ManifestFit fit;
   std::vector<bool> touched(manifest.size(), false);
@@ -558,7 +557,7 @@ ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>
   CheckTensors(graph, manifest, rules, binding, tensors, &fit, &outside, &notes, &outside_notes,
                &touched, &first_unknown, &first_conflict);
   std::string first_weight;
-  CheckLibraryTensors(graph, node_modules, manifest, rules, tensors, &fit, &first_weight);
+  CheckLibraryTensors(graph, node_modules, manifest, rules, ops, tensors, &fit, &first_weight);
   // Only scopes reach every item of a repeated container: parameter names
   // alone may not (a fresh model's identical tensors share one name).
   ModuleId container = kNoModule;

@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
+#include "internal/op_traits.h"
 #include "internal/scope_resolver.h"
 #include "internal/tensor_evidence.h"
 #include "semmap/graph.h"
@@ -40,7 +41,7 @@ struct ScopeSample {
 // manifest's modules; names are not parsed again.
 ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
                               absl::Span<const ModuleId> node_modules,
-                              const Manifest& manifest, const Rules& rules,
+                              const Manifest& manifest, const Rules& rules, const OpTraits& ops,
                               const RootBinding& binding, const TensorEvidence& tensors);
 
 }  // namespace internal
