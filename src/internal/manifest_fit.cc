@@ -224,19 +224,20 @@ ModuleId LiteralWithoutCallSuffixes(const Manifest& manifest, const RootBinding&
   std::vector<absl::string_view> kept(segments.begin(), segments.end());
   bool dropped = false;
   bool outside = false;
+  ModuleId module = kNoModule;  // of the path up to segment i
   for (std::size_t i = binding.wrapper.size(); i < kept.size(); ++i) {
     const auto prefix = absl::MakeConstSpan(kept.data(), i + 1);
-    if (LiteralModule(manifest, binding, DottedPathOf(prefix), &outside) != kNoModule) continue;
+    module = LiteralModule(manifest, binding, DottedPathOf(prefix), &outside);
+    if (module != kNoModule) continue;
     absl::string_view base;
     long call = 0;
     if (outside || !SplitCallSuffix(kept[i], &base, &call)) return kNoModule;
     kept[i] = base;
-    if (LiteralModule(manifest, binding, DottedPathOf(prefix), &outside) == kNoModule) {
-      return kNoModule;
-    }
+    module = LiteralModule(manifest, binding, DottedPathOf(prefix), &outside);
+    if (module == kNoModule) return kNoModule;
     dropped = true;
   }
-  return dropped ? LiteralModule(manifest, binding, DottedPathOf(kept), &outside) : kNoModule;
+  return dropped ? module : kNoModule;
 }
 
 // The module a scope names, and the note it needs when that is not the
