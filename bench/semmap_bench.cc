@@ -24,6 +24,7 @@
 #include <limits>
 #include <string>
 
+#include "base/parallel.h"  // the thread threshold, printed with the figures
 #include "semmap/semmap.h"
 
 namespace {
@@ -187,6 +188,6 @@ int main(int argc, char** argv) {
       "\"peak_rss_mb\":%.1f,\"file_mb\":%.1f,\"threads\":%d}\n",
       loader_name.c_str(), nodes, mapped, load_s, manifest_s, map_s, total_s,
       load_s > 0 ? n / load_s : 0.0, map && map_s > 0 ? n / map_s : 0.0, PeakRssMb(), file_mb,
-      nodes >= semmap::kTwoThreadNodes ? 2 : 1);
+      nodes >= semmap::internal::kParallelNodes ? 2 : 1);
   return 0;
 }

@@ -1,5 +1,5 @@
 // Fuzz target for the wire-level model rewriter annotate uses
-// (src/internal/wire_writer.h). An editor drops "semmap." entries, appends
+// (src/graph/wire_writer.h). An editor drops "semmap." entries, appends
 // one, renames every third node and sets every fifth node's doc string.
 // Properties:
 //   - an error names the origin and is InvalidArgument; whatever
@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "fuzz_util.h"
-#include "internal/wire_writer.h"
+#include "graph/wire_writer.h"
 #include "semmap/graph.h"
 
 namespace {

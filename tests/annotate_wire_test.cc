@@ -1,4 +1,4 @@
-// Annotate edits the file at the wire level (src/internal/wire_writer.h).
+// Annotate edits the file at the wire level (src/graph/wire_writer.h).
 // These tests pin that the result is, field for field, what protobuf gives
 // when the same edits are made on the parsed model and serialized, on real
 // exports and on models with If/Loop bodies, GRAPHS attributes, model-local
@@ -14,7 +14,7 @@
 #include "catch2/catch.hpp"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/unknown_field_set.h"
-#include "internal/wire_writer.h"
+#include "graph/wire_writer.h"
 #include "mapped_fixture.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "internal/mapped_file.h"
+#include "io/mapped_file.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 #include "temp_dir.h"

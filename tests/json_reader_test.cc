@@ -1,11 +1,11 @@
 // The JSON reader shared by manifests and rule files
-// (src/internal/json_reader.h): syntax errors with their byte, limits,
+// (src/io/json_reader.h): syntax errors with their byte, limits,
 // JSON pointers, repeated keys.
 #include <string>
 #include <tuple>
 
 #include "catch2/catch.hpp"
-#include "internal/json_reader.h"
+#include "io/json_reader.h"
 #include "semmap/manifest.h"
 #include "test_util.h"
 

@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "internal/exporter_metadata.h"
+#include "graph/exporter_metadata.h"
 
 using semmap::internal::ModuleStack;
 using semmap::internal::ParsePythonStringList;

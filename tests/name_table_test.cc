@@ -1,4 +1,4 @@
-// The name tables behind Graph's indexes (internal/name_table.h): a slot
+// The name tables behind Graph's indexes (base/name_table.h): a slot
 // keeps a tag of the key's hash, its scope and an index, and the owner gives
 // the key's name from the index. Keys whose hashes collide, even in full,
 // stay apart by name; erased keys keep their slot; a resize finds every key
@@ -9,8 +9,8 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "base/name_table.h"
 #include "catch2/catch.hpp"
-#include "internal/name_table.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Neighbourhood inference (internal/neighbourhood.h) on its own: each rule
+// Neighbourhood inference (mapping/strategies/neighbourhood.h) on its own: each rule
 // on a small graph, termination, and how often it is right when it fills
 // the nodes of real exports that the names leave open.
 #include <string>
@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "internal/confidence.h"
-#include "internal/evidence_store.h"
-#include "internal/neighbourhood.h"
-#include "internal/op_traits.h"
 #include "mapped_fixture.h"
+#include "mapping/confidence.h"
+#include "mapping/evidence_store.h"
+#include "mapping/op_traits.h"
+#include "mapping/strategies/neighbourhood.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "test_util.h"

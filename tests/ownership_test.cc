@@ -10,10 +10,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
-#include "internal/evidence_store.h"
-#include "internal/scope_resolver.h"
+#include "absl/strings/str_split.h"
+#include "mapping/evidence_store.h"
+#include "mapping/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"

@@ -1,11 +1,11 @@
 // The literal prefilter in front of rule patterns
-// (internal/pattern_prefilter.h) answers as running every pattern would.
+// (manifest/pattern_prefilter.h) answers as running every pattern would.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "internal/pattern_prefilter.h"
+#include "manifest/pattern_prefilter.h"
 #include "re2/re2.h"
 #include "semmap/rules.h"
 

@@ -1,10 +1,10 @@
-// Reference transfer (MapperOptions::reference, src/internal/reference_transfer):
+// Reference transfer (MapperOptions::reference, src/mapping/strategies/reference_transfer):
 // pairing the nodes of a post-processed copy with the export it came from.
 #include <string>
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "internal/reference_transfer.h"
+#include "mapping/strategies/reference_transfer.h"
 #include "semmap/semmap.h"
 #include "test_util.h"
 

@@ -1,19 +1,19 @@
 // The mapper's first steps on their own: grouping nodes by scope
-// (internal/graph_scopes.h), binding the ONNX root to the manifest
-// (internal/root_binding.h) and resolving each scope once
-// (internal/scope_outcome.h).
+// (mapping/graph_scopes.h), binding the ONNX root to the manifest
+// (mapping/root_binding.h) and resolving each scope once
+// (mapping/scope_outcome.h).
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "internal/confidence.h"
-#include "internal/evidence_store.h"
-#include "internal/graph_scopes.h"
-#include "internal/root_binding.h"
-#include "internal/scope_outcome.h"
-#include "internal/scope_resolver.h"
+#include "mapping/confidence.h"
+#include "mapping/evidence_store.h"
+#include "mapping/graph_scopes.h"
+#include "mapping/root_binding.h"
+#include "mapping/scope_outcome.h"
+#include "mapping/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"

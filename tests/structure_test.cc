@@ -3,10 +3,10 @@
 #include <string>
 
 #include "catch2/catch.hpp"
-#include "internal/op_traits.h"
-#include "internal/structure.h"
-#include "internal/tensor_evidence.h"
 #include "mapped_fixture.h"
+#include "mapping/op_traits.h"
+#include "mapping/strategies/structure.h"
+#include "mapping/strategies/tensor_evidence.h"
 
 namespace semmap_test {
 namespace {

@@ -1,4 +1,4 @@
-// Tensor-name evidence (internal/tensor_evidence.h) on its own: which
+// Tensor-name evidence (mapping/strategies/tensor_evidence.h) on its own: which
 // names count, under which binding, at which confidence, and how often it
 // is right on real exports.
 #include <string>
@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "internal/confidence.h"
-#include "internal/evidence_store.h"
-#include "internal/op_traits.h"
-#include "internal/tensor_evidence.h"
 #include "mapped_fixture.h"
+#include "mapping/confidence.h"
+#include "mapping/evidence_store.h"
+#include "mapping/op_traits.h"
+#include "mapping/strategies/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "test_util.h"

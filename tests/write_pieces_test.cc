@@ -1,4 +1,4 @@
-// WritePiecesAtomically (src/internal/atomic_write.h): the output is the
+// WritePiecesAtomically (src/io/atomic_write.h): the output is the
 // pieces in order, whether a piece is written from memory or copied by the
 // kernel from the mapped source file, and a source that changed under the
 // mapping never yields a silently wrong output.
@@ -11,8 +11,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "catch2/catch.hpp"
-#include "internal/atomic_write.h"
-#include "internal/mapped_file.h"
+#include "io/atomic_write.h"
+#include "io/mapped_file.h"
 #include "temp_dir.h"
 
 using semmap::internal::MappedFile;

@@ -94,22 +94,13 @@
 #include "absl/strings/string_view.h"
 #include "semmap/export.h"
 #include "semmap/mapper.h"
+#include "semmap/metadata_keys.h"
 #include "semmap/rules.h"
 
 namespace semmap {
 
-// metadata_props keys Annotate writes on each node. The field comes first
-// and "@semmap" last because viewers cut long keys: Model Explorer's side
-// panel draws "[metadata] <key>" in a 100 px column, which leaves three to
-// five characters of the key ("[metadata] mod…", "[metadata] clas…"), so
-// keys that all began "semmap." read alike there ("[metadata] sem…"). Mapping an annotated file
-// reads kModuleKey and the earlier "semmap.module" alike.
-inline constexpr absl::string_view kModuleKey = "module@semmap";
-inline constexpr absl::string_view kClassKey = "class@semmap";
-inline constexpr absl::string_view kConfidenceKey = "confidence@semmap";
-inline constexpr absl::string_view kStrategyKey = "strategy@semmap";
-inline constexpr absl::string_view kCategoryKey = "category@semmap";
-
+// Annotate writes the node keys of semmap/metadata_keys.h (kModuleKey,
+// kClassKey, kConfidenceKey, kStrategyKey, kCategoryKey).
 struct SEMMAP_EXPORT AnnotateOptions {
   // Allow `output` to be the input file itself (annotate in place) or the
   // manifest.

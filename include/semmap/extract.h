@@ -68,14 +68,9 @@
 #include "absl/strings/string_view.h"
 #include "semmap/export.h"
 #include "semmap/mapper.h"
+#include "semmap/metadata_keys.h"
 
 namespace semmap {
-
-// The metadata_props key of an extracted model naming the module it holds.
-// Field first, "@semmap" last, as annotate.h's node keys: Model Explorer's
-// graph panel draws "[metadata] <key>" in a 100 px column too (ctest -R
-// model_explorer_browser). Earlier versions wrote "semmap.extracted_module".
-inline constexpr absl::string_view kExtractedModuleKey = "extracted@semmap";
 
 struct SEMMAP_EXPORT ExtractOptions {
   // Allow `output` to be the input file itself or the manifest.

@@ -45,12 +45,6 @@ namespace internal {
 class GraphBuilder;
 }  // namespace internal
 
-// semmap runs on at most two threads (std::thread; on one when none can be
-// started): a graph of this many nodes or more is indexed when loaded, and
-// mapped, on two; SemanticMapper::Open reads the model and the manifest on
-// two whatever their size.
-inline constexpr std::size_t kTwoThreadNodes = std::size_t{1} << 16;
-
 // Index of a node in Graph::nodes().
 using NodeId = std::int32_t;
 inline constexpr NodeId kNoNode = -1;
@@ -248,7 +242,7 @@ class SEMMAP_EXPORT Graph {
  private:
   friend class internal::GraphBuilder;
 
-  // A slot of the open-addressing tables below (src/internal/name_table.h):
+  // A slot of the open-addressing tables below (src/base/name_table.h):
   // a key in `scope` (0 in by_id), the high bits of its hash, and what it
   // maps to (a NodeId or ValueId, which gives the key's name; negative for
   // a free or erased slot).

@@ -69,17 +69,10 @@
 #include "absl/strings/string_view.h"
 #include "semmap/export.h"
 #include "semmap/mapper.h"
+#include "semmap/metadata_keys.h"
 #include "semmap/profile.h"
 
 namespace semmap {
-
-// The metadata_props keys of a stage model. Field first, "@semmap" last, as
-// annotate.h's node keys: Model Explorer's graph panel draws
-// "[metadata] <key>" in a 100 px column, where the earlier
-// "semmap.stage" and "semmap.stage_units" both read "[metadata] sem…"
-// (ctest -R model_explorer_browser checks what it draws).
-inline constexpr absl::string_view kStageKey = "stage@semmap";
-inline constexpr absl::string_view kStageUnitsKey = "units@semmap";
 
 struct SEMMAP_EXPORT StageOptions {
   int stages = 0;                       // N balanced stages, or 0

@@ -1,0 +1,65 @@
+#include "semmap/truth.h"
+
+#include <new>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "base/text.h"
+#include "io/file_io.h"
+#include "io/json_nesting.h"
+#include "nlohmann/json.hpp"
+
+namespace semmap {
+namespace {
+
+using nlohmann::json;
+
+absl::Status Error(absl::string_view origin, absl::string_view pointer, absl::string_view cause) {
+  return absl::InvalidArgumentError(absl::StrCat(origin, ": ", pointer, ": ", cause));
+}
+
+}  // namespace
+
+absl::StatusOr<GroundTruth> GroundTruth::Load(const std::string& path,
+                                              const TruthOptions& options) {
+  SEMMAP_ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path, options.max_file_bytes));
+  return Parse(text, path, options);
+}
+
+absl::StatusOr<GroundTruth> GroundTruth::Parse(absl::string_view text, absl::string_view origin,
+                                               const TruthOptions& options) {
+  if (text.size() > options.max_file_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", text.size(),
+                                                   " bytes, above the limit of ",
+                                                   options.max_file_bytes, " bytes"));
+  }
+  SEMMAP_RETURN_IF_ERROR(internal::CheckJsonNesting(text, options.max_nesting, origin));
+  try {
+    const json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ": not a JSON object"));
+    }
+    auto nodes = doc.find("nodes");
+    if (nodes == doc.end() || !nodes->is_object()) {
+      return Error(origin, "/nodes", "missing or not an object");
+    }
+    GroundTruth truth;
+    truth.modules_.reserve(nodes->size());
+    for (auto it = nodes->begin(); it != nodes->end(); ++it) {
+      if (!it.value().is_string()) {
+        return Error(origin, absl::StrCat("/nodes/", internal::Abbreviate(it.key())),
+                     "expected a module path string");
+      }
+      truth.modules_.emplace(it.key(), it.value().get<std::string>());
+    }
+    return truth;
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(origin, ": out of memory reading ", text.size(), " bytes of JSON"));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", e.what()));
+  }
+}
+
+}  // namespace semmap

@@ -1,0 +1,136 @@
+#include "semmap/graph.h"
+
+#include <algorithm>
+#include <climits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "base/name_table.h"
+#include "base/out_of_memory.h"
+#include "base/status_macros.h"
+#include "graph/graph_builder.h"
+#include "graph/protobuf_loader.h"
+#include "graph/wire_loader.h"
+#include "io/file_io.h"
+#include "io/mapped_file.h"
+
+namespace semmap {
+
+bool operator==(const Node& a, const Node& b) {
+  return a.id == b.id && a.name == b.name && a.op_type == b.op_type && a.domain == b.domain &&
+         a.inputs == b.inputs && a.outputs == b.outputs &&
+         a.attribute_names == b.attribute_names && a.metadata == b.metadata &&
+         a.input_values == b.input_values && a.output_values == b.output_values &&
+         a.doc_string == b.doc_string && a.subgraph == b.subgraph;
+}
+
+bool operator==(const Subgraph& a, const Subgraph& b) {
+  return a.kind == b.kind && a.name == b.name && a.owner == b.owner &&
+         a.attribute == b.attribute && a.domain == b.domain && a.parent == b.parent &&
+         a.depth == b.depth;
+}
+
+bool operator==(const TensorInfo& a, const TensorInfo& b) {
+  return a.name == b.name && a.elem_type == b.elem_type && a.dims == b.dims &&
+         a.external == b.external && a.subgraph == b.subgraph;
+}
+
+ValueId Graph::Resolve(const Rep& rep, absl::string_view value, int subgraph, int* scope) {
+  return Resolve(rep, value, internal::NameHash(value), subgraph, scope);
+}
+
+ValueId Graph::Resolve(const Rep& rep, absl::string_view value, std::uint64_t hash,
+                       int subgraph, int* scope) {
+  const absl::Span<const NameSlot> table(rep.values);
+  for (int s = subgraph; s >= 0 && s < static_cast<int>(rep.subgraphs.size());) {
+    const NameSlot* slot = internal::FindName(table, internal::ScopedHash(hash, s), s, value,
+                                              internal::GraphBuilder::ValueKeys{rep});
+    if (slot != nullptr) {
+      *scope = s;
+      return slot->index;
+    }
+    if (rep.subgraphs[static_cast<std::size_t>(s)].kind != Subgraph::Kind::kAttribute) break;
+    s = rep.subgraphs[static_cast<std::size_t>(s)].parent;
+  }
+  return kNoValue;
+}
+
+absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& options) try {
+  if (options.loader == Loader::kProtobuf) {
+    // Refuse what protobuf cannot parse before reading it into memory.
+    const std::uint64_t limit = std::min<std::uint64_t>(options.max_file_bytes, INT_MAX);
+    SEMMAP_ASSIGN_OR_RETURN(std::string bytes, internal::ReadFile(path, limit));
+    return Parse(bytes, path, options);
+  }
+  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile mapped,
+                          internal::MappedFile::Open(path, options.max_file_bytes));
+  // The Graph keeps the mapping (and its SIGBUS guard): its strings point
+  // into it.
+  auto file = std::make_shared<const internal::MappedFile>(std::move(mapped));
+  absl::StatusOr<Graph> graph = Build(file->bytes(), path, options, file);
+  if (file->truncated()) {
+    // What was parsed held zeros where the file's end used to be.
+    return absl::DataLossError(absl::StrCat(
+        path, ": the file shrank while it was read (truncated by another process?)"));
+  }
+  return graph;
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(path, "loading the model");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(path, "loading the model");
+}
+
+absl::StatusOr<Graph> Graph::Parse(absl::string_view bytes, absl::string_view origin,
+                                   const GraphOptions& options) try {
+  if (options.loader == Loader::kProtobuf) return Build(bytes, origin, options, nullptr);
+  // The wire scan keeps views into the bytes: the Graph owns a copy.
+  auto copy = std::make_shared<const std::string>(bytes.data(), bytes.size());
+  return Build(*copy, origin, options, copy);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the model");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the model");
+}
+
+absl::StatusOr<Graph> Graph::Build(absl::string_view bytes, absl::string_view origin,
+                                   const GraphOptions& options,
+                                   std::shared_ptr<const void> backing) try {
+  if (bytes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected an ONNX model"));
+  }
+  const bool durable = options.loader != Loader::kProtobuf;
+  internal::GraphBuilder builder(origin, options, std::move(backing), durable);
+  if (options.loader == Loader::kProtobuf) {
+    SEMMAP_RETURN_IF_ERROR(internal::LoadWithProtobuf(bytes, origin, options, &builder));
+  } else {
+    SEMMAP_RETURN_IF_ERROR(internal::LoadWithWireScan(bytes, origin, options, &builder));
+  }
+  return builder.Finish();
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the model");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the model");
+}
+
+NodeId Graph::find(absl::string_view id_or_name) const {
+  // A name that is unique in the model is its node's id, so one lookup
+  // answers both.
+  const NameSlot* slot =
+      internal::FindName(absl::Span<const NameSlot>(rep_->by_id),
+                         internal::ScopedHash(internal::NameHash(id_or_name), 0), 0, id_or_name,
+                         internal::GraphBuilder::IdKeys{*rep_});
+  return slot == nullptr || slot->index < 0 ? kNoNode : slot->index;
+}
+
+ValueId Graph::value(absl::string_view name, int subgraph) const {
+  int scope;
+  return Resolve(*rep_, name, subgraph, &scope);
+}
+
+const TensorInfo* Graph::initializer(absl::string_view name) const {
+  auto it = rep_->initializer_index.find(name);
+  return it == rep_->initializer_index.end() ? nullptr : &rep_->initializers[it->second];
+}
+
+}  // namespace semmap

@@ -1,0 +1,433 @@
+#include "graph/graph_builder.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "base/huge_pages.h"
+#include "base/name_table.h"
+#include "base/parallel.h"
+#include "base/text.h"
+
+namespace semmap {
+namespace internal {
+
+GraphBuilder::GraphBuilder(absl::string_view origin, const GraphOptions& options,
+                           std::shared_ptr<const void> backing, bool durable)
+    : origin_(origin), options_(options), durable_(durable), rep_(std::make_shared<Graph::Rep>()) {
+  rep_->backing = std::move(backing);
+}
+
+absl::string_view GraphBuilder::Keep(absl::string_view s) {
+  if (durable_ || s.empty()) return s;
+  rep_->owned.emplace_back(s.data(), s.size());
+  return rep_->owned.back();
+}
+
+void GraphBuilder::SetModelInfo(std::int64_t ir_version, absl::string_view producer_name,
+                                absl::string_view producer_version, std::int64_t opset) {
+  rep_->ir_version = ir_version;
+  rep_->producer_name = Keep(producer_name);
+  rep_->producer_version = Keep(producer_version);
+  rep_->opset = opset;
+}
+
+void GraphBuilder::AddModelMetadata(absl::string_view key, absl::string_view value) {
+  rep_->model_metadata.emplace_back(Keep(key), Keep(value));
+}
+
+absl::Status OpsetOutOfRange(absl::string_view origin, std::int64_t version) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      origin, ": opset_import version ", version, " is out of range (not a valid ONNX model)"));
+}
+
+absl::Status GraphBuilder::Charge(std::size_t n) {
+  list_entries_ += n;
+  if (list_entries_ > options_.max_list_entries) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin_, ": more than ", options_.max_list_entries,
+        " inputs, outputs, attributes, metadata entries and dims (GraphOptions::max_list_entries)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphBuilder::AddMainInput(absl::string_view name) {
+  if (absl::Status s = Charge(1); !s.ok()) return s;
+  rep_->inputs.push_back(Keep(name));
+  return absl::OkStatus();
+}
+
+absl::Status GraphBuilder::AddMainOutput(absl::string_view name) {
+  if (absl::Status s = Charge(1); !s.ok()) return s;
+  rep_->outputs.push_back(Keep(name));
+  return absl::OkStatus();
+}
+
+absl::Status GraphBuilder::DefineValue(int subgraph, absl::string_view name) {
+  if (absl::Status s = Charge(1); !s.ok()) return s;
+  rep_->defined_values.emplace_back(subgraph, Keep(name));
+  return absl::OkStatus();
+}
+
+absl::Status GraphBuilder::AddInitializer(absl::string_view name, std::int32_t elem_type,
+                                          absl::Span<const std::int64_t> dims, bool external,
+                                          int subgraph) {
+  if (absl::Status s = Charge(1 + dims.size()); !s.ok()) return s;
+  TensorInfo info;
+  info.name = Keep(name);
+  info.elem_type = elem_type;
+  info.external = external;
+  info.subgraph = subgraph;
+  // The span is laid out in Finish; until then its size says how many of
+  // `dims` are this tensor's, in order.
+  info.dims = absl::Span<const std::int64_t>(nullptr, dims.size());
+  rep_->dims.insert(rep_->dims.end(), dims.begin(), dims.end());
+  rep_->initializers.push_back(info);
+  return absl::OkStatus();
+}
+
+absl::Status GraphBuilder::CheckNesting(int parent) const {
+  if (rep_->subgraphs[static_cast<std::size_t>(parent)].depth + 1 > options_.max_subgraph_depth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin_, ": subgraphs nested deeper than ", options_.max_subgraph_depth,
+        " levels (GraphOptions::max_subgraph_depth)"));
+  }
+  return absl::OkStatus();
+}
+
+int GraphBuilder::AddSubgraph(Subgraph s) {
+  if (s.kind == Subgraph::Kind::kAttribute) {
+    s.depth = rep_->subgraphs[static_cast<std::size_t>(s.parent)].depth + 1;
+  }
+  s.name = Keep(s.name);
+  s.attribute = Keep(s.attribute);
+  s.domain = Keep(s.domain);
+  rep_->subgraphs.push_back(s);
+  return static_cast<int>(rep_->subgraphs.size()) - 1;
+}
+
+void GraphBuilder::ReserveNodes(std::size_t n) {
+  // A file listing more nodes than allowed fails in AddNode, with the
+  // limit named; it reserves no more than the limit on the way.
+  n = std::min(n, options_.max_nodes);
+  rep_->nodes.reserve(n);
+  AdviseHugePages(rep_->nodes.data(), n * sizeof(Node));
+  lists_.reserve(n);
+  AdviseHugePages(lists_.data(), n * sizeof(ListOffsets));
+}
+
+absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id) {
+  std::vector<Node>& nodes = rep_->nodes;
+  if (nodes.size() >= options_.max_nodes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin_, ": more than ", options_.max_nodes, " nodes (GraphOptions::max_nodes)"));
+  }
+  std::size_t longest = std::max(f.name.size(), f.op_type.size());
+  for (absl::string_view v : f.inputs) longest = std::max(longest, v.size());
+  for (absl::string_view v : f.outputs) longest = std::max(longest, v.size());
+  if (longest > options_.max_name_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin_, ": node ", nodes.size(), " (", Abbreviate(f.name, 80), ") has a name of ",
+        longest, " bytes, above the limit of ", options_.max_name_bytes,
+        " (GraphOptions::max_name_bytes)"));
+  }
+  *id = static_cast<NodeId>(nodes.size());
+  Node& n = nodes.emplace_back();
+  n.subgraph = subgraph;
+  n.name = Keep(f.name);
+  n.op_type = Keep(f.op_type);
+  n.domain = Keep(f.domain);
+  n.doc_string = Keep(f.doc_string);
+
+  ListOffsets& o = lists_.emplace_back();
+  std::vector<absl::string_view>& strings = rep_->node_strings;
+  o.strings = strings.size();
+  o.inputs = static_cast<std::uint32_t>(f.inputs.size());
+  o.outputs = static_cast<std::uint32_t>(f.outputs.size());
+  o.attributes = static_cast<std::uint32_t>(f.attribute_names.size());
+  o.subgraph = subgraph;
+  inputs_ += f.inputs.size();
+  outputs_ += f.outputs.size();
+  for (absl::string_view v : f.inputs) strings.push_back(Keep(v));
+  for (absl::string_view v : f.outputs) strings.push_back(Keep(v));
+  for (absl::string_view v : f.attribute_names) strings.push_back(Keep(v));
+  o.metadata = rep_->node_metadata.size();
+  o.metadata_count = static_cast<std::uint32_t>(f.metadata.size());
+  for (const MetadataEntry& kv : f.metadata) {
+    rep_->node_metadata.emplace_back(Keep(kv.first), Keep(kv.second));
+  }
+  return absl::OkStatus();
+}
+
+void GraphBuilder::AssignIds() {
+  std::vector<Node>& nodes = rep_->nodes;
+  // A name is its node's id (set in Finish) when non-empty and unique in the
+  // model; the by-id index is built on the way (one probe per node). A
+  // repeated name's slot is marked erased: it leaves the index.
+  using Slot = Graph::NameSlot;
+  std::vector<Slot>& by_id = rep_->by_id;
+  const IdKeys key{*rep_};
+  InitNameTable(&by_id, NameTableCapacity(nodes.size()));
+  bool any_duplicate = false;
+  std::uint64_t hashes[kNameBatch];
+  for (std::size_t first = 0; first < nodes.size(); first += kNameBatch) {
+    const std::size_t last = std::min(nodes.size(), first + kNameBatch);
+    for (std::size_t i = first; i < last; ++i) {
+      hashes[i - first] = ScopedHash(NameHash(nodes[i].name), 0);
+      PrefetchName(absl::Span<const Slot>(by_id), hashes[i - first]);
+    }
+    for (std::size_t i = first; i < last; ++i) {
+      const absl::string_view name = nodes[i].name;
+      if (name.empty()) {
+        any_duplicate = true;
+        continue;
+      }
+      Slot* slot = InsertName(absl::MakeSpan(by_id), hashes[i - first], 0, name, key);
+      if (slot->index == kFreeSlot) {
+        slot->index = static_cast<NodeId>(i);
+      } else {
+        // Erased, still named by the first node with the name.
+        if (slot->index >= 0) slot->index = ErasedSlot(slot->index);
+        any_duplicate = true;
+      }
+    }
+  }
+  if (!any_duplicate) return;
+  // Duplicated and empty names get "<name>#<index>". Such an id can only
+  // collide with another node's unique name ("a#3" named so on purpose): the
+  // name keeps it and the generated id takes '#' suffixes until it is free.
+  // Each node adds at most one id: room for twice as many keys.
+  ResizeNameTable(&by_id, NameTableCapacity(2 * nodes.size()), key);
+  auto live = [&by_id, &key](absl::string_view id, std::uint64_t hash) {
+    const Slot* slot = FindName(absl::Span<const Slot>(by_id), hash, 0, id, key);
+    return slot != nullptr && slot->index >= 0;
+  };
+  // Which nodes take a generated id is decided before any is inserted: a
+  // generated id may equal a repeated name and revive its slot.
+  std::vector<NodeId> generated;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const absl::string_view name = nodes[i].name;
+    const Slot* slot =
+        name.empty()
+            ? nullptr
+            : FindName(absl::Span<const Slot>(by_id), ScopedHash(NameHash(name), 0), 0, name, key);
+    if (slot == nullptr || IsErased(slot->index)) generated.push_back(static_cast<NodeId>(i));
+  }
+  for (const NodeId i : generated) {
+    Node& n = nodes[static_cast<std::size_t>(i)];
+    std::string id = absl::StrCat(n.name, "#", i);
+    std::uint64_t hash = ScopedHash(NameHash(id), 0);
+    while (live(id, hash)) {
+      id.push_back('#');
+      hash = ScopedHash(NameHash(id), 0);
+    }
+    rep_->owned.push_back(std::move(id));
+    n.id = rep_->owned.back();
+    // A free slot, or the erased slot of a repeated name equal to the id:
+    // either now names node i by its id.
+    Slot* slot = InsertName(absl::MakeSpan(by_id), hash, 0, n.id, key);
+    slot->index = i;
+  }
+}
+
+Graph GraphBuilder::Finish() {
+  Graph::Rep& rep = *rep_;
+  rep.node_values.assign(rep.node_strings.size(), kNoValue);
+  // The one pass over the nodes before the indexes: spans and ids (the name
+  // until AssignIds finds it is not unique).
+  for (std::size_t i = 0; i < rep.nodes.size(); ++i) {
+    Node& n = rep.nodes[i];
+    const ListOffsets& o = lists_[i];
+    const absl::string_view* s = rep.node_strings.data() + o.strings;
+    const ValueId* v = rep.node_values.data() + o.strings;
+    n.id = n.name;
+    n.inputs = absl::MakeConstSpan(s, o.inputs);
+    n.input_values = absl::MakeConstSpan(v, o.inputs);
+    n.outputs = absl::MakeConstSpan(s + o.inputs, o.outputs);
+    n.output_values = absl::MakeConstSpan(v + o.inputs, o.outputs);
+    n.attribute_names = absl::MakeConstSpan(s + o.inputs + o.outputs, o.attributes);
+    n.metadata = absl::MakeConstSpan(rep.node_metadata.data() + o.metadata, o.metadata_count);
+  }
+  std::size_t dims = 0;
+  for (TensorInfo& t : rep.initializers) {
+    const std::size_t count = t.dims.size();
+    t.dims = absl::MakeConstSpan(rep.dims.data() + dims, count);
+    dims += count;
+  }
+  BuildIndexes();
+  std::vector<ListOffsets>().swap(lists_);
+  return Graph(std::move(rep_));
+}
+
+// Node ids and the value table are independent (AssignIds writes the
+// nodes' ids and the by-id index; DefineValues reads the node lists and
+// writes the value tables), so on a large graph they run on two cores.
+// The value passes read the compact lists_ and node_strings rather than the
+// nodes (about 180 bytes each), which only AssignIds reads again.
+void GraphBuilder::BuildIndexes() {
+  const bool parallel = rep_->nodes.size() >= kParallelNodes;
+  RunBoth(parallel, [this] { AssignIds(); }, [this] { DefineValues(); });
+  IndexConsumers();
+}
+
+void GraphBuilder::DefineValues() {
+  Graph::Rep& rep = *rep_;
+  const absl::string_view* strings = rep.node_strings.data();
+  ValueId* node_values = rep.node_values.data();
+  const std::size_t expected = outputs_ + rep.initializers.size() + rep.defined_values.size();
+  using Slot = Graph::NameSlot;
+  InitNameTable(&rep.values, NameTableCapacity(expected));
+  const absl::Span<Slot> table = absl::MakeSpan(rep.values);
+  rep.value_producer.reserve(expected);
+  rep.value_names.reserve(expected);
+  // Defines `name` in `scope`; the first definition wins.
+  const ValueKeys key{rep};
+  auto define = [&rep, table, &key](int scope, absl::string_view name, std::uint64_t hash,
+                                    NodeId producer) {
+    Slot* slot = InsertName(table, hash, scope, name, key);
+    if (slot->index == kFreeSlot) {
+      slot->index = static_cast<ValueId>(rep.value_producer.size());
+      rep.value_producer.push_back(producer);
+      rep.value_names.push_back(name);
+    }
+    return slot->index;
+  };
+  // The outputs of a batch of nodes are hashed and their slots prefetched,
+  // then defined.
+  std::vector<std::uint64_t> hashes;
+  for (std::size_t first = 0; first < lists_.size(); first += kNameBatch) {
+    const std::size_t last = std::min(lists_.size(), first + kNameBatch);
+    hashes.clear();
+    for (std::size_t i = first; i < last; ++i) {
+      const ListOffsets& o = lists_[i];
+      const std::size_t base = o.strings + o.inputs;
+      for (std::size_t k = base; k < base + o.outputs; ++k) {
+        hashes.push_back(ScopedHash(NameHash(strings[k]), o.subgraph));
+        PrefetchName(absl::Span<const Slot>(table), hashes.back());
+      }
+    }
+    const std::uint64_t* hash = hashes.data();
+    for (std::size_t i = first; i < last; ++i) {
+      const ListOffsets& o = lists_[i];
+      const std::size_t base = o.strings + o.inputs;
+      for (std::size_t k = base; k < base + o.outputs; ++k, ++hash) {
+        if (strings[k].empty()) continue;
+        node_values[k] = define(o.subgraph, strings[k], *hash, static_cast<NodeId>(i));
+      }
+    }
+  }
+  // Initializers likewise, in batches (their names lie all over the file).
+  const std::vector<TensorInfo>& initializers = rep.initializers;
+  rep.value_initializer.assign(rep.value_producer.size() + initializers.size(), -1);
+  rep.initializer_index.reserve(initializers.size());
+  for (std::size_t first = 0; first < initializers.size(); first += kNameBatch) {
+    const std::size_t last = std::min(initializers.size(), first + kNameBatch);
+    hashes.clear();
+    for (std::size_t i = first; i < last; ++i) {
+      hashes.push_back(ScopedHash(NameHash(initializers[i].name), initializers[i].subgraph));
+      PrefetchName(absl::Span<const Slot>(table), hashes.back());
+    }
+    for (std::size_t i = first; i < last; ++i) {
+      const TensorInfo& t = initializers[i];
+      const auto next = static_cast<ValueId>(rep.value_producer.size());
+      const ValueId v = define(t.subgraph, t.name, hashes[i - first], kNoNode);
+      // The first definition of a name wins: an initializer defines it when
+      // it was not defined before.
+      if (v == next) rep.value_initializer[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(i);
+      if (t.subgraph == 0) rep.initializer_index.emplace(t.name, i);
+    }
+  }
+  for (const auto& value : rep.defined_values) {
+    define(value.first, value.second, ScopedHash(NameHash(value.second), value.first), kNoNode);
+  }
+  rep.value_initializer.resize(rep.value_producer.size(), -1);
+}
+
+void GraphBuilder::IndexConsumers() {
+  Graph::Rep& rep = *rep_;
+  const absl::string_view* strings = rep.node_strings.data();
+  ValueId* node_values = rep.node_values.data();
+  const std::vector<Subgraph>& subgraphs = rep.subgraphs;
+  // (value, consumer) pairs in node order, then grouped by value (counting
+  // sort), sorted and de-duplicated per value. The lookups only read the
+  // value table, and each node writes its own input ids, so on a large
+  // graph the two halves of the nodes are resolved on two cores.
+  using Uses = std::vector<std::pair<std::uint32_t, NodeId>>;
+  const absl::Span<const Graph::NameSlot> table(rep.values);
+  // The uses of node i's inputs, given their NameHash in `hash`.
+  auto resolve_node = [&](std::size_t i, const std::uint64_t* hash, Uses* uses) {
+    const ListOffsets& o = lists_[i];
+    for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k, ++hash) {
+      const absl::string_view input = strings[k];
+      if (input.empty()) continue;
+      int scope = -1;
+      const ValueId value = Graph::Resolve(rep, input, *hash, o.subgraph, &scope);
+      if (value < 0) continue;
+      node_values[k] = value;
+      uses->emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));
+      // An outer value used inside a subgraph is consumed by every owner
+      // between the use and the definition.
+      for (int s = o.subgraph; s != scope && s > 0;) {
+        const Subgraph& sub = subgraphs[static_cast<std::size_t>(s)];
+        if (sub.kind != Subgraph::Kind::kAttribute) break;
+        uses->emplace_back(static_cast<std::uint32_t>(value), sub.owner);
+        s = sub.parent;
+      }
+    }
+  };
+  // The inputs of a batch of nodes are hashed and the slots of their own
+  // scope prefetched, then resolved.
+  auto resolve = [&](std::size_t from, std::size_t to, Uses* uses) {
+    std::vector<std::uint64_t> hashes;
+    for (std::size_t first = from; first < to; first += kNameBatch) {
+      const std::size_t last = std::min(to, first + kNameBatch);
+      hashes.clear();
+      for (std::size_t i = first; i < last; ++i) {
+        const ListOffsets& o = lists_[i];
+        for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k) {
+          hashes.push_back(NameHash(strings[k]));
+          PrefetchName(table, ScopedHash(hashes.back(), o.subgraph));
+        }
+      }
+      const std::uint64_t* hash = hashes.data();
+      for (std::size_t i = first; i < last; ++i) {
+        resolve_node(i, hash, uses);
+        hash += lists_[i].inputs;
+      }
+    }
+  };
+  const std::size_t count_nodes = lists_.size();
+  const std::size_t mid = count_nodes / 2;
+  Uses uses, second_half;
+  uses.reserve(inputs_);
+  RunBoth(count_nodes >= kParallelNodes, [&] { resolve(mid, count_nodes, &second_half); },
+          [&] { resolve(0, mid, &uses); });
+  uses.insert(uses.end(), second_half.begin(), second_half.end());
+  Uses().swap(second_half);
+  const std::size_t count = rep.value_producer.size();
+  std::vector<std::uint32_t> begin(count + 1, 0);
+  for (const auto& use : uses) ++begin[use.first + 1];
+  for (std::size_t v = 0; v < count; ++v) begin[v + 1] += begin[v];
+  std::vector<NodeId>& consumer_nodes = rep.consumer_nodes;
+  consumer_nodes.resize(uses.size());
+  {
+    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (const auto& use : uses) consumer_nodes[fill[use.first]++] = use.second;
+  }
+  std::vector<std::pair<std::uint32_t, NodeId>>().swap(uses);
+  rep.consumer_offsets.assign(count + 1, 0);
+  std::uint32_t out = 0;
+  for (std::size_t v = 0; v < count; ++v) {
+    auto first = consumer_nodes.begin() + begin[v];
+    auto last = consumer_nodes.begin() + begin[v + 1];
+    if (!std::is_sorted(first, last)) std::sort(first, last);
+    last = std::unique(first, last);
+    rep.consumer_offsets[v] = out;
+    for (auto it = first; it != last; ++it) consumer_nodes[out++] = *it;
+  }
+  rep.consumer_offsets[count] = out;
+  consumer_nodes.resize(out);
+  consumer_nodes.shrink_to_fit();
+}
+
+}  // namespace internal
+}  // namespace semmap

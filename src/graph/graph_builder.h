@@ -1,0 +1,137 @@
+// GraphBuilder: assembles a Graph from whichever loader read the file
+// (protobuf_loader, wire_loader). Loaders call it in the traversal order of
+// graph.h; it enforces GraphOptions' limits, stores the node lists in a few
+// flat arrays, assigns node ids and builds the indexes, so every loader
+// gives the same Graph for the same model.
+//
+// Strings handed to the builder are kept as views when the loader reads
+// bytes the Graph will own (`durable`: the wire scan over the mapped file),
+// and copied into the Graph otherwise (the protobuf loader, whose message
+// dies after loading).
+#ifndef SEMMAP_SRC_GRAPH_GRAPH_BUILDER_H_
+#define SEMMAP_SRC_GRAPH_GRAPH_BUILDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "base/name_table.h"
+#include "semmap/graph.h"
+
+namespace semmap {
+namespace internal {
+
+// InvalidArgument for an opset_import version out of range (a varint above
+// INT64_MAX reads as negative); both loaders refuse it alike.
+absl::Status OpsetOutOfRange(absl::string_view origin, std::int64_t version);
+
+// What a loader read of one NodeProto.
+struct NodeFields {
+  absl::string_view name;
+  absl::string_view op_type;
+  absl::string_view domain;
+  absl::string_view doc_string;
+  absl::Span<const absl::string_view> inputs;
+  absl::Span<const absl::string_view> outputs;
+  absl::Span<const absl::string_view> attribute_names;
+  absl::Span<const MetadataEntry> metadata;
+};
+
+class GraphBuilder {
+ public:
+  // The names of the keys of Graph's two name tables, from a slot's index
+  // (name_table.h's `name_of`): by_id maps a node's id, whose erased slot (a
+  // repeated name) gives the name of the node that first had it; values a
+  // value's name.
+  struct IdKeys {
+    const Graph::Rep& rep;
+    absl::string_view operator()(std::int32_t index) const {
+      return index >= 0 ? rep.nodes[static_cast<std::size_t>(index)].id
+                        : rep.nodes[static_cast<std::size_t>(ErasedKey(index))].name;
+    }
+  };
+  struct ValueKeys {
+    const Graph::Rep& rep;
+    absl::string_view operator()(std::int32_t index) const {
+      return rep.value_names[static_cast<std::size_t>(index)];
+    }
+  };
+
+  // `backing` is kept alive by the Graph; with `durable`, every string
+  // given to the builder must point into it.
+  GraphBuilder(absl::string_view origin, const GraphOptions& options,
+               std::shared_ptr<const void> backing, bool durable);
+
+  void SetModelInfo(std::int64_t ir_version, absl::string_view producer_name,
+                    absl::string_view producer_version, std::int64_t opset);
+  void AddModelMetadata(absl::string_view key, absl::string_view value);
+  // Counts `n` more list entries against GraphOptions::max_list_entries:
+  // call it before storing them. InvalidArgument above the limit.
+  absl::Status Charge(std::size_t n);
+
+  // The main graph's own inputs and outputs (Graph::inputs(), outputs()).
+  absl::Status AddMainInput(absl::string_view name);
+  absl::Status AddMainOutput(absl::string_view name);
+  // A value defined without a producer in `subgraph` (graph or function input).
+  absl::Status DefineValue(int subgraph, absl::string_view name);
+  // Charged one entry and one per dim.
+  absl::Status AddInitializer(absl::string_view name, std::int32_t elem_type,
+                              absl::Span<const std::int64_t> dims, bool external, int subgraph);
+
+  int subgraphCount() const { return static_cast<int>(rep_->subgraphs.size()); }
+  // InvalidArgument when a body under `parent` would nest too deep.
+  absl::Status CheckNesting(int parent) const;
+  // Appends a subgraph; depth is derived from the parent. Returns its index.
+  int AddSubgraph(Subgraph s);
+
+  // Appends a node in `subgraph` (its lists must have been charged).
+  // InvalidArgument above max_nodes, or when a name, op type or value name
+  // is longer than GraphOptions::max_name_bytes.
+  absl::Status AddNode(int subgraph, const NodeFields& fields, NodeId* id);
+  void ReserveNodes(std::size_t n);
+  std::size_t nodeCount() const { return rep_->nodes.size(); }
+
+  // Lays out the spans, assigns node ids and builds the indexes.
+  Graph Finish();
+
+ private:
+  // Where a node's lists start in the flat arrays while loading (the
+  // arrays still grow; spans are taken in Finish), and its subgraph: the
+  // value indexes read these (40 bytes a node) rather than the nodes.
+  struct ListOffsets {
+    std::size_t strings = 0;
+    std::uint32_t inputs = 0, outputs = 0, attributes = 0;
+    std::int32_t subgraph = 0;
+    std::size_t metadata = 0;
+    std::uint32_t metadata_count = 0;
+  };
+
+  absl::string_view Keep(absl::string_view s);
+  // Node ids (a unique name, else "<name>#<index>") and the by-id index.
+  void AssignIds();
+  // The ids (AssignIds), the value tables (DefineValues: a ValueId per
+  // scoped name, its producer and initializer) and the consumers of each
+  // value (IndexConsumers).
+  void BuildIndexes();
+  void DefineValues();
+  void IndexConsumers();
+
+  absl::string_view origin_;
+  const GraphOptions& options_;
+  const bool durable_;
+  std::size_t list_entries_ = 0;
+  // Node inputs and outputs so far, all nodes together.
+  std::size_t inputs_ = 0, outputs_ = 0;
+  std::shared_ptr<Graph::Rep> rep_;
+  std::vector<ListOffsets> lists_;
+};
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_GRAPH_GRAPH_BUILDER_H_

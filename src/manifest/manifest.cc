@@ -1,0 +1,532 @@
+#include "semmap/manifest.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/types/span.h"
+#include "base/out_of_memory.h"
+#include "base/status_macros.h"
+#include "base/text.h"
+#include "io/file_io.h"
+#include "io/json_reader.h"
+
+namespace semmap {
+namespace {
+
+using internal::JsonValue;
+
+constexpr int kMaxJsonNesting = 256;
+
+bool IsNumericAtom(absl::string_view atom) {
+  if (atom.empty()) return false;
+  return std::all_of(atom.begin(), atom.end(), [](char c) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+// Sets ModuleInfo::numbered_children once the children are linked.
+void MarkNumberedChildren(std::vector<ModuleInfo>* modules) {
+  for (ModuleInfo& m : *modules) {
+    m.numbered_children = !m.children.empty();
+    for (ModuleId c : m.children) {
+      const std::string& path = (*modules)[c].path;
+      const std::size_t dot = path.rfind('.');
+      if (!IsNumericAtom(dot == std::string::npos ? absl::string_view(path)
+                                                  : absl::string_view(path).substr(dot + 1))) {
+        m.numbered_children = false;
+        break;
+      }
+    }
+  }
+}
+
+// What a module says of its parent and children, as views of the JSON
+// document's strings; resolved once every module is known.
+struct Links {
+  std::vector<absl::string_view> parent;  // per module; unused for the root
+  std::vector<absl::string_view> children;  // every module's, back to back
+  std::vector<std::size_t> first_child;     // per module, plus the end
+};
+
+absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
+                         const std::optional<JsonValue>& field, std::vector<TensorSpec>* out) {
+  if (!field) return module.Error(absl::StrCat("missing required field \"", key, "\""));
+  const JsonValue& list = *field;
+  if (!list.is_array()) {
+    return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
+  }
+  out->reserve(list.size());
+  return list.ForEachElement([out](const JsonValue& t) -> absl::Status {
+    if (!t.is_object()) return t.Error("expected an object");
+    static constexpr absl::string_view kKeys[] = {"name", "dtype", "shape"};
+    std::optional<JsonValue> f[3];
+    t.Lookup(kKeys, absl::MakeSpan(f));
+    TensorSpec spec;
+    if (!f[0]) return t.Error("missing required field \"name\"");
+    SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, f[0]->AsString(false));
+    if (!f[1]) return t.Error("missing required field \"dtype\"");
+    SEMMAP_ASSIGN_OR_RETURN(absl::string_view dtype, f[1]->AsString(false));
+    if (!f[2]) return t.Error("missing required field \"shape\"");
+    const JsonValue& shape = *f[2];
+    if (!shape.is_array()) return shape.Error("expected an array");
+    spec.name.assign(name.data(), name.size());
+    spec.dtype.assign(dtype.data(), dtype.size());
+    spec.shape.reserve(shape.size());
+    SEMMAP_RETURN_IF_ERROR(shape.ForEachElement([&spec](const JsonValue& dim) -> absl::Status {
+      // An integer above INT64_MAX is unsigned: not a dimension either.
+      if (!dim.is_integer() || dim.is_unsigned() || dim.int64() < 0) {
+        return dim.Error("expected a non-negative integer");
+      }
+      spec.shape.push_back(dim.int64());
+      return absl::OkStatus();
+    }));
+    out->push_back(std::move(spec));
+    return absl::OkStatus();
+  });
+}
+
+// One module object, fields checked in schema order (path, class,
+// qualified_class, parent, children, parameters, buffers).
+absl::Status ReadModule(const JsonValue& m, std::size_t i, ModuleInfo* info, Links* links) {
+  if (!m.is_object()) return m.Error("expected an object");
+  static constexpr absl::string_view kKeys[] = {"path",     "class",      "qualified_class",
+                                                "parent",   "children",   "parameters",
+                                                "buffers"};
+  std::optional<JsonValue> f[7];
+  m.Lookup(kKeys, absl::MakeSpan(f));
+  absl::string_view text[3];
+  for (int k = 0; k < 3; ++k) {
+    if (!f[k]) return m.Error(absl::StrCat("missing required field \"", kKeys[k], "\""));
+    SEMMAP_ASSIGN_OR_RETURN(text[k], f[k]->AsString(/*allow_empty=*/k == 0));
+  }
+  info->path.assign(text[0].data(), text[0].size());
+  info->class_name.assign(text[1].data(), text[1].size());
+  info->qualified_class.assign(text[2].data(), text[2].size());
+  if (!f[3]) return m.Error("missing required field \"parent\"");
+  const JsonValue& parent = *f[3];
+  absl::string_view parent_path;
+  if (parent.is_null()) {
+    if (i != 0 || !info->path.empty()) {
+      return parent.Error("only the root (the first module, path \"\") has no parent");
+    }
+  } else if (parent.is_string()) {
+    if (i == 0) return parent.Error("the root module must have parent null");
+    parent_path = parent.string();
+  } else {
+    return parent.Error("expected a string or null");
+  }
+  links->parent.push_back(parent_path);
+  if (!f[4]) return m.Error("missing required field \"children\"");
+  const JsonValue& children = *f[4];
+  if (!children.is_array()) return children.Error("expected an array");
+  SEMMAP_RETURN_IF_ERROR(children.ForEachElement([links](const JsonValue& c) -> absl::Status {
+    if (!c.is_string()) return c.Error("expected a string");
+    links->children.push_back(c.string());
+    return absl::OkStatus();
+  }));
+  links->first_child.push_back(links->children.size());
+  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "parameters", f[5], &info->parameters));
+  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "buffers", f[6], &info->buffers));
+  return absl::OkStatus();
+}
+
+absl::Status ReadModules(const JsonValue& doc, std::vector<ModuleInfo>* modules, Links* links,
+                         std::size_t max_modules) {
+  SEMMAP_ASSIGN_OR_RETURN(const JsonValue list, doc.Field("modules"));
+  if (!list.is_array()) {
+    return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
+  }
+  const std::size_t n = list.size();
+  if (n == 0) return list.Error("must list at least the root module");
+  if (n > max_modules) {
+    return list.Error(absl::StrCat(n, " modules, above the limit of ", max_modules));
+  }
+  modules->resize(n);
+  links->parent.reserve(n);
+  links->first_child.reserve(n + 1);
+  links->first_child.push_back(0);
+  std::size_t i = 0;
+  return list.ForEachElement([&](const JsonValue& m) {
+    const std::size_t index = i++;
+    return ReadModule(m, index, &(*modules)[index], links);
+  });
+}
+
+}  // namespace
+
+std::string VariableNameOf(absl::string_view path) {
+  // Walk back over trailing numeric atoms to the first non-numeric one.
+  std::size_t start = path.size();
+  while (true) {
+    const std::size_t dot = path.rfind('.', start == 0 ? 0 : start - 1);
+    const std::size_t atom_begin = dot == absl::string_view::npos ? 0 : dot + 1;
+    const absl::string_view atom = path.substr(atom_begin, start - atom_begin);
+    start = atom_begin;
+    if (!IsNumericAtom(atom) || atom_begin == 0) break;
+    start = atom_begin - 1;  // step over the dot
+  }
+  return std::string(path.substr(start));
+}
+
+absl::StatusOr<Manifest> Manifest::Load(const std::string& path,
+                                        const ManifestOptions& options) try {
+  // Read with the reader's padding: parsed in place, never copied.
+  SEMMAP_ASSIGN_OR_RETURN(std::string text,
+                          internal::ReadFile(path, options.max_file_bytes, internal::kJsonPadding));
+  return ParseText(text, path, options, &text);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(path, "loading the manifest");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(path, "loading the manifest");
+}
+
+absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
+                                         absl::string_view origin,
+                                         const ManifestOptions& options) try {
+  return ParseText(text, origin, options, nullptr);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the manifest");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the manifest");
+}
+
+namespace {
+
+// InvalidArgument at /modules/<i>/<where> of `origin`.
+absl::Status ModuleError(absl::string_view origin, std::size_t i, absl::string_view where,
+                         absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(origin, ": /modules/", i, "/", where, ": ", what));
+}
+
+// Sets each module's parent and depth from `links` (m: the manifest being
+// built, for lookups by path; `modules` are its modules) and checks that
+// parents are listed first and named by the path.
+absl::Status LinkParents(absl::string_view origin, const Links& links, const Manifest& m,
+                         std::vector<ModuleInfo>* modules) {
+  std::vector<ModuleInfo>& mods = *modules;
+  for (std::size_t i = 1; i < mods.size(); ++i) {
+    const absl::string_view parent_path = links.parent[i];
+    // Modules are usually listed depth first, so the parent is the module
+    // before or one of its nearest ancestors: a few string comparisons find
+    // it without hashing the path (paths are unique: the same answer).
+    ModuleId parent = kNoModule;
+    ModuleId candidate = static_cast<ModuleId>(i - 1);
+    for (int step = 0; step < 8 && candidate != kNoModule; ++step) {
+      if (mods[candidate].path == parent_path) {
+        parent = candidate;
+        break;
+      }
+      candidate = mods[candidate].parent;
+    }
+    if (parent == kNoModule) parent = m.find(parent_path);
+    if (parent == kNoModule) {
+      return ModuleError(origin, i, "parent",
+                         absl::StrCat("unknown module \"",
+                                      internal::Abbreviate(std::string(parent_path)), "\""));
+    }
+    if (static_cast<std::size_t>(parent) >= i) {
+      return ModuleError(origin, i, "parent",
+                         "a parent must be listed before its children (cyclic or "
+                         "out-of-order parents)");
+    }
+    // Module paths are dotted: a parent's path is its child's without the
+    // last atom. A parent named otherwise would break every path lookup.
+    const absl::string_view path = mods[i].path;
+    const std::size_t dot = path.rfind('.');
+    const absl::string_view expected =
+        dot == absl::string_view::npos ? absl::string_view() : path.substr(0, dot);
+    if (parent_path != expected) {
+      return ModuleError(origin, i, "parent",
+                         absl::StrCat("\"", internal::Abbreviate(std::string(parent_path)),
+                                      "\" is not the module's path without its last atom, \"",
+                                      internal::Abbreviate(std::string(expected)), "\""));
+    }
+    mods[i].parent = parent;
+    mods[i].depth = mods[parent].depth + 1;
+  }
+  return absl::OkStatus();
+}
+
+// Sets each module's children from `links` once the parents are set, and
+// checks that the two agree: every module listed once, by its parent.
+absl::Status LinkChildren(absl::string_view origin, const Links& links, const Manifest& m,
+                          std::vector<ModuleInfo>* modules) {
+  std::vector<ModuleInfo>& mods = *modules;
+  // The modules naming each module as their parent, in manifest order.
+  const std::size_t n = mods.size();
+  std::vector<std::size_t> first_kid(n + 1, 0);
+  for (std::size_t i = 1; i < n; ++i) ++first_kid[mods[i].parent + 1];
+  for (std::size_t i = 0; i < n; ++i) first_kid[i + 1] += first_kid[i];
+  std::vector<ModuleId> kids(n > 0 ? n - 1 : 0);
+  {
+    std::vector<std::size_t> next(first_kid.begin(), first_kid.end() - 1);
+    for (std::size_t i = 1; i < n; ++i) kids[next[mods[i].parent]++] = static_cast<ModuleId>(i);
+  }
+  std::vector<bool> listed(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t first = links.first_child[i], end = links.first_child[i + 1];
+    mods[i].children.reserve(end - first);
+    // Usually the children list names exactly those modules in that order:
+    // checked by comparing paths, with nothing to look up. Otherwise each
+    // name is looked up and checked below, with the error it deserves.
+    const std::size_t kid_begin = first_kid[i], kid_count = first_kid[i + 1] - kid_begin;
+    bool same = kid_count == end - first;
+    for (std::size_t k = 0; same && k < kid_count; ++k) {
+      same = links.children[first + k] == mods[kids[kid_begin + k]].path;
+    }
+    if (same) {
+      for (std::size_t k = 0; k < kid_count; ++k) {
+        const ModuleId child = kids[kid_begin + k];
+        listed[child] = true;
+        mods[i].children.push_back(child);
+      }
+      continue;
+    }
+    for (std::size_t c = first; c < end; ++c) {
+      const absl::string_view child_path = links.children[c];
+      const ModuleId child = m.find(child_path);
+      const auto child_error = [&](absl::string_view what) {
+        return ModuleError(origin, i, absl::StrCat("children/", c - first), what);
+      };
+      if (child == kNoModule) {
+        return child_error(absl::StrCat("unknown module \"",
+                                        internal::Abbreviate(std::string(child_path)), "\""));
+      }
+      if (mods[child].parent != static_cast<ModuleId>(i)) {
+        return child_error("child does not name this module as its parent");
+      }
+      // Only its parent may list a child, so once overall means once there.
+      if (listed[child]) {
+        return child_error(absl::StrCat(
+            "child \"", internal::Abbreviate(std::string(child_path)), "\" is listed twice"));
+      }
+      listed[child] = true;
+      mods[i].children.push_back(child);
+    }
+  }
+  for (std::size_t i = 1; i < mods.size(); ++i) {
+    if (!listed[i]) {  // O(1): a linear search of siblings is quadratic on flat models
+      return ModuleError(origin, i, "parent",
+                         "parent does not list this module among its children");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::string_view origin,
+                                             const ManifestOptions& options, std::string* owned) {
+  if (text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected a JSON manifest"));
+  }
+  const bool padded = owned != nullptr && owned->data() == text.data() &&
+                      owned->capacity() >= text.size() + internal::kJsonPadding;
+  SEMMAP_ASSIGN_OR_RETURN(
+      const internal::JsonDocument json,
+      internal::JsonDocument::Parse(text, origin, {options.max_file_bytes, kMaxJsonNesting},
+                                    padded));
+  // The document holds its own copies of the strings: the text can go.
+  if (owned != nullptr) std::string().swap(*owned);
+  const JsonValue doc = json.root();
+  if (!doc.is_object()) {
+    return doc.Error(absl::StrCat("expected a JSON object, found ", doc.type_name()));
+  }
+  const std::optional<JsonValue> format = doc.Find("format");
+  if (!format || !format->is_string() || format->string() != "semmap.manifest") {
+    return doc.ErrorAt("format", "not a semmap manifest (expected \"format\": \"semmap.manifest\")");
+  }
+  const std::optional<JsonValue> version = doc.Find("schema_version");
+  if (!version || !version->is_integer()) {
+    return doc.ErrorAt("schema_version", "missing or not an integer");
+  }
+  Manifest m;
+  // Compared as read: a narrowing conversion would wrap 2^32 + 1 to 1.
+  if (version->is_unsigned() || version->int64() != kManifestSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        origin, ": manifest schema version ",
+        version->is_unsigned() ? absl::StrCat(version->uint64()) : absl::StrCat(version->int64()),
+        " is not supported (this build reads version ", kManifestSchemaVersion, ")"));
+  }
+  m.schema_version_ = kManifestSchemaVersion;
+  SEMMAP_ASSIGN_OR_RETURN(const JsonValue model, doc.Field("model"));
+  if (!model.is_object()) return model.Error("expected an object");
+  SEMMAP_ASSIGN_OR_RETURN(absl::string_view model_class, model.StringField("class", false));
+  SEMMAP_ASSIGN_OR_RETURN(absl::string_view model_qualified,
+                          model.StringField("qualified_class", false));
+  m.model_class_ = std::string(model_class);
+  m.model_qualified_class_ = std::string(model_qualified);
+  if (const std::optional<JsonValue> type = model.Find("model_type"); type && type->is_string()) {
+    m.model_type_ = std::string(type->string());
+  }
+  if (const std::optional<JsonValue> config = model.Find("config"); config && config->is_object()) {
+    SEMMAP_RETURN_IF_ERROR(
+        config->ForEachField([&m](absl::string_view key, const JsonValue& value) {
+          m.config_.emplace_back(std::string(key), value.Dump());
+          return absl::OkStatus();
+        }));
+  }
+  Links links;
+  SEMMAP_RETURN_IF_ERROR(ReadModules(doc, &m.modules_, &links, options.max_modules));
+  if (!m.modules_[0].path.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": /modules/0/path: the first module must be the root, path \"\""));
+  }
+  SEMMAP_RETURN_IF_ERROR(m.Index(origin));
+  // Resolve parent and children links and check they agree.
+  SEMMAP_RETURN_IF_ERROR(LinkParents(origin, links, m, &m.modules_));
+  SEMMAP_RETURN_IF_ERROR(LinkChildren(origin, links, m, &m.modules_));
+  MarkNumberedChildren(&m.modules_);
+  return m;
+}
+
+Manifest::Manifest(const Manifest& other)
+    : schema_version_(other.schema_version_),
+      model_class_(other.model_class_),
+      model_qualified_class_(other.model_qualified_class_),
+      model_type_(other.model_type_),
+      config_(other.config_),
+      modules_(other.modules_) {
+  // The tables view this copy's own strings; the paths are known unique.
+  (void)Index("");
+}
+
+Manifest& Manifest::operator=(const Manifest& other) {
+  if (this != &other) *this = Manifest(other);
+  return *this;
+}
+
+Manifest Manifest::FromModulePaths(
+    const std::vector<std::pair<std::string, std::string>>& paths_and_classes) {
+  Manifest m;
+  m.schema_version_ = kManifestSchemaVersion;
+  m.modules_.emplace_back();  // root
+  // Modules move while the vector grows: index their own strings at the end.
+  absl::flat_hash_map<std::string, ModuleId> by_path;
+  by_path.emplace("", 0);
+  auto set_class = [&m](ModuleId id, const std::string& qualified) {
+    ModuleInfo& info = m.modules_[id];
+    if (qualified.empty() || !info.qualified_class.empty()) return;
+    info.qualified_class = qualified;
+    const std::size_t dot = qualified.rfind('.');
+    info.class_name = dot == std::string::npos ? qualified : qualified.substr(dot + 1);
+  };
+  for (const auto& entry : paths_and_classes) {
+    const std::string& full = entry.first;
+    if (full.empty()) set_class(0, entry.second);
+    ModuleId parent = 0;
+    std::string path;
+    for (absl::string_view atom : absl::StrSplit(full, '.', absl::SkipEmpty())) {
+      if (!path.empty()) path.push_back('.');
+      path.append(atom.data(), atom.size());
+      auto it = by_path.find(path);
+      if (it != by_path.end()) {
+        parent = it->second;
+        continue;
+      }
+      const ModuleId id = static_cast<ModuleId>(m.modules_.size());
+      ModuleInfo info;
+      info.path = path;
+      info.parent = parent;
+      info.depth = m.modules_[parent].depth + 1;
+      m.modules_[parent].children.push_back(id);
+      by_path.emplace(path, id);
+      m.modules_.push_back(std::move(info));
+      parent = id;
+    }
+    if (parent != 0) set_class(parent, entry.second);
+  }
+  (void)m.Index("");  // paths are unique by construction
+  MarkNumberedChildren(&m.modules_);
+  return m;
+}
+
+absl::Status Manifest::Index(absl::string_view origin) {
+  by_path_.clear();
+  by_variable_name_.clear();
+  tensor_owner_.clear();
+  by_path_.reserve(modules_.size());
+  std::size_t tensor_bytes = 0, tensors = 0;
+  for (std::size_t i = 0; i < modules_.size(); ++i) {
+    ModuleInfo& info = modules_[i];
+    if (!by_path_.emplace(info.path, static_cast<ModuleId>(i)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": /modules/", i, "/path: duplicate module path \"",
+          internal::Abbreviate(info.path), "\""));
+    }
+    info.variable_name = VariableNameOf(info.path);
+    for (const auto* list : {&info.parameters, &info.buffers}) {
+      for (const TensorSpec& t : *list) {
+        tensor_bytes += info.path.size() + 1 + t.name.size();
+        ++tensors;
+      }
+    }
+  }
+  // Keys are views: filled once every string is in place.
+  for (std::size_t i = 1; i < modules_.size(); ++i) {
+    by_variable_name_[modules_[i].variable_name].push_back(static_cast<ModuleId>(i));
+  }
+  tensor_names_.clear();
+  tensor_names_.reserve(tensor_bytes);
+  tensor_owner_.reserve(tensors);
+  for (std::size_t i = 0; i < modules_.size(); ++i) {
+    const ModuleInfo& info = modules_[i];
+    for (const auto* list : {&info.parameters, &info.buffers}) {
+      for (const TensorSpec& t : *list) {
+        const std::size_t begin = tensor_names_.size();
+        tensor_names_.insert(tensor_names_.end(), info.path.begin(), info.path.end());
+        if (!info.path.empty()) tensor_names_.push_back('.');
+        tensor_names_.insert(tensor_names_.end(), t.name.begin(), t.name.end());
+        // reserve() above: the buffer does not move while names are added.
+        tensor_owner_.emplace(
+            absl::string_view(tensor_names_.data() + begin, tensor_names_.size() - begin),
+            static_cast<ModuleId>(i));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+ModuleId Manifest::find(absl::string_view path) const {
+  auto it = by_path_.find(path);
+  return it == by_path_.end() ? kNoModule : it->second;
+}
+
+const std::vector<ModuleId>& Manifest::withVariableName(absl::string_view name) const {
+  static const std::vector<ModuleId> kEmpty;
+  auto it = by_variable_name_.find(name);
+  return it == by_variable_name_.end() ? kEmpty : it->second;
+}
+
+ModuleId Manifest::ownerOfTensor(absl::string_view full_name) const {
+  auto it = tensor_owner_.find(full_name);
+  return it == tensor_owner_.end() ? kNoModule : it->second;
+}
+
+bool Manifest::isAncestorOrSelf(ModuleId ancestor, ModuleId id) const {
+  if (ancestor == kNoModule || id == kNoModule) return false;
+  while (id != kNoModule && modules_[id].depth > modules_[ancestor].depth) {
+    id = modules_[id].parent;
+  }
+  return id == ancestor;
+}
+
+ModuleId Manifest::lowestCommonAncestor(ModuleId a, ModuleId b) const {
+  if (a == kNoModule || b == kNoModule) return kNoModule;
+  while (modules_[a].depth > modules_[b].depth) a = modules_[a].parent;
+  while (modules_[b].depth > modules_[a].depth) b = modules_[b].parent;
+  while (a != b) {
+    a = modules_[a].parent;
+    b = modules_[b].parent;
+  }
+  return a;
+}
+
+}  // namespace semmap

@@ -1,0 +1,392 @@
+#include "semmap/rules.h"
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "base/out_of_memory.h"
+#include "base/status_macros.h"
+#include "base/text.h"
+#include "io/file_io.h"
+#include "io/json_reader.h"
+#include "manifest/default_rules.h"
+#include "manifest/pattern_prefilter.h"
+#include "re2/re2.h"
+
+namespace semmap {
+namespace {
+
+using internal::JsonValue;
+
+constexpr int kRulesVersion = 1;
+// `[`/`{` levels; a rule file needs four.
+constexpr int kMaxJsonNesting = 64;
+constexpr std::size_t kMaxPatternBytes = 4096;
+constexpr std::int64_t kMaxProgramMemory = 1 << 20;  // per pattern, as RE2 caps it
+constexpr std::uint64_t kMaxRuleFileBytes = 16 << 20;
+// For all patterns of a file together: a file of many patterns each under
+// kMaxProgramMemory must not take minutes to compile or gigabytes to hold.
+constexpr std::int64_t kMaxTotalProgramMemory = 16 << 20;
+constexpr int kMaxPatterns = 1024;
+// RE2 grants a program about a 64th of max_mem in instructions (16 bytes
+// each, a quarter of the budget): a pattern is charged what it used.
+constexpr std::int64_t kBytesPerInstruction = 64;
+
+// What the patterns compiled so far used of the file's budget.
+struct ProgramBudget {
+  std::int64_t used = 0;
+  int patterns = 0;
+};
+
+re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
+
+}  // namespace
+
+struct Rules::Impl {
+  struct Category {
+    std::string name;
+    std::unique_ptr<RE2> class_re, qualified_re, path_re;
+    bool repeated_child = false;
+  };
+  std::vector<std::unique_ptr<RE2>> derived_names;
+  std::unique_ptr<internal::PatternPrefilter> derived_filter;  // of derived_names
+  std::vector<std::unique_ptr<RE2>> value_suffixes;
+  std::unique_ptr<RE2> passthrough_ops;
+  std::unique_ptr<RE2> follow_consumers_ops;
+  std::unique_ptr<RE2> shape_source_ops;
+  std::vector<Category> categories;
+  std::unique_ptr<RE2> library_modules;
+  std::unique_ptr<RE2> uncalled_modules;
+  struct ModuleOps {
+    std::unique_ptr<RE2> class_re, qualified_re, ops_re;
+  };
+  std::vector<ModuleOps> module_ops;
+  std::vector<std::unique_ptr<RE2>> order_keys;
+};
+
+namespace {
+
+absl::Status TotalBudgetExceeded(const JsonValue& value) {
+  return value.Error(absl::StrCat(
+      "the file's patterns together are above the compiled size limit (",
+      kMaxTotalProgramMemory, " bytes of RE2 program memory)"));
+}
+
+absl::StatusOr<std::unique_ptr<RE2>> Compile(const JsonValue& value, ProgramBudget* budget) {
+  if (!value.is_string()) return value.Error("expected a pattern string");
+  const absl::string_view pattern = value.string();
+  if (pattern.empty() || pattern.size() > kMaxPatternBytes) {
+    return value.Error(absl::StrCat("pattern must be 1 to ", kMaxPatternBytes, " bytes"));
+  }
+  if (++budget->patterns > kMaxPatterns) {
+    return value.Error(absl::StrCat("more than ", kMaxPatterns, " patterns in one file"));
+  }
+  const std::int64_t left = kMaxTotalProgramMemory - budget->used;
+  if (left <= 0) return TotalBudgetExceeded(value);
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(std::min(kMaxProgramMemory, left));
+  auto re = std::make_unique<RE2>(Piece(pattern), options);
+  if (!re->ok() && left < kMaxProgramMemory && re->error_code() == RE2::ErrorPatternTooLarge) {
+    return TotalBudgetExceeded(value);
+  }
+  if (re->ok()) budget->used += kBytesPerInstruction * re->ProgramSize();
+  if (!re->ok()) {
+    return value.Error(absl::StrCat("invalid pattern \"",
+                                    internal::Abbreviate(std::string(pattern), 80), "\": ",
+                                    internal::Abbreviate(re->error(), 200)));
+  }
+  return re;
+}
+
+// The value of `key` in `object`, compiled, when `object` is an object with
+// that key; otherwise `shape` (the expected form) at `object`.
+absl::StatusOr<std::unique_ptr<RE2>> CompileMember(const JsonValue& object, absl::string_view key,
+                                                   absl::string_view shape,
+                                                   ProgramBudget* budget) {
+  std::optional<JsonValue> member = object.is_object() ? object.Find(key) : std::nullopt;
+  if (!member) return object.Error(shape);
+  return Compile(*member, budget);
+}
+
+absl::Status CompileList(const JsonValue& doc, absl::string_view key, ProgramBudget* budget,
+                         std::vector<std::unique_ptr<RE2>>* out) {
+  const std::optional<JsonValue> list = doc.Find(key);
+  if (!list) return absl::OkStatus();
+  if (!list->is_array()) return list->Error("expected an array");
+  return list->ForEachElement([&](const JsonValue& entry) -> absl::Status {
+    SEMMAP_ASSIGN_OR_RETURN(auto re,
+                            CompileMember(entry, "pattern", "expected {\"pattern\": ...}", budget));
+    out->push_back(std::move(re));
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::unique_ptr<RE2>> CompileSingle(const JsonValue& doc, absl::string_view key,
+                                                   absl::string_view field,
+                                                   ProgramBudget* budget) {
+  const std::optional<JsonValue> rule = doc.Find(key);
+  if (!rule) return std::unique_ptr<RE2>();
+  return CompileMember(*rule, field, absl::StrCat("expected {\"", field, "\": ...}"), budget);
+}
+
+}  // namespace
+
+Rules::Rules(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Rules::Rules(Rules&&) noexcept = default;
+Rules& Rules::operator=(Rules&&) noexcept = default;
+Rules::~Rules() = default;
+
+const Rules& Rules::Default() {
+  static const Rules* rules = [] {
+    auto parsed = Parse(internal::kDefaultRulesJson, "rules/default.json");
+    // The default rules are tested; failing here is a build defect.
+    if (!parsed.ok()) std::abort();
+    return new Rules(*std::move(parsed));
+  }();
+  return *rules;
+}
+
+absl::StatusOr<Rules> Rules::Load(const std::string& path) {
+  SEMMAP_ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path, kMaxRuleFileBytes));
+  return Parse(text, path);
+}
+
+// Long (about 100 lines): one short section per key of the rule file, in
+// the file's order (docs/rules.md), each with its own error.
+absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view origin) try {
+  SEMMAP_ASSIGN_OR_RETURN(
+      const internal::JsonDocument json,
+      internal::JsonDocument::Parse(text, origin, {kMaxRuleFileBytes, kMaxJsonNesting}));
+  const JsonValue doc = json.root();
+  const std::optional<JsonValue> format = doc.Find("format");
+  if (!format || !format->is_string() || format->string() != "semmap.rules") {
+    return doc.ErrorAt("format", "not a semmap rule file (expected \"format\": \"semmap.rules\")");
+  }
+  const std::optional<JsonValue> version = doc.Find("version");
+  if (!version || !version->is_integer() || version->is_unsigned() ||
+      version->int64() != kRulesVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(origin, ": /version: this build reads rule files of version ", kRulesVersion));
+  }
+  auto impl = std::make_unique<Impl>();
+  ProgramBudget budget;
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", &budget, &impl->derived_names));
+  impl->derived_filter = std::make_unique<internal::PatternPrefilter>(impl->derived_names);
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", &budget, &impl->value_suffixes));
+  SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops,
+                          CompileSingle(doc, "weight_passthrough_ops", "pattern", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops,
+                          CompileSingle(doc, "follow_consumers_ops", "pattern", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->shape_source_ops,
+                          CompileSingle(doc, "shape_source_ops", "pattern", &budget));
+  if (const std::optional<JsonValue> categories = doc.Find("categories")) {
+    if (!categories->is_array()) return categories->Error("expected an array");
+    const absl::Status status = categories->ForEachElement([&](const JsonValue& c) -> absl::Status {
+      static constexpr absl::string_view kKeys[] = {"category", "class", "qualified_class", "path",
+                                                    "repeated_child"};
+      std::optional<JsonValue> f[5];
+      c.Lookup(kKeys, absl::MakeSpan(f));
+      if (!c.is_object() || !f[0] || !f[0]->is_string()) {
+        return c.Error("expected {\"category\": \"...\", ...}");
+      }
+      Impl::Category cat;
+      cat.name = std::string(f[0]->string());
+      if (f[1]) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.class_re, Compile(*f[1], &budget));
+      }
+      if (f[2]) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.qualified_re, Compile(*f[2], &budget));
+      }
+      if (f[3]) {
+        SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(*f[3], &budget));
+      }
+      if (f[4]) {
+        if (!f[4]->is_boolean()) return f[4]->Error("expected true or false");
+        cat.repeated_child = f[4]->boolean();
+      }
+      if (!cat.class_re && !cat.qualified_re && !cat.path_re && !cat.repeated_child) {
+        return c.Error("a category needs class, qualified_class, path or repeated_child");
+      }
+      impl->categories.push_back(std::move(cat));
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
+  }
+  SEMMAP_ASSIGN_OR_RETURN(impl->library_modules,
+                          CompileSingle(doc, "library_modules", "qualified_class", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->uncalled_modules,
+                          CompileSingle(doc, "uncalled_modules", "qualified_class", &budget));
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "order_keys", &budget, &impl->order_keys));
+  for (std::size_t i = 0; i < impl->order_keys.size(); ++i) {
+    if (impl->order_keys[i]->NumberOfCapturingGroups() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": /order_keys/", i, "/pattern: needs exactly one capturing group (the counter)"));
+    }
+  }
+  if (const std::optional<JsonValue> module_ops = doc.Find("module_ops")) {
+    if (!module_ops->is_array()) return module_ops->Error("expected an array");
+    const absl::Status status = module_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {
+      static constexpr absl::string_view kKeys[] = {"class", "qualified_class", "ops"};
+      std::optional<JsonValue> f[3];
+      r.Lookup(kKeys, absl::MakeSpan(f));
+      if (!r.is_object() || !f[2] || (!f[0] && !f[1])) {
+        return r.Error("expected {\"class\" or \"qualified_class\": ..., \"ops\": ...}");
+      }
+      Impl::ModuleOps rule;
+      if (f[0]) {
+        SEMMAP_ASSIGN_OR_RETURN(rule.class_re, Compile(*f[0], &budget));
+      }
+      if (f[1]) {
+        SEMMAP_ASSIGN_OR_RETURN(rule.qualified_re, Compile(*f[1], &budget));
+      }
+      SEMMAP_ASSIGN_OR_RETURN(rule.ops_re, Compile(*f[2], &budget));
+      impl->module_ops.push_back(std::move(rule));
+      return absl::OkStatus();
+    });
+    if (!status.ok()) return status;
+  }
+  return Rules(std::move(impl));
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the rules");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the rules");
+}
+
+bool Rules::isDerivedNodeName(absl::string_view name) const {
+  return impl_->derived_filter->AnyPartialMatch(name);
+}
+
+absl::string_view Rules::stripValueSuffixes(absl::string_view value) const {
+  // Suffixes stack ("_output_0_quantized"): strip until none applies.
+  for (int round = 0; round < 8; ++round) {
+    bool stripped = false;
+    for (const auto& re : impl_->value_suffixes) {
+      re2::StringPiece match;
+      if (re->Match(Piece(value), 0, value.size(), RE2::UNANCHORED, &match, 1) &&
+          match.data() + match.size() == value.data() + value.size() && !match.empty()) {
+        value.remove_suffix(match.size());
+        stripped = true;
+      }
+    }
+    if (!stripped) break;
+  }
+  return value;
+}
+
+bool Rules::isWeightPassthrough(absl::string_view op_type) const {
+  return impl_->passthrough_ops && RE2::PartialMatch(Piece(op_type), *impl_->passthrough_ops);
+}
+
+bool Rules::followsConsumers(absl::string_view op_type) const {
+  return impl_->follow_consumers_ops &&
+         RE2::PartialMatch(Piece(op_type), *impl_->follow_consumers_ops);
+}
+
+bool Rules::isShapeSource(absl::string_view op_type) const {
+  return impl_->shape_source_ops && RE2::PartialMatch(Piece(op_type), *impl_->shape_source_ops);
+}
+
+std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {
+  if (module == kNoModule) return std::string();
+  const ModuleInfo& info = manifest.module(module);
+  for (const auto& cat : impl_->categories) {
+    bool ok = true;
+    if (cat.class_re) ok = ok && RE2::PartialMatch(Piece(info.class_name), *cat.class_re);
+    if (cat.qualified_re) ok = ok && RE2::PartialMatch(Piece(info.qualified_class), *cat.qualified_re);
+    if (cat.path_re) ok = ok && RE2::PartialMatch(Piece(info.path), *cat.path_re);
+    if (cat.repeated_child) {
+      ok = ok && info.parent != kNoModule && manifest.module(info.parent).numbered_children;
+    }
+    if (ok) return cat.name;
+  }
+  return std::string();
+}
+
+std::vector<std::string> Rules::categoriesOf(const Manifest& manifest) const {
+  const std::vector<Impl::Category>& categories = impl_->categories;
+  // Per distinct (class, qualified class): which categories' class
+  // patterns hold (1) or not (0).
+  absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, std::vector<char>>
+      by_class;
+  std::vector<std::string> out;
+  out.reserve(manifest.size());
+  for (std::size_t i = 0; i < manifest.size(); ++i) {
+    const ModuleInfo& info = manifest.module(static_cast<ModuleId>(i));
+    auto inserted = by_class.try_emplace(
+        std::make_pair(absl::string_view(info.class_name), absl::string_view(info.qualified_class)));
+    std::vector<char>& classes_hold = inserted.first->second;
+    if (inserted.second) {
+      classes_hold.reserve(categories.size());
+      for (const Impl::Category& cat : categories) {
+        classes_hold.push_back(
+            (!cat.class_re || RE2::PartialMatch(Piece(info.class_name), *cat.class_re)) &&
+            (!cat.qualified_re || RE2::PartialMatch(Piece(info.qualified_class), *cat.qualified_re)));
+      }
+    }
+    std::string category;
+    for (std::size_t c = 0; c < categories.size(); ++c) {
+      const Impl::Category& cat = categories[c];
+      if (!classes_hold[c]) continue;
+      if (cat.path_re && !RE2::PartialMatch(Piece(info.path), *cat.path_re)) continue;
+      if (cat.repeated_child &&
+          (info.parent == kNoModule || !manifest.module(info.parent).numbered_children)) {
+        continue;
+      }
+      category = cat.name;
+      break;
+    }
+    out.push_back(std::move(category));
+  }
+  return out;
+}
+
+bool Rules::orderKey(absl::string_view name, std::uint64_t* key) const {
+  for (const auto& re : impl_->order_keys) {
+    re2::StringPiece digits;
+    if (RE2::FullMatch(Piece(name), *re, &digits) && !digits.empty() && digits.size() <= 18) {
+      std::uint64_t v = 0;
+      for (char c : digits) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      *key = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Rules::isUncalledModule(const ModuleInfo& module) const {
+  return impl_->uncalled_modules && !module.qualified_class.empty() &&
+         RE2::PartialMatch(Piece(module.qualified_class), *impl_->uncalled_modules);
+}
+
+bool Rules::isLibraryModule(const ModuleInfo& module) const {
+  return impl_->library_modules && !module.qualified_class.empty() &&
+         RE2::PartialMatch(Piece(module.qualified_class), *impl_->library_modules);
+}
+
+int Rules::moduleOpsRule(const ModuleInfo& module) const {
+  for (std::size_t i = 0; i < impl_->module_ops.size(); ++i) {
+    const Impl::ModuleOps& r = impl_->module_ops[i];
+    if (r.class_re && RE2::PartialMatch(Piece(module.class_name), *r.class_re)) return static_cast<int>(i);
+    if (r.qualified_re && RE2::PartialMatch(Piece(module.qualified_class), *r.qualified_re)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+bool Rules::moduleProduces(int rule, absl::string_view op_type) const {
+  return rule >= 0 && static_cast<std::size_t>(rule) < impl_->module_ops.size() &&
+         RE2::PartialMatch(Piece(op_type), *impl_->module_ops[rule].ops_re);
+}
+
+}  // namespace semmap

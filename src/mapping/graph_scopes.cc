@@ -1,0 +1,345 @@
+#include "mapping/graph_scopes.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/parallel.h"
+#include "base/text.h"
+#include "graph/exporter_metadata.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// Without a manifest every prefix of a scope's dotted path becomes a
+// module, so a path of n atoms costs O(n x length): paths are cut (at an
+// atom) to these bounds, which real module paths are far below, keeping the
+// work on a hostile name linear in its length.
+constexpr std::size_t kMaxDerivedAtoms = 64;
+constexpr std::size_t kMaxDerivedPathBytes = 1024;
+
+absl::string_view ScopeKey(absl::string_view name) {
+  return name.substr(0, name.rfind('/'));
+}
+
+// The manifest-free module path of a scope: the metadata path as written,
+// or ScopePath::DottedPath() rules for names.
+std::string DottedPath(const Scope& s) {
+  if (s.from_metadata) return s.text;
+  return DottedPathOf(s.segments);
+}
+
+// `path` cut after kMaxDerivedAtoms atoms or before passing
+// kMaxDerivedPathBytes, at an atom boundary.
+std::string BoundedPath(std::string path) {
+  std::size_t atoms = 1, cut = std::string::npos;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '.') continue;
+    if (i > kMaxDerivedPathBytes) break;
+    cut = i;
+    if (++atoms > kMaxDerivedAtoms) break;
+  }
+  if (atoms > kMaxDerivedAtoms || path.size() > kMaxDerivedPathBytes) {
+    path.resize(cut == std::string::npos ? std::min(path.size(), kMaxDerivedPathBytes) : cut);
+  }
+  return path;
+}
+
+using KeyedScope = std::pair<absl::string_view, Scope*>;
+
+// Scopes [from, to) keyed by their segments joined by '\0' (written to
+// `text`), sorted. '\0' sorts below every other byte: comparing the joined
+// texts orders as comparing segment by segment, at one memcmp per
+// comparison.
+void SortRange(std::vector<Scope>* scopes, std::size_t from, std::size_t to, std::string* text,
+               std::vector<KeyedScope>* keyed) {
+  std::size_t bytes = 0;
+  for (std::size_t k = from; k < to; ++k) {
+    for (absl::string_view segment : (*scopes)[k].segments) bytes += segment.size() + 1;
+  }
+  text->reserve(bytes);  // views below stay valid: the text does not move
+  keyed->reserve(to - from);
+  for (std::size_t k = from; k < to; ++k) {
+    const Scope& scope = (*scopes)[k];
+    const std::size_t begin = text->size();
+    for (std::size_t i = 0; i < scope.segments.size(); ++i) {
+      if (i > 0) text->push_back('\0');
+      text->append(scope.segments[i].data(), scope.segments[i].size());
+    }
+    keyed->emplace_back(absl::string_view(*text).substr(begin), &(*scopes)[k]);
+  }
+  std::sort(keyed->begin(), keyed->end(),
+            [](const KeyedScope& a, const KeyedScope& b) { return a.first < b.first; });
+}
+
+// The scopes sorted by their segments (GraphScopes::ordered): two halves
+// sorted on two cores for many scopes, then merged. Ties (equal segments)
+// resolve alike whatever their order.
+std::vector<Scope*> SortedScopes(std::vector<Scope>* scopes) {
+  const std::size_t n = scopes->size();
+  const std::size_t mid = n / 2;
+  std::string text[2];
+  std::vector<KeyedScope> keyed[2];
+  RunBoth(n >= kParallelNodes / 8, [&] { SortRange(scopes, mid, n, &text[1], &keyed[1]); },
+          [&] { SortRange(scopes, 0, mid, &text[0], &keyed[0]); });
+  std::vector<KeyedScope> merged(n);
+  std::merge(keyed[0].begin(), keyed[0].end(), keyed[1].begin(), keyed[1].end(), merged.begin(),
+             [](const KeyedScope& a, const KeyedScope& b) { return a.first < b.first; });
+  std::vector<Scope*> ordered;
+  ordered.reserve(n);
+  for (const KeyedScope& entry : merged) ordered.push_back(entry.second);
+  return ordered;
+}
+
+// What a node's name or metadata says of its scope, read without touching
+// the shared scope table, so the nodes can be read on two cores.
+struct NodeScope {
+  static constexpr std::uint32_t kNoStack = UINT32_MAX;
+  const char* key = nullptr;  // a name scope: the name's text before its last '/'
+  std::size_t key_size = 0;
+  std::uint32_t stack = kNoStack;  // else a module stack: index into its half's
+};
+
+struct MetadataScope {
+  std::string path;  // the deepest module path
+  std::string qualified_class;
+};
+
+// Reads the scopes of nodes [from, to) into `out` (indexed by node),
+// module stacks into `stacks`.
+void ReadNodeScopes(const Graph& graph, const Rules& rules, std::size_t from, std::size_t to,
+                    std::vector<NodeScope>* out, std::vector<MetadataScope>* stacks) {
+  ModuleStack stack;
+  for (std::size_t i = from; i < to; ++i) {
+    const Node& node = graph.node(static_cast<NodeId>(i));
+    NodeScope& ns = (*out)[i];
+    if (!node.name.empty() && node.name.front() == '/' && !rules.isDerivedNodeName(node.name)) {
+      ns.key = node.name.data();
+      ns.key_size = ScopeKey(node.name).size();
+      continue;
+    }
+    if (stacks->size() >= NodeScope::kNoStack || !ReadModuleStack(node.metadata, &stack)) {
+      continue;
+    }
+    ns.stack = static_cast<std::uint32_t>(stacks->size());
+    stacks->push_back({stack.deepest(), stack.deepestClass()});
+  }
+}
+
+constexpr std::uint32_t kNone = UINT32_MAX;
+
+// The distinct scopes of some nodes, numbered in the order first met.
+class ScopeTable {
+ public:
+  // A name scope, keyed by the name's text before its last '/' (a view
+  // into the Graph); `node` is the node naming it.
+  std::uint32_t Name(absl::string_view key, std::size_t node) {
+    auto inserted = names_.try_emplace(key, Next());
+    if (inserted.second) firsts_.push_back({key, node, kNone});
+    return inserted.first->second;
+  }
+
+  // A module-stack scope; the first node to name it gives its class.
+  std::uint32_t Stack(MetadataScope&& stack) {
+    auto inserted = stacks_.try_emplace(stack.path, Next());
+    if (inserted.second) {
+      firsts_.push_back({{}, 0, static_cast<std::uint32_t>(stack_scopes_.size())});
+      stack_scopes_.push_back(std::move(stack));
+    }
+    return inserted.first->second;
+  }
+
+  // Numbers nodes [from, to) of `read` into `index`; a node with the
+  // previous node's key (a module's nodes usually follow each other) takes
+  // its scope without a lookup.
+  void Number(std::vector<NodeScope>* read, std::vector<MetadataScope>* stacks,
+              std::size_t from, std::size_t to, std::vector<std::uint32_t>* index) {
+    absl::string_view last_key;
+    std::uint32_t last = kNone;
+    for (std::size_t i = from; i < to; ++i) {
+      const NodeScope& ns = (*read)[i];
+      if (ns.key != nullptr) {
+        const absl::string_view key(ns.key, ns.key_size);
+        if (last == kNone || key != last_key) {
+          last = Name(key, i);
+          last_key = key;
+        }
+        (*index)[i] = last;
+      } else if (ns.stack != NodeScope::kNoStack) {
+        (*index)[i] = Stack(std::move((*stacks)[ns.stack]));
+      }
+    }
+  }
+
+  // Adds the scopes of `later` (numbered from later nodes) that this table
+  // lacks, in their order; returns each one's number here.
+  std::vector<std::uint32_t> Absorb(ScopeTable&& later) {
+    std::vector<std::uint32_t> renumbered(later.firsts_.size());
+    for (std::size_t k = 0; k < later.firsts_.size(); ++k) {
+      const First& f = later.firsts_[k];
+      renumbered[k] = f.stack == kNone
+                          ? Name(f.key, f.node)
+                          : Stack(std::move(later.stack_scopes_[f.stack]));
+    }
+    return renumbered;
+  }
+
+  std::size_t size() const { return firsts_.size(); }
+
+  // Makes scopes [from, to) in `all` (already sized), their segments
+  // appended to `pool` and each one's (offset, count) into it to `spans`.
+  void Build(const Graph& graph, std::size_t from, std::size_t to, std::vector<Scope>* all,
+             std::vector<absl::string_view>* pool,
+             std::vector<std::pair<std::size_t, std::size_t>>* spans) {
+    for (std::size_t k = from; k < to; ++k) {
+      Scope& s = (*all)[k];
+      const First& f = firsts_[k];
+      const std::size_t begin = pool->size();
+      if (f.stack == kNone) {
+        s.key = f.key;
+        const ScopePath path = ScopePath::Parse(graph.node(static_cast<NodeId>(f.node)).name);
+        pool->insert(pool->end(), path.segments().begin(), path.segments().end());
+      } else {
+        MetadataScope& stack = stack_scopes_[f.stack];
+        s.from_metadata = true;
+        s.text = std::move(stack.path);
+        s.qualified_class = std::move(stack.qualified_class);
+        for (absl::string_view atom : absl::StrSplit(s.text, '.', absl::SkipEmpty())) {
+          pool->push_back(atom);
+        }
+      }
+      spans->emplace_back(begin, pool->size() - begin);
+    }
+  }
+
+ private:
+  struct First {
+    absl::string_view key;  // name scopes
+    std::size_t node;       // name scopes: the first node naming it
+    std::uint32_t stack;    // metadata scopes: index into stack_scopes_
+  };
+  std::uint32_t Next() const { return static_cast<std::uint32_t>(firsts_.size()); }
+
+  absl::flat_hash_map<absl::string_view, std::uint32_t> names_;
+  absl::flat_hash_map<std::string, std::uint32_t> stacks_;
+  std::vector<First> firsts_;
+  std::vector<MetadataScope> stack_scopes_;
+};
+
+}  // namespace
+
+// Every pass over the nodes, and the making of the scopes, goes in two
+// halves on two cores on a large graph; the halves' scope tables are then
+// merged, numbering the scopes as one pass in node order would.
+GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
+  GraphScopes out;
+  const std::size_t n = graph.size();
+  const bool parallel = n >= kParallelNodes;
+  const std::size_t mid = n / 2;
+  std::vector<NodeScope> read(n);
+  std::vector<MetadataScope> stacks[2];
+  std::vector<std::uint32_t> index(n, kNone);
+  ScopeTable tables[2];
+  RunBoth(
+      parallel,
+      [&] {
+        ReadNodeScopes(graph, rules, mid, n, &read, &stacks[1]);
+        tables[1].Number(&read, &stacks[1], mid, n, &index);
+      },
+      [&] {
+        ReadNodeScopes(graph, rules, 0, mid, &read, &stacks[0]);
+        tables[0].Number(&read, &stacks[0], 0, mid, &index);
+      });
+  std::vector<NodeScope>().swap(read);
+  ScopeTable& table = tables[0];
+  const std::vector<std::uint32_t> renumbered = table.Absorb(std::move(tables[1]));
+  for (std::size_t i = mid; i < n; ++i) {
+    if (index[i] != kNone) index[i] = renumbered[index[i]];
+  }
+
+  const std::size_t count = table.size();
+  out.all.resize(count);
+  std::vector<absl::string_view> pools[2];
+  std::vector<std::pair<std::size_t, std::size_t>> spans[2];
+  const std::size_t half = count / 2;
+  RunBoth(parallel, [&] { table.Build(graph, half, count, &out.all, &pools[1], &spans[1]); },
+          [&] { table.Build(graph, 0, half, &out.all, &pools[0], &spans[0]); });
+  out.segments = std::move(pools[0]);
+  const std::size_t shift = out.segments.size();
+  out.segments.insert(out.segments.end(), pools[1].begin(), pools[1].end());
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto& span = k < half ? spans[0][k] : spans[1][k - half];
+    out.all[k].segments = absl::MakeConstSpan(
+        out.segments.data() + span.first + (k < half ? 0 : shift), span.second);
+  }
+
+  out.of_node.assign(n, nullptr);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (index[i] == kNone) continue;
+    Scope* s = &out.all[index[i]];
+    ++s->nodes;
+    out.of_node[i] = s;
+  }
+  out.ordered = SortedScopes(&out.all);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> DerivedModulePaths(const GraphScopes& scopes) {
+  absl::flat_hash_map<std::string, std::string> raw;  // path -> class
+  for (const Scope& scope : scopes.all) {
+    std::string& cls = raw[BoundedPath(DottedPath(scope))];
+    if (cls.empty()) cls = scope.qualified_class;
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(raw.size());
+  for (const auto& entry : raw) {
+    std::string rewritten;
+    for (absl::string_view atom : absl::StrSplit(entry.first, '.')) {
+      absl::string_view base;
+      long call = 0;
+      const std::string prefix = rewritten.empty() ? "" : rewritten + ".";
+      if (SplitCallSuffix(atom, &base, &call) && raw.contains(absl::StrCat(prefix, base))) {
+        atom = base;
+      }
+      rewritten = absl::StrCat(prefix, atom);
+    }
+    out.emplace_back(std::move(rewritten), entry.second);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<ModuleId> ResolvedModulesOfNodes(const GraphScopes& scopes) {
+  std::vector<ModuleId> modules(scopes.of_node.size(), kNoModule);
+  for (std::size_t i = 0; i < scopes.of_node.size(); ++i) {
+    const Scope* s = scopes.of_node[i];
+    if (s != nullptr && s->resolution.complete() && s->outcome.mapped()) {
+      modules[i] = s->outcome.module;
+    }
+  }
+  return modules;
+}
+
+std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes) {
+  std::vector<ScopeSample> samples;
+  samples.reserve(scopes.all.size());
+  for (const Scope& scope : scopes.all) {
+    samples.push_back({scope.from_metadata, scope.key, scope.text, scope.segments,
+                       scope.qualified_class, scope.nodes, &scope.resolution});
+  }
+  return samples;
+}
+
+std::string ScopeEvidence(const Scope& s) {
+  return s.from_metadata
+             ? absl::StrCat("module stack ", Abbreviate(s.text, 80))
+             : absl::StrCat("scope /", Abbreviate(absl::StrJoin(s.segments, "/"), 80));
+}
+
+}  // namespace internal
+}  // namespace semmap

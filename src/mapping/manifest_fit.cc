@@ -1,0 +1,659 @@
+#include "mapping/manifest_fit.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/types/span.h"
+#include "base/text.h"
+#include "semmap/scope_path.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// Below this many names (scoped nodes plus parameter-named initializers)
+// the graph says too little to judge a manifest.
+constexpr std::size_t kMinEvidence = 8;
+// A fitting manifest resolves at least this share of the names. Own
+// manifests resolve 0.95 or more on every fixture, task models against
+// their base model's manifest about 0.9; another model's, under 0.2
+// (docs/mapping.md, "Manifest fit").
+constexpr double kMinAgreement = 0.5;
+// Distinct scopes and parameter-named initializers, each: own manifests
+// name 0.96 or more of the scopes literally on every fixture (a tied
+// embedding's second scope is the usual miss) and every initializer; other
+// architectures under 0.9 of either, apart from near twins whose module
+// paths coincide (docs/mapping.md).
+constexpr double kMinShare = 0.9;
+// Conflicts (a scope's class, a parameter's size or existence): one in this
+// many is a misfit; another size of the same architecture differs in
+// nearly every parameter, a sibling architecture in every class.
+constexpr std::size_t kConflictShare = 10;
+// Parameter names are full module paths: from this many on, most of them
+// missing says another model even where scopes agree. Also the fewest
+// unnamed weights judged by size.
+constexpr std::size_t kFewTensors = 3;
+// Unnamed weights of a size their module's parameters do not have: a
+// misfit when more than one in this many.
+constexpr std::size_t kWeightMismatchShare = 4;
+// Trailing items of a repeated container that nothing in the graph touches:
+// a misfit when they are at least this share of the container. An export
+// may drop a dead last layer (a feature taken from the penultimate one),
+// never a quarter of them.
+constexpr std::size_t kUnusedItemShare = 4;
+
+// What the notes of a fitting manifest collect while the evidence is
+// counted: per kind, how many names, their nodes and the first example in
+// text order (so notes do not depend on the order of the scopes).
+class NoteTally {
+ public:
+  void Add(FitNoteKind kind, absl::string_view example, std::size_t nodes) {
+    Entry& e = entries_[static_cast<std::size_t>(kind)];
+    ++e.count;
+    e.nodes += nodes;
+    if (e.example.empty() || example < e.example) e.example = std::string(example);
+  }
+  std::size_t count(FitNoteKind kind) const {
+    return entries_[static_cast<std::size_t>(kind)].count;
+  }
+  // Adds the entries of `other`.
+  void Merge(const NoteTally& other) {
+    for (std::size_t i = 0; i < kFitNoteKindCount; ++i) {
+      Entry& e = entries_[i];
+      const Entry& o = other.entries_[i];
+      e.count += o.count;
+      e.nodes += o.nodes;
+      if (!o.example.empty() && (e.example.empty() || o.example < e.example)) e.example = o.example;
+    }
+  }
+  std::vector<FitNote> Notes() const;
+
+ private:
+  struct Entry {
+    std::size_t count = 0;
+    std::size_t nodes = 0;
+    std::string example;
+  };
+  std::array<Entry, kFitNoteKindCount> entries_;
+};
+
+// How a note reads, by FitNoteKind: "<count><one or many><why>".
+struct NoteWording {
+  const char* one;
+  const char* many;
+  const char* why;
+};
+constexpr NoteWording kNoteWording[kFitNoteKindCount] = {
+    {" scope is a later call", " scopes are later calls",
+     " of a module called more than once in forward"},
+    {" item has", " items have", " parameters and no node: folded into a neighbour by the exporter"},
+    {" parameter is", " parameters are", " stored in another shape of the same size"},
+    {" initializer is", " initializers are",
+     " named under a module but none of its parameters: created in forward"},
+    {" name lies", " names lie",
+     " outside the manifest's paths: reached past a module whose forward did not run, or outside "
+     "the module bound to the root"},
+};
+
+std::vector<FitNote> NoteTally::Notes() const {
+  std::vector<FitNote> notes;
+  for (std::size_t i = 0; i < kFitNoteKindCount; ++i) {
+    const Entry& e = entries_[i];
+    if (e.count == 0) continue;
+    FitNote note;
+    note.kind = static_cast<FitNoteKind>(i);
+    note.count = e.count;
+    note.nodes = e.nodes;
+    note.example = Abbreviate(e.example, 80);
+    const NoteWording& w = kNoteWording[i];
+    note.text = absl::StrCat(e.count, e.count == 1 ? w.one : w.many, w.why, " (e.g. \"",
+                             note.example, "\")");
+    notes.push_back(std::move(note));
+  }
+  return notes;
+}
+
+// "encoder.layer.0.output.dense.weight": dotted identifier atoms, as torch
+// names parameters; not an exporter's own name ("onnx::MatMul_12",
+// "val_3", "/encoder/.../Constant_output_0").
+bool ParameterLike(absl::string_view name) {
+  if (name.empty() || name.find('.') == absl::string_view::npos) return false;
+  if (absl::ascii_isdigit(static_cast<unsigned char>(name.front()))) return false;
+  char previous = '.';
+  for (char c : name) {
+    const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+    if (!ok || (c == '.' && previous == '.')) return false;
+    previous = c;
+  }
+  return previous != '.';
+}
+
+
+// The manifest module a scope names literally: its manifest-free dotted
+// path (ScopePath rules) under the root binding, or kNoModule. Scope
+// resolution also finds modules through skipped levels, which lets a scope
+// resolve in a similar architecture ("/model/layers.0/self_attn" in an
+// encoder-decoder's "model.decoder.layers.0.self_attn"); a fitting
+// manifest has the path itself.
+// Names outside the binding's wrapper (a task head's "classifier" around
+// a base model's manifest) set `*outside`: they say nothing of the fit.
+ModuleId LiteralModule(const Manifest& manifest, const RootBinding& binding,
+                       absl::string_view dotted, bool* outside) {
+  *outside = false;
+  for (const std::string& segment : binding.wrapper) {
+    if (!absl::ConsumePrefix(&dotted, segment) ||
+        (!dotted.empty() && !absl::ConsumePrefix(&dotted, "."))) {
+      *outside = true;
+      return kNoModule;
+    }
+  }
+  const std::string& root = manifest.module(binding.root).path;
+  if (root.empty()) return manifest.find(dotted);
+  return manifest.find(dotted.empty() ? root : absl::StrCat(root, ".", dotted));
+}
+
+// The module `scope` names literally when its resolution tells it already,
+// else kNoModule (then LiteralModule says). A complete resolution whose
+// every step found "<parent path>.<segment>" itself (no module searched
+// for below, no call suffix folded) reached the module whose scope torch
+// names with exactly these segments. For a metadata path, that is its
+// literal path when the path has no empty atoms. Scopes outside the
+// wrapper never resolve completely.
+ModuleId ResolvedLiterally(const ScopeSample& scope) {
+  const ScopeResolution* r = scope.resolution;
+  if (r == nullptr || !r->complete() || r->indirect != 0 || r->call_suffix) return kNoModule;
+  if (scope.from_metadata) {
+    std::size_t joined = 0;
+    for (absl::string_view segment : scope.segments) joined += segment.size() + 1;
+    return joined == scope.path.size() + 1 ? r->module : kNoModule;
+  }
+  return r->module;
+}
+
+// The module a dotted tensor name lives in (the name without its last
+// atom), or kNoModule.
+ModuleId ModuleOfTensor(const Manifest& manifest, const RootBinding& binding,
+                        absl::string_view name, bool* outside) {
+  return LiteralModule(manifest, binding, name.substr(0, name.rfind('.')), outside);
+}
+
+// "weight_bias" of a module with a "weight": a name the exporter made from
+// one of the module's own tensors.
+bool DerivedFromOwnTensor(const ModuleInfo& info, absl::string_view name) {
+  const absl::string_view local = name.substr(name.rfind('.') + 1);
+  for (const auto* list : {&info.parameters, &info.buffers}) {
+    for (const TensorSpec& spec : *list) {
+      if (local.size() > spec.name.size() + 1 && absl::StartsWith(local, spec.name) &&
+          local[spec.name.size()] == '_') {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+const TensorSpec* FindSpec(const ModuleInfo& info, absl::string_view local) {
+  for (const auto* list : {&info.parameters, &info.buffers}) {
+    for (const TensorSpec& spec : *list) {
+      if (spec.name == local) return &spec;
+    }
+  }
+  return nullptr;
+}
+
+// The module whose evidence touches `id`: marks it and its ancestors.
+void Touch(const Manifest& manifest, ModuleId id, std::vector<bool>* touched) {
+  for (; id != kNoModule && !(*touched)[id]; id = manifest.module(id).parent) {
+    (*touched)[id] = true;
+  }
+}
+
+// The module a TorchScript scope names once the "_N" suffixes of later
+// calls are dropped ("/layer1/layer1.0/relu_1" -> "layer1.0.relu"), or
+// kNoModule. A segment loses its suffix only where the path up to it is not
+// in the manifest as written, so a module named "conv_1" stays itself.
+ModuleId LiteralWithoutCallSuffixes(const Manifest& manifest, const RootBinding& binding,
+                                    absl::Span<const absl::string_view> segments) {
+  std::vector<absl::string_view> kept(segments.begin(), segments.end());
+  bool dropped = false;
+  bool outside = false;
+  ModuleId module = kNoModule;  // of the path up to segment i
+  for (std::size_t i = binding.wrapper.size(); i < kept.size(); ++i) {
+    const auto prefix = absl::MakeConstSpan(kept.data(), i + 1);
+    module = LiteralModule(manifest, binding, DottedPathOf(prefix), &outside);
+    if (module != kNoModule) continue;
+    absl::string_view base;
+    long call = 0;
+    if (outside || !SplitCallSuffix(kept[i], &base, &call)) return kNoModule;
+    kept[i] = base;
+    module = LiteralModule(manifest, binding, DottedPathOf(prefix), &outside);
+    if (module == kNoModule) return kNoModule;
+    dropped = true;
+  }
+  return dropped ? module : kNoModule;
+}
+
+// The module a scope names, and the note it needs when that is not the
+// manifest's literal path: a later call of a module, or a module reached
+// past one whose forward did not run (the mapper's own resolution, when it
+// is complete and unambiguous). Module stacks of exporter metadata are
+// full module paths: the manifest has them literally or not at all.
+ModuleId NotedModule(const Manifest& manifest, const RootBinding& binding,
+                     const ScopeSample& scope, FitNoteKind* why) {
+  if (scope.from_metadata) return kNoModule;
+  ModuleId id = LiteralWithoutCallSuffixes(manifest, binding, scope.segments);
+  if (id != kNoModule) {
+    *why = FitNoteKind::kReusedCall;
+    return id;
+  }
+  const ScopeResolution* r = scope.resolution;
+  if (r == nullptr || !r->complete() || r->ambiguous) return kNoModule;
+  *why = FitNoteKind::kOutsideManifestRoot;
+  return r->module;
+}
+
+// Counts the nodes whose scope lies below the root, and those whose scope
+// names a manifest module (literally, or for a reason noted); touches those
+// modules. Examples (a missing scope, a conflicting class) are the smallest
+// in text order, so messages do not depend on the order of `scopes`.
+void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifest,
+                 const RootBinding& binding, ManifestFit* fit, ManifestFit* outside,
+                 NoteTally* notes, NoteTally* outside_notes, std::vector<bool>* touched,
+                 std::string* first_scope) {
+  absl::string_view conflict_path;
+  for (const ScopeSample& scope : scopes) {
+    if (scope.segments.empty()) continue;  // the root scope, true of any manifest
+    const absl::string_view text = scope.from_metadata ? scope.path : scope.name_scope;
+    bool beyond_wrapper = false;
+    ModuleId id = ResolvedLiterally(scope);
+    if (id == kNoModule) {
+      const std::string dotted =
+          scope.from_metadata ? std::string(scope.path) : DottedPathOf(scope.segments);
+      id = LiteralModule(manifest, binding, dotted, &beyond_wrapper);
+    }
+    if (beyond_wrapper) {
+      ++outside->distinct_scopes;
+      outside->scoped_nodes += scope.nodes;
+      outside_notes->Add(FitNoteKind::kOutsideManifestRoot, text, scope.nodes);
+      continue;
+    }
+    ++fit->distinct_scopes;
+    fit->scoped_nodes += scope.nodes;
+    bool noted = false;
+    FitNoteKind why = FitNoteKind::kReusedCall;
+    if (id == kNoModule) {
+      id = NotedModule(manifest, binding, scope, &why);
+      noted = id != kNoModule;
+    }
+    if (id == kNoModule) {
+      if (first_scope->empty() || text < *first_scope) *first_scope = std::string(text);
+      continue;
+    }
+    // The exporter knows each module's class: another architecture with
+    // the same paths (a sibling model family) shows here.
+    const std::string& manifest_class = manifest.module(id).qualified_class;
+    if (!scope.qualified_class.empty() && scope.qualified_class != manifest_class) {
+      ++fit->class_conflicts;
+      if (conflict_path.empty() || scope.path < conflict_path) {
+        conflict_path = scope.path;
+        fit->first_class_conflict = absl::StrCat(
+            "module \"", Abbreviate(std::string(scope.path), 80), "\" is ",
+            Abbreviate(std::string(scope.qualified_class), 80), " in the graph, ",
+            Abbreviate(manifest_class, 80), " in the manifest");
+      }
+      continue;
+    }
+    if (noted) notes->Add(why, text, scope.nodes);
+    ++fit->resolved_scopes;
+    fit->resolved_nodes += scope.nodes;
+    Touch(manifest, id, touched);
+  }
+}
+
+// A child's place in a repetition: its class and its last path atom
+// without trailing digits ("denselayer3" -> "denselayer", "3" -> "").
+// Items of one repeated container ("layer.0", "layer.1"; "denselayer1",
+// "denselayer2") share both.
+std::pair<absl::string_view, absl::string_view> RepetitionKey(const ModuleInfo& info) {
+  absl::string_view atom = info.path;
+  atom = atom.substr(atom.rfind('.') + 1);
+  while (!atom.empty() && absl::ascii_isdigit(static_cast<unsigned char>(atom.back()))) {
+    atom.remove_suffix(1);
+  }
+  return {info.qualified_class, atom};
+}
+
+// Children after the last one any evidence touched, in modules with a
+// touched child. Those repeating a touched child (same class and name
+// stem; in a numbered container, of one class; otherwise blocks without
+// tensors of their own) are another
+// depth of the container: the one with the most is the
+// result (`*container` set) when they are a quarter of its items or more
+// (an export may drop a dead last layer, never a quarter of them). Those
+// of other kinds that hold tensors are noted as folded into a neighbour
+// (a BatchNorm after the Conv it was folded into).
+std::size_t UnusedTrailingItems(const Manifest& manifest, const std::vector<bool>& touched,
+                                ModuleId* container, std::size_t* container_items,
+                                NoteTally* notes) {
+  std::size_t worst = 0;
+  std::vector<std::pair<absl::string_view, absl::string_view>> used;
+  for (std::size_t i = 0; i < manifest.size(); ++i) {
+    const ModuleInfo& info = manifest.module(static_cast<ModuleId>(i));
+    if (!touched[i] || info.children.empty()) continue;
+    std::size_t last_touched = 0;
+    used.clear();
+    for (std::size_t k = 0; k < info.children.size(); ++k) {
+      if (!touched[info.children[k]]) continue;
+      last_touched = k + 1;
+      used.push_back(RepetitionKey(manifest.module(info.children[k])));
+    }
+    if (last_touched == 0) continue;
+    // A numbered container of one class repeats its items (layers); one of
+    // several classes is a pipeline (Linear, ReLU, Linear), whose last
+    // items an optimizer may fold into constants.
+    bool one_class = true;
+    for (ModuleId c : info.children) {
+      one_class = one_class && manifest.module(c).qualified_class ==
+                                   manifest.module(info.children.front()).qualified_class;
+    }
+    // Named repetitions ("denselayer1", "denselayer2") are of blocks that
+    // only hold other modules; named modules with tensors of their own
+    // sharing a stem ("bn1", "bn2", a norm with its activation inside) are
+    // parts of one block, and folding may leave any of them without a node.
+    const auto repeats = [&used, &info, one_class](const ModuleInfo& child) {
+      if (info.numbered_children ? !one_class
+                                 : (child.children.empty() || !child.parameters.empty() ||
+                                    !child.buffers.empty())) {
+        return false;
+      }
+      return std::find(used.begin(), used.end(), RepetitionKey(child)) != used.end();
+    };
+    std::size_t items = 0;
+    std::size_t unused = 0;
+    for (std::size_t k = 0; k < info.children.size(); ++k) {
+      const ModuleInfo& child = manifest.module(info.children[k]);
+      if (repeats(child)) {
+        ++items;
+        unused += k >= last_touched;
+      } else if (k >= last_touched && (!child.parameters.empty() || !child.buffers.empty())) {
+        notes->Add(FitNoteKind::kFoldedByExporter, child.path, 0);
+      }
+    }
+    if (unused == 0 || unused * kUnusedItemShare < items) continue;
+    if (unused > worst) {
+      worst = unused;
+      *container = static_cast<ModuleId>(i);
+      *container_items = items;
+    }
+  }
+  return worst;
+}
+
+// Parameter-named initializers: each agrees with the manifest (its
+// parameter or buffer, of the same size; a tensor derived from one; a
+// constant a custom module's forward made), contradicts it (another size;
+// a name a library module does not have), or is unknown. Long (about 70
+// lines) because each branch is one kind of evidence with its count and
+// example, and they read best side by side.
+void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rules,
+                  const RootBinding& binding, const TensorEvidence& tensors, ManifestFit* fit,
+                  ManifestFit* outside, NoteTally* notes, NoteTally* outside_notes,
+                  std::vector<bool>* touched, std::string* first_unknown,
+                  std::string* first_conflict) {
+  for (const TensorInfo& t : graph.initializers()) {
+    // The name as written first; then without the suffixes the rules strip
+    // from derived values ("x_quantized").
+    absl::string_view name = t.name;
+    ModuleId owner = ParameterLike(name) ? tensors.LiteralOwner(name) : kNoModule;
+    if (owner == kNoModule) {
+      const absl::string_view stripped = rules.stripValueSuffixes(t.name);
+      if (stripped.size() != name.size() && ParameterLike(stripped)) {
+        const ModuleId stripped_owner = tensors.LiteralOwner(stripped);
+        if (stripped_owner != kNoModule || !ParameterLike(name)) {
+          name = stripped;
+          owner = stripped_owner;
+        }
+      }
+      if (!ParameterLike(name)) continue;
+    }
+    bool beyond_wrapper = false;
+    const ModuleId module =
+        owner != kNoModule ? owner : ModuleOfTensor(manifest, binding, name, &beyond_wrapper);
+    if (beyond_wrapper) {
+      ++outside->named_tensors;
+      outside_notes->Add(FitNoteKind::kOutsideManifestRoot, name, 0);
+      continue;
+    }
+    ++fit->named_tensors;
+    if (owner == kNoModule) {
+      if (module == kNoModule) {
+        if (first_unknown->empty() || name < *first_unknown) *first_unknown = std::string(name);
+      } else if (DerivedFromOwnTensor(manifest.module(module), name)) {
+        // A tensor the exporter derived from the module's parameter
+        // ("conv.weight_bias" after folding a BatchNorm into it).
+        ++fit->matched_tensors;
+      } else if (!rules.isLibraryModule(manifest.module(module))) {
+        // A constant the module's own forward created and the exporter
+        // named after it; a library module creates none.
+        ++fit->matched_tensors;
+        notes->Add(FitNoteKind::kCreatedInForward, name, 0);
+      } else if (++fit->shape_mismatches == 1) {
+        // A library module without that parameter: a sibling architecture
+        // (biases where the manifest's model has none).
+        *first_conflict = absl::StrCat("initializer \"", Abbreviate(std::string(name), 80),
+                                       "\" is not a parameter of the manifest's module");
+      }
+      continue;
+    }
+    ++fit->matched_tensors;
+    Touch(manifest, owner, touched);
+    const TensorSpec* spec = FindSpec(manifest.module(owner), name.substr(name.rfind('.') + 1));
+    if (spec == nullptr || t.dims.empty()) continue;  // scalar or unknown shape
+    const std::int64_t have = ElementCount(t.dims);
+    const std::int64_t want = ElementCount(spec->shape);
+    if (have < 0 || want < 0) continue;
+    if (have == want) {
+      if (!std::equal(t.dims.begin(), t.dims.end(), spec->shape.begin(), spec->shape.end())) {
+        notes->Add(FitNoteKind::kStoredReshaped, name, 0);
+      }
+      continue;
+    }
+    if (++fit->shape_mismatches == 1) {
+      *first_conflict = absl::StrCat("initializer \"", Abbreviate(std::string(name), 80),
+                                     "\" has ", have, " elements, the manifest's ", want);
+    }
+  }
+}
+
+bool IsFloat(std::int32_t elem_type) {
+  // onnx TensorProto.DataType: FLOAT, FLOAT16, DOUBLE, BFLOAT16
+  return elem_type == 1 || elem_type == 10 || elem_type == 11 || elem_type == 16;
+}
+
+// The initializer `value` is, directly or through ops that pass a weight on
+// unchanged (a Transpose, a DequantizeLinear, a de-duplication Identity), or
+// null. Array lookups only: it runs for every input of a scoped node.
+const TensorInfo* InitializerBehind(const Graph& graph, const OpTraits& ops, ValueId value) {
+  for (int step = 0; step < 4 && value != kNoValue; ++step) {
+    if (const TensorInfo* t = graph.initializerOf(value)) return t;
+    const NodeId p = graph.producer(value);
+    if (p == kNoNode || !ops.isWeightPassthrough(p)) return nullptr;
+    const Node& producer = graph.node(p);
+    if (producer.input_values.empty()) return nullptr;
+    value = producer.input_values[0];
+  }
+  return nullptr;
+}
+
+// The weights library modules (Linear, Conv2d...) read, by size: such a
+// module's forward is one library op on its parameters, so a node its
+// scope names reads no float initializer of two or more dimensions but of
+// one of their sizes. Names may be gone ("onnx::Conv_12" once a BatchNorm
+// is folded into the Conv; a transposed MatMul weight), sizes stay: another
+// width shows here where names say nothing (a CNN exported with its
+// BatchNorms folded names no conv weight).
+void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_modules,
+                         const Manifest& manifest, const Rules& rules, const OpTraits& ops,
+                         const TensorEvidence& tensors, ManifestFit* fit,
+                         std::string* first_mismatch) {
+  std::vector<signed char> library(manifest.size(), -1);  // unknown, no, yes
+  for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
+    const ModuleId m = node_modules[n];
+    if (m == kNoModule) continue;
+    const ModuleInfo& info = manifest.module(m);
+    if (library[m] < 0) library[m] = !info.parameters.empty() && rules.isLibraryModule(info);
+    if (library[m] == 0) continue;
+    const Node& node = graph.node(static_cast<NodeId>(n));
+    for (ValueId input : node.input_values) {
+      const TensorInfo* t = InitializerBehind(graph, ops, input);
+      if (t == nullptr) continue;
+      const std::int64_t have = ElementCount(t->dims);
+      if (have < 0) continue;
+      const bool named = tensors.LiteralOwner(t->name) != kNoModule;  // CheckTensors
+      if (named || t->dims.size() < 2 || !IsFloat(t->elem_type)) continue;
+      ++fit->unnamed_weights;
+      bool sized = false;
+      for (const TensorSpec& spec : info.parameters) sized = sized || ElementCount(spec.shape) == have;
+      if (sized) continue;
+      if (++fit->weight_size_mismatches == 1) {
+        *first_mismatch = absl::StrCat("\"", Abbreviate(std::string(t->name), 80), "\" read by \"",
+                                       Abbreviate(std::string(node.name), 80), "\" has ", have,
+                                       " elements, no parameter of \"", Abbreviate(info.path, 80),
+                                       "\" has as many");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Long (about 90 lines): the counting steps are helpers (CheckScopes,
+// CheckTensors, UnusedTrailingItems); what stays is the verdict, whose
+// thresholds and one-line evidence depend on all the counts at once and
+// read best in one place.
+ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
+                              absl::Span<const ModuleId> node_modules,
+                              const Manifest& manifest, const Rules& rules, const OpTraits& ops,
+                              const RootBinding& binding, const TensorEvidence& tensors) {
+  ManifestFit fit;
+  std::vector<bool> touched(manifest.size(), false);
+  std::string first_scope;
+  NoteTally notes;
+  // Names outside the binding's wrapper: noted while they are the smaller
+  // part (a task head), counted as unresolved otherwise (a wrapper another
+  // model's manifest made up from one stray scope).
+  ManifestFit outside;
+  NoteTally outside_notes;
+  CheckScopes(scopes, manifest, binding, &fit, &outside, &notes, &outside_notes, &touched,
+              &first_scope);
+  std::string first_unknown;
+  std::string first_conflict;
+  CheckTensors(graph, manifest, rules, binding, tensors, &fit, &outside, &notes, &outside_notes,
+               &touched, &first_unknown, &first_conflict);
+  std::string first_weight;
+  CheckLibraryTensors(graph, node_modules, manifest, rules, ops, tensors, &fit, &first_weight);
+  // Only scopes reach every item of a repeated container: parameter names
+  // alone may not (a fresh model's identical tensors share one name).
+  ModuleId container = kNoModule;
+  std::size_t container_items = 0;
+  if (fit.resolved_nodes >= kMinEvidence) {
+    fit.unused_items =
+        UnusedTrailingItems(manifest, touched, &container, &container_items, &notes);
+  }
+
+  if (outside.scoped_nodes + outside.named_tensors > fit.scoped_nodes + fit.named_tensors) {
+    fit.scoped_nodes += outside.scoped_nodes;
+    fit.distinct_scopes += outside.distinct_scopes;
+    fit.named_tensors += outside.named_tensors;
+  } else {
+    notes.Merge(outside_notes);
+  }
+  const std::size_t names = fit.scoped_nodes + fit.named_tensors;
+  const std::size_t agreeing = fit.resolved_nodes + fit.matched_tensors;
+  fit.checked = names >= kMinEvidence;
+  fit.evidence = absl::StrCat(fit.resolved_nodes, " of ", fit.scoped_nodes, " scoped nodes (",
+                              fit.resolved_scopes, " of ", fit.distinct_scopes,
+                              " scopes) and ", fit.matched_tensors, " of ", fit.named_tensors,
+                              " parameter-named initializers resolve");
+  if (!fit.checked) {
+    absl::StrAppend(&fit.evidence, ": too few names to check the manifest");
+    return fit;
+  }
+  fit.fits = false;
+  const auto share_below = [](std::size_t part, std::size_t whole, double floor) {
+    return whole > 0 && static_cast<double>(part) < floor * static_cast<double>(whole);
+  };
+  // Classes first when they are what disagrees (the paths all exist).
+  const std::size_t missing_scopes =
+      fit.distinct_scopes - fit.resolved_scopes - fit.class_conflicts;
+  const bool class_misfit = fit.class_conflicts * kConflictShare > fit.resolved_scopes;
+  const auto explain_classes = [&fit] {
+    absl::StrAppend(&fit.evidence, ", but ", fit.class_conflicts,
+                    " of the scopes have another class (", fit.first_class_conflict, ")");
+  };
+  if (class_misfit && fit.class_conflicts > missing_scopes) {
+    explain_classes();
+  } else if (share_below(agreeing, names, kMinAgreement) ||
+      share_below(fit.resolved_scopes, fit.distinct_scopes, kMinShare) ||
+      (fit.named_tensors >= kMinEvidence &&
+       share_below(fit.matched_tensors, fit.named_tensors, kMinShare)) ||
+      (fit.named_tensors >= kFewTensors &&
+       share_below(fit.matched_tensors, fit.named_tensors, kMinAgreement))) {
+    const std::string& example = !first_scope.empty() ? first_scope : first_unknown;
+    if (!example.empty()) {
+      absl::StrAppend(&fit.evidence, " (e.g. \"", Abbreviate(example, 80),
+                      "\" is not in the manifest)");
+    }
+  } else if (class_misfit) {
+    explain_classes();
+  } else if (fit.shape_mismatches > 0 &&
+             fit.shape_mismatches * kConflictShare >= fit.matched_tensors) {
+    absl::StrAppend(&fit.evidence, ", but ", fit.shape_mismatches, " contradict it (",
+                    first_conflict, ")");
+  } else if (fit.unnamed_weights >= kFewTensors &&
+             fit.weight_size_mismatches * kWeightMismatchShare > fit.unnamed_weights) {
+    absl::StrAppend(&fit.evidence, ", but ", fit.weight_size_mismatches, " of ",
+                    fit.unnamed_weights, " unnamed weights have another size (", first_weight,
+                    ")");
+  } else if (fit.unused_items > 0) {
+    const ModuleInfo& info = manifest.module(container);
+    absl::StrAppend(&fit.evidence, ", but \"", Abbreviate(info.path, 80), "\" has ",
+                    container_items, " items in the manifest and the graph uses ",
+                    container_items - fit.unused_items);
+  } else {
+    fit.fits = true;
+    fit.notes = notes.Notes();
+    if (!fit.notes.empty()) {
+      absl::StrAppend(&fit.evidence, "; notes: ");
+      for (std::size_t i = 0; i < fit.notes.size(); ++i) {
+        absl::StrAppend(&fit.evidence, i == 0 ? "" : "; ", fit.notes[i].text);
+      }
+    }
+  }
+  return fit;
+}
+
+}  // namespace internal
+
+absl::string_view FitNoteKindName(FitNoteKind kind) {
+  constexpr absl::string_view kNames[kFitNoteKindCount] = {
+      "reused_call", "folded_by_exporter", "stored_reshaped", "created_in_forward",
+      "outside_manifest_root"};
+  const auto index = static_cast<std::size_t>(kind);
+  return index < kFitNoteKindCount ? kNames[index] : "invalid";
+}
+
+absl::string_view ManifestFit::verdict() const {
+  if (!checked) return "not checked";
+  if (!fits) return "misfit";
+  return notes.empty() ? "fits" : "fits, with notes";
+}
+
+}  // namespace semmap

@@ -1,0 +1,39 @@
+// Per-node op-type rule results, computed once per distinct op type: the
+// rules' RE2 patterns are matched a few dozen times instead of once per node
+// per pass.
+#ifndef SEMMAP_SRC_MAPPING_OP_TRAITS_H_
+#define SEMMAP_SRC_MAPPING_OP_TRAITS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "semmap/graph.h"
+#include "semmap/rules.h"
+
+namespace semmap {
+namespace internal {
+
+class OpTraits {
+ public:
+  OpTraits(const Graph& graph, const Rules& rules);
+
+  bool followsConsumers(NodeId n) const { return bits_[n] & kFollows; }
+  bool isShapeSource(NodeId n) const { return bits_[n] & kShapeSource; }
+  bool isWeightPassthrough(NodeId n) const { return bits_[n] & kPassthrough; }
+
+ private:
+  static constexpr std::uint8_t kFollows = 1;
+  static constexpr std::uint8_t kShapeSource = 2;
+  static constexpr std::uint8_t kPassthrough = 4;
+  std::vector<std::uint8_t> bits_;
+};
+
+// Marks shape computations: Shape/Size nodes and nodes whose inputs all come
+// from shape computations, constants or initializers (at least one from a
+// shape computation). They compute the shape some other node uses.
+std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops);
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_MAPPING_OP_TRAITS_H_

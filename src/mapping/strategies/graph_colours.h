@@ -1,0 +1,46 @@
+// Colour refinement (Weisfeiler-Lehman) over a graph's main body: each
+// round hashes a node's colour with its producers' and consumers' colours,
+// so after k rounds two nodes have equal colours when their k-hop
+// neighbourhoods look alike. Names play no part except where the caller
+// says (values without a producer: graph inputs and initializers, whose
+// names every tool keeps). Used to tell apart nodes that read the same
+// values (two Shape nodes of one input), which differ only downstream.
+#ifndef SEMMAP_SRC_MAPPING_STRATEGIES_GRAPH_COLOURS_H_
+#define SEMMAP_SRC_MAPPING_STRATEGIES_GRAPH_COLOURS_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "semmap/graph.h"
+
+namespace semmap {
+namespace internal {
+
+struct GraphColours {
+  std::vector<std::uint64_t> near;  // after kNearRounds
+  std::vector<std::uint64_t> far;   // once the partition is stable
+  static constexpr int kNearRounds = 3;
+  static constexpr int kMaxRounds = 32;
+};
+
+// How a graph's values without a producer are coloured: `anchor` hashes
+// one (0: unknown, counts as nothing in particular); `constant` marks
+// nodes computing constants, whose payloads are unknown.
+struct ColourInput {
+  const Graph* graph = nullptr;
+  std::function<std::uint64_t(absl::string_view)> anchor;
+  const std::vector<char>* constant = nullptr;
+};
+
+// Refines both graphs in lockstep, so that their colours compare: rounds
+// run until neither partition gets finer (at most kMaxRounds), each linear
+// in the graph. Subgraph nodes get colour 0.
+void ColourGraphs(const ColourInput& a, const ColourInput& b, GraphColours* out_a,
+                  GraphColours* out_b);
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_MAPPING_STRATEGIES_GRAPH_COLOURS_H_

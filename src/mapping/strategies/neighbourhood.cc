@@ -1,0 +1,195 @@
+#include "mapping/strategies/neighbourhood.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "mapping/confidence.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// Confidence of the rules below, before the weakest neighbour's factor
+// (mapping/confidence.h says how they were measured).
+using confidence::neighbourhood::kFollowAgreeing;
+using confidence::neighbourhood::kSourceAgreeing;
+using confidence::neighbourhood::kDisagreeing;
+using confidence::neighbourhood::kBothSides;
+using confidence::neighbourhood::kOneSide;
+using confidence::neighbourhood::kWeightToConsumer;
+using confidence::neighbourhood::kNamed;
+
+struct Side {
+  ModuleId lca = kNoModule;
+  std::size_t count = 0;
+  bool agree = true;
+  double weakest = 1.0;
+
+  void Add(const Manifest& manifest, const Mapping& m) {
+    if (!m.mapped()) return;
+    if (lca == kNoModule) {
+      lca = m.module;
+    } else if (m.module != lca) {
+      agree = false;
+      lca = manifest.lowestCommonAncestor(lca, m.module);
+    }
+    ++count;
+    weakest = std::min(weakest, m.confidence);
+  }
+};
+
+// A module holding parameters (Linear, LayerNorm, Embedding) computes
+// nothing outside its own ops: a node that merely touches its output runs in
+// the enclosing module's forward.
+ModuleId Lift(const Manifest& manifest, ModuleId m) {
+  if (m == kNoModule) return m;
+  const ModuleInfo& info = manifest.module(m);
+  return !info.parameters.empty() && info.parent != kNoModule ? info.parent : m;
+}
+
+// True when the node reads an initializer of rank 2 or more: a weight.
+bool ReadsWeight(const Graph& graph, const Node& n) {
+  for (ValueId v : n.input_values) {
+    const TensorInfo* t = graph.initializerOf(v);
+    if (t != nullptr && t->dims.size() >= 2) return true;
+  }
+  return false;
+}
+
+
+// The rules of InferFromNeighbourhood (neighbourhood.h) for one node.
+class NodeRules {
+ public:
+  NodeRules(const Graph& graph, const Manifest& manifest, const OpTraits& ops,
+            const std::vector<bool>& shape, const OrderHints& hints, std::vector<Mapping>* out,
+            EvidenceStore* evidence)
+      : graph_(graph), manifest_(manifest), ops_(ops), shape_(shape), hints_(hints), out_(*out),
+        evidence_(evidence) {}
+
+  // Maps unmapped node `i` from its neighbours' current answers; with
+  // `one_sided`, also from its producers or its consumers alone. Returns
+  // true when it did.
+  bool Infer(std::size_t i, bool one_sided) {
+    const Node& n = graph_.node(static_cast<NodeId>(i));
+    Side producers;
+    Side consumers;
+    bool has_producer = false;
+    for (ValueId v : n.input_values) {
+      const NodeId p = graph_.producer(v);
+      if (p == kNoNode) continue;
+      has_producer = true;
+      producers.Add(manifest_, out_[p]);
+    }
+    for (ValueId value : n.output_values) {
+      for (NodeId c : graph_.consumers(value)) {
+        if (c != static_cast<NodeId>(i)) consumers.Add(manifest_, out_[c]);
+      }
+    }
+    Mapping& m = out_[i];
+    m.strategy = Strategy::kNeighbourhood;
+    if (consumers.count > 0 && ops_.followsConsumers(static_cast<NodeId>(i))) {
+      m.module = Placed(i, consumers);
+      m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
+      m.strategy = Strategy::kOpRule;
+      m.evidence = evidence_->Intern(absl::StrCat(n.op_type, " follows its ", consumers.count, " consumers"));
+    } else if (consumers.count > 0 && shape_[i]) {
+      m.module = Placed(i, consumers);
+      m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
+      m.strategy = Strategy::kOpRule;
+      m.evidence = evidence_->Intern(absl::StrCat("shape computation follows its ", consumers.count, " consumers"));
+    } else if (consumers.count > 0 && consumers.agree && ReadsWeight(graph_, n) &&
+               !manifest_.module(consumers.lca).parameters.empty()) {
+      m.module = consumers.lca;
+      m.confidence = kWeightToConsumer * consumers.weakest;
+      m.evidence = evidence_->Intern("reads an unnamed weight; its consumers' module holds the parameters");
+    } else if (!has_producer && consumers.count > 0) {
+      m.module = consumers.lca;
+      m.confidence = (consumers.agree ? kSourceAgreeing : kDisagreeing) * consumers.weakest;
+      m.evidence = evidence_->Intern(absl::StrCat(consumers.agree ? "source node; all " : "source node; lowest common ancestor of ",
+                                consumers.count, " consumers"));
+    } else if (producers.count > 0 && consumers.count > 0) {
+      m.module = manifest_.lowestCommonAncestor(Lift(manifest_, producers.lca),
+                                                Lift(manifest_, consumers.lca));
+      m.confidence = kBothSides * std::min(producers.weakest, consumers.weakest);
+      m.evidence = evidence_->Intern(absl::StrCat("lowest common ancestor of ", producers.count,
+                                " producers and ", consumers.count, " consumers"));
+    } else if (!one_sided) {
+      return false;
+    } else if (consumers.count > 0) {
+      m.module = Lift(manifest_, consumers.lca);
+      m.confidence = kOneSide * consumers.weakest;
+      m.evidence = evidence_->Intern(absl::StrCat("from ", consumers.count, " consumers only"));
+    } else if (producers.count > 0) {
+      m.module = Lift(manifest_, producers.lca);
+      m.confidence = kOneSide * producers.weakest;
+      m.evidence = evidence_->Intern(absl::StrCat("from ", producers.count, " producers only"));
+    } else {
+      m.strategy = Strategy::kUnmapped;
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  // Where node `i` runs: its consumers' module, widened to the module
+  // active at its position in execution order — only where the consumers'
+  // own module was inferred (named consumers need no help).
+  ModuleId Placed(std::size_t i, const Side& consumers) const {
+    ModuleId target = consumers.lca;
+    if (consumers.weakest >= kNamed) return target;
+    if (!hints_.next_module.empty() && hints_.next_module[i] != kNoModule) {
+      target = manifest_.lowestCommonAncestor(target, hints_.next_module[i]);
+    }
+    if (shape_[i] && !hints_.library.empty()) {
+      while (hints_.library[target] && manifest_.module(target).parent != kNoModule) {
+        target = manifest_.module(target).parent;
+      }
+    }
+    return target;
+  }
+
+  const Graph& graph_;
+  const Manifest& manifest_;
+  const OpTraits& ops_;
+  const std::vector<bool>& shape_;
+  const OrderHints& hints_;
+  std::vector<Mapping>& out_;
+  EvidenceStore* evidence_;
+};
+
+}  // namespace
+
+int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
+                           const OpTraits& ops, const std::vector<bool>& shape,
+                           const OrderHints& hints, int max_passes,
+                           std::vector<Mapping>* mappings, EvidenceStore* evidence) {
+  std::vector<Mapping>& out = *mappings;
+  NodeRules rules(graph, manifest, ops, shape, hints, mappings, evidence);
+  int passes = 0;
+  // One-sided evidence (only producers, or only consumers of a node that
+  // also has unmapped producers) is used only once two-sided evidence has
+  // reached its fixed point, so it never pre-empts a better answer.
+  bool one_sided = false;
+  bool changed = true;
+  while (passes < max_passes) {
+    if (!changed) {
+      if (one_sided) break;
+      one_sided = true;
+    }
+    changed = false;
+    ++passes;
+    // Sweeps alternate direction: evidence flows forward from producers in
+    // one and backward from consumers in the next, so a chain of any length
+    // settles in a few passes rather than one pass per node.
+    const bool forward = passes % 2 == 1;
+    for (std::size_t k = 0; k < graph.size(); ++k) {
+      const std::size_t i = forward ? k : graph.size() - 1 - k;
+      if (out[i].mapped()) continue;
+      if (rules.Infer(i, one_sided)) changed = true;
+    }
+  }
+  return passes;
+}
+
+}  // namespace internal
+}  // namespace semmap

@@ -1,0 +1,126 @@
+// Reference transfer: carrying the mapping of an unprocessed export over to
+// a post-processed copy of it (onnxslim, ONNX Runtime's optimizers,
+// quantize_dynamic, name stripping), whose nodes lost the exporter's names
+// or metadata. See MapperOptions::reference and docs/mapping.md.
+//
+// Two steps, both linear in the size of the two graphs:
+//  - CheckSameModel refuses a reference that is not the export the
+//    processed file came from, judged by initializer names and shapes;
+//  - MatchToReference pairs each node of the processed graph (P) with the
+//    reference (R) nodes it stands for, and TransferFromReference turns the
+//    pairs into mappings.
+#ifndef SEMMAP_SRC_MAPPING_STRATEGIES_REFERENCE_TRANSFER_H_
+#define SEMMAP_SRC_MAPPING_STRATEGIES_REFERENCE_TRANSFER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "mapping/evidence_store.h"
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+#include "semmap/mapping.h"
+#include "semmap/rules.h"
+
+namespace semmap {
+namespace internal {
+
+// What the two files share. Names are compared as written and, for the
+// processed file, without the value-name suffixes of the rules
+// (quantization's "<weight>_quantized", "_scale", "_zero_point").
+// Initializers of P named after values R computes (constants folded by
+// onnxslim: "/m/Constant_output_0", "/m/Unsqueeze_output_0_axes") are not
+// counted.
+struct ReferenceEvidence {
+  bool by_initializers = true;     // false: graph input/output names compared
+  std::size_t reference_names = 0;  // distinct names of R compared
+  std::size_t found = 0;            // of those, present in P
+  std::size_t processed_names = 0;  // distinct names of P compared
+  std::size_t known = 0;            // of those, names (or renamings) of R
+  std::size_t shape_mismatches = 0; // same name, both shapes known, different
+  std::string first_mismatch;       // "<name> [2,3] vs [3,2]"
+};
+
+ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
+                               const Rules& rules);
+
+// OK when `reference` can be the unprocessed export of `processed`:
+// at least half of R's initializers are found in P, at least half of P's
+// are R's (fusion adds a few), and at most 1 in 20 shared names differ in
+// shape. Graphs without initializers are judged by their graph input and
+// output names instead. Otherwise InvalidArgument stating the evidence
+// ("shares 3 of 120 initializers"); the caller adds the file names.
+absl::Status CheckSameModel(const Graph& processed, const Graph& reference,
+                            const Rules& rules);
+
+// How a node of P was paired with R, strongest first.
+enum class MatchRule : std::uint8_t {
+  kNone = 0,
+  kSameName,     // same node name and op type
+  kStructure,    // same op type reading the same (matched) values
+  kConstantOf,   // a Constant feeding a matched node at the position where
+                 // R's counterpart reads a Constant
+  kSpan,         // writes values of R: the R nodes between its matched
+                 // inputs and those outputs (fused nodes)
+  kDerivedName,  // name extends an R node name ("<node>_quant")
+};
+
+struct NodeMatch {
+  MatchRule rule = MatchRule::kNone;
+  // kSameName, kStructure, kConstantOf, kDerivedName: one R node.
+  // kSpan: the R nodes replaced.
+  std::vector<NodeId> reference_nodes;
+  // kStructure: more than one R node had the same signature and the pairing
+  // followed node order.
+  bool ambiguous = false;
+};
+
+struct MatchLimits {
+  // Passes of structural numbering (each linear in P).
+  int max_structure_passes = 32;
+  // R nodes visited when collecting one fused node's span (and 4 times as
+  // many consumer edges); a larger span falls back to the producers of its
+  // outputs.
+  std::size_t max_span_nodes = 2048;
+  // All spans of one match together visit at most this many R nodes and
+  // edges per node and input edge of R (plus kSpanWorkFloor): the work and
+  // the spans kept stay linear in the files whatever their shape. A span
+  // found after that falls back to the producers of its outputs.
+  std::size_t span_work_per_reference_item = 8;
+};
+
+// The span work every match may do whatever the size of R.
+inline constexpr std::size_t kSpanWorkFloor = std::size_t{1} << 16;
+
+// One NodeMatch per node of P. Only P's main graph is matched by structure
+// and spans; nodes of subgraph bodies match by name.
+std::vector<NodeMatch> MatchToReference(const Graph& processed, const Graph& reference,
+                                        const Rules& rules, const MatchLimits& limits = {});
+
+// Counts per MatchRule of the transfer, for tests and reports.
+struct TransferStats {
+  std::size_t by_rule[6] = {};
+  std::size_t consumers = 0;  // data-movement nodes that followed consumers
+  std::size_t transferred = 0;
+};
+
+// Fills `mappings` (indexed like processed.nodes(); module, confidence,
+// strategy kReference and evidence) from `reference_mappings` (indexed like
+// reference.nodes(), module ids of `manifest`). Entries mapped by
+// kExactScope or kExporterMetadata are kept; a kScopePrefix entry is
+// replaced when the transfer is more confident; the others are filled where
+// a match exists. Finally, unmapped data-movement nodes (the rules'
+// follow-consumers and weight-passthrough ops) take the lowest common
+// ancestor of their consumers when every consumer is mapped.
+TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
+                                    const std::vector<Mapping>& reference_mappings,
+                                    const Manifest& manifest, const Rules& rules,
+                                    std::vector<Mapping>* mappings, EvidenceStore* evidence,
+                                    const MatchLimits& limits = {});
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_MAPPING_STRATEGIES_REFERENCE_TRANSFER_H_

@@ -1,0 +1,89 @@
+// Module evidence carried by the names of the values a node reads and
+// writes: parameter names ("encoder.layer.0.output.dense.bias") and the
+// scoped names TorchScript gives intermediate values
+// ("/encoder/layer.0/attention/self/Reshape_3_output_0"), which fused and
+// rewritten nodes usually keep on their outputs.
+#ifndef SEMMAP_SRC_MAPPING_STRATEGIES_TENSOR_EVIDENCE_H_
+#define SEMMAP_SRC_MAPPING_STRATEGIES_TENSOR_EVIDENCE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/types/span.h"
+#include "mapping/evidence_store.h"
+#include "mapping/op_traits.h"
+#include "mapping/scope_resolver.h"
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+#include "semmap/mapping.h"
+#include "semmap/rules.h"
+
+namespace semmap {
+namespace internal {
+
+struct TensorFinding {
+  ModuleId module = kNoModule;
+  double confidence = 0.0;
+  std::string evidence;
+};
+
+// Reads names under a root binding (RootBinding, mapper.h): the ONNX root
+// scope is manifest module `root`, inside the ONNX-only scopes `wrapper`.
+// Holds references to its arguments but `wrapper`, which it copies.
+class TensorEvidence {
+ public:
+  TensorEvidence(const Graph& graph, const Manifest& manifest, const Rules& rules,
+                 const OpTraits& ops, ModuleId root, absl::Span<const std::string> wrapper);
+
+  // The mapper's tensor-names step, over every node: widens nodes the
+  // exporter's optimizer rewrote (WidenRewritten), then maps each node
+  // still unmapped whose op does not follow its consumers (OpTraits) from
+  // ForNode (Strategy::kTensorNames), its confidence multiplied by
+  // `factor` (confidence::kNoManifestFactor without a manifest, else 1).
+  void MapNodes(double factor, std::vector<Mapping>* mappings, EvidenceStore* evidence) const;
+
+  // Combines, for one node: the modules owning parameters it produces
+  // (strongest: an Identity named after the parameter it stands for), the
+  // modules of the scopes its output values are named after, and the
+  // modules owning the weights it reads, directly or through pass-through
+  // ops (Transpose, Cast, DequantizeLinear...). The answer is their lowest
+  // common ancestor. Returns false when no name carries evidence.
+  bool ForNode(NodeId node, TensorFinding* out) const;
+
+  // A node the exporter's own optimizer rewrote from several nodes (its
+  // metadata names the rule, e.g. a Conv with a BatchNorm folded in, which
+  // carries the BatchNorm's module stack) that reads parameters of a module
+  // outside the one its metadata names does the work of both: `*m` becomes
+  // their lowest common ancestor. Returns true when `*m` changed.
+  bool WidenRewritten(NodeId node, Mapping* m, EvidenceStore* evidence) const;
+
+  // The module owning the parameter or buffer named `value` under the root
+  // binding (as written, else with the rules' value suffixes stripped), or
+  // kNoModule.
+  ModuleId ParameterOwner(absl::string_view value) const;
+  // ParameterOwner() of the name exactly as written.
+  ModuleId LiteralOwner(absl::string_view value) const;
+  // The module of the scope a value name carries, or kNoModule.
+  ModuleId ValueScope(absl::string_view value) const;
+
+ private:
+  ModuleId WeightOwner(absl::string_view value, int subgraph, int depth,
+                       bool* via_identity) const;
+
+  const Graph& graph_;
+  const Manifest& manifest_;
+  const Rules& rules_;
+  const OpTraits& ops_;
+  const ModuleId root_;
+  const std::vector<std::string> wrapper_;
+  ScopeResolver resolver_;
+  std::string root_prefix_;     // "<root path>." or ""
+  std::string wrapper_prefix_;  // "<wrapper atoms joined by .>." or ""
+  mutable absl::flat_hash_map<std::string, ModuleId> scope_cache_;
+};
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_MAPPING_STRATEGIES_TENSOR_EVIDENCE_H_
