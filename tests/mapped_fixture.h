@@ -8,8 +8,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "catch2/catch.hpp"
+#include "mapping/mapping_record.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 #include "test_util.h"
@@ -48,6 +50,22 @@ inline std::unique_ptr<MappedFixture> LoadMapped(const std::string& dir,
   const nlohmann::json truth = nlohmann::json::parse(in);
   for (const auto& [id, path] : truth.at("nodes").items()) f->truth[id] = path;
   return f;
+}
+
+// A mapper's answers as the records the mapping steps read and write, for
+// tests that run one step on a finished mapping.
+inline std::vector<semmap::internal::MappingRecord> RecordsOf(
+    const semmap::SemanticMapper& mapper) {
+  std::vector<semmap::internal::MappingRecord> records;
+  for (const semmap::Mapping& m : mapper.mapAll()) {
+    semmap::internal::MappingRecord r;
+    r.module = m.module;
+    r.confidence = m.confidence;
+    r.strategy = m.strategy;
+    r.evidence = m.evidence;
+    records.push_back(r);
+  }
+  return records;
 }
 
 // True when `path` is `root` or inside its subtree.

@@ -19,7 +19,7 @@ namespace {
 
 using semmap::Graph;
 using semmap::Manifest;
-using semmap::Mapping;
+using Mapping = semmap::internal::MappingRecord;
 using semmap::ModuleId;
 using semmap::NodeId;
 using semmap::Rules;
@@ -174,7 +174,7 @@ TEST_CASE("Neighbourhood inference is right on real exports") {
     const auto f = semmap_test::LoadMapped(row.dir);
     const Graph& g = *f->graph;
     const Manifest& m = *f->manifest;
-    std::vector<Mapping> in = f->mapper->mapAll();
+    std::vector<Mapping> in = semmap_test::RecordsOf(*f->mapper);
     std::size_t forgotten = 0;
     for (Mapping& a : in) {
       if (a.strategy == Strategy::kOpRule || a.strategy == Strategy::kNeighbourhood) {

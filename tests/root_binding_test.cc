@@ -364,7 +364,7 @@ TEST_CASE("ScopeOutcomes gives each scope its outcome and confidence") {
   RootBinding binding;
   semmap::internal::ResolveScopesUnder(m, binding, scopes.ordered);
   semmap::internal::ScopeOutcomes(m, /*derived=*/false, &scopes, &binding, &store);
-  std::vector<semmap::Mapping> mappings(g.size());
+  std::vector<semmap::internal::MappingRecord> mappings(g.size());
   semmap::internal::ApplyScopeOutcomes(scopes, &mappings);
   namespace conf = semmap::internal::confidence::scope;
 
@@ -392,7 +392,7 @@ TEST_CASE("ScopeOutcomes gives each scope its outcome and confidence") {
   semmap::internal::ResolveScopesUnder(m, derived_binding, derived_scopes.ordered);
   semmap::internal::ScopeOutcomes(m, /*derived=*/true, &derived_scopes, &derived_binding,
                                   &store);
-  std::vector<semmap::Mapping> derived(g.size());
+  std::vector<semmap::internal::MappingRecord> derived(g.size());
   semmap::internal::ApplyScopeOutcomes(derived_scopes, &derived);
   CHECK(derived[0].confidence == conf::kExact * semmap::internal::confidence::kNoManifestFactor);
   CHECK(derived_binding.scoped_nodes == 4);

@@ -180,7 +180,7 @@ semmap::internal::StructureCounts RunStructure(const std::string& dir) {
   const semmap::internal::OpTraits ops(*g, rules);
   const semmap::RootBinding binding;
   const semmap::internal::TensorEvidence tensors(*g, *m, rules, ops, binding.root, binding.wrapper);
-  std::vector<semmap::Mapping> mappings(g->size());
+  std::vector<semmap::internal::MappingRecord> mappings(g->size());
   for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(g->size()); ++i) {
     semmap::internal::TensorFinding finding;
     if (tensors.ForNode(i, &finding)) {

@@ -164,7 +164,7 @@ TEST_CASE("TensorEvidence::MapNodes fills only what is left, scaled") {
   const Manifest& m = small.m;
   const TensorEvidence& tensors = small.tensors;
   semmap::internal::EvidenceStore store;
-  std::vector<semmap::Mapping> mappings(g.size());
+  std::vector<semmap::internal::MappingRecord> mappings(g.size());
   mappings[0].module = m.find("enc");  // already answered: kept
   mappings[0].confidence = 1.0;
   mappings[0].strategy = semmap::Strategy::kExactScope;

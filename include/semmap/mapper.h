@@ -30,7 +30,11 @@
 //     module's parameters, produce such names (torch's de-duplication
 //     Identity nodes), or keep scoped output names after an optimizer fused
 //     them: the lowest common ancestor of those modules.
-//  5. Op rules and neighbourhood. Quantize/cast/constant nodes follow their
+//  5. Structure. Nodes without names or metadata between weight-anchored
+//     nodes take a module from the execution order, the manifest's module
+//     order and the repeated layers; weights without names are aligned
+//     with the manifest's parameters by shape and order.
+//  6. Op rules and neighbourhood. Quantize/cast/constant nodes follow their
 //     consumers (rule data); the rest take the lowest common ancestor of
 //     their producers' and consumers' modules, iterated to a fixed point.
 //
@@ -42,11 +46,17 @@
 // lives: Mappings point into its manifest and evidence, Nodes into its
 // graph. Copy what must outlive it. Thread-safety: const methods are safe
 // to call concurrently.
+//
+// Memory: the mapper keeps a 32-byte record per node (module id,
+// confidence, strategy, evidence); moduleFor() and mapAll() assemble the
+// Mapping from it and the manifest on access.
 #ifndef SEMMAP_INCLUDE_SEMMAP_MAPPER_H_
 #define SEMMAP_INCLUDE_SEMMAP_MAPPER_H_
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,9 +72,6 @@
 #include "semmap/rules.h"
 
 namespace semmap {
-namespace internal {
-class EvidenceStore;
-}  // namespace internal
 
 struct SEMMAP_EXPORT MapperOptions {
   // Inference rules; null means Rules::Default(). Only read during Create().
@@ -89,6 +96,61 @@ struct SEMMAP_EXPORT MapperOptions {
   // Off by default: a manifest of another model gives answers that look
   // complete and are wrong, so Create() refuses it.
   bool allow_manifest_mismatch = false;
+};
+
+class SemanticMapper;
+
+// Every node's Mapping, indexed like Graph::nodes(): a view of a mapper that
+// assembles each Mapping from the mapper's compact records when asked (so
+// it is returned by value). Valid while the mapper lives; cheap to copy.
+//
+//   for (const semmap::Mapping& m : mapper.mapAll()) { ... }
+class SEMMAP_EXPORT MappingList {
+ public:
+  class const_iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Mapping;
+    using difference_type = std::ptrdiff_t;
+    using pointer = void;
+    using reference = Mapping;
+
+    Mapping operator*() const { return (*list_)[index_]; }
+    const_iterator& operator++() {
+      ++index_;
+      return *this;
+    }
+    const_iterator operator++(int) {
+      const_iterator before = *this;
+      ++index_;
+      return before;
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) {
+      return a.index_ == b.index_;
+    }
+    friend bool operator!=(const const_iterator& a, const const_iterator& b) {
+      return a.index_ != b.index_;
+    }
+
+   private:
+    friend class MappingList;
+    const_iterator(const MappingList* list, std::size_t index) : list_(list), index_(index) {}
+    const MappingList* list_;
+    std::size_t index_;
+  };
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // The mapping of node `node` (< size()).
+  Mapping operator[](std::size_t node) const;
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const { return const_iterator(this, size_); }
+
+ private:
+  friend class SemanticMapper;
+  MappingList(const SemanticMapper* mapper, std::size_t size) : mapper_(mapper), size_(size) {}
+  const SemanticMapper* mapper_;
+  std::size_t size_;
 };
 
 class SEMMAP_EXPORT SemanticMapper {
@@ -130,42 +192,38 @@ class SEMMAP_EXPORT SemanticMapper {
   SemanticMapper& operator=(SemanticMapper&&) noexcept;
   ~SemanticMapper();
 
-  // The mapping of a node by index. `node` must be < graph.size().
-  const Mapping& moduleFor(NodeId node) const { return mappings_[node]; }
+  // The mapping of a node by index. `node` must be < graph().size(). The
+  // Mapping is assembled from the mapper's record of the node; its views
+  // stay valid while the mapper lives.
+  Mapping moduleFor(NodeId node) const;
   // The mapping of a node by id or unique name; NotFound when the graph has
   // no such node (the message quotes the name).
   absl::StatusOr<Mapping> moduleFor(absl::string_view node) const;
 
   // One Mapping per node, indexed like Graph::nodes().
-  const std::vector<Mapping>& mapAll() const { return mappings_; }
+  MappingList mapAll() const;
   // Nodes per strategy, indexed by the Strategy's value.
   std::array<std::size_t, kStrategyCount> strategyCounts() const;
   // Nodes with confidence > 0.
   std::size_t mappedCount() const;
 
-  const RootBinding& rootBinding() const { return binding_; }
+  const RootBinding& rootBinding() const;
   // How well the manifest fits the graph; `checked` is false without a
   // manifest.
-  const ManifestFit& manifestFit() const { return fit_; }
+  const ManifestFit& manifestFit() const;
   // The manifest used: the caller's, or the scope-derived one when none was
   // given (class names empty).
-  const Manifest& manifest() const { return *manifest_; }
+  const Manifest& manifest() const;
   // The same manifest, shared: keeps it alive past the mapper.
-  const std::shared_ptr<const Manifest>& sharedManifest() const { return manifest_; }
-  bool hasManifest() const { return has_manifest_; }
-  const Graph& graph() const { return graph_; }
+  const std::shared_ptr<const Manifest>& sharedManifest() const;
+  bool hasManifest() const;
+  const Graph& graph() const;
 
  private:
-  explicit SemanticMapper(Graph graph);
+  struct Impl;
+  explicit SemanticMapper(std::unique_ptr<Impl> impl);
 
-  Graph graph_;
-  std::shared_ptr<const Manifest> manifest_;
-  bool has_manifest_ = false;
-  RootBinding binding_;
-  ManifestFit fit_;
-  std::vector<Mapping> mappings_;
-  std::unique_ptr<internal::EvidenceStore> evidence_;  // what mappings_ point into
-  std::vector<std::string> categories_;  // per manifest module
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace semmap

@@ -186,7 +186,7 @@ struct MappingRef {
   Model* model;
   semmap::NodeId node;
 
-  const semmap::Mapping& mapping() const { return model->mapper().moduleFor(node); }
+  semmap::Mapping mapping() const { return model->mapper().moduleFor(node); }
 };
 
 struct MappingIterator {

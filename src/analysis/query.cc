@@ -76,7 +76,7 @@ absl::Status NoSuchModule(const Manifest& manifest, absl::string_view path) {
 
 SemanticQuery::SemanticQuery(const SemanticMapper& mapper) : mapper_(&mapper) {
   own_nodes_.resize(mapper.manifest().size());
-  const std::vector<Mapping>& all = mapper.mapAll();
+  const MappingList all = mapper.mapAll();
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (all[i].mapped()) own_nodes_[all[i].module].push_back(static_cast<NodeId>(i));
   }
@@ -285,7 +285,7 @@ std::vector<NodeId> SemanticQuery::nodesBelowConfidence(double threshold) const 
 std::vector<NodeId> SemanticQuery::nodesWhere(
     const std::function<bool(NodeId, const Mapping&)>& predicate) const {
   std::vector<NodeId> out;
-  const std::vector<Mapping>& all = mapper_->mapAll();
+  const MappingList all = mapper_->mapAll();
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (predicate(static_cast<NodeId>(i), all[i])) out.push_back(static_cast<NodeId>(i));
   }

@@ -64,7 +64,7 @@ ModuleNodeCounts CountModuleNodes(const SemanticMapper& mapper,
   const Manifest& manifest = mapper.manifest();
   ModuleNodeCounts c;
   c.own.assign(manifest.size(), 0);
-  const std::vector<Mapping>& mappings = mapper.mapAll();
+  const MappingList mappings = mapper.mapAll();
   for (std::size_t i = 0; i < mappings.size(); ++i) {
     const Mapping& m = mappings[i];
     if (node_filter && !node_filter(static_cast<NodeId>(i), m)) continue;
@@ -128,7 +128,7 @@ ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& op
       m.own_parameters = SaturatingAdd(m.own_parameters, Elements(p.shape));
     }
   }
-  const std::vector<Mapping>& mappings = mapper.mapAll();
+  const MappingList mappings = mapper.mapAll();
   for (std::size_t i = 0; i < mappings.size(); ++i) {
     const Mapping& mapping = mappings[i];
     if (!mapping.mapped()) continue;

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "mapping/manifest_fit.h"
+#include "mapping/mapping_record.h"
 #include "mapping/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/mapping.h"
@@ -38,7 +39,7 @@ struct Scope {
   // Set by ChooseRootBinding or ResolveScopesUnder (root_binding.h).
   ScopeResolution resolution;
   // Set by ScopeOutcomes (scope_outcome.h).
-  Mapping outcome;  // what every node of this scope gets (unmapped if none)
+  MappingRecord outcome;  // what every node of this scope gets (unmapped if none)
 };
 
 // The scopes of one graph, which must outlive it (name scopes view its

@@ -16,6 +16,7 @@
 #include "mapping/evidence_store.h"
 #include "mapping/graph_scopes.h"
 #include "mapping/manifest_fit.h"
+#include "mapping/mapping_record.h"
 #include "mapping/root_binding.h"
 #include "mapping/scope_outcome.h"
 #include "mapping/strategies/neighbourhood.h"
@@ -26,28 +27,33 @@
 namespace semmap {
 namespace {
 
-// The last step: unmapped nodes get confidence 0 and a reason, mapped ones
-// the views of their module's path, classes and category.
-void FinishMappings(const Manifest& manifest, const std::vector<std::string>& categories,
-                    std::vector<Mapping>* mappings) {
-  for (Mapping& m : *mappings) {
-    if (!m.mapped()) {
-      m.confidence = 0.0;
-      m.strategy = Strategy::kUnmapped;
-      if (m.evidence.empty()) m.evidence = "no scope and no mapped neighbour";  // a literal
-      continue;
-    }
-    const ModuleInfo& info = manifest.module(m.module);
-    m.module_path = info.path;
-    m.class_name = info.class_name;
-    m.qualified_class = info.qualified_class;
-    m.category = categories[m.module];
+// The last step: unmapped nodes get confidence 0 and a reason.
+void FinishMappings(std::vector<internal::MappingRecord>* records) {
+  for (internal::MappingRecord& m : *records) {
+    if (m.mapped()) continue;
+    m.confidence = 0.0;
+    m.strategy = Strategy::kUnmapped;
+    if (m.evidence.empty()) m.evidence = "no scope and no mapped neighbour";  // a literal
   }
 }
 
 }  // namespace
 
-SemanticMapper::SemanticMapper(Graph graph) : graph_(std::move(graph)) {}
+// What a mapper holds. Mappings are assembled from `records` on access.
+struct SemanticMapper::Impl {
+  explicit Impl(Graph g) : graph(std::move(g)) {}
+
+  Graph graph;
+  std::shared_ptr<const Manifest> manifest;
+  bool has_manifest = false;
+  RootBinding binding;
+  ManifestFit fit;
+  std::vector<internal::MappingRecord> records;  // one per node
+  internal::EvidenceStore evidence;               // what records point into
+  std::vector<std::string> categories;            // per manifest module
+};
+
+SemanticMapper::SemanticMapper(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SemanticMapper::SemanticMapper(SemanticMapper&&) noexcept = default;
 SemanticMapper& SemanticMapper::operator=(SemanticMapper&&) noexcept = default;
 SemanticMapper::~SemanticMapper() = default;
@@ -120,11 +126,11 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
                                                       std::shared_ptr<const Manifest> shared,
                                                       const MapperOptions& options) try {
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
-  SemanticMapper mapper(std::move(graph_handle));
-  mapper.evidence_ = std::make_unique<internal::EvidenceStore>();
-  internal::EvidenceStore& store = *mapper.evidence_;
-  const Graph& graph = mapper.graph_;
-  mapper.has_manifest_ = shared != nullptr;
+  auto impl = std::make_unique<Impl>(std::move(graph_handle));
+  Impl& mapper = *impl;
+  internal::EvidenceStore& store = mapper.evidence;
+  const Graph& graph = mapper.graph;
+  mapper.has_manifest = shared != nullptr;
   // The scopes, beside what needs only the graph: the mappings' memory
   // and each op's traits.
   internal::GraphScopes scopes;
@@ -132,7 +138,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   internal::RunBoth(
       graph.size() >= internal::kParallelNodes,
       [&] {
-        mapper.mappings_.resize(graph.size());
+        mapper.records.resize(graph.size());
         op_traits.emplace(graph, rules);
       },
       [&] { scopes = internal::GroupScopes(graph, rules); });
@@ -147,84 +153,119 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
     reference_options.reference = nullptr;
     SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, shared, reference_options));
   }
-  const bool derived = !mapper.has_manifest_;
+  const bool derived = !mapper.has_manifest;
   if (derived) {
-    shared = reference ? reference->manifest_
+    shared = reference ? reference->impl_->manifest
                        : std::make_shared<const Manifest>(
                              Manifest::FromModulePaths(internal::DerivedModulePaths(scopes)));
   }
-  mapper.manifest_ = std::move(shared);
-  const Manifest& manifest = *mapper.manifest_;
+  mapper.manifest = std::move(shared);
+  const Manifest& manifest = *mapper.manifest;
   if (derived) {
-    internal::ResolveScopesUnder(manifest, mapper.binding_, scopes.ordered);
+    internal::ResolveScopesUnder(manifest, mapper.binding, scopes.ordered);
   } else {  // resolves the scopes under the binding it chooses
-    mapper.binding_ = internal::ChooseRootBinding(manifest, scopes.ordered,
+    mapper.binding = internal::ChooseRootBinding(manifest, scopes.ordered,
                                                   options.max_wrapper_segments);
   }
-  internal::ScopeOutcomes(manifest, derived, &scopes, &mapper.binding_, &store);
-  internal::ApplyScopeOutcomes(scopes, &mapper.mappings_);
+  internal::ScopeOutcomes(manifest, derived, &scopes, &mapper.binding, &store);
+  internal::ApplyScopeOutcomes(scopes, &mapper.records);
   if (reference) {
-    internal::TransferFromReference(graph, *options.reference, reference->mapAll(), manifest,
-                                    rules, &mapper.mappings_, &store);
+    internal::TransferFromReference(graph, *options.reference, reference->impl_->records, manifest,
+                                    rules, &mapper.records, &store);
   }
 
-  const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding_.root,
-                                         mapper.binding_.wrapper);
+  const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding.root,
+                                         mapper.binding.wrapper);
   // The manifest's fit and the modules' categories only read what is
   // settled by now, the remaining steps write the mappings: on a large
   // graph the two run on two cores. A manifest that does not fit is refused
   // once both are done.
   auto check = [&] {
     if (!derived) {
-      mapper.fit_ = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes),
+      mapper.fit = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes),
                                                 internal::ResolvedModulesOfNodes(scopes),
-                                                manifest, rules, ops, mapper.binding_, tensors);
+                                                manifest, rules, ops, mapper.binding, tensors);
     }
-    mapper.categories_ = rules.categoriesOf(manifest);
+    mapper.categories = rules.categoriesOf(manifest);
   };
   auto infer = [&] {
     tensors.MapNodes(derived ? internal::confidence::kNoManifestFactor : 1.0,
-                     &mapper.mappings_, &store);
+                     &mapper.records, &store);
     // Nodes still without evidence: the graph's structure and execution
     // order, then their neighbours.
     const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
     internal::StructureCounts structure = internal::InferFromStructure(
-        graph, manifest, rules, ops, tensors, shape, &mapper.mappings_, &store);
+        graph, manifest, rules, ops, tensors, shape, &mapper.records, &store);
     internal::InferFromNeighbourhood(graph, manifest, ops, shape, structure.hints,
-                                     options.max_neighbourhood_passes, &mapper.mappings_,
+                                     options.max_neighbourhood_passes, &mapper.records,
                                      &store);
   };
   internal::RunBoth(graph.size() >= internal::kParallelNodes, check, infer);
-  if (!derived && !mapper.fit_.fits && !options.allow_manifest_mismatch) {
+  if (!derived && !mapper.fit.fits && !options.allow_manifest_mismatch) {
     return absl::FailedPreconditionError(
-        absl::StrCat("the manifest does not fit the graph: ", mapper.fit_.evidence));
+        absl::StrCat("the manifest does not fit the graph: ", mapper.fit.evidence));
   }
-  FinishMappings(manifest, mapper.categories_, &mapper.mappings_);
-  return mapper;
+  FinishMappings(&mapper.records);
+  return SemanticMapper(std::move(impl));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("the model", "mapping");
 } catch (const std::length_error&) {
   return internal::OutOfMemory("the model", "mapping");
 }
 
+Mapping SemanticMapper::moduleFor(NodeId node) const {
+  const internal::MappingRecord& r = impl_->records[static_cast<std::size_t>(node)];
+  Mapping m;
+  m.module = r.module;
+  m.confidence = r.confidence;
+  m.strategy = r.strategy;
+  m.evidence = r.evidence;
+  if (r.mapped()) {
+    const ModuleInfo& info = impl_->manifest->module(r.module);
+    m.module_path = info.path;
+    m.class_name = info.class_name;
+    m.qualified_class = info.qualified_class;
+    m.category = impl_->categories[static_cast<std::size_t>(r.module)];
+  }
+  return m;
+}
+
 absl::StatusOr<Mapping> SemanticMapper::moduleFor(absl::string_view node) const {
-  const NodeId id = graph_.find(node);
+  const NodeId id = impl_->graph.find(node);
   if (id == kNoNode) {
     return absl::NotFoundError(absl::StrCat(
         "no node named \"", internal::Abbreviate(std::string(node)), "\" in the graph"));
   }
-  return mappings_[id];
+  return moduleFor(id);
 }
+
+Mapping MappingList::operator[](std::size_t node) const {
+  return mapper_->moduleFor(static_cast<NodeId>(node));
+}
+
+MappingList SemanticMapper::mapAll() const { return MappingList(this, impl_->records.size()); }
 
 std::array<std::size_t, kStrategyCount> SemanticMapper::strategyCounts() const {
   std::array<std::size_t, kStrategyCount> counts{};
-  for (const Mapping& m : mappings_) ++counts[static_cast<std::size_t>(m.strategy)];
+  for (const internal::MappingRecord& m : impl_->records) {
+    ++counts[static_cast<std::size_t>(m.strategy)];
+  }
   return counts;
 }
 
 std::size_t SemanticMapper::mappedCount() const {
-  return static_cast<std::size_t>(std::count_if(
-      mappings_.begin(), mappings_.end(), [](const Mapping& m) { return m.confidence > 0; }));
+  return static_cast<std::size_t>(
+      std::count_if(impl_->records.begin(), impl_->records.end(),
+                    [](const internal::MappingRecord& m) { return m.confidence > 0; }));
 }
+
+const RootBinding& SemanticMapper::rootBinding() const { return impl_->binding; }
+const ManifestFit& SemanticMapper::manifestFit() const { return impl_->fit; }
+const Manifest& SemanticMapper::manifest() const { return *impl_->manifest; }
+const std::shared_ptr<const Manifest>& SemanticMapper::sharedManifest() const {
+  return impl_->manifest;
+}
+bool SemanticMapper::hasManifest() const { return impl_->has_manifest; }
+const Graph& SemanticMapper::graph() const { return impl_->graph; }
 
 }  // namespace semmap

@@ -20,9 +20,9 @@ namespace scope_confidence = confidence::scope;
 constexpr std::size_t kParallelScopes = std::size_t{1} << 13;
 
 // The outcome of a complete resolution; its evidence is appended to `text`.
-Mapping ExactOutcome(const Manifest& manifest, bool derived, const Scope& s, std::string* text) {
+MappingRecord ExactOutcome(const Manifest& manifest, bool derived, const Scope& s, std::string* text) {
   const ScopeResolution& r = s.resolution;
-  Mapping m;
+  MappingRecord m;
   m.module = r.module;
   m.strategy = s.from_metadata ? Strategy::kExporterMetadata : Strategy::kExactScope;
   m.confidence = r.ambiguous     ? scope_confidence::kExactAmbiguous
@@ -46,7 +46,7 @@ void OutcomesOf(const Manifest& manifest, bool derived, std::size_t wrapper_len,
   for (std::size_t i = from; i < to; ++i) {
     Scope& s = *ordered[i];
     const ScopeResolution& r = s.resolution;
-    Mapping& m = s.outcome;
+    MappingRecord& m = s.outcome;
     const std::size_t begin = text->size();
     if (r.complete()) {
       m = ExactOutcome(manifest, derived, s, text);
@@ -91,12 +91,12 @@ void ScopeOutcomes(const Manifest& manifest, bool derived, GraphScopes* scopes,
           });
   const absl::string_view kept[2] = {evidence->Keep(text[0]), evidence->Keep(text[1])};
   for (std::size_t i = 0; i < n; ++i) {
-    Mapping& m = ordered[i]->outcome;
+    MappingRecord& m = ordered[i]->outcome;
     if (m.mapped()) m.evidence = kept[i < mid ? 0 : 1].substr(spans[i].first, spans[i].second);
   }
 }
 
-void ApplyScopeOutcomes(const GraphScopes& scopes, std::vector<Mapping>* mappings) {
+void ApplyScopeOutcomes(const GraphScopes& scopes, std::vector<MappingRecord>* mappings) {
   for (std::size_t i = 0; i < scopes.of_node.size(); ++i) {
     const Scope* s = scopes.of_node[i];
     if (s != nullptr && s->outcome.mapped()) (*mappings)[i] = s->outcome;

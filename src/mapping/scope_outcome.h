@@ -9,6 +9,7 @@
 
 #include "mapping/evidence_store.h"
 #include "mapping/graph_scopes.h"
+#include "mapping/mapping_record.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
 #include "semmap/root_binding.h"
@@ -32,7 +33,7 @@ void ScopeOutcomes(const Manifest& manifest, bool derived, GraphScopes* scopes,
                    RootBinding* binding, EvidenceStore* evidence);
 
 // Copies each scope's outcome, when mapped, to the mappings of its nodes.
-void ApplyScopeOutcomes(const GraphScopes& scopes, std::vector<Mapping>* mappings);
+void ApplyScopeOutcomes(const GraphScopes& scopes, std::vector<MappingRecord>* mappings);
 
 }  // namespace internal
 }  // namespace semmap

@@ -25,7 +25,7 @@ struct Side {
   bool agree = true;
   double weakest = 1.0;
 
-  void Add(const Manifest& manifest, const Mapping& m) {
+  void Add(const Manifest& manifest, const MappingRecord& m) {
     if (!m.mapped()) return;
     if (lca == kNoModule) {
       lca = m.module;
@@ -61,7 +61,7 @@ bool ReadsWeight(const Graph& graph, const Node& n) {
 class NodeRules {
  public:
   NodeRules(const Graph& graph, const Manifest& manifest, const OpTraits& ops,
-            const std::vector<bool>& shape, const OrderHints& hints, std::vector<Mapping>* out,
+            const std::vector<bool>& shape, const OrderHints& hints, std::vector<MappingRecord>* out,
             EvidenceStore* evidence)
       : graph_(graph), manifest_(manifest), ops_(ops), shape_(shape), hints_(hints), out_(*out),
         evidence_(evidence) {}
@@ -85,7 +85,7 @@ class NodeRules {
         if (c != static_cast<NodeId>(i)) consumers.Add(manifest_, out_[c]);
       }
     }
-    Mapping& m = out_[i];
+    MappingRecord& m = out_[i];
     m.strategy = Strategy::kNeighbourhood;
     if (consumers.count > 0 && ops_.followsConsumers(static_cast<NodeId>(i))) {
       m.module = Placed(i, consumers);
@@ -153,7 +153,7 @@ class NodeRules {
   const OpTraits& ops_;
   const std::vector<bool>& shape_;
   const OrderHints& hints_;
-  std::vector<Mapping>& out_;
+  std::vector<MappingRecord>& out_;
   EvidenceStore* evidence_;
 };
 
@@ -162,8 +162,8 @@ class NodeRules {
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
                            const OpTraits& ops, const std::vector<bool>& shape,
                            const OrderHints& hints, int max_passes,
-                           std::vector<Mapping>* mappings, EvidenceStore* evidence) {
-  std::vector<Mapping>& out = *mappings;
+                           std::vector<MappingRecord>* mappings, EvidenceStore* evidence) {
+  std::vector<MappingRecord>& out = *mappings;
   NodeRules rules(graph, manifest, ops, shape, hints, mappings, evidence);
   int passes = 0;
   // One-sided evidence (only producers, or only consumers of a node that

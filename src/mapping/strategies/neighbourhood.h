@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "mapping/evidence_store.h"
+#include "mapping/mapping_record.h"
 #include "mapping/op_traits.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -46,7 +47,7 @@ struct OrderHints {
 int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
                            const OpTraits& ops, const std::vector<bool>& shape,
                            const OrderHints& hints, int max_passes,
-                           std::vector<Mapping>* mappings, EvidenceStore* evidence);
+                           std::vector<MappingRecord>* mappings, EvidenceStore* evidence);
 
 }  // namespace internal
 }  // namespace semmap

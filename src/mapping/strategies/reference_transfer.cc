@@ -488,7 +488,7 @@ const char* RuleWords(MatchRule rule) {
   return "";
 }
 
-bool KeepsOwnAnswer(const Mapping& m) {
+bool KeepsOwnAnswer(const MappingRecord& m) {
   return m.mapped() &&
          (m.strategy == Strategy::kExactScope || m.strategy == Strategy::kExporterMetadata);
 }
@@ -500,9 +500,9 @@ bool KeepsOwnAnswer(const Mapping& m) {
 // around them, then consumers to a fixed point); each pass is short and
 // marked.
 TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
-                                    const std::vector<Mapping>& reference_mappings,
+                                    const std::vector<MappingRecord>& reference_mappings,
                                     const Manifest& manifest, const Rules& rules,
-                                    std::vector<Mapping>* mappings, EvidenceStore* evidence,
+                                    std::vector<MappingRecord>* mappings, EvidenceStore* evidence,
                                     const MatchLimits& limits) {
   TransferStats stats;
   const std::vector<NodeMatch> matches = MatchToReference(processed, reference, rules, limits);
@@ -510,13 +510,13 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
     const NodeMatch& match = matches[p];
     ++stats.by_rule[static_cast<int>(match.rule)];
     if (match.rule == MatchRule::kNone) continue;
-    Mapping& m = (*mappings)[p];
+    MappingRecord& m = (*mappings)[p];
     if (KeepsOwnAnswer(m)) continue;
     ModuleId module = kNoModule;
     double weakest = 1.0;
     bool agree = true;
     for (NodeId r : match.reference_nodes) {
-      const Mapping& rm = reference_mappings[r];
+      const MappingRecord& rm = reference_mappings[r];
       if (!rm.mapped()) continue;
       if (module != kNoModule && rm.module != module) agree = false;
       module = module == kNoModule ? rm.module : manifest.lowestCommonAncestor(module, rm.module);
@@ -582,7 +582,7 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
         if (o.empty()) continue;
         if (graph_outputs.contains(o)) complete = false;
         for (NodeId c : processed.consumers(o, n.subgraph)) {
-          const Mapping& cm = (*mappings)[c];
+          const MappingRecord& cm = (*mappings)[c];
           if (!cm.mapped()) {
             complete = false;
             break;
@@ -599,7 +599,7 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
         still.push_back(p);
         continue;
       }
-      Mapping& m = (*mappings)[p];
+      MappingRecord& m = (*mappings)[p];
       m.module = module;
       m.confidence = (agree ? kConsumersAgree : kConsumersLca) * weakest;
       m.strategy = Strategy::kReference;

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "mapping/evidence_store.h"
+#include "mapping/mapping_record.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -115,9 +116,9 @@ struct TransferStats {
 // follow-consumers and weight-passthrough ops) take the lowest common
 // ancestor of their consumers when every consumer is mapped.
 TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
-                                    const std::vector<Mapping>& reference_mappings,
+                                    const std::vector<MappingRecord>& reference_mappings,
                                     const Manifest& manifest, const Rules& rules,
-                                    std::vector<Mapping>* mappings, EvidenceStore* evidence,
+                                    std::vector<MappingRecord>* mappings, EvidenceStore* evidence,
                                     const MatchLimits& limits = {});
 
 }  // namespace internal

@@ -58,7 +58,7 @@ class Structure {
  public:
   Structure(const Graph& graph, const Manifest& manifest, const Rules& rules,
             const OpTraits& ops, const TensorEvidence& tensors,
-            const std::vector<bool>& shape, std::vector<Mapping>* mappings,
+            const std::vector<bool>& shape, std::vector<MappingRecord>* mappings,
             EvidenceStore* evidence)
       : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), tensors_(tensors),
         shape_(shape), out_(*mappings), evidence_(evidence), n_(graph.size()) {
@@ -106,7 +106,7 @@ class Structure {
     NameFamilies();
     anchored_.assign(n_, false);
     for (std::size_t i = 0; i < n_; ++i) {
-      const Mapping& m = out_[i];
+      const MappingRecord& m = out_[i];
       anchored_[i] = m.mapped() && m.confidence >= 0.5 && m.strategy != Strategy::kNeighbourhood &&
                      m.strategy != Strategy::kOpRule;
     }
@@ -161,7 +161,7 @@ class Structure {
   }
 
   void Assign(NodeId i, ModuleId module, double confidence, std::string evidence) {
-    Mapping& m = out_[i];
+    MappingRecord& m = out_[i];
     m.module = module;
     m.confidence = confidence * factor_;
     m.strategy = Strategy::kStructure;
@@ -211,7 +211,7 @@ class Structure {
     ModuleId module = kNoModule;
     for (ValueId v : n.output_values) {
       for (NodeId c : graph_.consumers(v)) {
-        const Mapping& m = out_[c];
+        const MappingRecord& m = out_[c];
         if (!m.mapped() || m.strategy != Strategy::kTensorNames || (module != kNoModule && m.module != module)) {
           return kNoModule;
         }
@@ -286,7 +286,7 @@ class Structure {
         by_initializer.emplace(weight->name, match);
       }
       const Param& p = params[match];
-      Mapping& m = out_[i];
+      MappingRecord& m = out_[i];
       m.module = p.module;
       m.confidence = kAlignedWeight;
       m.strategy = Strategy::kStructure;
@@ -325,9 +325,9 @@ class Structure {
         if (cut + 1 < name.size() && absl::ascii_isdigit(static_cast<unsigned char>(name[cut + 1]))) continue;
         auto it = by_name.find(absl::string_view(name).substr(0, cut));
         if (it == by_name.end()) continue;
-        const Mapping& root = out_[it->second];
+        const MappingRecord& root = out_[it->second];
         if (root.mapped() && root.confidence >= 0.5) {
-          Mapping& m = out_[i];
+          MappingRecord& m = out_[i];
           m.module = root.module;
           m.confidence = std::min(root.confidence, kNameFamily);
           m.strategy = Strategy::kStructure;
@@ -710,7 +710,7 @@ class Structure {
   const OpTraits& ops_;
   const TensorEvidence& tensors_;
   const std::vector<bool>& shape_;
-  std::vector<Mapping>& out_;
+  std::vector<MappingRecord>& out_;
   EvidenceStore* evidence_;
   const std::size_t n_;
   std::vector<bool> library_;
@@ -734,7 +734,7 @@ StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
                                    const Rules& rules, const OpTraits& ops,
                                    const TensorEvidence& tensors,
                                    const std::vector<bool>& shape,
-                                   std::vector<Mapping>* mappings, EvidenceStore* evidence) {
+                                   std::vector<MappingRecord>* mappings, EvidenceStore* evidence) {
   return Structure(graph, manifest, rules, ops, tensors, shape, mappings, evidence).Run();
 }
 

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "mapping/evidence_store.h"
+#include "mapping/mapping_record.h"
 #include "mapping/op_traits.h"
 #include "mapping/strategies/neighbourhood.h"
 #include "mapping/strategies/tensor_evidence.h"
@@ -71,7 +72,7 @@ StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
                                    const Rules& rules, const OpTraits& ops,
                                    const TensorEvidence& tensors,
                                    const std::vector<bool>& shape,
-                                   std::vector<Mapping>* mappings, EvidenceStore* evidence);
+                                   std::vector<MappingRecord>* mappings, EvidenceStore* evidence);
 
 }  // namespace internal
 }  // namespace semmap

@@ -35,11 +35,11 @@ TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
   if (!wrapper_.empty()) wrapper_prefix_ = absl::StrJoin(wrapper_, ".") + ".";
 }
 
-void TensorEvidence::MapNodes(double factor, std::vector<Mapping>* mappings,
+void TensorEvidence::MapNodes(double factor, std::vector<MappingRecord>* mappings,
                               EvidenceStore* evidence) const {
   for (std::size_t i = 0; i < mappings->size(); ++i) {
     const NodeId id = static_cast<NodeId>(i);
-    Mapping& m = (*mappings)[i];
+    MappingRecord& m = (*mappings)[i];
     if (m.strategy == Strategy::kExporterMetadata) WidenRewritten(id, &m, evidence);
     if (m.mapped() || ops_.followsConsumers(id)) continue;
     TensorFinding finding;
@@ -95,7 +95,7 @@ ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int 
   return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1, via_identity);
 }
 
-bool TensorEvidence::WidenRewritten(NodeId id, Mapping* m, EvidenceStore* evidence) const {
+bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* evidence) const {
   const Node& n = graph_.node(id);
   if (!m->mapped()) return false;
   const bool rewritten = std::any_of(n.metadata.begin(), n.metadata.end(),

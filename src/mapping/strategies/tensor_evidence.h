@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "mapping/evidence_store.h"
+#include "mapping/mapping_record.h"
 #include "mapping/op_traits.h"
 #include "mapping/scope_resolver.h"
 #include "semmap/graph.h"
@@ -41,7 +42,7 @@ class TensorEvidence {
   // still unmapped whose op does not follow its consumers (OpTraits) from
   // ForNode (Strategy::kTensorNames), its confidence multiplied by
   // `factor` (confidence::kNoManifestFactor without a manifest, else 1).
-  void MapNodes(double factor, std::vector<Mapping>* mappings, EvidenceStore* evidence) const;
+  void MapNodes(double factor, std::vector<MappingRecord>* mappings, EvidenceStore* evidence) const;
 
   // Combines, for one node: the modules owning parameters it produces
   // (strongest: an Identity named after the parameter it stands for), the
@@ -56,7 +57,7 @@ class TensorEvidence {
   // carries the BatchNorm's module stack) that reads parameters of a module
   // outside the one its metadata names does the work of both: `*m` becomes
   // their lowest common ancestor. Returns true when `*m` changed.
-  bool WidenRewritten(NodeId node, Mapping* m, EvidenceStore* evidence) const;
+  bool WidenRewritten(NodeId node, MappingRecord* m, EvidenceStore* evidence) const;
 
   // The module owning the parameter or buffer named `value` under the root
   // binding (as written, else with the rules' value suffixes stripped), or
