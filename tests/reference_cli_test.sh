@@ -53,9 +53,9 @@ for sub in map query tree annotate sidecar report; do
     annotate) extra=(-o "$tmp/never.onnx") ;;
     report) extra=(-o "$tmp/never.html") ;;
   esac
-  expect 2 "$stripped/model.onnx: --reference $other/model.onnx: reference graph $refusal" \
+  expect 2 "$stripped/model.onnx: reference $other/model.onnx: reference graph $refusal" \
     "$sub" "${model[@]}" "${bad[@]}" "${extra[@]}"
-  expect 2 "--reference: $tmp/absent.onnx" "$sub" "${model[@]}" "${missing[@]}" "${extra[@]}"
+  expect 2 "reference $tmp/absent.onnx: no such file" "$sub" "${model[@]}" "${missing[@]}" "${extra[@]}"
 done
 [ ! -e "$tmp/never.onnx" ] && [ ! -e "$tmp/never.html" ] && passes=$((passes + 1)) ||
   fail "a refused reference still wrote an output"
@@ -65,14 +65,14 @@ expect 2 "--reference needs a value" map "${model[@]}" --reference
 bin="$examples/semmap-query"
 expect_stdout "--reference ORIGINAL.onnx" --help
 expect_stdout "reference: $src/model.onnx" "${model[@]}" "${good[@]}"
-expect 2 "--reference $other/model.onnx: reference graph $refusal" "${model[@]}" "${bad[@]}"
-expect 2 "--reference: $tmp/absent.onnx" "${model[@]}" "${missing[@]}"
+expect 2 ": reference $other/model.onnx: reference graph $refusal" "${model[@]}" "${bad[@]}"
+expect 2 "reference $tmp/absent.onnx: no such file" "${model[@]}" "${missing[@]}"
 bin="$examples/semmap-eval"
 truth=(--truth "$stripped/truth.json")
 expect_stdout "accuracy:  100.00%" "${model[@]}" "${truth[@]}" "${good[@]}"
-expect 2 "--reference $other/model.onnx: reference graph $refusal" "${model[@]}" "${truth[@]}" \
+expect 2 ": reference $other/model.onnx: reference graph $refusal" "${model[@]}" "${truth[@]}" \
   "${bad[@]}"
-expect 2 "--reference: $tmp/absent.onnx" "${model[@]}" "${truth[@]}" "${missing[@]}"
+expect 2 "reference $tmp/absent.onnx: no such file" "${model[@]}" "${truth[@]}" "${missing[@]}"
 
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -172,13 +172,27 @@ class SEMMAP_EXPORT SemanticMapper {
   static absl::StatusOr<SemanticMapper> Create(const Graph& graph, const Manifest* manifest,
                                                const MapperOptions& options = {});
 
-  // Loads the model and the manifest ("" for none) and maps: the one call
-  // most users need. Errors name the file at fault: those of Graph::Load,
-  // Manifest::Load and Create() (a misfit names both files).
+  // Loads the model, the manifest, and the reference export and rule file
+  // when named, and maps: the one call most users need, and the one load
+  // path of the `semmap` tool and the Python package. "" means none.
+  // Errors name the file at fault:
+  //   those of Graph::Load (the model), Manifest::Load, Rules::Load;
+  //   the reference's Graph::Load errors, prefixed "reference ";
+  //   InvalidArgument "MODEL: reference REF: ..." when the reference is not
+  //   the export the model came from;
+  //   FailedPrecondition "MODEL: manifest MANIFEST is of another model: ..."
+  //   for a misfit (unless mapper.allow_manifest_mismatch).
+  // mapper.rules and mapper.reference are ignored when rules_path or
+  // reference_path is set.
   struct OpenOptions {
     GraphOptions graph;
     ManifestOptions manifest;
     MapperOptions mapper;
+    // The unprocessed export the model was made from (MapperOptions::reference).
+    std::string reference_path;
+    // A rule file (rules.h) instead of the default rules; the mapper keeps
+    // it (rules()).
+    std::string rules_path;
   };
   static absl::StatusOr<SemanticMapper> Open(const std::string& model_path,
                                              const std::string& manifest_path,
@@ -218,6 +232,11 @@ class SEMMAP_EXPORT SemanticMapper {
   const std::shared_ptr<const Manifest>& sharedManifest() const;
   bool hasManifest() const;
   const Graph& graph() const;
+  // The rules the mapper mapped with: those Open() loaded from
+  // OpenOptions::rules_path, Rules::Default(), or the caller's
+  // MapperOptions::rules given to Create(), which must then outlive the
+  // calls to rules().
+  const Rules& rules() const;
 
  private:
   struct Impl;

@@ -309,7 +309,7 @@ class MappedModel:
         ``folded_by_exporter``, ``stored_reshaped``, ``created_in_forward``,
         ``outside_manifest_root``) and the counts of the C++ ``ManifestFit``.
         """
-        return self._core.manifest_fit
+        return json.loads(self._core.manifest_fit_json)
 
     def __repr__(self) -> str:
         manifest = f", manifest={self.manifest_path!r}" if self.manifest_path else ""

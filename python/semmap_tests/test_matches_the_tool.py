@@ -71,3 +71,14 @@ def test_queries_match_semmap_query(d, semmap_tool):
     assert m.below(0.9) == tool("--below", "0.9")
     container = m.layers()[0][0]
     assert m.nodes(f"{container}.0", subtree=True) == tool("--module", f"{container}.0", "--subtree")
+
+
+@pytest.mark.parametrize("d", [p for p in DIRS if manifest_of(p)][::10], ids=fixture_id)
+def test_manifest_fit_matches_semmap_map(d, semmap_tool):
+    """Python's manifest_fit is the tool's, field for field (one writer)."""
+    model, manifest = str(d / "model.onnx"), str(manifest_of(d))
+    out = subprocess.run([semmap_tool, "map", model, "--manifest", manifest, "--json",
+                          "--allow-manifest-mismatch"], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    m = semmap.load(model, manifest, allow_manifest_mismatch=True)
+    assert m.manifest_fit == json.loads(out.stdout)["manifest_fit"]

@@ -80,7 +80,7 @@ class Model {
   // The files read besides the model and the manifest: no write replaces
   // them unless told to (the library's protected_paths).
   std::vector<std::string> otherInputs() const { return {reference_path_, rules_path_}; }
-  const semmap::Rules* rules() const { return rules_.get(); }
+  const semmap::Rules* rules() const { return &mapper_->rules(); }
 
   // The node's id as a Python str (made once).
   const nb::object& NodeIdString(semmap::NodeId node) {
@@ -148,19 +148,8 @@ class Model {
   absl::Status Open() {
     semmap::SemanticMapper::OpenOptions options;
     options.mapper.allow_manifest_mismatch = allow_manifest_mismatch_;
-    if (!rules_path_.empty()) {
-      absl::StatusOr<semmap::Rules> rules = semmap::Rules::Load(rules_path_);
-      if (!rules.ok()) return rules.status();
-      rules_ = std::make_unique<semmap::Rules>(*std::move(rules));
-      options.mapper.rules = rules_.get();
-    }
-    std::optional<semmap::Graph> reference;
-    if (!reference_path_.empty()) {
-      absl::StatusOr<semmap::Graph> loaded = semmap::Graph::Load(reference_path_);
-      if (!loaded.ok()) return loaded.status();
-      reference.emplace(*std::move(loaded));
-      options.mapper.reference = &*reference;
-    }
+    options.reference_path = reference_path_;
+    options.rules_path = rules_path_;
     absl::StatusOr<semmap::SemanticMapper> mapper =
         semmap::SemanticMapper::Open(model_path_, manifest_path_, options);
     if (!mapper.ok()) return mapper.status();
@@ -170,7 +159,6 @@ class Model {
 
   std::string model_path_, manifest_path_, reference_path_, rules_path_;
   bool allow_manifest_mismatch_ = false;
-  std::unique_ptr<semmap::Rules> rules_;  // read by Create and by Annotate
   std::optional<semmap::SemanticMapper> mapper_;
   std::unique_ptr<semmap::SemanticQuery> query_;  // built on the first query
   std::vector<nb::object> node_ids_;
@@ -212,37 +200,6 @@ nb::dict MappingDict(MappingRef& r) {
   d["confidence"] = m.confidence;
   d["strategy"] = r.model->StrategyString(m.strategy);
   d["evidence"] = Str(m.evidence);
-  return d;
-}
-
-nb::dict ManifestFitDict(const semmap::ManifestFit& fit) {
-  nb::dict d;
-  d["fits"] = fit.fits;
-  d["checked"] = fit.checked;
-  d["evidence"] = fit.evidence;
-  d["scoped_nodes"] = fit.scoped_nodes;
-  d["resolved_nodes"] = fit.resolved_nodes;
-  d["distinct_scopes"] = fit.distinct_scopes;
-  d["resolved_scopes"] = fit.resolved_scopes;
-  d["class_conflicts"] = fit.class_conflicts;
-  d["named_tensors"] = fit.named_tensors;
-  d["matched_tensors"] = fit.matched_tensors;
-  d["shape_mismatches"] = fit.shape_mismatches;
-  d["unused_items"] = fit.unused_items;
-  d["unnamed_weights"] = fit.unnamed_weights;
-  d["weight_size_mismatches"] = fit.weight_size_mismatches;
-  d["verdict"] = std::string(fit.verdict());
-  nb::list notes;
-  for (const semmap::FitNote& note : fit.notes) {
-    nb::dict n;
-    n["reason"] = std::string(semmap::FitNoteKindName(note.kind));
-    n["count"] = note.count;
-    n["nodes"] = note.nodes;
-    n["example"] = note.example;
-    n["text"] = note.text;
-    notes.append(n);
-  }
-  d["notes"] = notes;
   return d;
 }
 
@@ -532,7 +489,8 @@ NB_MODULE(_core, mod) {
       .def_prop_ro("module_count", [](Model& m) { return m.mapper().manifest().size(); })
       .def_prop_ro("mapped_count", [](Model& m) { return m.mapper().mappedCount(); })
       .def_prop_ro("strategy_counts", &StrategyCounts)
-      .def_prop_ro("manifest_fit", [](Model& m) { return ManifestFitDict(m.mapper().manifestFit()); })
+      .def_prop_ro("manifest_fit_json",
+                   [](Model& m) { return semmap::ManifestFitJson(m.mapper().manifestFit()); })
       .def_prop_ro("producer",
                    [](Model& m) {
                      return nb::make_tuple(Str(m.graph().producerName()),

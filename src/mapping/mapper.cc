@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <system_error>
-#include <thread>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -51,6 +49,8 @@ struct SemanticMapper::Impl {
   std::vector<internal::MappingRecord> records;  // one per node
   internal::EvidenceStore evidence;               // what records point into
   std::vector<std::string> categories;            // per manifest module
+  const Rules* rules = nullptr;                   // what it mapped with
+  std::shared_ptr<const Rules> owned_rules;       // when Open() loaded them
 };
 
 SemanticMapper::SemanticMapper(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -67,40 +67,53 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   return internal::OutOfMemory("the manifest", "copying");
 }
 
+// The model and the manifest are read on two threads (each reader is
+// single-threaded and they share nothing; on one when no thread can be
+// started); the rules and the reference after.
 absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_path,
                                                     const std::string& manifest_path,
-                                                    const OpenOptions& options) {
-  // The two files are read on two threads (each reader is single-threaded
-  // and they share nothing); on one when no thread can be started.
-  absl::StatusOr<Manifest> loaded = absl::NotFoundError("no manifest");
-  auto read_manifest = [&]() {
-    try {  // Manifest::Load reports its own errors; nothing may escape a thread
-      loaded = Manifest::Load(manifest_path, options.manifest);
-    } catch (const std::bad_alloc&) {
-      loaded = internal::OutOfMemory(manifest_path, "loading the manifest");
-    } catch (...) {
-      loaded = absl::InternalError(
-          absl::StrCat(manifest_path, ": unexpected exception while loading the manifest"));
-    }
-  };
-  std::thread reader;
-  if (!manifest_path.empty()) {
-    try {
-      reader = std::thread(read_manifest);
-    } catch (const std::system_error&) {
-      read_manifest();
-    }
-  }
-  absl::StatusOr<Graph> graph = Graph::Load(model_path, options.graph);
-  if (reader.joinable()) reader.join();
+                                                    const OpenOptions& options) try {
+  absl::StatusOr<Graph> graph = absl::UnknownError("not loaded");
+  absl::StatusOr<Manifest> loaded_manifest = absl::UnknownError("not loaded");
+  // An exception on either thread is rethrown here once both are done.
+  internal::RunBoth(
+      !manifest_path.empty(),
+      [&] {
+        if (!manifest_path.empty()) {
+          loaded_manifest = Manifest::Load(manifest_path, options.manifest);
+        }
+      },
+      [&] { graph = Graph::Load(model_path, options.graph); });
   if (!graph.ok()) return graph.status();
   std::shared_ptr<const Manifest> manifest;
   if (!manifest_path.empty()) {
-    if (!loaded.ok()) return loaded.status();
-    manifest = std::make_shared<const Manifest>(*std::move(loaded));
+    if (!loaded_manifest.ok()) return loaded_manifest.status();
+    manifest = std::make_shared<const Manifest>(*std::move(loaded_manifest));
+  }
+  MapperOptions mapper_options = options.mapper;
+  std::shared_ptr<const Rules> rules;
+  if (!options.rules_path.empty()) {
+    SEMMAP_ASSIGN_OR_RETURN(Rules loaded, Rules::Load(options.rules_path));
+    rules = std::make_shared<const Rules>(std::move(loaded));
+    mapper_options.rules = rules.get();
+  }
+  std::optional<Graph> reference;
+  if (!options.reference_path.empty()) {
+    absl::StatusOr<Graph> loaded = Graph::Load(options.reference_path, options.graph);
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(),
+                          absl::StrCat("reference ", loaded.status().message()));
+    }
+    reference.emplace(*std::move(loaded));
+    mapper_options.reference = &*reference;
   }
   absl::StatusOr<SemanticMapper> mapper =
-      Create(*std::move(graph), std::move(manifest), options.mapper);
+      Create(*std::move(graph), std::move(manifest), mapper_options);
+  if (!mapper.ok() && !options.reference_path.empty() &&
+      absl::IsInvalidArgument(mapper.status())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model_path, ": reference ", options.reference_path, ": ", mapper.status().message()));
+  }
   if (absl::IsFailedPrecondition(mapper.status()) && !manifest_path.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         model_path, ": manifest ", manifest_path, " is of another model: ",
@@ -110,7 +123,10 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
     return absl::Status(mapper.status().code(),
                         absl::StrCat(model_path, ": ", mapper.status().message()));
   }
+  mapper->impl_->owned_rules = std::move(rules);
   return mapper;
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(model_path, "mapping");
 }
 
 // The pipeline of docs/mapping.md, one step per internal unit: group the
@@ -128,6 +144,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
   auto impl = std::make_unique<Impl>(std::move(graph_handle));
   Impl& mapper = *impl;
+  mapper.rules = &rules;
   internal::EvidenceStore& store = mapper.evidence;
   const Graph& graph = mapper.graph;
   mapper.has_manifest = shared != nullptr;
@@ -266,6 +283,7 @@ const std::shared_ptr<const Manifest>& SemanticMapper::sharedManifest() const {
   return impl_->manifest;
 }
 bool SemanticMapper::hasManifest() const { return impl_->has_manifest; }
+const Rules& SemanticMapper::rules() const { return *impl_->rules; }
 const Graph& SemanticMapper::graph() const { return impl_->graph; }
 
 }  // namespace semmap

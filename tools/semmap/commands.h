@@ -27,22 +27,22 @@ int RunNodeDataCommand(int argc, char** argv);
 // semmap extract --stages / --boundaries, after extract parsed `args`.
 int RunExtractStages(const CommandLine& command_line, const Args& args);
 
-// LoadModel() with a progress indicator on a terminal. Without
-// `reference_path`, the --reference that ParseCommandArgs parsed (if any)
-// applies: every single-model command takes it without handling it.
-// The same holds for --allow-manifest-mismatch.
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(
-    const std::string& model_path, const std::string* manifest_path,
-    const std::string* reference_path = nullptr, bool allow_manifest_mismatch = false);
+// What a command parsed by ParseCommandArgs loads: `model_path` with its
+// --manifest, --reference and --allow-manifest-mismatch; the fit's notes on
+// stderr unless --json.
+LoadRequest RequestOf(const Args& args, const std::string& model_path);
+
+// LoadModel() with a progress indicator on a terminal, then the fit's
+// notes when the request asks for them.
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const LoadRequest& request);
 
 // LoadProfiledModel() with LoadWithProgress() as the loader.
-absl::StatusOr<ProfiledModel> LoadProfiledWithProgress(const std::string& model_path,
-                                                       const std::string* manifest_path,
+absl::StatusOr<ProfiledModel> LoadProfiledWithProgress(const LoadRequest& request,
                                                        const std::string* profile_path);
 
 // Adds the options every single-model command takes: --manifest (unless
 // `manifest` is false), --reference ORIGINAL.onnx and
-// --allow-manifest-mismatch (kept for LoadWithProgress), with exactly one
+// --allow-manifest-mismatch (read by RequestOf), with exactly one
 // MODEL.onnx; then parses argv (CommandLine::Parse).
 std::optional<Args> ParseCommandArgs(CommandLine& command_line, int argc, char** argv,
                                      int* exit_code, bool manifest = true);

@@ -7,52 +7,30 @@
 #include "progress.h"
 
 namespace semmap_cli {
-namespace {
-
-// The --reference of this command line: one command runs per process.
-std::optional<std::string>& ParsedReference() {
-  static std::optional<std::string> reference;
-  return reference;
+LoadRequest RequestOf(const Args& args, const std::string& model_path) {
+  LoadRequest request;
+  request.model_path = model_path;
+  request.manifest_path = args.option("--manifest");
+  request.reference_path = args.option("--reference");
+  request.allow_manifest_mismatch = args.has("--allow-manifest-mismatch");
+  request.notes_on_stderr = !args.has("--json");
+  return request;
 }
 
-bool& ParsedAllowMismatch() {
-  static bool allow = false;
-  return allow;
-}
-
-// Whether the fit's notes go to stderr: text output of a command that
-// parsed its arguments with ParseCommandArgs (semmap map prints its own).
-bool& NotesOnStderr() {
-  static bool notes = false;
-  return notes;
-}
-
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const std::string& model_path,
-                                                             const std::string* manifest_path,
-                                                             const std::string* reference_path,
-                                                             bool allow_manifest_mismatch) {
-  if (reference_path == nullptr && ParsedReference()) reference_path = &*ParsedReference();
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadWithProgress(const LoadRequest& request) {
   absl::StatusOr<std::unique_ptr<LoadedModel>> loaded;
   {
-    Progress progress("loading and mapping " + model_path);
-    loaded = LoadModel(model_path, manifest_path, reference_path,
-                       allow_manifest_mismatch || ParsedAllowMismatch());
+    Progress progress("loading and mapping " + request.model_path);
+    loaded = LoadModel(request);
   }
-  if (loaded.ok() && NotesOnStderr()) PrintFitNotes(**loaded);
+  if (loaded.ok() && request.notes_on_stderr) PrintFitNotes(**loaded);
   return loaded;
 }
 
-absl::StatusOr<ProfiledModel> LoadProfiledWithProgress(const std::string& model_path,
-                                                       const std::string* manifest_path,
+absl::StatusOr<ProfiledModel> LoadProfiledWithProgress(const LoadRequest& request,
                                                        const std::string* profile_path) {
-  return LoadProfiledModel(
-      model_path, manifest_path, profile_path,
-      [](const std::string& model, const std::string* manifest, const std::string* reference,
-         bool allow_mismatch) {
-        return LoadWithProgress(model, manifest, reference, allow_mismatch);
-      });
+  return LoadProfiledModel(request, profile_path,
+                           [](const LoadRequest& r) { return LoadWithProgress(r); });
 }
 
 CLI::Option* AddManifestOption(CommandLine& command_line) {
@@ -68,10 +46,6 @@ std::optional<Args> ParseCommandArgs(CommandLine& command_line, int argc, char**
   command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
   command_line.Positionals(1, 1, "expected exactly one MODEL.onnx");
   std::optional<Args> args = command_line.Parse(argc, argv, exit_code);
-  if (!args) return std::nullopt;
-  if (const std::string* reference = args->option("--reference")) ParsedReference() = *reference;
-  ParsedAllowMismatch() = args->has("--allow-manifest-mismatch");
-  NotesOnStderr() = !args->has("--json");
   return args;
 }
 

@@ -109,9 +109,13 @@ int RunDiffCommand(int argc, char** argv) {
   if (manifest_b == nullptr) manifest_b = manifest_a;
 
   const bool allow_mismatch = args->has("--allow-manifest-mismatch");
-  auto a = LoadWithProgress(args->positional[0], manifest_a, nullptr, allow_mismatch);
+  LoadRequest request_a{args->positional[0], manifest_a, nullptr, allow_mismatch,
+                        !args->has("--json")};
+  LoadRequest request_b{args->positional[1], manifest_b, nullptr, allow_mismatch,
+                        !args->has("--json")};
+  auto a = LoadWithProgress(request_a);
   if (!a.ok()) return Fail(kTool, a.status());
-  auto b = LoadWithProgress(args->positional[1], manifest_b, nullptr, allow_mismatch);
+  auto b = LoadWithProgress(request_b);
   if (!b.ok()) return Fail(kTool, b.status());
   auto diff = semmap::DiffModels(*(*a)->mapper, *(*b)->mapper);
   if (!diff.ok()) {

@@ -3,8 +3,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cli_util.h"
 #include "commands.h"
-#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/extract.h"
@@ -66,7 +66,7 @@ int RunExtractCommand(int argc, char** argv) {
   options.protected_paths = args->inputs;
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
 
-  auto model = LoadWithProgress(input, args->option("--manifest"));
+  auto model = LoadWithProgress(RequestOf(*args, input));
   if (!model.ok()) return Fail(kTool, model.status());
   absl::StatusOr<semmap::ExtractResult> result;
   {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "cli_util.h"
 #include "commands.h"
-#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -58,7 +58,7 @@ int RunGraphmlCommand(int argc, char** argv) {
   options.allow_overwrite = args->has("--allow-overwrite");
   options.protected_paths = args->inputs;
   const std::string* profile_path = args->option("--ort-profile");
-  auto loaded = LoadProfiledWithProgress(input, args->option("--manifest"), profile_path);
+  auto loaded = LoadProfiledWithProgress(RequestOf(*args, input), profile_path);
   if (!loaded.ok()) return Fail(kTool, loaded.status());
   const semmap::SemanticMapper& mapper = *loaded->model->mapper;
   options.profile = loaded->attributionOrNull();

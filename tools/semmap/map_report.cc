@@ -9,7 +9,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli_util.h"
-#include "json_out.h"
 
 namespace semmap_cli {
 namespace {
@@ -32,88 +31,27 @@ void PrintTree(std::ostream& out, const semmap::Manifest& manifest, const semmap
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_path,
-                                                      const std::string* manifest_path,
-                                                      const std::string* reference_path,
-                                                      bool allow_manifest_mismatch) {
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const LoadRequest& request) {
   auto loaded = std::make_unique<LoadedModel>();
-  loaded->model_path = model_path;
-  if (reference_path == nullptr) {
-    // Graph and manifest read on two threads.
-    semmap::SemanticMapper::OpenOptions options;
-    options.mapper.allow_manifest_mismatch = allow_manifest_mismatch;
-    if (manifest_path != nullptr) loaded->manifest_path = *manifest_path;
-    auto mapper = semmap::SemanticMapper::Open(
-        model_path, manifest_path != nullptr ? *manifest_path : std::string(), options);
-    if (absl::IsFailedPrecondition(mapper.status()) && manifest_path != nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          mapper.status().message(), "; pass --allow-manifest-mismatch to map anyway"));
-    }
-    if (!mapper.ok()) return mapper.status();
-    loaded->graph.emplace(mapper->graph());
-    if (mapper->hasManifest()) loaded->manifest = mapper->sharedManifest();
-    loaded->mapper.emplace(*std::move(mapper));
-    return loaded;
+  loaded->model_path = request.model_path;
+  if (request.manifest_path != nullptr) loaded->manifest_path = *request.manifest_path;
+  semmap::SemanticMapper::OpenOptions options;
+  options.mapper.allow_manifest_mismatch = request.allow_manifest_mismatch;
+  if (request.reference_path != nullptr) {
+    loaded->reference_path = *request.reference_path;
+    options.reference_path = *request.reference_path;
   }
-  auto graph = semmap::Graph::Load(model_path);
-  if (!graph.ok()) return graph.status();
-  loaded->graph.emplace(*std::move(graph));
-  if (manifest_path != nullptr) {
-    loaded->manifest_path = *manifest_path;
-    auto manifest = semmap::Manifest::Load(*manifest_path);
-    if (!manifest.ok()) return manifest.status();
-    loaded->manifest = std::make_shared<const semmap::Manifest>(*std::move(manifest));
-  }
-  semmap::MapperOptions options;
-  options.allow_manifest_mismatch = allow_manifest_mismatch;
-  std::optional<semmap::Graph> reference;
-  if (reference_path != nullptr) {
-    loaded->reference_path = *reference_path;
-    auto reference_graph = semmap::Graph::Load(*reference_path);
-    if (!reference_graph.ok()) {
-      return absl::Status(reference_graph.status().code(),
-                          absl::StrCat("--reference: ", reference_graph.status().message()));
-    }
-    reference.emplace(*std::move(reference_graph));
-    options.reference = &*reference;
-  }
-  auto mapper = semmap::SemanticMapper::Create(*loaded->graph, loaded->manifest, options);
-  if (!mapper.ok() && reference_path != nullptr) {
-    return absl::Status(mapper.status().code(),
-                        absl::StrCat(model_path, ": --reference ", *reference_path, ": ",
-                                     mapper.status().message()));
-  }
-  if (absl::IsFailedPrecondition(mapper.status()) && manifest_path != nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(model_path, ": manifest ", *manifest_path, " is of another model: ",
-                     mapper.status().message(),
-                     "; pass --allow-manifest-mismatch to map anyway"));
+  auto mapper = semmap::SemanticMapper::Open(
+      request.model_path, loaded->manifest_path.value_or(std::string()), options);
+  if (absl::IsFailedPrecondition(mapper.status()) && loaded->manifest_path) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        mapper.status().message(), "; pass --allow-manifest-mismatch to map anyway"));
   }
   if (!mapper.ok()) return mapper.status();
+  loaded->graph.emplace(mapper->graph());
+  if (mapper->hasManifest()) loaded->manifest = mapper->sharedManifest();
   loaded->mapper.emplace(*std::move(mapper));
   return loaded;
-}
-
-void AppendMappingJson(const semmap::Graph& graph, semmap::NodeId id, const semmap::Mapping& m,
-                       int indent, std::string* out) {
-  const semmap::Node& n = graph.node(id);
-  JsonObjectText j(indent, out);  // keys in sorted order
-  j.String("category", m.category);
-  j.String("class", m.class_name);
-  j.Number("confidence", m.confidence);
-  j.String("domain", n.domain);
-  j.String("evidence", m.evidence);
-  if (m.mapped()) {
-    j.String("module", m.module_path);
-  } else {
-    j.Null("module");
-  }
-  j.String("name", n.name);
-  j.String("node", n.id);
-  j.String("op_type", n.op_type);
-  j.String("qualified_class", m.qualified_class);
-  j.String("strategy", semmap::StrategyName(m.strategy));
-  j.Close();
 }
 
 void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,
@@ -131,113 +69,25 @@ void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId 
       << "evidence:   " << EscapeControls(m.evidence) << "\n";
 }
 
-namespace {
-
-// The summary as one JSON object: what nlohmann::json's dump(2) of it would
-// give (keys in sorted order), with the per-module list written as it goes.
-void PrintSummaryJson(std::ostream& out, const LoadedModel& model, std::size_t mapped,
-                      std::size_t confident,
-                      const std::array<std::size_t, semmap::kStrategyCount>& counts,
-                      const semmap::ModuleNodeCounts& per_module) {
-  const semmap::SemanticMapper& mapper = *model.mapper;
-  const semmap::Manifest& manifest = mapper.manifest();
-  const semmap::RootBinding& b = mapper.rootBinding();
-  std::string text = "{\n";
-  // Members in key order; each after the first starts on a new line.
-  bool first = true;
-  auto member = [&](absl::string_view key) {
-    if (!first) text += ",\n";
-    first = false;
-    absl::StrAppend(&text, "  \"", key, "\": ");
-  };
-  auto small = [&](absl::string_view key, const nlohmann::json& value) {
-    member(key);
-    AppendIndentedJson(value, 2, &text);
-  };
-  small("confident", confident);
-  small("confident_floor", semmap::kConfidentFloor);
-  small("manifest",
-        model.manifest_path ? nlohmann::json(*model.manifest_path) : nlohmann::json());
-  if (model.manifest_path) {
-    const semmap::ManifestFit& fit = mapper.manifestFit();
-    nlohmann::json notes = nlohmann::json::array();
-    for (const semmap::FitNote& note : fit.notes) {
-      notes.push_back({{"reason", std::string(semmap::FitNoteKindName(note.kind))},
-                       {"count", note.count},
-                       {"nodes", note.nodes},
-                       {"example", note.example},
-                       {"text", note.text}});
-    }
-    small("manifest_fit", {{"checked", fit.checked},
-                           {"fits", fit.fits},
-                           {"verdict", std::string(fit.verdict())},
-                           {"notes", std::move(notes)},
-                           {"scoped_nodes", fit.scoped_nodes},
-                           {"resolved_nodes", fit.resolved_nodes},
-                           {"distinct_scopes", fit.distinct_scopes},
-                           {"resolved_scopes", fit.resolved_scopes},
-                           {"class_conflicts", fit.class_conflicts},
-                           {"named_tensors", fit.named_tensors},
-                           {"matched_tensors", fit.matched_tensors},
-                           {"shape_mismatches", fit.shape_mismatches},
-                           {"unused_items", fit.unused_items},
-                           {"unnamed_weights", fit.unnamed_weights},
-                           {"weight_size_mismatches", fit.weight_size_mismatches},
-                           {"evidence", fit.evidence}});
-  }
-  small("mapped", mapped);
-  small("model", model.model_path);
-  member("modules");
-  bool any = false;
-  for (std::size_t i = 0; i < manifest.size(); ++i) {
-    if (per_module.subtree[i] == 0) continue;
-    const semmap::ModuleInfo& info = manifest.module(static_cast<semmap::ModuleId>(i));
-    text += any ? ",\n    " : "[\n    ";
-    any = true;
-    JsonObjectText item(4, &text);  // keys in sorted order
-    item.String("class", info.class_name);
-    item.Unsigned("nodes", per_module.own[i]);
-    item.String("path", info.path);
-    item.Unsigned("subtree_nodes", per_module.subtree[i]);
-    item.Close();
-    if (text.size() >= (1 << 20)) {  // written as it grows
-      out.write(text.data(), static_cast<std::streamsize>(text.size()));
-      text.clear();
-    }
-  }
-  text += any ? "\n  ]" : "[]";
-  small("nodes", mapper.graph().size());
-  if (model.reference_path) small("reference", *model.reference_path);
-  small("root_binding", {{"root", manifest.module(b.root).path},
-                         {"wrapper", b.wrapper},
-                         {"scoped_nodes", b.scoped_nodes},
-                         {"resolved_nodes", b.resolved_nodes}});
-  nlohmann::json strategies = nlohmann::json::object();
-  for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
-    strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = counts[s];
-  }
-  small("strategies", strategies);
-  text += "\n}\n";
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-}
-
-}  // namespace
-
 void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bool json) {
   const semmap::SemanticMapper& mapper = *model.mapper;
+  if (json) {
+    semmap::JsonSources sources;
+    sources.model = model.model_path;
+    sources.manifest = model.manifest_path.value_or(std::string());
+    sources.reference = model.reference_path.value_or(std::string());
+    semmap::WriteSummaryJson(out, mapper, sources);
+    return;
+  }
   const semmap::Graph& graph = mapper.graph();
   const semmap::Manifest& manifest = mapper.manifest();
   const auto counts = mapper.strategyCounts();
   const std::size_t mapped = mapper.mappedCount();
+  const semmap::MappingList all = mapper.mapAll();
   const std::size_t confident = static_cast<std::size_t>(
-      std::count_if(mapper.mapAll().begin(), mapper.mapAll().end(),
-                    [](const semmap::Mapping& m) { return m.confident(); }));
+      std::count_if(all.begin(), all.end(), [](const semmap::Mapping& m) { return m.confident(); }));
   const semmap::RootBinding& b = mapper.rootBinding();
   const semmap::ModuleNodeCounts per_module = semmap::CountModuleNodes(mapper);
-  if (json) {
-    PrintSummaryJson(out, model, mapped, confident, counts, per_module);
-    return;
-  }
   out << "model:    " << EscapeControls(model.model_path) << " (" << graph.size() << " nodes, "
       << EscapeControls(graph.producerName()) << " " << EscapeControls(graph.producerVersion())
       << ", opset "
@@ -328,8 +178,12 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
           absl::StrCat("--depth needs an integer from 0 to 1000, got \"", *d, "\""));
     }
   }
-  auto model = load(args->positional[0], args->option("--manifest"), args->option("--reference"),
-                    args->has("--allow-manifest-mismatch"));
+  LoadRequest request;
+  request.model_path = args->positional[0];
+  request.manifest_path = args->option("--manifest");
+  request.reference_path = args->option("--reference");
+  request.allow_manifest_mismatch = args->has("--allow-manifest-mismatch");
+  auto model = load(request);
   if (!model.ok()) return Fail(tool.c_str(), model.status());
   const semmap::Graph& graph = *(*model)->graph;
   const bool json = args->has("--json");
@@ -344,9 +198,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
     }
     const semmap::Mapping& m = (*model)->mapper->moduleFor(id);
     if (json) {
-      std::string text;
-      AppendMappingJson(graph, id, m, 0, &text);
-      std::cout << text << "\n";
+      std::cout << semmap::MappingJson(*(*model)->mapper, id) << "\n";
     } else {
       PrintMapping(std::cout, graph, id, m);
     }

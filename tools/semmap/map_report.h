@@ -10,7 +10,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 
 namespace semmap_cli {
@@ -27,17 +26,21 @@ struct LoadedModel {
   std::optional<semmap::SemanticMapper> mapper;
 };
 
-// Loads and maps; errors name the file at fault. With `reference_path`, the
-// unprocessed export the model was made from is loaded too and its mapping
-// carried over (MapperOptions::reference); a reference that is not that
-// export is InvalidArgument naming both files and the evidence.
-// A manifest that does not fit the model (SemanticMapper::manifestFit) is
-// FailedPrecondition naming both files and the evidence, unless
-// `allow_manifest_mismatch`.
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& model_path,
-                                                      const std::string* manifest_path,
-                                                      const std::string* reference_path = nullptr,
-                                                      bool allow_manifest_mismatch = false);
+// What a command loads: the model, and the files and flags its command
+// line named (null: none).
+struct LoadRequest {
+  std::string model_path;
+  const std::string* manifest_path = nullptr;
+  const std::string* reference_path = nullptr;  // --reference
+  bool allow_manifest_mismatch = false;         // --allow-manifest-mismatch
+  // Print the fit's notes on stderr once loaded (text output; LoadModel
+  // leaves that to its caller).
+  bool notes_on_stderr = false;
+};
+
+// Loads and maps with SemanticMapper::Open, whose errors name the file at
+// fault; a misfit's message adds how to map anyway.
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const LoadRequest& request);
 
 // The --allow-manifest-mismatch option as every mapping command describes it.
 inline constexpr char kAllowMismatchHelp[] =
@@ -53,12 +56,6 @@ inline constexpr char kReferenceHelp[] =
     "carried over node by node; refused (exit 2) when\n"
     "it is not that export";
 
-// Appends {"node", "name", "op_type", "domain", "module", "class",
-// "qualified_class", "confidence", "strategy", "evidence"} as DumpJson
-// writes it nested `indent` spaces deep (JsonObjectText).
-void AppendMappingJson(const semmap::Graph& graph, semmap::NodeId id, const semmap::Mapping& m,
-                       int indent, std::string* out);
-
 // The aligned "node: ... evidence: ..." block.
 void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,
                   const semmap::Mapping& m);
@@ -67,9 +64,8 @@ void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId 
 // `max_depth` (0 = no tree); or the same as JSON.
 void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bool json);
 
-using ModelLoader = std::function<absl::StatusOr<std::unique_ptr<LoadedModel>>(
-    const std::string& model_path, const std::string* manifest_path,
-    const std::string* reference_path, bool allow_manifest_mismatch)>;
+using ModelLoader =
+    std::function<absl::StatusOr<std::unique_ptr<LoadedModel>>(const LoadRequest& request)>;
 
 // The whole `semmap-query` / `semmap map` command: parses argv (argv[0] is
 // the command name), loads with `load`, prints, returns the exit code.

@@ -3,8 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "cli_util.h"
 #include "commands.h"
-#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "semmap/node_data.h"
 #include "semmap/semmap.h"
@@ -69,7 +69,7 @@ int RunNodeDataCommand(int argc, char** argv) {
   const std::string& input = args->positional[0];
   options.allow_overwrite = args->has("--allow-overwrite");
   options.protected_paths = args->inputs;
-  auto loaded = LoadProfiledWithProgress(input, args->option("--manifest"), profile_path);
+  auto loaded = LoadProfiledWithProgress(RequestOf(*args, input), profile_path);
   if (!loaded.ok()) return Fail(kTool, loaded.status());
   const semmap::SemanticMapper& mapper = *loaded->model->mapper;
   if (loaded->attribution) {

@@ -8,8 +8,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli_util.h"
 #include "commands.h"
-#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -218,7 +218,7 @@ int RunProfileCommand(int argc, char** argv) {
     }
   }
   const std::string& input = args->positional[0];
-  auto loaded = LoadProfiledWithProgress(input, args->option("--manifest"), profile_path);
+  auto loaded = LoadProfiledWithProgress(RequestOf(*args, input), profile_path);
   if (!loaded.ok()) return Fail(kTool, loaded.status());
   const std::unique_ptr<LoadedModel>& model = loaded->model;
   const semmap::SemanticMapper& mapper = *model->mapper;

@@ -6,8 +6,7 @@
 
 namespace semmap_cli {
 
-absl::StatusOr<ProfiledModel> LoadProfiledModel(const std::string& model_path,
-                                                const std::string* manifest_path,
+absl::StatusOr<ProfiledModel> LoadProfiledModel(const LoadRequest& request,
                                                 const std::string* profile_path,
                                                 const ModelLoader& load) {
   ProfiledModel out;
@@ -20,8 +19,7 @@ absl::StatusOr<ProfiledModel> LoadProfiledModel(const std::string& model_path,
     if (!profile.ok()) return profile.status();
     out.profile = *std::move(profile);
   }
-  absl::StatusOr<std::unique_ptr<LoadedModel>> model =
-      load(model_path, manifest_path, nullptr, false);
+  absl::StatusOr<std::unique_ptr<LoadedModel>> model = load(request);
   if (!model.ok()) return model.status();
   out.model = *std::move(model);
   if (out.profile) {

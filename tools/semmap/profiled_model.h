@@ -28,12 +28,10 @@ struct ProfiledModel {
 
 // Reads the profile at `profile_path` (none when null) first, so that a
 // profile that cannot be read fails before the slow load; then loads and
-// maps the model with `load` (its manifest at `manifest_path`, or none when
-// null) and attributes the profile's kernel time to the model's nodes.
-// Errors: those of Profile::Load, of `load` and of AttributeProfile, each
-// naming its file.
-absl::StatusOr<ProfiledModel> LoadProfiledModel(const std::string& model_path,
-                                                const std::string* manifest_path,
+// maps what `request` names with `load` and attributes the profile's
+// kernel time to the model's nodes. Errors: those of Profile::Load, of
+// `load` and of AttributeProfile, each naming its file.
+absl::StatusOr<ProfiledModel> LoadProfiledModel(const LoadRequest& request,
                                                 const std::string* profile_path,
                                                 const ModelLoader& load);
 

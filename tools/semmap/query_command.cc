@@ -6,7 +6,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
-#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 
@@ -20,11 +19,8 @@ int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
   if (count) {
     std::cout << nodes.size() << "\n";
   } else if (json) {
-    WriteJsonWithList(
-        std::cout, {{"model", model.model_path}, {"query", query}, {"count", nodes.size()}},
-        "nodes", nodes.size(), [&](std::size_t i, std::string* text) {
-          AppendMappingJson(graph, nodes[i], model.mapper->moduleFor(nodes[i]), 4, text);
-        });
+    semmap::WriteNodeListJson(std::cout, *model.mapper, model.model_path,
+                              DumpJson(query, -1), nodes);
   } else {
     for (semmap::NodeId n : nodes) {
       const semmap::Mapping& m = model.mapper->moduleFor(n);
@@ -44,18 +40,7 @@ int PrintModules(const LoadedModel& model, const std::vector<semmap::ModuleId>& 
   if (count) {
     std::cout << modules.size() << "\n";
   } else if (json) {
-    WriteJsonWithList(std::cout,
-                      {{"model", model.model_path},
-                       {"query", {{"kind", "empty_modules"}}},
-                       {"count", modules.size()}},
-                      "modules", modules.size(), [&](std::size_t i, std::string* text) {
-                        const semmap::ModuleInfo& info = manifest.module(modules[i]);
-                        JsonObjectText j(4, text);  // keys in sorted order
-                        j.String("class", info.class_name);
-                        j.String("path", info.path);
-                        j.String("qualified_class", info.qualified_class);
-                        j.Close();
-                      });
+    semmap::WriteModuleListJson(std::cout, *model.mapper, model.model_path, modules);
   } else {
     for (semmap::ModuleId id : modules) {
       std::cout << EscapeControls(manifest.module(id).path) << "\t"
@@ -160,7 +145,7 @@ int RunQueryCommand(int argc, char** argv) {
     }
   }
 
-  auto model = LoadWithProgress(args->positional[0], args->option("--manifest"));
+  auto model = LoadWithProgress(RequestOf(*args, args->positional[0]));
   if (!model.ok()) return Fail(kTool, model.status());
   const semmap::SemanticQuery query(*(*model)->mapper);
   const bool json = args->has("--json");

@@ -48,8 +48,7 @@ int RunReportCommand(int argc, char** argv) {
 
   const std::string* profile_path = args->option("--ort-profile");
   if (profile_path != nullptr) options.profile_path = *profile_path;
-  auto loaded = LoadProfiledWithProgress(options.model_path, args->option("--manifest"),
-                                         profile_path);
+  auto loaded = LoadProfiledWithProgress(RequestOf(*args, options.model_path), profile_path);
   if (!loaded.ok()) return Fail(kTool, loaded.status());
   const std::unique_ptr<LoadedModel>& model = loaded->model;
   const std::optional<semmap::ProfileAttribution>& attribution = loaded->attribution;

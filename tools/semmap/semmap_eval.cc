@@ -17,7 +17,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cli_util.h"
-#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 
@@ -58,47 +57,26 @@ int main(int argc, char** argv) {
       return command_line.UsageError("--errors needs a non-negative integer");
     }
   }
-  auto graph = semmap::Graph::Load(args->positional[0]);
-  if (!graph.ok()) return semmap_cli::Fail(kTool, graph.status());
   const std::string* manifest_path = args->option("--manifest");
-  absl::StatusOr<semmap::Manifest> manifest = absl::NotFoundError("no manifest");
-  if (manifest_path) {
-    manifest = semmap::Manifest::Load(*manifest_path);
-    if (!manifest.ok()) return semmap_cli::Fail(kTool, manifest.status());
+  semmap::SemanticMapper::OpenOptions options;
+  if (const std::string* reference = args->option("--reference")) {
+    options.reference_path = *reference;
   }
+  auto mapper = semmap::SemanticMapper::Open(args->positional[0],
+                                             manifest_path ? *manifest_path : "", options);
+  if (!mapper.ok()) return semmap_cli::Fail(kTool, mapper.status());
   auto truth = semmap::GroundTruth::Load(*truth_path);
   if (!truth.ok()) return semmap_cli::Fail(kTool, truth.status());
-  semmap::MapperOptions options;
-  std::optional<semmap::Graph> reference;
-  const std::string* reference_path = args->option("--reference");
-  if (reference_path != nullptr) {
-    auto loaded = semmap::Graph::Load(*reference_path);
-    if (!loaded.ok()) {
-      return semmap_cli::Fail(kTool, absl::Status(loaded.status().code(),
-                                                  absl::StrCat("--reference: ",
-                                                               loaded.status().message())));
-    }
-    reference.emplace(*std::move(loaded));
-    options.reference = &*reference;
-  }
-  auto mapper =
-      semmap::SemanticMapper::Create(*graph, manifest_path ? &*manifest : nullptr, options);
-  if (!mapper.ok() && reference_path != nullptr) {
-    return semmap_cli::Fail(
-        kTool, absl::Status(mapper.status().code(),
-                            absl::StrCat(args->positional[0], ": --reference ", *reference_path,
-                                         ": ", mapper.status().message())));
-  }
-  if (!mapper.ok()) return semmap_cli::Fail(kTool, mapper.status());
+  const semmap::Graph& graph = mapper->graph();
 
   std::size_t known = 0, correct = 0, covered = 0;
   std::array<std::size_t, semmap::kStrategyCount> by_strategy{}, by_strategy_correct{};
   std::vector<Bucket> buckets = {{0.9, 1.0}, {0.7, 0.9}, {0.5, 0.7}, {0.0, 0.5}};
   std::vector<std::string> errors;
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph->size()); ++i) {
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph.size()); ++i) {
     const semmap::Mapping& m = mapper->moduleFor(i);
     if (m.confidence > 0) ++covered;
-    const std::string* expected = truth->find(graph->node(i).id);
+    const std::string* expected = truth->find(graph.node(i).id);
     if (expected == nullptr) continue;
     ++known;
     const bool ok = m.mapped() && m.module_path == *expected;
@@ -114,7 +92,7 @@ int main(int argc, char** argv) {
       }
     }
     if (!ok && static_cast<int>(errors.size()) < max_errors) {
-      errors.push_back(absl::StrCat(graph->node(i).id, " [", graph->node(i).op_type,
+      errors.push_back(absl::StrCat(graph.node(i).id, " [", graph.node(i).op_type,
                                     "]: expected \"", *expected, "\", got \"",
                                     m.mapped() ? std::string(m.module_path) : "(unmapped)",
                                     "\" (", semmap::StrategyName(m.strategy), " ",
@@ -122,11 +100,11 @@ int main(int argc, char** argv) {
     }
   }
   const double accuracy = known ? static_cast<double>(correct) / known : 0.0;
-  const double coverage = graph->size() ? static_cast<double>(covered) / graph->size() : 0.0;
+  const double coverage = graph.size() ? static_cast<double>(covered) / graph.size() : 0.0;
   if (args->has("--json")) {
     nlohmann::json j;
     j["model"] = args->positional[0];
-    j["nodes"] = graph->size();
+    j["nodes"] = graph.size();
     j["known"] = known;
     j["correct"] = correct;
     j["accuracy"] = accuracy;
@@ -149,7 +127,7 @@ int main(int argc, char** argv) {
     return semmap_cli::kExitOk;
   }
   std::cout << std::fixed << std::setprecision(2);
-  std::cout << "nodes:     " << graph->size() << "\n"
+  std::cout << "nodes:     " << graph.size() << "\n"
             << "known:     " << known << "\n"
             << "correct:   " << correct << "\n"
             << "accuracy:  " << 100.0 * accuracy << "%\n"

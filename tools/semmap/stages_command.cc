@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cli_util.h"
 #include "commands.h"
-#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -36,7 +36,7 @@ int RunExtractStages(const CommandLine& command_line, const Args& args) {
   options.allow_overwrite = args.has("--allow-overwrite");
   options.protected_paths = args.inputs;
   if (const std::string* m = args.option("--manifest")) options.manifest_path = *m;
-  auto loaded = LoadProfiledWithProgress(input, args.option("--manifest"), profile_path);
+  auto loaded = LoadProfiledWithProgress(RequestOf(args, input), profile_path);
   if (!loaded.ok()) return Fail(tool, loaded.status());
   const semmap::SemanticMapper& mapper = *loaded->model->mapper;
   options.profile = loaded->attributionOrNull();

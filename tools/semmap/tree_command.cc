@@ -118,7 +118,7 @@ int RunTreeCommand(int argc, char** argv) {
   }
   if (ParseCount(command_line, args->option("--ops"), "--ops", 3, &ops) != kExitOk) return kExitBadInput;
 
-  auto model = LoadWithProgress(args->positional[0], args->option("--manifest"));
+  auto model = LoadWithProgress(RequestOf(*args, args->positional[0]));
   if (!model.ok()) return Fail(kTool, model.status());
   const semmap::SemanticMapper& mapper = *(*model)->mapper;
   const bool model_specific = args->has("--model-specific");

@@ -4,8 +4,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cli_util.h"
 #include "commands.h"
-#include "json_out.h"
 #include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -74,7 +74,7 @@ int RunAnnotateCommand(int argc, char** argv) {
     options.scoped_name_min_confidence = value;
   }
 
-  auto model = LoadWithProgress(input, args->option("--manifest"));
+  auto model = LoadWithProgress(RequestOf(*args, input));
   if (!model.ok()) return Fail(kAnnotateTool, model.status());
   absl::StatusOr<semmap::AnnotateResult> result;
   {
@@ -137,7 +137,7 @@ int RunSidecarCommand(int argc, char** argv) {
   options.protected_paths = args->inputs;
   options.indent = args->has("--compact") ? -1 : 1;
 
-  auto model = LoadWithProgress(options.model_path, args->option("--manifest"));
+  auto model = LoadWithProgress(RequestOf(*args, options.model_path));
   if (!model.ok()) return Fail(kSidecarTool, model.status());
   const std::string* output = args->option("--output");
   if (output == nullptr || *output == "-") {

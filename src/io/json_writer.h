@@ -1,8 +1,9 @@
-// Streaming pieces of the tool's JSON output, written exactly as
-// nlohmann::json's dump(2) writes them, for lists that grow with the model
-// (a DOM of 10^5 objects costs more than the mapping it reports).
-#ifndef SEMMAP_TOOLS_SEMMAP_JSON_OUT_H_
-#define SEMMAP_TOOLS_SEMMAP_JSON_OUT_H_
+// Streaming pieces of semmap's JSON documents (semmap/results_json.h),
+// written exactly as nlohmann::json's dump(2) writes them, for lists that
+// grow with the model (a DOM of 10^5 objects costs more than the mapping it
+// reports).
+#ifndef SEMMAP_SRC_IO_JSON_WRITER_H_
+#define SEMMAP_SRC_IO_JSON_WRITER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -13,9 +14,10 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
-namespace semmap_cli {
+namespace semmap {
+namespace internal {
 
-// The tool's JSON: `value.dump(2)`, with bytes that are not UTF-8 (a file
+// semmap's JSON: `value.dump(2)`, with bytes that are not UTF-8 (a file
 // name in another encoding) written as U+FFFD instead of an exception.
 std::string DumpJson(const nlohmann::json& value, int indent = 2);
 
@@ -59,6 +61,7 @@ void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
                        const std::string& list_key, std::size_t count,
                        const std::function<void(std::size_t, std::string*)>& item);
 
-}  // namespace semmap_cli
+}  // namespace internal
+}  // namespace semmap
 
-#endif  // SEMMAP_TOOLS_SEMMAP_JSON_OUT_H_
+#endif  // SEMMAP_SRC_IO_JSON_WRITER_H_

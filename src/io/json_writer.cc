@@ -1,11 +1,12 @@
-#include "json_out.h"
+#include "io/json_writer.h"
 
 #include <array>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 
-namespace semmap_cli {
+namespace semmap {
+namespace internal {
 
 std::string DumpJson(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -139,4 +140,5 @@ void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
-}  // namespace semmap_cli
+}  // namespace internal
+}  // namespace semmap

@@ -1,0 +1,132 @@
+// The results' JSON (semmap/results_json.h): what the tool and the Python
+// package print comes from here, so the documents must parse, read as a
+// dump(2) of themselves, and say what the mapper says.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "mapped_fixture.h"
+#include "nlohmann/json.hpp"
+#include "semmap/results_json.h"
+
+namespace {
+
+using nlohmann::json;
+
+// The text is exactly the dump of what it parses to: keys sorted, two
+// spaces per level, as every other semmap JSON.
+void CheckLayout(const std::string& text, const std::string& suffix = "") {
+  const json parsed = json::parse(text);
+  CHECK(text == parsed.dump(2) + suffix);
+}
+
+}  // namespace
+
+TEST_CASE("A node's mapping JSON says what moduleFor says", "[results_json][fixture]") {
+  const auto f = semmap_test::LoadMapped("bert-seqcls.torchscript");
+  const semmap::SemanticMapper& mapper = *f->mapper;
+  std::size_t unmapped = 0;
+  for (semmap::NodeId id = 0; id < static_cast<semmap::NodeId>(mapper.graph().size()); ++id) {
+    const std::string text = semmap::MappingJson(mapper, id);
+    CheckLayout(text);
+    const json j = json::parse(text);
+    const semmap::Mapping m = mapper.moduleFor(id);
+    CAPTURE(text);
+    CHECK(j.at("node") == std::string(mapper.graph().node(id).id));
+    CHECK(j.at("op_type") == std::string(mapper.graph().node(id).op_type));
+    CHECK(j.at("confidence") == m.confidence);
+    CHECK(j.at("strategy") == std::string(semmap::StrategyName(m.strategy)));
+    CHECK(j.at("class") == std::string(m.class_name));
+    if (m.mapped()) {
+      CHECK(j.at("module") == std::string(m.module_path));
+    } else {
+      CHECK(j.at("module").is_null());
+      ++unmapped;
+    }
+    CHECK(j.size() == 11);
+  }
+  CHECK(unmapped < mapper.graph().size());
+}
+
+TEST_CASE("The manifest fit's JSON carries every field of ManifestFit", "[results_json][fixture]") {
+  const auto f = semmap_test::LoadMapped("bert-seqcls.torchscript");
+  const semmap::ManifestFit& fit = f->mapper->manifestFit();
+  const std::string text = semmap::ManifestFitJson(fit);
+  CheckLayout(text);
+  const json j = json::parse(text);
+  CHECK(j.at("checked") == fit.checked);
+  CHECK(j.at("fits") == fit.fits);
+  CHECK(j.at("verdict") == std::string(fit.verdict()));
+  CHECK(j.at("scoped_nodes") == fit.scoped_nodes);
+  CHECK(j.at("resolved_nodes") == fit.resolved_nodes);
+  CHECK(j.at("named_tensors") == fit.named_tensors);
+  CHECK(j.at("unnamed_weights") == fit.unnamed_weights);
+  CHECK(j.at("weight_size_mismatches") == fit.weight_size_mismatches);
+  CHECK(j.at("notes").size() == fit.notes.size());
+  CHECK(j.at("evidence") == fit.evidence);
+  CHECK(j.size() == 16);
+}
+
+TEST_CASE("The summary JSON adds up", "[results_json][fixture]") {
+  const auto f = semmap_test::LoadMapped("bert-seqcls.torchscript");
+  const semmap::SemanticMapper& mapper = *f->mapper;
+  semmap::JsonSources sources;
+  sources.model = f->model_path();
+  sources.manifest = f->manifest_path();
+  std::ostringstream out;
+  semmap::WriteSummaryJson(out, mapper, sources);
+  CheckLayout(out.str(), "\n");
+  const json j = json::parse(out.str());
+  CHECK(j.at("nodes") == mapper.graph().size());
+  CHECK(j.at("mapped") == mapper.mappedCount());
+  CHECK(j.at("model") == sources.model);
+  CHECK(j.at("manifest") == sources.manifest);
+  CHECK(j.at("manifest_fit") == json::parse(semmap::ManifestFitJson(mapper.manifestFit())));
+  CHECK_FALSE(j.contains("reference"));
+  std::size_t total = 0;
+  for (const auto& [name, count] : j.at("strategies").items()) total += count.get<std::size_t>();
+  CHECK(total == mapper.graph().size());
+  // The root's subtree holds every mapped node.
+  std::size_t root_subtree = 0;
+  for (const json& m : j.at("modules")) {
+    if (m.at("path") == "") root_subtree = m.at("subtree_nodes");
+  }
+  CHECK(root_subtree == mapper.mappedCount());
+
+  sources.manifest.clear();
+  std::ostringstream without;
+  semmap::WriteSummaryJson(without, mapper, sources);
+  const json k = json::parse(without.str());
+  CHECK(k.at("manifest").is_null());
+  CHECK_FALSE(k.contains("manifest_fit"));
+}
+
+TEST_CASE("Node and module lists stream as their dump", "[results_json][fixture]") {
+  const auto f = semmap_test::LoadMapped("bert-seqcls.torchscript");
+  const semmap::SemanticMapper& mapper = *f->mapper;
+  const std::vector<semmap::NodeId> nodes = {3, 0, 7};
+  std::ostringstream out;
+  semmap::WriteNodeListJson(out, mapper, "m.onnx", R"({"kind": "module", "module": "bert"})",
+                            nodes);
+  CheckLayout(out.str(), "\n");
+  const json j = json::parse(out.str());
+  CHECK(j.at("count") == 3);
+  CHECK(j.at("query").at("kind") == "module");
+  REQUIRE(j.at("nodes").size() == 3);
+  CHECK(j.at("nodes")[1] == json::parse(semmap::MappingJson(mapper, 0)));
+
+  std::ostringstream odd;  // a query that is not JSON is kept as a string
+  semmap::WriteNodeListJson(odd, mapper, "m.onnx", "not json", {});
+  CHECK(json::parse(odd.str()).at("query") == "not json");
+  CHECK(json::parse(odd.str()).at("nodes").empty());
+
+  std::ostringstream modules;
+  const std::vector<semmap::ModuleId> ids = {mapper.manifest().root()};
+  semmap::WriteModuleListJson(modules, mapper, "m.onnx", ids);
+  CheckLayout(modules.str(), "\n");
+  const json k = json::parse(modules.str());
+  CHECK(k.at("query").at("kind") == "empty_modules");
+  CHECK(k.at("modules")[0].at("path") == "");
+  CHECK(k.at("modules")[0].at("class") == mapper.manifest().modelClass());
+}
