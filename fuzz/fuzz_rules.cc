@@ -13,6 +13,7 @@
 
 #include "absl/strings/string_view.h"
 #include "fuzz_util.h"
+#include "manifest/rule_queries.h"
 #include "semmap/manifest.h"
 #include "semmap/rules.h"
 
@@ -31,11 +32,11 @@ const semmap::Manifest& SmallManifest() {
 }
 
 void Exercise(const semmap::Rules& rules, absl::string_view subject) {
-  (void)rules.isDerivedNodeName(subject);
-  const absl::string_view stripped = rules.stripValueSuffixes(subject);
+  (void)semmap::internal::RuleQueries(rules).isDerivedNodeName(subject);
+  const absl::string_view stripped = semmap::internal::RuleQueries(rules).stripValueSuffixes(subject);
   SEMMAP_FUZZ_CHECK(stripped.data() == subject.data() && stripped.size() <= subject.size());
-  (void)rules.isWeightPassthrough(subject);
-  (void)rules.followsConsumers(subject);
+  (void)semmap::internal::RuleQueries(rules).isWeightPassthrough(subject);
+  (void)semmap::internal::RuleQueries(rules).followsConsumers(subject);
 }
 
 }  // namespace

@@ -245,7 +245,7 @@ TEST_CASE("Tree counts nodes, ops and parameters; the model-specific view folds 
   const semmap::ModuleTree specific = semmap::ModuleTree::Build(*f->mapper, options);
   CHECK(specific.find("bert.encoder.layer.0.attention.self.query") == -1);
   for (const semmap::TreeModule& m : specific.modules()) {
-    CHECK_FALSE(semmap::IsTorchLeaf(specific.info(m)));
+    CHECK_FALSE(semmap::IsLibraryLeaf(specific.info(m)));
   }
   CHECK(specific.root().subtree_nodes == full.root().subtree_nodes);
   CHECK(specific.root().subtree_parameters == full.root().subtree_parameters);

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "manifest/rule_queries.h"
 #include "semmap/manifest.h"
 #include "semmap/rules.h"
 #include "test_util.h"
@@ -67,19 +68,19 @@ TEST_CASE("All categories at once are each module's category", "[rules][fixture]
 
 TEST_CASE("Default value-name and op rules", "[rules]") {
   const Rules& rules = Rules::Default();
-  CHECK(rules.isDerivedNodeName("/a/b/LayerNormalization_output_0_QuantizeLinear"));
-  CHECK_FALSE(rules.isDerivedNodeName("/a/b/MatMul_quant"));
-  CHECK_FALSE(rules.isDerivedNodeName("/a/b/MatMul_1"));
-  CHECK(rules.stripValueSuffixes("/a/MatMul_output_0") == "/a/MatMul");
-  CHECK(rules.stripValueSuffixes("/a/MatMul_output_0_quantized") == "/a/MatMul");
-  CHECK(rules.stripValueSuffixes("enc.fc.weight_scale") == "enc.fc.weight");
-  CHECK(rules.stripValueSuffixes("enc.fc.weight") == "enc.fc.weight");
-  CHECK(rules.isWeightPassthrough("Transpose"));
-  CHECK(rules.isWeightPassthrough("DequantizeLinear"));
-  CHECK_FALSE(rules.isWeightPassthrough("MatMul"));
-  CHECK(rules.followsConsumers("DynamicQuantizeLinear"));
-  CHECK(rules.followsConsumers("Constant"));
-  CHECK_FALSE(rules.followsConsumers("Add"));
+  CHECK(semmap::internal::RuleQueries(rules).isDerivedNodeName("/a/b/LayerNormalization_output_0_QuantizeLinear"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).isDerivedNodeName("/a/b/MatMul_quant"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).isDerivedNodeName("/a/b/MatMul_1"));
+  CHECK(semmap::internal::RuleQueries(rules).stripValueSuffixes("/a/MatMul_output_0") == "/a/MatMul");
+  CHECK(semmap::internal::RuleQueries(rules).stripValueSuffixes("/a/MatMul_output_0_quantized") == "/a/MatMul");
+  CHECK(semmap::internal::RuleQueries(rules).stripValueSuffixes("enc.fc.weight_scale") == "enc.fc.weight");
+  CHECK(semmap::internal::RuleQueries(rules).stripValueSuffixes("enc.fc.weight") == "enc.fc.weight");
+  CHECK(semmap::internal::RuleQueries(rules).isWeightPassthrough("Transpose"));
+  CHECK(semmap::internal::RuleQueries(rules).isWeightPassthrough("DequantizeLinear"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).isWeightPassthrough("MatMul"));
+  CHECK(semmap::internal::RuleQueries(rules).followsConsumers("DynamicQuantizeLinear"));
+  CHECK(semmap::internal::RuleQueries(rules).followsConsumers("Constant"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).followsConsumers("Add"));
 }
 
 TEST_CASE("User rules extend the behaviour without code", "[rules]") {
@@ -87,8 +88,8 @@ TEST_CASE("User rules extend the behaviour without code", "[rules]") {
                                       R"("categories":[{"category":"gizmo","class":"^M$"}])"),
                             "user.json");
   REQUIRE(rules.ok());
-  CHECK(rules->followsConsumers("MyPack"));
-  CHECK_FALSE(rules->followsConsumers("Constant"));
+  CHECK(semmap::internal::RuleQueries(*rules).followsConsumers("MyPack"));
+  CHECK_FALSE(semmap::internal::RuleQueries(*rules).followsConsumers("Constant"));
   auto m = semmap::Manifest::Parse(semmap_test::ManifestJson({"a"}), "m.json");
   REQUIRE(m.ok());
   CHECK(rules->categoryOf(*m, m->find("a")) == "gizmo");
@@ -124,7 +125,7 @@ TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
 TEST_CASE("The rule file shipped in rules/ is the compiled-in one", "[rules]") {
   auto loaded = Rules::Load(std::string(SEMMAP_SOURCE_DIR) + "/rules/default.json");
   REQUIRE(loaded.ok());
-  CHECK(loaded->isDerivedNodeName("/x/Add_output_0_QuantizeLinear"));
+  CHECK(semmap::internal::RuleQueries(*loaded).isDerivedNodeName("/x/Add_output_0_QuantizeLinear"));
   auto missing = Rules::Load("/nonexistent/rules.json");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);

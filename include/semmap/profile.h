@@ -110,7 +110,7 @@ struct SEMMAP_EXPORT ModuleTime {
 // its whole subtree.
 struct SEMMAP_EXPORT LayerTime {
   ModuleId container = kNoModule;
-  long index = 0;
+  std::int64_t index = 0;
   ModuleId item = kNoModule;
   std::int64_t us = 0;
   std::int64_t calls = 0;

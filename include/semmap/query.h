@@ -24,6 +24,7 @@
 #ifndef SEMMAP_INCLUDE_SEMMAP_QUERY_H_
 #define SEMMAP_INCLUDE_SEMMAP_QUERY_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -43,7 +44,7 @@ struct SEMMAP_EXPORT RepeatedContainer {
   ModuleId module = kNoModule;
   // Children ordered by their numeric atom.
   std::vector<ModuleId> items;
-  std::vector<long> indices;  // the numeric atom of each item
+  std::vector<std::int64_t> indices;  // the numeric atom of each item
   std::string item_class;
   std::string item_qualified_class;
   // Not inside an item of another repeated container.
@@ -66,12 +67,12 @@ class SEMMAP_EXPORT SemanticQuery {
   // union, e.g. encoder and decoder block N of T5). InvalidArgument for a
   // negative index; NotFound when the model has no layer container or none
   // has an item `index` (the message lists the containers and their sizes).
-  absl::StatusOr<std::vector<NodeId>> nodesOfLayer(long index) const;
+  absl::StatusOr<std::vector<NodeId>> nodesOfLayer(std::int64_t index) const;
   // Same within the repeated container at `container` (any repeated
   // container, layer or not). NotFound when `container` is not a module or
   // not a repeated container, or has no item `index`.
   absl::StatusOr<std::vector<NodeId>> nodesOfLayer(absl::string_view container,
-                                                   long index) const;
+                                                   std::int64_t index) const;
 
   // Nodes mapped to modules whose class name ("Linear") or qualified class
   // ("torch.nn.modules.linear.Linear") equals `cls`. NotFound when no module

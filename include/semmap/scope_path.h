@@ -23,6 +23,7 @@
 #define SEMMAP_INCLUDE_SEMMAP_SCOPE_PATH_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "absl/container/inlined_vector.h"
@@ -66,7 +67,7 @@ class SEMMAP_EXPORT ScopePath {
   // The op type the name claims ("MatMul"); for kDynamo the FX name part.
   absl::string_view op() const { return op_; }
   // The uniquifying number after the op ("MatMul_1" -> 1), or -1.
-  long ordinal() const { return ordinal_; }
+  std::int64_t ordinal() const { return ordinal_; }
   // Whatever follows op and ordinal: "quant" in "MatMul_quant",
   // "output_0" in a value name.
   absl::string_view suffix() const { return suffix_; }
@@ -84,7 +85,7 @@ class SEMMAP_EXPORT ScopePath {
   absl::string_view leaf_;
   absl::string_view op_;
   absl::string_view suffix_;
-  long ordinal_ = -1;
+  std::int64_t ordinal_ = -1;
   bool truncated_ = false;
 };
 
@@ -95,7 +96,7 @@ SEMMAP_EXPORT std::string DottedPathOf(absl::Span<const absl::string_view> segme
 // Splits "relu_1" into base "relu" and call index 1; returns false (and
 // leaves the outputs alone) when the segment has no "_<digits>" ending.
 SEMMAP_EXPORT bool SplitCallSuffix(absl::string_view segment, absl::string_view* base,
-                                   long* call_index);
+                                   std::int64_t* call_index);
 
 }  // namespace semmap
 

@@ -11,10 +11,12 @@
 // histogram of each, and its parameter count from the manifest's parameter
 // shapes. Two views:
 //   - full: every module of the manifest;
-//   - model-specific (TreeOptions::model_specific_only): torch.nn leaf
-//     modules (qualified class "torch.nn.*", no children: Linear, LayerNorm,
-//     Dropout...) are folded into their parent, whose own counts then
-//     include theirs. What remains is the model's own architecture.
+//   - model-specific (TreeOptions::model_specific_only): library leaf
+//     modules (no children, and a qualified class the mapper's rule file
+//     calls a library module, "library_modules": torch.nn's Linear,
+//     LayerNorm, Dropout... by default) are folded into their parent, whose
+//     own counts then include theirs. What remains is the model's own
+//     architecture.
 //
 // A ModuleTree is a snapshot: it copies what it needs except the manifest,
 // which (with the mapper's other inputs) must outlive it. Immutable after
@@ -122,9 +124,9 @@ SEMMAP_EXPORT ModuleNodeCounts CountModuleNodes(
     const SemanticMapper& mapper,
     const std::function<bool(NodeId, const Mapping&)>& node_filter = nullptr);
 
-// True for a module the model-specific view folds away: a torch.nn class
-// without children.
-SEMMAP_EXPORT bool IsTorchLeaf(const ModuleInfo& info);
+// True for a module the model-specific view folds away: a module without
+// children whose class `rules` call a library module ("library_modules").
+SEMMAP_EXPORT bool IsLibraryLeaf(const ModuleInfo& info, const Rules& rules = Rules::Default());
 
 // "MatMul", or "<domain>.<op>" outside the default ONNX domain.
 SEMMAP_EXPORT std::string QualifiedOpType(const Node& node);

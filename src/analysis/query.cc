@@ -88,7 +88,7 @@ void SemanticQuery::DetectContainers() {
   for (std::size_t id = 0; id < manifest.size(); ++id) {
     const ModuleInfo& info = manifest.module(static_cast<ModuleId>(id));
     // Numbered children (the manifest's test: every last atom is digits)
-    // of one class; an atom too long for a long is no index.
+    // of one class; an atom too long for 64 bits is no index.
     if (!info.numbered_children) continue;
     RepeatedContainer c;
     c.module = static_cast<ModuleId>(id);
@@ -96,7 +96,7 @@ void SemanticQuery::DetectContainers() {
     bool blocks = true;
     for (ModuleId child : info.children) {
       const ModuleInfo& item = manifest.module(child);
-      long index = 0;
+      std::int64_t index = 0;
       if (!absl::SimpleAtoi(LastAtom(item.path), &index) ||
           item.qualified_class != manifest.module(info.children.front()).qualified_class) {
         repeated = false;
@@ -177,7 +177,7 @@ absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfModule(absl::string_vi
   return SubtreeNodes({id});
 }
 
-absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfLayer(long index) const {
+absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfLayer(std::int64_t index) const {
   if (index < 0) {
     return absl::InvalidArgumentError(absl::StrCat("layer index ", index, " is negative"));
   }
@@ -204,7 +204,7 @@ absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfLayer(long index) cons
 }
 
 absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfLayer(absl::string_view container,
-                                                                long index) const {
+                                                                std::int64_t index) const {
   if (index < 0) {
     return absl::InvalidArgumentError(absl::StrCat("layer index ", index, " is negative"));
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "manifest/rule_queries.h"
 
 namespace semmap {
 namespace {
@@ -50,8 +51,8 @@ bool AccumulateOpTypes(std::vector<TreeModule>* modules, std::size_t budget) {
 
 }  // namespace
 
-bool IsTorchLeaf(const ModuleInfo& info) {
-  return info.children.empty() && absl::StartsWith(info.qualified_class, "torch.nn.");
+bool IsLibraryLeaf(const ModuleInfo& info, const Rules& rules) {
+  return info.children.empty() && internal::RuleQueries(rules).isLibraryModule(info);
 }
 
 std::string QualifiedOpType(const Node& node) {
@@ -107,7 +108,7 @@ ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& op
     if (parent >= 0) tree.modules_[parent].children.push_back(index);
     const auto& children = manifest.module(id).children;
     for (auto it = children.rbegin(); it != children.rend(); ++it) {
-      if (options.model_specific_only && IsTorchLeaf(manifest.module(*it))) continue;
+      if (options.model_specific_only && IsLibraryLeaf(manifest.module(*it), mapper.rules())) continue;
       stack.emplace_back(*it, index);
     }
   }

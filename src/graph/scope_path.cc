@@ -17,7 +17,7 @@ bool AllDigits(absl::string_view s) {
 
 // Splits a leaf such as "MatMul_1", "MatMul_quant", "MatMul_1_output_0" into
 // op, ordinal and suffix.
-void SplitLeaf(absl::string_view leaf, absl::string_view* op, long* ordinal,
+void SplitLeaf(absl::string_view leaf, absl::string_view* op, std::int64_t* ordinal,
                absl::string_view* suffix) {
   const std::size_t us = leaf.find('_');
   *op = leaf.substr(0, us);
@@ -28,7 +28,7 @@ void SplitLeaf(absl::string_view leaf, absl::string_view* op, long* ordinal,
   const std::size_t next = rest.find('_');
   const absl::string_view first = rest.substr(0, next);
   if (AllDigits(first)) {
-    long value = -1;
+    std::int64_t value = -1;
     if (absl::SimpleAtoi(first, &value)) *ordinal = value;
     if (next != absl::string_view::npos) *suffix = rest.substr(next + 1);
   } else {
@@ -112,11 +112,11 @@ std::string DottedPathOf(absl::Span<const absl::string_view> segments) {
 }
 
 bool SplitCallSuffix(absl::string_view segment, absl::string_view* base,
-                     long* call_index) {
+                     std::int64_t* call_index) {
   const std::size_t us = segment.rfind('_');
   if (us == absl::string_view::npos || us == 0) return false;
   const absl::string_view digits = segment.substr(us + 1);
-  long value = 0;
+  std::int64_t value = 0;
   if (!AllDigits(digits) || !absl::SimpleAtoi(digits, &value)) return false;
   *base = segment.substr(0, us);
   *call_index = value;

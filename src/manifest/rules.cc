@@ -17,6 +17,7 @@
 #include "io/json_reader.h"
 #include "manifest/default_rules.h"
 #include "manifest/pattern_prefilter.h"
+#include "manifest/rules_impl.h"
 #include "re2/re2.h"
 
 namespace semmap {
@@ -48,27 +49,6 @@ re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), 
 
 }  // namespace
 
-struct Rules::Impl {
-  struct Category {
-    std::string name;
-    std::unique_ptr<RE2> class_re, qualified_re, path_re;
-    bool repeated_child = false;
-  };
-  std::vector<std::unique_ptr<RE2>> derived_names;
-  std::unique_ptr<internal::PatternPrefilter> derived_filter;  // of derived_names
-  std::vector<std::unique_ptr<RE2>> value_suffixes;
-  std::unique_ptr<RE2> passthrough_ops;
-  std::unique_ptr<RE2> follow_consumers_ops;
-  std::unique_ptr<RE2> shape_source_ops;
-  std::vector<Category> categories;
-  std::unique_ptr<RE2> library_modules;
-  std::unique_ptr<RE2> uncalled_modules;
-  struct ModuleOps {
-    std::unique_ptr<RE2> class_re, qualified_re, ops_re;
-  };
-  std::vector<ModuleOps> module_ops;
-  std::vector<std::unique_ptr<RE2>> order_keys;
-};
 
 namespace {
 
@@ -259,40 +239,6 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
   return internal::OutOfMemory(origin, "loading the rules");
 }
 
-bool Rules::isDerivedNodeName(absl::string_view name) const {
-  return impl_->derived_filter->AnyPartialMatch(name);
-}
-
-absl::string_view Rules::stripValueSuffixes(absl::string_view value) const {
-  // Suffixes stack ("_output_0_quantized"): strip until none applies.
-  for (int round = 0; round < 8; ++round) {
-    bool stripped = false;
-    for (const auto& re : impl_->value_suffixes) {
-      re2::StringPiece match;
-      if (re->Match(Piece(value), 0, value.size(), RE2::UNANCHORED, &match, 1) &&
-          match.data() + match.size() == value.data() + value.size() && !match.empty()) {
-        value.remove_suffix(match.size());
-        stripped = true;
-      }
-    }
-    if (!stripped) break;
-  }
-  return value;
-}
-
-bool Rules::isWeightPassthrough(absl::string_view op_type) const {
-  return impl_->passthrough_ops && RE2::PartialMatch(Piece(op_type), *impl_->passthrough_ops);
-}
-
-bool Rules::followsConsumers(absl::string_view op_type) const {
-  return impl_->follow_consumers_ops &&
-         RE2::PartialMatch(Piece(op_type), *impl_->follow_consumers_ops);
-}
-
-bool Rules::isShapeSource(absl::string_view op_type) const {
-  return impl_->shape_source_ops && RE2::PartialMatch(Piece(op_type), *impl_->shape_source_ops);
-}
-
 std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {
   if (module == kNoModule) return std::string();
   const ModuleInfo& info = manifest.module(module);
@@ -345,48 +291,6 @@ std::vector<std::string> Rules::categoriesOf(const Manifest& manifest) const {
     out.push_back(std::move(category));
   }
   return out;
-}
-
-bool Rules::orderKey(absl::string_view name, std::uint64_t* key) const {
-  for (const auto& re : impl_->order_keys) {
-    re2::StringPiece digits;
-    if (RE2::FullMatch(Piece(name), *re, &digits) && !digits.empty() && digits.size() <= 18) {
-      std::uint64_t v = 0;
-      for (char c : digits) {
-        if (c < '0' || c > '9') return false;
-        v = v * 10 + static_cast<std::uint64_t>(c - '0');
-      }
-      *key = v;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool Rules::isUncalledModule(const ModuleInfo& module) const {
-  return impl_->uncalled_modules && !module.qualified_class.empty() &&
-         RE2::PartialMatch(Piece(module.qualified_class), *impl_->uncalled_modules);
-}
-
-bool Rules::isLibraryModule(const ModuleInfo& module) const {
-  return impl_->library_modules && !module.qualified_class.empty() &&
-         RE2::PartialMatch(Piece(module.qualified_class), *impl_->library_modules);
-}
-
-int Rules::moduleOpsRule(const ModuleInfo& module) const {
-  for (std::size_t i = 0; i < impl_->module_ops.size(); ++i) {
-    const Impl::ModuleOps& r = impl_->module_ops[i];
-    if (r.class_re && RE2::PartialMatch(Piece(module.class_name), *r.class_re)) return static_cast<int>(i);
-    if (r.qualified_re && RE2::PartialMatch(Piece(module.qualified_class), *r.qualified_re)) {
-      return static_cast<int>(i);
-    }
-  }
-  return -1;
-}
-
-bool Rules::moduleProduces(int rule, absl::string_view op_type) const {
-  return rule >= 0 && static_cast<std::size_t>(rule) < impl_->module_ops.size() &&
-         RE2::PartialMatch(Piece(op_type), *impl_->module_ops[rule].ops_re);
 }
 
 }  // namespace semmap

@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "base/text.h"
+#include "manifest/rule_queries.h"
 #include "semmap/scope_path.h"
 
 namespace semmap {
@@ -413,7 +414,7 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     absl::string_view name = t.name;
     ModuleId owner = ParameterLike(name) ? tensors.LiteralOwner(name) : kNoModule;
     if (owner == kNoModule) {
-      const absl::string_view stripped = rules.stripValueSuffixes(t.name);
+      const absl::string_view stripped = internal::RuleQueries(rules).stripValueSuffixes(t.name);
       if (stripped.size() != name.size() && ParameterLike(stripped)) {
         const ModuleId stripped_owner = tensors.LiteralOwner(stripped);
         if (stripped_owner != kNoModule || !ParameterLike(name)) {
@@ -439,7 +440,7 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
         // A tensor the exporter derived from the module's parameter
         // ("conv.weight_bias" after folding a BatchNorm into it).
         ++fit->matched_tensors;
-      } else if (!rules.isLibraryModule(manifest.module(module))) {
+      } else if (!internal::RuleQueries(rules).isLibraryModule(manifest.module(module))) {
         // A constant the module's own forward created and the exporter
         // named after it; a library module creates none.
         ++fit->matched_tensors;
@@ -508,7 +509,7 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
     const ModuleId m = node_modules[n];
     if (m == kNoModule) continue;
     const ModuleInfo& info = manifest.module(m);
-    if (library[m] < 0) library[m] = !info.parameters.empty() && rules.isLibraryModule(info);
+    if (library[m] < 0) library[m] = !info.parameters.empty() && internal::RuleQueries(rules).isLibraryModule(info);
     if (library[m] == 0) continue;
     const Node& node = graph.node(static_cast<NodeId>(n));
     for (ValueId input : node.input_values) {

@@ -1,6 +1,7 @@
 #include "mapping/op_traits.h"
 
 #include "absl/container/flat_hash_map.h"
+#include "manifest/rule_queries.h"
 
 namespace semmap {
 namespace internal {
@@ -12,9 +13,9 @@ OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(),
     auto it = by_op.find(op);
     if (it == by_op.end()) {
       std::uint8_t bits = 0;
-      if (rules.followsConsumers(op)) bits |= kFollows;
-      if (rules.isShapeSource(op)) bits |= kShapeSource;
-      if (rules.isWeightPassthrough(op)) bits |= kPassthrough;
+      if (internal::RuleQueries(rules).followsConsumers(op)) bits |= kFollows;
+      if (internal::RuleQueries(rules).isShapeSource(op)) bits |= kShapeSource;
+      if (internal::RuleQueries(rules).isWeightPassthrough(op)) bits |= kPassthrough;
       it = by_op.emplace(op, bits).first;
     }
     bits_[i] = it->second;

@@ -18,6 +18,7 @@
 #include "graph/wire_writer.h"
 #include "io/atomic_write.h"
 #include "io/mapped_file.h"
+#include "manifest/rule_queries.h"
 #include "mapping/scope_resolver.h"
 #include "nlohmann/json.hpp"
 #include "semmap/scope_path.h"
@@ -72,7 +73,7 @@ std::string LeafOf(const Node& n) {
 // resolves to `module` completely.
 bool ResolvesTo(absl::string_view name, ModuleId module, const internal::ScopeResolver& resolver,
                 const RootBinding& binding, const Rules& rules) {
-  if (name.empty() || name.front() != '/' || rules.isDerivedNodeName(name)) return false;
+  if (name.empty() || name.front() != '/' || internal::RuleQueries(rules).isDerivedNodeName(name)) return false;
   const ScopePath path = ScopePath::Parse(name);
   if (path.truncated()) return false;
   const internal::ScopeResolution r =
@@ -224,7 +225,7 @@ class NamespaceSpeller {
       if (exporter_.level.contains(id)) return true;
       if (below_level_[id]) return false;
     }
-    if (!info.qualified_class.empty()) return !rules_.isUncalledModule(info);
+    if (!info.qualified_class.empty()) return !internal::RuleQueries(rules_).isUncalledModule(info);
     return !info.numbered_children;
   }
 

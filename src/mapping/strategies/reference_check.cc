@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 
 #include "base/text.h"
+#include "manifest/rule_queries.h"
 #include "mapping/strategies/reference_transfer.h"
 
 namespace semmap {
@@ -125,7 +126,7 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
       }
       continue;
     }
-    it = r_tensors.find(rules.stripValueSuffixes(t.name));
+    it = r_tensors.find(internal::RuleQueries(rules).stripValueSuffixes(t.name));
     if (it != r_tensors.end()) {
       ++e.known;
       found.insert(it->first);

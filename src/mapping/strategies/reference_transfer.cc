@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/text.h"
+#include "manifest/rule_queries.h"
 #include "mapping/confidence.h"
 #include "mapping/op_traits.h"
 #include "mapping/strategies/graph_colours.h"
@@ -172,7 +173,7 @@ class Matcher {
         value_map_.try_emplace(t.name, t.name);
         continue;
       }
-      auto it = r_initializers_.find(rules_.stripValueSuffixes(t.name));
+      auto it = r_initializers_.find(internal::RuleQueries(rules_).stripValueSuffixes(t.name));
       if (it != r_initializers_.end() && !t.dims.empty() && t.dims == it->second->dims) {
         value_map_.try_emplace(t.name, it->first);
       }

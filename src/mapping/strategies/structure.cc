@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "manifest/rule_queries.h"
 #include "mapping/confidence.h"
 
 namespace semmap {
@@ -77,7 +78,7 @@ class Structure {
       auto known = by_class.try_emplace(std::make_pair(absl::string_view(info.class_name),
                                                        absl::string_view(info.qualified_class)));
       if (known.second) {
-        known.first->second = {rules.isLibraryModule(info), rules.moduleOpsRule(info)};
+        known.first->second = {internal::RuleQueries(rules).isLibraryModule(info), internal::RuleQueries(rules).moduleOpsRule(info)};
       }
       library_[m] = known.first->second.library;
       module_ops_[m] = info.parameters.empty() ? known.first->second.module_ops : -1;
@@ -240,7 +241,7 @@ class Structure {
     for (const TensorInfo& t : graph_.initializers()) {
       const ModuleId owner = tensors_.ParameterOwner(t.name);
       if (owner == kNoModule) continue;
-      const absl::string_view stripped = rules_.stripValueSuffixes(t.name);
+      const absl::string_view stripped = internal::RuleQueries(rules_).stripValueSuffixes(t.name);
       const std::size_t dot = stripped.rfind('.');
       claimed.emplace(owner, std::string(dot == absl::string_view::npos ? stripped : stripped.substr(dot + 1)));
     }
@@ -316,7 +317,7 @@ class Structure {
     for (NodeId i : by_length) {
       if (out_[i].mapped()) continue;
       absl::string_view name = graph_.node(i).name;
-      if (name.empty() || name.size() > kMaxFamilyName || rules_.isDerivedNodeName(name)) continue;
+      if (name.empty() || name.size() > kMaxFamilyName || internal::RuleQueries(rules_).isDerivedNodeName(name)) continue;
       int tries = 0;
       for (std::size_t cut = name.rfind('_'); cut != std::string::npos && cut > 0 && tries++ < kMaxFamilyCuts;
            cut = name.rfind('_', cut - 1)) {
@@ -370,8 +371,8 @@ class Structure {
     for (std::size_t i = 0; i < n_; ++i) {
       const Node& n = graph_.node(static_cast<NodeId>(i));
       std::uint64_t k = 0;
-      bool own = rules_.orderKey(n.name, &k);
-      for (std::size_t o = 0; o < n.outputs.size() && !own; ++o) own = rules_.orderKey(n.outputs[o], &k);
+      bool own = internal::RuleQueries(rules_).orderKey(n.name, &k);
+      for (std::size_t o = 0; o < n.outputs.size() && !own; ++o) own = internal::RuleQueries(rules_).orderKey(n.outputs[o], &k);
       if (own) {
         ++keyed;
         key[i] = k;
@@ -559,7 +560,7 @@ class Structure {
   bool Produces(int rule, absl::string_view op) const {
     auto key = std::make_pair(rule, op);
     auto it = produces_.find(key);
-    if (it == produces_.end()) it = produces_.emplace(key, rules_.moduleProduces(rule, op)).first;
+    if (it == produces_.end()) it = produces_.emplace(key, internal::RuleQueries(rules_).moduleProduces(rule, op)).first;
     return it->second;
   }
 

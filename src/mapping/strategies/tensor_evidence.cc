@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "manifest/rule_queries.h"
 #include "mapping/confidence.h"
 #include "semmap/scope_path.h"
 
@@ -57,7 +58,7 @@ ModuleId TensorEvidence::ParameterOwner(absl::string_view value) const {
   // "features.1.0.layer" plus a quantizer's "_scale").
   const ModuleId literal = LiteralOwner(value);
   if (literal != kNoModule) return literal;
-  const absl::string_view stripped = rules_.stripValueSuffixes(value);
+  const absl::string_view stripped = internal::RuleQueries(rules_).stripValueSuffixes(value);
   return stripped.size() == value.size() ? kNoModule : LiteralOwner(stripped);
 }
 
@@ -72,7 +73,7 @@ ModuleId TensorEvidence::LiteralOwner(absl::string_view value) const {
 
 ModuleId TensorEvidence::ValueScope(absl::string_view value) const {
   if (value.empty() || value.front() != '/') return kNoModule;
-  value = rules_.stripValueSuffixes(value);
+  value = internal::RuleQueries(rules_).stripValueSuffixes(value);
   const absl::string_view scope = value.substr(0, value.rfind('/'));
   auto it = scope_cache_.find(scope);
   if (it != scope_cache_.end()) return it->second;

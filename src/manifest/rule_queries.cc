@@ -1,0 +1,91 @@
+#include "manifest/rule_queries.h"
+
+#include "manifest/rules_impl.h"
+#include "re2/re2.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
+
+}  // namespace
+
+bool RuleQueries::isDerivedNodeName(absl::string_view name) const {
+  return impl_.derived_filter->AnyPartialMatch(name);
+}
+
+absl::string_view RuleQueries::stripValueSuffixes(absl::string_view value) const {
+  // Suffixes stack ("_output_0_quantized"): strip until none applies.
+  for (int round = 0; round < 8; ++round) {
+    bool stripped = false;
+    for (const auto& re : impl_.value_suffixes) {
+      re2::StringPiece match;
+      if (re->Match(Piece(value), 0, value.size(), RE2::UNANCHORED, &match, 1) &&
+          match.data() + match.size() == value.data() + value.size() && !match.empty()) {
+        value.remove_suffix(match.size());
+        stripped = true;
+      }
+    }
+    if (!stripped) break;
+  }
+  return value;
+}
+
+bool RuleQueries::isWeightPassthrough(absl::string_view op_type) const {
+  return impl_.passthrough_ops && RE2::PartialMatch(Piece(op_type), *impl_.passthrough_ops);
+}
+
+bool RuleQueries::followsConsumers(absl::string_view op_type) const {
+  return impl_.follow_consumers_ops &&
+         RE2::PartialMatch(Piece(op_type), *impl_.follow_consumers_ops);
+}
+
+bool RuleQueries::isShapeSource(absl::string_view op_type) const {
+  return impl_.shape_source_ops && RE2::PartialMatch(Piece(op_type), *impl_.shape_source_ops);
+}
+
+bool RuleQueries::orderKey(absl::string_view name, std::uint64_t* key) const {
+  for (const auto& re : impl_.order_keys) {
+    re2::StringPiece digits;
+    if (RE2::FullMatch(Piece(name), *re, &digits) && !digits.empty() && digits.size() <= 18) {
+      std::uint64_t v = 0;
+      for (char c : digits) {
+        if (c < '0' || c > '9') return false;
+        v = v * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      *key = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool RuleQueries::isUncalledModule(const ModuleInfo& module) const {
+  return impl_.uncalled_modules && !module.qualified_class.empty() &&
+         RE2::PartialMatch(Piece(module.qualified_class), *impl_.uncalled_modules);
+}
+
+bool RuleQueries::isLibraryModule(const ModuleInfo& module) const {
+  return impl_.library_modules && !module.qualified_class.empty() &&
+         RE2::PartialMatch(Piece(module.qualified_class), *impl_.library_modules);
+}
+
+int RuleQueries::moduleOpsRule(const ModuleInfo& module) const {
+  for (std::size_t i = 0; i < impl_.module_ops.size(); ++i) {
+    const Rules::Impl::ModuleOps& r = impl_.module_ops[i];
+    if (r.class_re && RE2::PartialMatch(Piece(module.class_name), *r.class_re)) return static_cast<int>(i);
+    if (r.qualified_re && RE2::PartialMatch(Piece(module.qualified_class), *r.qualified_re)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+bool RuleQueries::moduleProduces(int rule, absl::string_view op_type) const {
+  return rule >= 0 && static_cast<std::size_t>(rule) < impl_.module_ops.size() &&
+         RE2::PartialMatch(Piece(op_type), *impl_.module_ops[rule].ops_re);
+}
+
+}  // namespace internal
+}  // namespace semmap

@@ -1,0 +1,40 @@
+// What a rule file compiles to (Rules::Impl): the patterns of each rule.
+// Read by Rules (rules.cc) and by the mapping's RuleQueries (rule_queries.h).
+#ifndef SEMMAP_SRC_MANIFEST_RULES_IMPL_H_
+#define SEMMAP_SRC_MANIFEST_RULES_IMPL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "manifest/pattern_prefilter.h"
+#include "re2/re2.h"
+#include "semmap/rules.h"
+
+namespace semmap {
+
+struct Rules::Impl {
+  struct Category {
+    std::string name;
+    std::unique_ptr<RE2> class_re, qualified_re, path_re;
+    bool repeated_child = false;
+  };
+  std::vector<std::unique_ptr<RE2>> derived_names;
+  std::unique_ptr<internal::PatternPrefilter> derived_filter;  // of derived_names
+  std::vector<std::unique_ptr<RE2>> value_suffixes;
+  std::unique_ptr<RE2> passthrough_ops;
+  std::unique_ptr<RE2> follow_consumers_ops;
+  std::unique_ptr<RE2> shape_source_ops;
+  std::vector<Category> categories;
+  std::unique_ptr<RE2> library_modules;
+  std::unique_ptr<RE2> uncalled_modules;
+  struct ModuleOps {
+    std::unique_ptr<RE2> class_re, qualified_re, ops_re;
+  };
+  std::vector<ModuleOps> module_ops;
+  std::vector<std::unique_ptr<RE2>> order_keys;
+};
+
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_MANIFEST_RULES_IMPL_H_
