@@ -22,19 +22,19 @@
 // not. The Python corpus tools compute the same key.
 //
 // A Graph is immutable after loading and safe to share between threads.
-// No protobuf type appears here: the loader can change without touching users.
+// No protobuf type appears here, nor how the Graph stores what it holds
+// (a private representation behind a shared pointer): the loader and the
+// storage can change without touching users.
 #ifndef SEMMAP_INCLUDE_SEMMAP_GRAPH_H_
 #define SEMMAP_INCLUDE_SEMMAP_GRAPH_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -43,6 +43,7 @@
 namespace semmap {
 namespace internal {
 class GraphBuilder;
+struct GraphRep;
 }  // namespace internal
 
 // Index of a node in Graph::nodes().
@@ -173,10 +174,10 @@ class SEMMAP_EXPORT Graph {
                                      absl::string_view origin,
                                      const GraphOptions& options = {});
 
-  const std::vector<Node>& nodes() const { return rep_->nodes; }
-  const Node& node(NodeId id) const { return rep_->nodes[static_cast<std::size_t>(id)]; }
-  std::size_t size() const { return rep_->nodes.size(); }
-  const std::vector<Subgraph>& subgraphs() const { return rep_->subgraphs; }
+  const std::vector<Node>& nodes() const;
+  const Node& node(NodeId id) const;
+  std::size_t size() const;
+  const std::vector<Subgraph>& subgraphs() const;
 
   // Node by id (see above), or by name when the name is unique; kNoNode
   // otherwise.
@@ -188,22 +189,13 @@ class SEMMAP_EXPORT Graph {
   //
   // The value `name` refers to as seen from `subgraph`, or kNoValue.
   ValueId value(absl::string_view name, int subgraph = 0) const;
-  std::size_t valueCount() const { return rep_->value_producer.size(); }
-  absl::string_view valueName(ValueId v) const {
-    return rep_->value_names[static_cast<std::size_t>(v)];
-  }
+  std::size_t valueCount() const;
+  absl::string_view valueName(ValueId v) const;
   // The node producing `v`, or kNoNode for graph inputs and initializers.
-  NodeId producer(ValueId v) const {
-    return v < 0 ? kNoNode : rep_->value_producer[static_cast<std::size_t>(v)];
-  }
+  NodeId producer(ValueId v) const;
   // Nodes consuming `v`, in node order. A node whose subgraph body uses an
   // outer value counts as a consumer too.
-  absl::Span<const NodeId> consumers(ValueId v) const {
-    if (v < 0) return {};
-    const std::uint32_t b = rep_->consumer_offsets[static_cast<std::size_t>(v)];
-    const std::uint32_t e = rep_->consumer_offsets[static_cast<std::size_t>(v) + 1];
-    return absl::Span<const NodeId>(rep_->consumer_nodes.data() + b, e - b);
-  }
+  absl::Span<const NodeId> consumers(ValueId v) const;
   // By name: the same as producer(value(name, subgraph)) and
   // consumers(value(name, subgraph)).
   NodeId producer(absl::string_view value, int subgraph = 0) const {
@@ -216,20 +208,16 @@ class SEMMAP_EXPORT Graph {
   // Initializer by name (sparse initializers included), or nullptr.
   const TensorInfo* initializer(absl::string_view name) const;
   // The initializer defining `v` (in any subgraph), or nullptr.
-  const TensorInfo* initializerOf(ValueId v) const {
-    if (v < 0) return nullptr;
-    const std::int32_t t = rep_->value_initializer[static_cast<std::size_t>(v)];
-    return t < 0 ? nullptr : &rep_->initializers[static_cast<std::size_t>(t)];
-  }
-  const std::vector<TensorInfo>& initializers() const { return rep_->initializers; }
-  const std::vector<absl::string_view>& inputs() const { return rep_->inputs; }
-  const std::vector<absl::string_view>& outputs() const { return rep_->outputs; }
+  const TensorInfo* initializerOf(ValueId v) const;
+  const std::vector<TensorInfo>& initializers() const;
+  const std::vector<absl::string_view>& inputs() const;
+  const std::vector<absl::string_view>& outputs() const;
 
-  std::int64_t irVersion() const { return rep_->ir_version; }
-  std::int64_t opset() const { return rep_->opset; }  // default domain
-  absl::string_view producerName() const { return rep_->producer_name; }
-  absl::string_view producerVersion() const { return rep_->producer_version; }
-  const std::vector<MetadataEntry>& modelMetadata() const { return rep_->model_metadata; }
+  std::int64_t irVersion() const;
+  std::int64_t opset() const;  // default domain
+  absl::string_view producerName() const;
+  absl::string_view producerVersion() const;
+  const std::vector<MetadataEntry>& modelMetadata() const;
 
   // A Graph is a handle to immutable data: copies share it (O(1)), and the
   // strings and spans it hands out stay valid while any copy lives.
@@ -242,70 +230,15 @@ class SEMMAP_EXPORT Graph {
  private:
   friend class internal::GraphBuilder;
 
-  // A slot of the open-addressing tables below (src/base/name_table.h):
-  // a key in `scope` (0 in by_id), the high bits of its hash, and what it
-  // maps to (a NodeId or ValueId, which gives the key's name; negative for
-  // a free or erased slot).
-  struct NameSlot {
-    std::uint32_t tag = 0;
-    std::int32_t scope = 0;
-    std::int32_t index = -1;
-  };
-
-  struct Rep {
-    // What the views below point into: the mapped file or a copy of the
-    // bytes, and strings the loader had to copy or make (generated ids).
-    std::shared_ptr<const void> backing;
-    std::deque<std::string> owned;
-
-    std::vector<Node> nodes;
-    std::vector<Subgraph> subgraphs;
-    std::vector<TensorInfo> initializers;
-    std::vector<absl::string_view> inputs;
-    std::vector<absl::string_view> outputs;
-    std::int64_t ir_version = 0;
-    std::int64_t opset = 0;
-    absl::string_view producer_name;
-    absl::string_view producer_version;
-    std::vector<MetadataEntry> model_metadata;
-    // Values defined without a producer other than initializers: graph
-    // inputs of every subgraph and function inputs, with their subgraph.
-    std::vector<std::pair<int, absl::string_view>> defined_values;
-
-    // Storage of the nodes' spans and the initializers' dims.
-    std::vector<absl::string_view> node_strings;
-    std::vector<MetadataEntry> node_metadata;
-    std::vector<ValueId> node_values;  // parallel to node_strings
-    std::vector<std::int64_t> dims;
-
-    // Node by id.
-    std::vector<NameSlot> by_id;
-    // Every value defined in a scope: its id (`values`, by scope and name),
-    // name, producer (kNoNode when not produced); the consumers of v are
-    // consumer_nodes[consumer_offsets[v] .. consumer_offsets[v + 1]).
-    std::vector<NameSlot> values;
-    std::vector<absl::string_view> value_names;
-    std::vector<NodeId> value_producer;
-    std::vector<std::int32_t> value_initializer;  // index into initializers, or -1
-    std::vector<std::uint32_t> consumer_offsets;
-    std::vector<NodeId> consumer_nodes;
-    absl::flat_hash_map<absl::string_view, std::size_t> initializer_index;
-  };
-
-  explicit Graph(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
+  explicit Graph(std::shared_ptr<const internal::GraphRep> rep) : rep_(std::move(rep)) {}
   // Loads `bytes`, whose memory `backing` keeps alive (null for the
   // protobuf loader, which copies what it keeps).
   static absl::StatusOr<Graph> Build(absl::string_view bytes, absl::string_view origin,
                                      const GraphOptions& options,
                                      std::shared_ptr<const void> backing);
-  // The index of `value` as used in `subgraph` (ONNX scoping), or kNoValue;
-  // `*scope` is set to the defining subgraph.
-  static ValueId Resolve(const Rep& rep, absl::string_view value, int subgraph, int* scope);
-  // Same, given internal::NameHash(value).
-  static ValueId Resolve(const Rep& rep, absl::string_view value, std::uint64_t hash,
-                         int subgraph, int* scope);
 
-  std::shared_ptr<const Rep> rep_;
+  // Defined in src/graph/graph_rep.h, private to the library.
+  std::shared_ptr<const internal::GraphRep> rep_;
 };
 
 }  // namespace semmap

@@ -13,7 +13,7 @@ namespace internal {
 
 GraphBuilder::GraphBuilder(absl::string_view origin, const GraphOptions& options,
                            std::shared_ptr<const void> backing, bool durable)
-    : origin_(origin), options_(options), durable_(durable), rep_(std::make_shared<Graph::Rep>()) {
+    : origin_(origin), options_(options), durable_(durable), rep_(std::make_shared<GraphRep>()) {
   rep_->backing = std::move(backing);
 }
 
@@ -163,7 +163,7 @@ void GraphBuilder::AssignIds() {
   // A name is its node's id (set in Finish) when non-empty and unique in the
   // model; the by-id index is built on the way (one probe per node). A
   // repeated name's slot is marked erased: it leaves the index.
-  using Slot = Graph::NameSlot;
+  using Slot = NameSlot;
   std::vector<Slot>& by_id = rep_->by_id;
   const IdKeys key{*rep_};
   InitNameTable(&by_id, NameTableCapacity(nodes.size()));
@@ -230,7 +230,7 @@ void GraphBuilder::AssignIds() {
 }
 
 Graph GraphBuilder::Finish() {
-  Graph::Rep& rep = *rep_;
+  GraphRep& rep = *rep_;
   rep.node_values.assign(rep.node_strings.size(), kNoValue);
   // The one pass over the nodes before the indexes: spans and ids (the name
   // until AssignIds finds it is not unique).
@@ -270,11 +270,11 @@ void GraphBuilder::BuildIndexes() {
 }
 
 void GraphBuilder::DefineValues() {
-  Graph::Rep& rep = *rep_;
+  GraphRep& rep = *rep_;
   const absl::string_view* strings = rep.node_strings.data();
   ValueId* node_values = rep.node_values.data();
   const std::size_t expected = outputs_ + rep.initializers.size() + rep.defined_values.size();
-  using Slot = Graph::NameSlot;
+  using Slot = NameSlot;
   InitNameTable(&rep.values, NameTableCapacity(expected));
   const absl::Span<Slot> table = absl::MakeSpan(rep.values);
   rep.value_producer.reserve(expected);
@@ -343,7 +343,7 @@ void GraphBuilder::DefineValues() {
 }
 
 void GraphBuilder::IndexConsumers() {
-  Graph::Rep& rep = *rep_;
+  GraphRep& rep = *rep_;
   const absl::string_view* strings = rep.node_strings.data();
   ValueId* node_values = rep.node_values.data();
   const std::vector<Subgraph>& subgraphs = rep.subgraphs;
@@ -352,7 +352,7 @@ void GraphBuilder::IndexConsumers() {
   // value table, and each node writes its own input ids, so on a large
   // graph the two halves of the nodes are resolved on two cores.
   using Uses = std::vector<std::pair<std::uint32_t, NodeId>>;
-  const absl::Span<const Graph::NameSlot> table(rep.values);
+  const absl::Span<const NameSlot> table(rep.values);
   // The uses of node i's inputs, given their NameHash in `hash`.
   auto resolve_node = [&](std::size_t i, const std::uint64_t* hash, Uses* uses) {
     const ListOffsets& o = lists_[i];
@@ -360,7 +360,7 @@ void GraphBuilder::IndexConsumers() {
       const absl::string_view input = strings[k];
       if (input.empty()) continue;
       int scope = -1;
-      const ValueId value = Graph::Resolve(rep, input, *hash, o.subgraph, &scope);
+      const ValueId value = ResolveValue(rep, input, *hash, o.subgraph, &scope);
       if (value < 0) continue;
       node_values[k] = value;
       uses->emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));

@@ -20,7 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "base/name_table.h"
+#include "graph/graph_rep.h"
 #include "semmap/graph.h"
 
 namespace semmap {
@@ -44,24 +44,6 @@ struct NodeFields {
 
 class GraphBuilder {
  public:
-  // The names of the keys of Graph's two name tables, from a slot's index
-  // (name_table.h's `name_of`): by_id maps a node's id, whose erased slot (a
-  // repeated name) gives the name of the node that first had it; values a
-  // value's name.
-  struct IdKeys {
-    const Graph::Rep& rep;
-    absl::string_view operator()(std::int32_t index) const {
-      return index >= 0 ? rep.nodes[static_cast<std::size_t>(index)].id
-                        : rep.nodes[static_cast<std::size_t>(ErasedKey(index))].name;
-    }
-  };
-  struct ValueKeys {
-    const Graph::Rep& rep;
-    absl::string_view operator()(std::int32_t index) const {
-      return rep.value_names[static_cast<std::size_t>(index)];
-    }
-  };
-
   // `backing` is kept alive by the Graph; with `durable`, every string
   // given to the builder must point into it.
   GraphBuilder(absl::string_view origin, const GraphOptions& options,
@@ -127,7 +109,7 @@ class GraphBuilder {
   std::size_t list_entries_ = 0;
   // Node inputs and outputs so far, all nodes together.
   std::size_t inputs_ = 0, outputs_ = 0;
-  std::shared_ptr<Graph::Rep> rep_;
+  std::shared_ptr<GraphRep> rep_;
   std::vector<ListOffsets> lists_;
 };
 
