@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
@@ -61,6 +62,15 @@ using MetadataEntry = std::pair<absl::string_view, absl::string_view>;
 // Every string and span of a Node, Subgraph or TensorInfo points into
 // memory the Graph owns (the mapped file or its own storage): valid as long
 // as the Graph, or any copy of it, lives. Copy what must outlive it.
+//
+// A Node is a view assembled on access: the Graph stores each node as a
+// compact record (a third of a Node's size: its name as a pointer and a
+// length, op type and domain as indexes into a table of distinct strings,
+// its lists as offsets and counts into flat arrays), and Graph::node() and
+// nodes() fill a Node from it. Taking a Node allocates nothing but is not
+// free: keep the fields a loop needs rather than asking for the node again.
+// Nodes are returned by value, so a Node's address says nothing about the
+// Graph; its views stay valid after the Node itself is gone.
 struct SEMMAP_EXPORT Node {
   absl::string_view id;  // unique key, see above
   absl::string_view name;
@@ -81,6 +91,88 @@ struct SEMMAP_EXPORT Node {
   // Field by field, by content (ids of values included).
   friend bool operator==(const Node& a, const Node& b);
   friend bool operator!=(const Node& a, const Node& b) { return !(a == b); }
+};
+
+// The nodes of a Graph as a random-access range of Nodes made on access
+// (see Node): `for (const Node& n : graph.nodes())`, `nodes()[i]`,
+// `nodes().size()` and the standard algorithms work as on a container. A
+// NodeList and its iterators are valid while the Graph, or any copy of it,
+// lives; they hold no reference to the Graph object itself. Like the
+// Graph, safe to read from any number of threads.
+class SEMMAP_EXPORT NodeList {
+ public:
+  class const_iterator {
+   public:
+    // Random access, but dereferencing gives a Node by value (nodes are
+    // made on access), as proxy iterators do: fine for the algorithms that
+    // read, meaningless for those that write.
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = Node;
+    using difference_type = std::ptrdiff_t;
+    using reference = Node;
+    struct pointer {
+      Node node;
+      const Node* operator->() const { return &node; }
+    };
+
+    const_iterator() = default;
+
+    Node operator*() const { return NodeList::At(rep_, index_); }
+    pointer operator->() const { return pointer{**this}; }
+    Node operator[](difference_type n) const { return *(*this + n); }
+
+    const_iterator& operator++() { ++index_; return *this; }
+    const_iterator operator++(int) { const_iterator old = *this; ++index_; return old; }
+    const_iterator& operator--() { --index_; return *this; }
+    const_iterator operator--(int) { const_iterator old = *this; --index_; return old; }
+    const_iterator& operator+=(difference_type n) { index_ += n; return *this; }
+    const_iterator& operator-=(difference_type n) { index_ -= n; return *this; }
+    friend const_iterator operator+(const_iterator it, difference_type n) { return it += n; }
+    friend const_iterator operator+(difference_type n, const_iterator it) { return it += n; }
+    friend const_iterator operator-(const_iterator it, difference_type n) { return it -= n; }
+    friend difference_type operator-(const const_iterator& a, const const_iterator& b) {
+      return a.index_ - b.index_;
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) {
+      return a.index_ == b.index_;
+    }
+    friend bool operator!=(const const_iterator& a, const const_iterator& b) { return !(a == b); }
+    friend bool operator<(const const_iterator& a, const const_iterator& b) {
+      return a.index_ < b.index_;
+    }
+    friend bool operator>(const const_iterator& a, const const_iterator& b) { return b < a; }
+    friend bool operator<=(const const_iterator& a, const const_iterator& b) { return !(b < a); }
+    friend bool operator>=(const const_iterator& a, const const_iterator& b) { return !(a < b); }
+
+   private:
+    friend class NodeList;
+    const_iterator(const internal::GraphRep* rep, std::ptrdiff_t index)
+        : rep_(rep), index_(index) {}
+    const internal::GraphRep* rep_ = nullptr;
+    std::ptrdiff_t index_ = 0;
+  };
+  using iterator = const_iterator;
+  using value_type = Node;
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+  using reference = Node;
+
+  NodeList() = default;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Node `i` (a NodeId as an index), i < size().
+  Node operator[](std::size_t i) const { return At(rep_, static_cast<std::ptrdiff_t>(i)); }
+  const_iterator begin() const { return const_iterator(rep_, 0); }
+  const_iterator end() const { return const_iterator(rep_, static_cast<std::ptrdiff_t>(size_)); }
+
+ private:
+  friend class Graph;
+  NodeList(const internal::GraphRep* rep, std::size_t size) : rep_(rep), size_(size) {}
+  static Node At(const internal::GraphRep* rep, std::ptrdiff_t index);
+
+  const internal::GraphRep* rep_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 // A graph body: the main graph (index 0), a subgraph held by a node
@@ -174,8 +266,9 @@ class SEMMAP_EXPORT Graph {
                                      absl::string_view origin,
                                      const GraphOptions& options = {});
 
-  const std::vector<Node>& nodes() const;
-  const Node& node(NodeId id) const;
+  // Every node, in traversal order (see above); node(id) is nodes()[id].
+  NodeList nodes() const;
+  Node node(NodeId id) const;
   std::size_t size() const;
   const std::vector<Subgraph>& subgraphs() const;
 

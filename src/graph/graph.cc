@@ -39,6 +39,26 @@ bool operator==(const TensorInfo& a, const TensorInfo& b) {
 
 namespace internal {
 
+Node MakeNode(const GraphRep& rep, NodeId id) {
+  const NodeRecord& r = rep.record(id);
+  const absl::string_view* s = rep.node_strings.data() + r.strings;
+  const ValueId* v = rep.node_values.data() + r.strings;
+  Node n;
+  n.name = r.nameView();
+  n.id = r.id < 0 ? n.name : rep.generated_ids[static_cast<std::size_t>(r.id)];
+  n.op_type = rep.interned[r.op_type];
+  n.domain = rep.interned[r.domain];
+  n.inputs = absl::MakeConstSpan(s, r.inputs);
+  n.input_values = absl::MakeConstSpan(v, r.inputs);
+  n.outputs = absl::MakeConstSpan(s + r.inputs, r.outputs);
+  n.output_values = absl::MakeConstSpan(v + r.inputs, r.outputs);
+  n.attribute_names = absl::MakeConstSpan(s + r.inputs + r.outputs, r.attributes);
+  n.metadata = absl::MakeConstSpan(rep.node_metadata.data() + r.metadata, r.metadata_count);
+  n.doc_string = rep.doc_strings[r.doc_string];
+  n.subgraph = r.subgraph;
+  return n;
+}
+
 ValueId ResolveValue(const GraphRep& rep, absl::string_view value, std::uint64_t hash,
                      int subgraph, int* scope) {
   const absl::Span<const NameSlot> table(rep.values);
@@ -55,6 +75,10 @@ ValueId ResolveValue(const GraphRep& rep, absl::string_view value, std::uint64_t
 }
 
 }  // namespace internal
+
+Node NodeList::At(const internal::GraphRep* rep, std::ptrdiff_t index) {
+  return internal::MakeNode(*rep, static_cast<NodeId>(index));
+}
 
 absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& options) try {
   if (options.loader == Loader::kProtobuf) {
@@ -113,8 +137,8 @@ absl::StatusOr<Graph> Graph::Build(absl::string_view bytes, absl::string_view or
   return internal::OutOfMemory(origin, "loading the model");
 }
 
-const std::vector<Node>& Graph::nodes() const { return rep_->nodes; }
-const Node& Graph::node(NodeId id) const { return rep_->node(id); }
+NodeList Graph::nodes() const { return NodeList(rep_.get(), rep_->nodes.size()); }
+Node Graph::node(NodeId id) const { return internal::MakeNode(*rep_, id); }
 std::size_t Graph::size() const { return rep_->nodes.size(); }
 const std::vector<Subgraph>& Graph::subgraphs() const { return rep_->subgraphs; }
 

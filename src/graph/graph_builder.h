@@ -1,8 +1,9 @@
 // GraphBuilder: assembles a Graph from whichever loader read the file
 // (protobuf_loader, wire_loader). Loaders call it in the traversal order of
-// graph.h; it enforces GraphOptions' limits, stores the node lists in a few
-// flat arrays, assigns node ids and builds the indexes, so every loader
-// gives the same Graph for the same model.
+// graph.h; it enforces GraphOptions' limits, stores each node as a compact
+// record (graph_rep.h) with its lists in a few flat arrays, assigns node ids
+// and builds the indexes, so every loader gives the same Graph for the same
+// model.
 //
 // Strings handed to the builder are kept as views when the loader reads
 // bytes the Graph will own (`durable`: the wire scan over the mapped file),
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -82,18 +84,9 @@ class GraphBuilder {
   Graph Finish();
 
  private:
-  // Where a node's lists start in the flat arrays while loading (the
-  // arrays still grow; spans are taken in Finish), and its subgraph: the
-  // value indexes read these (40 bytes a node) rather than the nodes.
-  struct ListOffsets {
-    std::size_t strings = 0;
-    std::uint32_t inputs = 0, outputs = 0, attributes = 0;
-    std::int32_t subgraph = 0;
-    std::size_t metadata = 0;
-    std::uint32_t metadata_count = 0;
-  };
-
   absl::string_view Keep(absl::string_view s);
+  // The index of `s` in GraphRep::interned, adding it (kept) when new.
+  std::uint32_t Intern(absl::string_view s);
   // Node ids (a unique name, else "<name>#<index>") and the by-id index.
   void AssignIds();
   // The ids (AssignIds), the value tables (DefineValues: a ValueId per
@@ -110,7 +103,8 @@ class GraphBuilder {
   // Node inputs and outputs so far, all nodes together.
   std::size_t inputs_ = 0, outputs_ = 0;
   std::shared_ptr<GraphRep> rep_;
-  std::vector<ListOffsets> lists_;
+  // Index of each string of GraphRep::interned, while loading.
+  absl::flat_hash_map<absl::string_view, std::uint32_t> interned_index_;
 };
 
 }  // namespace internal

@@ -2,6 +2,14 @@
 // to it, so the storage can change without touching the public header).
 // Written once by GraphBuilder, then immutable and shared by every copy of
 // the Graph; lookups may run on any number of threads.
+//
+// A node is a 56-byte NodeRecord rather than a semmap::Node (180 bytes of
+// views and spans): its name is a pointer and a 32-bit length, its op type
+// and domain indexes into a table of distinct strings, its lists 32-bit
+// offsets and counts into the flat arrays node_strings / node_values /
+// node_metadata. Graph::node() assembles the public Node on access
+// (MakeNode). At 1M nodes that is 56 MB instead of 180 MB, and the passes
+// over the nodes while loading read a third as much.
 #ifndef SEMMAP_SRC_GRAPH_GRAPH_REP_H_
 #define SEMMAP_SRC_GRAPH_GRAPH_REP_H_
 
@@ -31,13 +39,48 @@ struct NameSlot {
   std::int32_t index = -1;
 };
 
+// One node. Lengths, offsets and counts are 32-bit: GraphBuilder::AddNode
+// refuses a name of 2^32 bytes or more and a node taking the flat arrays
+// past 2^32 - 1 entries (both far above GraphOptions' defaults).
+struct NodeRecord {
+  const char* name = nullptr;  // into the backing or GraphRep::owned
+  std::uint32_t name_size = 0;
+  // Index into GraphRep::generated_ids, or -1: the id is the name.
+  std::int32_t id = -1;
+  // Indexes into GraphRep::interned. 32 bits: a hostile file may have a
+  // distinct op type per node.
+  std::uint32_t op_type = 0;
+  std::uint32_t domain = 0;
+  // node_strings[strings ..) holds the inputs, then the outputs, then the
+  // attribute names; node_values is parallel to it.
+  std::uint32_t strings = 0;
+  std::uint32_t inputs = 0;
+  std::uint32_t outputs = 0;
+  std::uint32_t attributes = 0;
+  std::uint32_t metadata = 0;  // node_metadata[metadata .. + metadata_count)
+  std::uint32_t metadata_count = 0;
+  std::uint32_t doc_string = 0;  // index into GraphRep::doc_strings; 0 is ""
+  std::int32_t subgraph = 0;
+
+  absl::string_view nameView() const { return absl::string_view(name, name_size); }
+};
+// The memory figures of docs/performance.md count on this.
+static_assert(sizeof(NodeRecord) <= 56, "NodeRecord grew");
+
 struct GraphRep {
   // What the views below point into: the mapped file or a copy of the
   // bytes, and strings the loader had to copy or make (generated ids).
   std::shared_ptr<const void> backing;
   std::deque<std::string> owned;
 
-  std::vector<Node> nodes;
+  std::vector<NodeRecord> nodes;
+  // Op types and domains, each distinct string once (index 0 is "").
+  std::vector<absl::string_view> interned;
+  // Ids of the nodes whose id is not their name ("<name>#<index>").
+  std::vector<absl::string_view> generated_ids;
+  // Non-empty doc strings of nodes; index 0 is "".
+  std::vector<absl::string_view> doc_strings;
+
   std::vector<Subgraph> subgraphs;
   std::vector<TensorInfo> initializers;
   std::vector<absl::string_view> inputs;
@@ -51,7 +94,7 @@ struct GraphRep {
   // inputs of every subgraph and function inputs, with their subgraph.
   std::vector<std::pair<int, absl::string_view>> defined_values;
 
-  // Storage of the nodes' spans and the initializers' dims.
+  // Storage of the nodes' lists and the initializers' dims.
   std::vector<absl::string_view> node_strings;
   std::vector<MetadataEntry> node_metadata;
   std::vector<ValueId> node_values;  // parallel to node_strings
@@ -70,7 +113,11 @@ struct GraphRep {
   std::vector<NodeId> consumer_nodes;
   absl::flat_hash_map<absl::string_view, std::size_t> initializer_index;
 
-  const Node& node(NodeId id) const { return nodes[static_cast<std::size_t>(id)]; }
+  const NodeRecord& record(NodeId id) const { return nodes[static_cast<std::size_t>(id)]; }
+  absl::string_view nodeId(NodeId id) const {
+    const NodeRecord& r = record(id);
+    return r.id < 0 ? r.nameView() : generated_ids[static_cast<std::size_t>(r.id)];
+  }
 };
 
 // The names of the keys of GraphRep's two name tables, from a slot's index
@@ -80,7 +127,7 @@ struct GraphRep {
 struct IdKeys {
   const GraphRep& rep;
   absl::string_view operator()(std::int32_t index) const {
-    return index >= 0 ? rep.node(index).id : rep.node(ErasedKey(index)).name;
+    return index >= 0 ? rep.nodeId(index) : rep.record(ErasedKey(index)).nameView();
   }
 };
 struct ValueKeys {
@@ -89,6 +136,9 @@ struct ValueKeys {
     return rep.value_names[static_cast<std::size_t>(index)];
   }
 };
+
+// The public view of node `id` (graph.h's Node).
+Node MakeNode(const GraphRep& rep, NodeId id);
 
 // The value `value` names as used in `subgraph` (ONNX scoping), or
 // kNoValue; `*scope` is set to the defining subgraph. `hash` is
