@@ -1,10 +1,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "catch2/catch.hpp"
 #include "semmap/graph.h"
@@ -140,6 +143,103 @@ TEST_CASE("A generated id may be a repeated name; that name's nodes still get id
     CHECK(g->node(1).id == "#0#1");
     CHECK(g->node(2).id == "#0#2");
     for (semmap::NodeId i = 0; i < 3; ++i) CHECK(g->find(g->node(i).id) == i);
+  }
+}
+
+TEST_CASE("nodes() is a random-access range of the same Nodes as node()", "[graph]") {
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  AddNode(graph, "a", "Relu", {"x"}, {"y"});
+  AddNode(graph, "b", "MatMul", {"y", "w"}, {"z"});
+  AddNode(graph, "c", "Relu", {"z"}, {"out"});
+  auto g = Graph::Parse(Serialize(model), "range.onnx");
+  REQUIRE(g.ok());
+  const semmap::NodeList nodes = g->nodes();
+  REQUIRE(nodes.size() == 3);
+  CHECK_FALSE(nodes.empty());
+  CHECK(semmap::NodeList().empty());
+  CHECK(nodes.end() - nodes.begin() == 3);
+  CHECK(std::distance(nodes.begin(), nodes.end()) == 3);
+  std::vector<std::string> ids;
+  for (const semmap::Node& n : nodes) ids.emplace_back(n.id);
+  CHECK(ids == std::vector<std::string>{"a", "b", "c"});
+  for (semmap::NodeId i = 0; i < 3; ++i) {
+    CHECK(nodes[static_cast<std::size_t>(i)] == g->node(i));
+    CHECK(nodes.begin()[i] == g->node(i));
+  }
+  auto it = nodes.begin();
+  CHECK(it->op_type == "Relu");
+  it += 2;
+  CHECK((*it).id == "c");
+  CHECK((--it)->id == "b");
+  CHECK(it < nodes.end());
+  CHECK(nodes.begin() + 3 == nodes.end());
+  CHECK(std::count_if(nodes.begin(), nodes.end(),
+                      [](const semmap::Node& n) { return n.op_type == "Relu"; }) == 2);
+  const auto matmul = std::find_if(nodes.begin(), nodes.end(),
+                                   [](const semmap::Node& n) { return n.op_type == "MatMul"; });
+  CHECK(matmul - nodes.begin() == 1);
+  // A NodeList, its iterators and its Nodes outlive the Graph object while a
+  // copy of the Graph lives.
+  semmap::NodeList::const_iterator last;
+  {
+    Graph copy = *g;
+    last = copy.nodes().end() - 1;
+    g = absl::InvalidArgumentError("gone");
+    CHECK((*last).id == "c");
+  }
+}
+
+TEST_CASE("Node fields survive compact storage with both loaders", "[graph]") {
+  // Distinct op types and domains (a hostile file may give every node its
+  // own), doc strings on some nodes only, metadata, attributes, an omitted
+  // optional input.
+  constexpr int kNodes = 300;
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string k = std::to_string(i);
+    onnx::NodeProto* n =
+        AddNode(graph, "n" + k, "Op" + k, {i % 3 == 0 ? "" : "v" + k}, {"o" + k});
+    if (i % 2 == 0) n->set_domain(i % 4 == 0 ? "" : "dom" + k);
+    if (i % 5 == 0) n->set_doc_string("doc " + k);
+    if (i % 7 == 0) semmap_test::AddNodeMetadata(n, "k" + k, "v" + k);
+    if (i % 11 == 0) {
+      n->add_attribute()->set_name("alpha");
+      n->add_attribute()->set_name("beta" + k);
+    }
+  }
+  const std::string bytes = Serialize(model);
+  for (const auto loader : {semmap::Loader::kWireScan, semmap::Loader::kProtobuf}) {
+    semmap::GraphOptions options;
+    options.loader = loader;
+    auto g = Graph::Parse(bytes, "fields.onnx", options);
+    REQUIRE(g.ok());
+    REQUIRE(g->size() == static_cast<std::size_t>(kNodes));
+    std::size_t bad = 0;
+    for (int i = 0; i < kNodes; ++i) {
+      const std::string k = std::to_string(i);
+      const semmap::Node n = g->node(i);
+      const std::string domain = i % 2 == 0 && i % 4 != 0 ? "dom" + k : "";
+      const std::string doc = i % 5 == 0 ? "doc " + k : "";
+      std::vector<semmap::MetadataEntry> metadata;
+      const std::string key = "k" + k, value = "v" + k;
+      if (i % 7 == 0) metadata.emplace_back(key, value);
+      std::vector<absl::string_view> attributes;
+      const std::string beta = "beta" + k;
+      if (i % 11 == 0) attributes = {"alpha", beta};
+      const std::string input = i % 3 == 0 ? "" : "v" + k;
+      if (n.id != "n" + k || n.name != "n" + k || n.op_type != "Op" + k || n.domain != domain ||
+          n.doc_string != doc || n.subgraph != 0 || n.inputs.size() != 1 ||
+          n.inputs[0] != input || n.input_values.size() != 1 ||
+          n.input_values[0] != semmap::kNoValue || n.outputs.size() != 1 ||
+          n.outputs[0] != "o" + k || g->producer(n.output_values[0]) != i ||
+          n.metadata != absl::MakeConstSpan(metadata) ||
+          n.attribute_names != absl::MakeConstSpan(attributes)) {
+        ++bad;
+      }
+    }
+    CHECK(bad == 0);
   }
 }
 

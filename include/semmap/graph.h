@@ -22,19 +22,20 @@
 // not. The Python corpus tools compute the same key.
 //
 // A Graph is immutable after loading and safe to share between threads.
-// No protobuf type appears here: the loader can change without touching users.
+// No protobuf type appears here, nor how the Graph stores what it holds
+// (a private representation behind a shared pointer): the loader and the
+// storage can change without touching users.
 #ifndef SEMMAP_INCLUDE_SEMMAP_GRAPH_H_
 #define SEMMAP_INCLUDE_SEMMAP_GRAPH_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -43,6 +44,7 @@
 namespace semmap {
 namespace internal {
 class GraphBuilder;
+struct GraphRep;
 }  // namespace internal
 
 // Index of a node in Graph::nodes().
@@ -60,6 +62,15 @@ using MetadataEntry = std::pair<absl::string_view, absl::string_view>;
 // Every string and span of a Node, Subgraph or TensorInfo points into
 // memory the Graph owns (the mapped file or its own storage): valid as long
 // as the Graph, or any copy of it, lives. Copy what must outlive it.
+//
+// A Node is a view assembled on access: the Graph stores each node as a
+// compact record (a third of a Node's size: its name as a pointer and a
+// length, op type and domain as indexes into a table of distinct strings,
+// its lists as offsets and counts into flat arrays), and Graph::node() and
+// nodes() fill a Node from it. Taking a Node allocates nothing but is not
+// free: keep the fields a loop needs rather than asking for the node again.
+// Nodes are returned by value, so a Node's address says nothing about the
+// Graph; its views stay valid after the Node itself is gone.
 struct SEMMAP_EXPORT Node {
   absl::string_view id;  // unique key, see above
   absl::string_view name;
@@ -80,6 +91,88 @@ struct SEMMAP_EXPORT Node {
   // Field by field, by content (ids of values included).
   friend bool operator==(const Node& a, const Node& b);
   friend bool operator!=(const Node& a, const Node& b) { return !(a == b); }
+};
+
+// The nodes of a Graph as a random-access range of Nodes made on access
+// (see Node): `for (const Node& n : graph.nodes())`, `nodes()[i]`,
+// `nodes().size()` and the standard algorithms work as on a container. A
+// NodeList and its iterators are valid while the Graph, or any copy of it,
+// lives; they hold no reference to the Graph object itself. Like the
+// Graph, safe to read from any number of threads.
+class SEMMAP_EXPORT NodeList {
+ public:
+  class const_iterator {
+   public:
+    // Random access, but dereferencing gives a Node by value (nodes are
+    // made on access), as proxy iterators do: fine for the algorithms that
+    // read, meaningless for those that write.
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = Node;
+    using difference_type = std::ptrdiff_t;
+    using reference = Node;
+    struct pointer {
+      Node node;
+      const Node* operator->() const { return &node; }
+    };
+
+    const_iterator() = default;
+
+    Node operator*() const { return NodeList::At(rep_, index_); }
+    pointer operator->() const { return pointer{**this}; }
+    Node operator[](difference_type n) const { return *(*this + n); }
+
+    const_iterator& operator++() { ++index_; return *this; }
+    const_iterator operator++(int) { const_iterator old = *this; ++index_; return old; }
+    const_iterator& operator--() { --index_; return *this; }
+    const_iterator operator--(int) { const_iterator old = *this; --index_; return old; }
+    const_iterator& operator+=(difference_type n) { index_ += n; return *this; }
+    const_iterator& operator-=(difference_type n) { index_ -= n; return *this; }
+    friend const_iterator operator+(const_iterator it, difference_type n) { return it += n; }
+    friend const_iterator operator+(difference_type n, const_iterator it) { return it += n; }
+    friend const_iterator operator-(const_iterator it, difference_type n) { return it -= n; }
+    friend difference_type operator-(const const_iterator& a, const const_iterator& b) {
+      return a.index_ - b.index_;
+    }
+    friend bool operator==(const const_iterator& a, const const_iterator& b) {
+      return a.index_ == b.index_;
+    }
+    friend bool operator!=(const const_iterator& a, const const_iterator& b) { return !(a == b); }
+    friend bool operator<(const const_iterator& a, const const_iterator& b) {
+      return a.index_ < b.index_;
+    }
+    friend bool operator>(const const_iterator& a, const const_iterator& b) { return b < a; }
+    friend bool operator<=(const const_iterator& a, const const_iterator& b) { return !(b < a); }
+    friend bool operator>=(const const_iterator& a, const const_iterator& b) { return !(a < b); }
+
+   private:
+    friend class NodeList;
+    const_iterator(const internal::GraphRep* rep, std::ptrdiff_t index)
+        : rep_(rep), index_(index) {}
+    const internal::GraphRep* rep_ = nullptr;
+    std::ptrdiff_t index_ = 0;
+  };
+  using iterator = const_iterator;
+  using value_type = Node;
+  using size_type = std::size_t;
+  using difference_type = std::ptrdiff_t;
+  using reference = Node;
+
+  NodeList() = default;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Node `i` (a NodeId as an index), i < size().
+  Node operator[](std::size_t i) const { return At(rep_, static_cast<std::ptrdiff_t>(i)); }
+  const_iterator begin() const { return const_iterator(rep_, 0); }
+  const_iterator end() const { return const_iterator(rep_, static_cast<std::ptrdiff_t>(size_)); }
+
+ private:
+  friend class Graph;
+  NodeList(const internal::GraphRep* rep, std::size_t size) : rep_(rep), size_(size) {}
+  static Node At(const internal::GraphRep* rep, std::ptrdiff_t index);
+
+  const internal::GraphRep* rep_ = nullptr;
+  std::size_t size_ = 0;
 };
 
 // A graph body: the main graph (index 0), a subgraph held by a node
@@ -173,10 +266,11 @@ class SEMMAP_EXPORT Graph {
                                      absl::string_view origin,
                                      const GraphOptions& options = {});
 
-  const std::vector<Node>& nodes() const { return rep_->nodes; }
-  const Node& node(NodeId id) const { return rep_->nodes[static_cast<std::size_t>(id)]; }
-  std::size_t size() const { return rep_->nodes.size(); }
-  const std::vector<Subgraph>& subgraphs() const { return rep_->subgraphs; }
+  // Every node, in traversal order (see above); node(id) is nodes()[id].
+  NodeList nodes() const;
+  Node node(NodeId id) const;
+  std::size_t size() const;
+  const std::vector<Subgraph>& subgraphs() const;
 
   // Node by id (see above), or by name when the name is unique; kNoNode
   // otherwise.
@@ -188,22 +282,13 @@ class SEMMAP_EXPORT Graph {
   //
   // The value `name` refers to as seen from `subgraph`, or kNoValue.
   ValueId value(absl::string_view name, int subgraph = 0) const;
-  std::size_t valueCount() const { return rep_->value_producer.size(); }
-  absl::string_view valueName(ValueId v) const {
-    return rep_->value_names[static_cast<std::size_t>(v)];
-  }
+  std::size_t valueCount() const;
+  absl::string_view valueName(ValueId v) const;
   // The node producing `v`, or kNoNode for graph inputs and initializers.
-  NodeId producer(ValueId v) const {
-    return v < 0 ? kNoNode : rep_->value_producer[static_cast<std::size_t>(v)];
-  }
+  NodeId producer(ValueId v) const;
   // Nodes consuming `v`, in node order. A node whose subgraph body uses an
   // outer value counts as a consumer too.
-  absl::Span<const NodeId> consumers(ValueId v) const {
-    if (v < 0) return {};
-    const std::uint32_t b = rep_->consumer_offsets[static_cast<std::size_t>(v)];
-    const std::uint32_t e = rep_->consumer_offsets[static_cast<std::size_t>(v) + 1];
-    return absl::Span<const NodeId>(rep_->consumer_nodes.data() + b, e - b);
-  }
+  absl::Span<const NodeId> consumers(ValueId v) const;
   // By name: the same as producer(value(name, subgraph)) and
   // consumers(value(name, subgraph)).
   NodeId producer(absl::string_view value, int subgraph = 0) const {
@@ -216,20 +301,16 @@ class SEMMAP_EXPORT Graph {
   // Initializer by name (sparse initializers included), or nullptr.
   const TensorInfo* initializer(absl::string_view name) const;
   // The initializer defining `v` (in any subgraph), or nullptr.
-  const TensorInfo* initializerOf(ValueId v) const {
-    if (v < 0) return nullptr;
-    const std::int32_t t = rep_->value_initializer[static_cast<std::size_t>(v)];
-    return t < 0 ? nullptr : &rep_->initializers[static_cast<std::size_t>(t)];
-  }
-  const std::vector<TensorInfo>& initializers() const { return rep_->initializers; }
-  const std::vector<absl::string_view>& inputs() const { return rep_->inputs; }
-  const std::vector<absl::string_view>& outputs() const { return rep_->outputs; }
+  const TensorInfo* initializerOf(ValueId v) const;
+  const std::vector<TensorInfo>& initializers() const;
+  const std::vector<absl::string_view>& inputs() const;
+  const std::vector<absl::string_view>& outputs() const;
 
-  std::int64_t irVersion() const { return rep_->ir_version; }
-  std::int64_t opset() const { return rep_->opset; }  // default domain
-  absl::string_view producerName() const { return rep_->producer_name; }
-  absl::string_view producerVersion() const { return rep_->producer_version; }
-  const std::vector<MetadataEntry>& modelMetadata() const { return rep_->model_metadata; }
+  std::int64_t irVersion() const;
+  std::int64_t opset() const;  // default domain
+  absl::string_view producerName() const;
+  absl::string_view producerVersion() const;
+  const std::vector<MetadataEntry>& modelMetadata() const;
 
   // A Graph is a handle to immutable data: copies share it (O(1)), and the
   // strings and spans it hands out stay valid while any copy lives.
@@ -242,70 +323,15 @@ class SEMMAP_EXPORT Graph {
  private:
   friend class internal::GraphBuilder;
 
-  // A slot of the open-addressing tables below (src/base/name_table.h):
-  // a key in `scope` (0 in by_id), the high bits of its hash, and what it
-  // maps to (a NodeId or ValueId, which gives the key's name; negative for
-  // a free or erased slot).
-  struct NameSlot {
-    std::uint32_t tag = 0;
-    std::int32_t scope = 0;
-    std::int32_t index = -1;
-  };
-
-  struct Rep {
-    // What the views below point into: the mapped file or a copy of the
-    // bytes, and strings the loader had to copy or make (generated ids).
-    std::shared_ptr<const void> backing;
-    std::deque<std::string> owned;
-
-    std::vector<Node> nodes;
-    std::vector<Subgraph> subgraphs;
-    std::vector<TensorInfo> initializers;
-    std::vector<absl::string_view> inputs;
-    std::vector<absl::string_view> outputs;
-    std::int64_t ir_version = 0;
-    std::int64_t opset = 0;
-    absl::string_view producer_name;
-    absl::string_view producer_version;
-    std::vector<MetadataEntry> model_metadata;
-    // Values defined without a producer other than initializers: graph
-    // inputs of every subgraph and function inputs, with their subgraph.
-    std::vector<std::pair<int, absl::string_view>> defined_values;
-
-    // Storage of the nodes' spans and the initializers' dims.
-    std::vector<absl::string_view> node_strings;
-    std::vector<MetadataEntry> node_metadata;
-    std::vector<ValueId> node_values;  // parallel to node_strings
-    std::vector<std::int64_t> dims;
-
-    // Node by id.
-    std::vector<NameSlot> by_id;
-    // Every value defined in a scope: its id (`values`, by scope and name),
-    // name, producer (kNoNode when not produced); the consumers of v are
-    // consumer_nodes[consumer_offsets[v] .. consumer_offsets[v + 1]).
-    std::vector<NameSlot> values;
-    std::vector<absl::string_view> value_names;
-    std::vector<NodeId> value_producer;
-    std::vector<std::int32_t> value_initializer;  // index into initializers, or -1
-    std::vector<std::uint32_t> consumer_offsets;
-    std::vector<NodeId> consumer_nodes;
-    absl::flat_hash_map<absl::string_view, std::size_t> initializer_index;
-  };
-
-  explicit Graph(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
+  explicit Graph(std::shared_ptr<const internal::GraphRep> rep) : rep_(std::move(rep)) {}
   // Loads `bytes`, whose memory `backing` keeps alive (null for the
   // protobuf loader, which copies what it keeps).
   static absl::StatusOr<Graph> Build(absl::string_view bytes, absl::string_view origin,
                                      const GraphOptions& options,
                                      std::shared_ptr<const void> backing);
-  // The index of `value` as used in `subgraph` (ONNX scoping), or kNoValue;
-  // `*scope` is set to the defining subgraph.
-  static ValueId Resolve(const Rep& rep, absl::string_view value, int subgraph, int* scope);
-  // Same, given internal::NameHash(value).
-  static ValueId Resolve(const Rep& rep, absl::string_view value, std::uint64_t hash,
-                         int subgraph, int* scope);
 
-  std::shared_ptr<const Rep> rep_;
+  // Defined in src/graph/graph_rep.h, private to the library.
+  std::shared_ptr<const internal::GraphRep> rep_;
 };
 
 }  // namespace semmap

@@ -1,5 +1,5 @@
 // Name tables: the open-addressing hash tables behind Graph's by-id index and
-// value table (graph.h, Graph::Rep::NameSlot).
+// value table (graph/graph_rep.h, NameSlot).
 //
 // A table is a vector of slots whose size is a power of two, sized once for
 // the most entries it will hold and kept at most 3/4 full, so it never
@@ -21,8 +21,8 @@
 // Functions are templates over the slot type (any struct with `tag`,
 // `scope` and `index` members) and over `name_of` (a callable from an
 // index, live or ErasedKey of an erased one, to the key's name) so the
-// type can stay private to Graph. Not thread-safe for writing; lookups of
-// a finished table may run on any number of threads.
+// types can live in the graph layer above. Not thread-safe for writing;
+// lookups of a finished table may run on any number of threads.
 #ifndef SEMMAP_SRC_BASE_NAME_TABLE_H_
 #define SEMMAP_SRC_BASE_NAME_TABLE_H_
 

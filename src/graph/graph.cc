@@ -10,6 +10,7 @@
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "graph/graph_builder.h"
+#include "graph/graph_rep.h"
 #include "graph/protobuf_loader.h"
 #include "graph/wire_loader.h"
 #include "io/file_io.h"
@@ -36,16 +37,33 @@ bool operator==(const TensorInfo& a, const TensorInfo& b) {
          a.external == b.external && a.subgraph == b.subgraph;
 }
 
-ValueId Graph::Resolve(const Rep& rep, absl::string_view value, int subgraph, int* scope) {
-  return Resolve(rep, value, internal::NameHash(value), subgraph, scope);
+namespace internal {
+
+Node MakeNode(const GraphRep& rep, NodeId id) {
+  const NodeRecord& r = rep.record(id);
+  const absl::string_view* s = rep.node_strings.data() + r.strings;
+  const ValueId* v = rep.node_values.data() + r.strings;
+  Node n;
+  n.name = r.nameView();
+  n.id = r.id < 0 ? n.name : rep.generated_ids[static_cast<std::size_t>(r.id)];
+  n.op_type = rep.interned[r.op_type];
+  n.domain = rep.interned[r.domain];
+  n.inputs = absl::MakeConstSpan(s, r.inputs);
+  n.input_values = absl::MakeConstSpan(v, r.inputs);
+  n.outputs = absl::MakeConstSpan(s + r.inputs, r.outputs);
+  n.output_values = absl::MakeConstSpan(v + r.inputs, r.outputs);
+  n.attribute_names = absl::MakeConstSpan(s + r.inputs + r.outputs, r.attributes);
+  n.metadata = absl::MakeConstSpan(rep.node_metadata.data() + r.metadata, r.metadata_count);
+  n.doc_string = rep.doc_strings[r.doc_string];
+  n.subgraph = r.subgraph;
+  return n;
 }
 
-ValueId Graph::Resolve(const Rep& rep, absl::string_view value, std::uint64_t hash,
-                       int subgraph, int* scope) {
+ValueId ResolveValue(const GraphRep& rep, absl::string_view value, std::uint64_t hash,
+                     int subgraph, int* scope) {
   const absl::Span<const NameSlot> table(rep.values);
   for (int s = subgraph; s >= 0 && s < static_cast<int>(rep.subgraphs.size());) {
-    const NameSlot* slot = internal::FindName(table, internal::ScopedHash(hash, s), s, value,
-                                              internal::GraphBuilder::ValueKeys{rep});
+    const NameSlot* slot = FindName(table, ScopedHash(hash, s), s, value, ValueKeys{rep});
     if (slot != nullptr) {
       *scope = s;
       return slot->index;
@@ -54,6 +72,12 @@ ValueId Graph::Resolve(const Rep& rep, absl::string_view value, std::uint64_t ha
     s = rep.subgraphs[static_cast<std::size_t>(s)].parent;
   }
   return kNoValue;
+}
+
+}  // namespace internal
+
+Node NodeList::At(const internal::GraphRep* rep, std::ptrdiff_t index) {
+  return internal::MakeNode(*rep, static_cast<NodeId>(index));
 }
 
 absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& options) try {
@@ -113,24 +137,61 @@ absl::StatusOr<Graph> Graph::Build(absl::string_view bytes, absl::string_view or
   return internal::OutOfMemory(origin, "loading the model");
 }
 
+NodeList Graph::nodes() const { return NodeList(rep_.get(), rep_->nodes.size()); }
+Node Graph::node(NodeId id) const { return internal::MakeNode(*rep_, id); }
+std::size_t Graph::size() const { return rep_->nodes.size(); }
+const std::vector<Subgraph>& Graph::subgraphs() const { return rep_->subgraphs; }
+
 NodeId Graph::find(absl::string_view id_or_name) const {
   // A name that is unique in the model is its node's id, so one lookup
   // answers both.
-  const NameSlot* slot =
-      internal::FindName(absl::Span<const NameSlot>(rep_->by_id),
-                         internal::ScopedHash(internal::NameHash(id_or_name), 0), 0, id_or_name,
-                         internal::GraphBuilder::IdKeys{*rep_});
+  const internal::NameSlot* slot = internal::FindName(
+      absl::Span<const internal::NameSlot>(rep_->by_id),
+      internal::ScopedHash(internal::NameHash(id_or_name), 0), 0, id_or_name,
+      internal::IdKeys{*rep_});
   return slot == nullptr || slot->index < 0 ? kNoNode : slot->index;
 }
 
 ValueId Graph::value(absl::string_view name, int subgraph) const {
   int scope;
-  return Resolve(*rep_, name, subgraph, &scope);
+  return internal::ResolveValue(*rep_, name, internal::NameHash(name), subgraph, &scope);
+}
+
+std::size_t Graph::valueCount() const { return rep_->value_producer.size(); }
+
+absl::string_view Graph::valueName(ValueId v) const {
+  return rep_->value_names[static_cast<std::size_t>(v)];
+}
+
+NodeId Graph::producer(ValueId v) const {
+  return v < 0 ? kNoNode : rep_->value_producer[static_cast<std::size_t>(v)];
+}
+
+absl::Span<const NodeId> Graph::consumers(ValueId v) const {
+  if (v < 0) return {};
+  const std::uint32_t b = rep_->consumer_offsets[static_cast<std::size_t>(v)];
+  const std::uint32_t e = rep_->consumer_offsets[static_cast<std::size_t>(v) + 1];
+  return absl::Span<const NodeId>(rep_->consumer_nodes.data() + b, e - b);
 }
 
 const TensorInfo* Graph::initializer(absl::string_view name) const {
   auto it = rep_->initializer_index.find(name);
   return it == rep_->initializer_index.end() ? nullptr : &rep_->initializers[it->second];
 }
+
+const TensorInfo* Graph::initializerOf(ValueId v) const {
+  if (v < 0) return nullptr;
+  const std::int32_t t = rep_->value_initializer[static_cast<std::size_t>(v)];
+  return t < 0 ? nullptr : &rep_->initializers[static_cast<std::size_t>(t)];
+}
+
+const std::vector<TensorInfo>& Graph::initializers() const { return rep_->initializers; }
+const std::vector<absl::string_view>& Graph::inputs() const { return rep_->inputs; }
+const std::vector<absl::string_view>& Graph::outputs() const { return rep_->outputs; }
+std::int64_t Graph::irVersion() const { return rep_->ir_version; }
+std::int64_t Graph::opset() const { return rep_->opset; }
+absl::string_view Graph::producerName() const { return rep_->producer_name; }
+absl::string_view Graph::producerVersion() const { return rep_->producer_version; }
+const std::vector<MetadataEntry>& Graph::modelMetadata() const { return rep_->model_metadata; }
 
 }  // namespace semmap

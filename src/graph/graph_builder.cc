@@ -13,14 +13,31 @@ namespace internal {
 
 GraphBuilder::GraphBuilder(absl::string_view origin, const GraphOptions& options,
                            std::shared_ptr<const void> backing, bool durable)
-    : origin_(origin), options_(options), durable_(durable), rep_(std::make_shared<Graph::Rep>()) {
+    : origin_(origin), options_(options), durable_(durable), rep_(std::make_shared<GraphRep>()) {
   rep_->backing = std::move(backing);
+  // Index 0 of both tables is "": the default domain, and the doc string
+  // of most nodes.
+  rep_->interned.emplace_back();
+  interned_index_.emplace(absl::string_view(), 0);
+  rep_->doc_strings.emplace_back();
 }
 
 absl::string_view GraphBuilder::Keep(absl::string_view s) {
   if (durable_ || s.empty()) return s;
   rep_->owned.emplace_back(s.data(), s.size());
   return rep_->owned.back();
+}
+
+std::uint32_t GraphBuilder::Intern(absl::string_view s) {
+  // Most models have a few dozen op types and domains: one probe of a small
+  // map a string.
+  auto it = interned_index_.find(s);
+  if (it != interned_index_.end()) return it->second;
+  const auto index = static_cast<std::uint32_t>(rep_->interned.size());
+  const absl::string_view kept = Keep(s);
+  rep_->interned.push_back(kept);
+  interned_index_.emplace(kept, index);
+  return index;
 }
 
 void GraphBuilder::SetModelInfo(std::int64_t ir_version, absl::string_view producer_name,
@@ -110,48 +127,59 @@ void GraphBuilder::ReserveNodes(std::size_t n) {
   // limit named; it reserves no more than the limit on the way.
   n = std::min(n, options_.max_nodes);
   rep_->nodes.reserve(n);
-  AdviseHugePages(rep_->nodes.data(), n * sizeof(Node));
-  lists_.reserve(n);
-  AdviseHugePages(lists_.data(), n * sizeof(ListOffsets));
+  AdviseHugePages(rep_->nodes.data(), n * sizeof(NodeRecord));
 }
 
 absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id) {
-  std::vector<Node>& nodes = rep_->nodes;
+  std::vector<NodeRecord>& nodes = rep_->nodes;
   if (nodes.size() >= options_.max_nodes) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin_, ": more than ", options_.max_nodes, " nodes (GraphOptions::max_nodes)"));
   }
+  // A record keeps the name's length in 32 bits.
+  const std::size_t max_name = std::min<std::size_t>(options_.max_name_bytes, UINT32_MAX);
   std::size_t longest = std::max(f.name.size(), f.op_type.size());
   for (absl::string_view v : f.inputs) longest = std::max(longest, v.size());
   for (absl::string_view v : f.outputs) longest = std::max(longest, v.size());
-  if (longest > options_.max_name_bytes) {
+  if (longest > max_name) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin_, ": node ", nodes.size(), " (", Abbreviate(f.name, 80), ") has a name of ",
-        longest, " bytes, above the limit of ", options_.max_name_bytes,
-        " (GraphOptions::max_name_bytes)"));
+        longest, " bytes, above the limit of ", max_name, " (GraphOptions::max_name_bytes)"));
+  }
+  std::vector<absl::string_view>& strings = rep_->node_strings;
+  const std::size_t lists = f.inputs.size() + f.outputs.size() + f.attribute_names.size();
+  // The lists were charged (max_list_entries), but a record's offsets are
+  // 32-bit whatever the limit says.
+  if (strings.size() + lists > UINT32_MAX ||
+      rep_->node_metadata.size() + f.metadata.size() > UINT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin_, ": node ", nodes.size(), " (", Abbreviate(f.name, 80),
+        ") takes the inputs, outputs and attributes of all nodes, or their metadata entries, "
+        "above ", UINT32_MAX, ", the most a Graph holds"));
   }
   *id = static_cast<NodeId>(nodes.size());
-  Node& n = nodes.emplace_back();
-  n.subgraph = subgraph;
-  n.name = Keep(f.name);
-  n.op_type = Keep(f.op_type);
-  n.domain = Keep(f.domain);
-  n.doc_string = Keep(f.doc_string);
-
-  ListOffsets& o = lists_.emplace_back();
-  std::vector<absl::string_view>& strings = rep_->node_strings;
-  o.strings = strings.size();
-  o.inputs = static_cast<std::uint32_t>(f.inputs.size());
-  o.outputs = static_cast<std::uint32_t>(f.outputs.size());
-  o.attributes = static_cast<std::uint32_t>(f.attribute_names.size());
-  o.subgraph = subgraph;
+  NodeRecord& r = nodes.emplace_back();
+  const absl::string_view name = Keep(f.name);
+  r.name = name.data();
+  r.name_size = static_cast<std::uint32_t>(name.size());
+  r.op_type = Intern(f.op_type);
+  r.domain = Intern(f.domain);
+  if (!f.doc_string.empty()) {
+    r.doc_string = static_cast<std::uint32_t>(rep_->doc_strings.size());
+    rep_->doc_strings.push_back(Keep(f.doc_string));
+  }
+  r.subgraph = subgraph;
+  r.strings = static_cast<std::uint32_t>(strings.size());
+  r.inputs = static_cast<std::uint32_t>(f.inputs.size());
+  r.outputs = static_cast<std::uint32_t>(f.outputs.size());
+  r.attributes = static_cast<std::uint32_t>(f.attribute_names.size());
   inputs_ += f.inputs.size();
   outputs_ += f.outputs.size();
   for (absl::string_view v : f.inputs) strings.push_back(Keep(v));
   for (absl::string_view v : f.outputs) strings.push_back(Keep(v));
   for (absl::string_view v : f.attribute_names) strings.push_back(Keep(v));
-  o.metadata = rep_->node_metadata.size();
-  o.metadata_count = static_cast<std::uint32_t>(f.metadata.size());
+  r.metadata = static_cast<std::uint32_t>(rep_->node_metadata.size());
+  r.metadata_count = static_cast<std::uint32_t>(f.metadata.size());
   for (const MetadataEntry& kv : f.metadata) {
     rep_->node_metadata.emplace_back(Keep(kv.first), Keep(kv.second));
   }
@@ -159,11 +187,12 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
 }
 
 void GraphBuilder::AssignIds() {
-  std::vector<Node>& nodes = rep_->nodes;
-  // A name is its node's id (set in Finish) when non-empty and unique in the
-  // model; the by-id index is built on the way (one probe per node). A
-  // repeated name's slot is marked erased: it leaves the index.
-  using Slot = Graph::NameSlot;
+  std::vector<NodeRecord>& nodes = rep_->nodes;
+  // A name is its node's id (a record's id is -1 until told otherwise) when
+  // non-empty and unique in the model; the by-id index is built on the way
+  // (one probe per node). A repeated name's slot is marked erased: it leaves
+  // the index.
+  using Slot = NameSlot;
   std::vector<Slot>& by_id = rep_->by_id;
   const IdKeys key{*rep_};
   InitNameTable(&by_id, NameTableCapacity(nodes.size()));
@@ -172,11 +201,11 @@ void GraphBuilder::AssignIds() {
   for (std::size_t first = 0; first < nodes.size(); first += kNameBatch) {
     const std::size_t last = std::min(nodes.size(), first + kNameBatch);
     for (std::size_t i = first; i < last; ++i) {
-      hashes[i - first] = ScopedHash(NameHash(nodes[i].name), 0);
+      hashes[i - first] = ScopedHash(NameHash(nodes[i].nameView()), 0);
       PrefetchName(absl::Span<const Slot>(by_id), hashes[i - first]);
     }
     for (std::size_t i = first; i < last; ++i) {
-      const absl::string_view name = nodes[i].name;
+      const absl::string_view name = nodes[i].nameView();
       if (name.empty()) {
         any_duplicate = true;
         continue;
@@ -205,48 +234,36 @@ void GraphBuilder::AssignIds() {
   // generated id may equal a repeated name and revive its slot.
   std::vector<NodeId> generated;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    const absl::string_view name = nodes[i].name;
+    const absl::string_view name = nodes[i].nameView();
     const Slot* slot =
         name.empty()
             ? nullptr
             : FindName(absl::Span<const Slot>(by_id), ScopedHash(NameHash(name), 0), 0, name, key);
     if (slot == nullptr || IsErased(slot->index)) generated.push_back(static_cast<NodeId>(i));
   }
+  rep_->generated_ids.reserve(generated.size());
   for (const NodeId i : generated) {
-    Node& n = nodes[static_cast<std::size_t>(i)];
-    std::string id = absl::StrCat(n.name, "#", i);
+    NodeRecord& n = nodes[static_cast<std::size_t>(i)];
+    std::string id = absl::StrCat(n.nameView(), "#", i);
     std::uint64_t hash = ScopedHash(NameHash(id), 0);
     while (live(id, hash)) {
       id.push_back('#');
       hash = ScopedHash(NameHash(id), 0);
     }
     rep_->owned.push_back(std::move(id));
-    n.id = rep_->owned.back();
+    n.id = static_cast<std::int32_t>(rep_->generated_ids.size());
+    rep_->generated_ids.push_back(rep_->owned.back());
     // A free slot, or the erased slot of a repeated name equal to the id:
     // either now names node i by its id.
-    Slot* slot = InsertName(absl::MakeSpan(by_id), hash, 0, n.id, key);
+    Slot* slot = InsertName(absl::MakeSpan(by_id), hash, 0, rep_->generated_ids.back(), key);
     slot->index = i;
   }
 }
 
 Graph GraphBuilder::Finish() {
-  Graph::Rep& rep = *rep_;
+  GraphRep& rep = *rep_;
+  decltype(interned_index_)().swap(interned_index_);
   rep.node_values.assign(rep.node_strings.size(), kNoValue);
-  // The one pass over the nodes before the indexes: spans and ids (the name
-  // until AssignIds finds it is not unique).
-  for (std::size_t i = 0; i < rep.nodes.size(); ++i) {
-    Node& n = rep.nodes[i];
-    const ListOffsets& o = lists_[i];
-    const absl::string_view* s = rep.node_strings.data() + o.strings;
-    const ValueId* v = rep.node_values.data() + o.strings;
-    n.id = n.name;
-    n.inputs = absl::MakeConstSpan(s, o.inputs);
-    n.input_values = absl::MakeConstSpan(v, o.inputs);
-    n.outputs = absl::MakeConstSpan(s + o.inputs, o.outputs);
-    n.output_values = absl::MakeConstSpan(v + o.inputs, o.outputs);
-    n.attribute_names = absl::MakeConstSpan(s + o.inputs + o.outputs, o.attributes);
-    n.metadata = absl::MakeConstSpan(rep.node_metadata.data() + o.metadata, o.metadata_count);
-  }
   std::size_t dims = 0;
   for (TensorInfo& t : rep.initializers) {
     const std::size_t count = t.dims.size();
@@ -254,15 +271,12 @@ Graph GraphBuilder::Finish() {
     dims += count;
   }
   BuildIndexes();
-  std::vector<ListOffsets>().swap(lists_);
   return Graph(std::move(rep_));
 }
 
 // Node ids and the value table are independent (AssignIds writes the
-// nodes' ids and the by-id index; DefineValues reads the node lists and
-// writes the value tables), so on a large graph they run on two cores.
-// The value passes read the compact lists_ and node_strings rather than the
-// nodes (about 180 bytes each), which only AssignIds reads again.
+// records' `id` and the by-id index; DefineValues reads the records' lists
+// and writes the value tables), so on a large graph they run on two cores.
 void GraphBuilder::BuildIndexes() {
   const bool parallel = rep_->nodes.size() >= kParallelNodes;
   RunBoth(parallel, [this] { AssignIds(); }, [this] { DefineValues(); });
@@ -270,11 +284,12 @@ void GraphBuilder::BuildIndexes() {
 }
 
 void GraphBuilder::DefineValues() {
-  Graph::Rep& rep = *rep_;
+  GraphRep& rep = *rep_;
+  const std::vector<NodeRecord>& nodes = rep.nodes;
   const absl::string_view* strings = rep.node_strings.data();
   ValueId* node_values = rep.node_values.data();
   const std::size_t expected = outputs_ + rep.initializers.size() + rep.defined_values.size();
-  using Slot = Graph::NameSlot;
+  using Slot = NameSlot;
   InitNameTable(&rep.values, NameTableCapacity(expected));
   const absl::Span<Slot> table = absl::MakeSpan(rep.values);
   rep.value_producer.reserve(expected);
@@ -294,11 +309,11 @@ void GraphBuilder::DefineValues() {
   // The outputs of a batch of nodes are hashed and their slots prefetched,
   // then defined.
   std::vector<std::uint64_t> hashes;
-  for (std::size_t first = 0; first < lists_.size(); first += kNameBatch) {
-    const std::size_t last = std::min(lists_.size(), first + kNameBatch);
+  for (std::size_t first = 0; first < nodes.size(); first += kNameBatch) {
+    const std::size_t last = std::min(nodes.size(), first + kNameBatch);
     hashes.clear();
     for (std::size_t i = first; i < last; ++i) {
-      const ListOffsets& o = lists_[i];
+      const NodeRecord& o = nodes[i];
       const std::size_t base = o.strings + o.inputs;
       for (std::size_t k = base; k < base + o.outputs; ++k) {
         hashes.push_back(ScopedHash(NameHash(strings[k]), o.subgraph));
@@ -307,7 +322,7 @@ void GraphBuilder::DefineValues() {
     }
     const std::uint64_t* hash = hashes.data();
     for (std::size_t i = first; i < last; ++i) {
-      const ListOffsets& o = lists_[i];
+      const NodeRecord& o = nodes[i];
       const std::size_t base = o.strings + o.inputs;
       for (std::size_t k = base; k < base + o.outputs; ++k, ++hash) {
         if (strings[k].empty()) continue;
@@ -343,7 +358,8 @@ void GraphBuilder::DefineValues() {
 }
 
 void GraphBuilder::IndexConsumers() {
-  Graph::Rep& rep = *rep_;
+  GraphRep& rep = *rep_;
+  const std::vector<NodeRecord>& nodes = rep.nodes;
   const absl::string_view* strings = rep.node_strings.data();
   ValueId* node_values = rep.node_values.data();
   const std::vector<Subgraph>& subgraphs = rep.subgraphs;
@@ -352,15 +368,15 @@ void GraphBuilder::IndexConsumers() {
   // value table, and each node writes its own input ids, so on a large
   // graph the two halves of the nodes are resolved on two cores.
   using Uses = std::vector<std::pair<std::uint32_t, NodeId>>;
-  const absl::Span<const Graph::NameSlot> table(rep.values);
+  const absl::Span<const NameSlot> table(rep.values);
   // The uses of node i's inputs, given their NameHash in `hash`.
   auto resolve_node = [&](std::size_t i, const std::uint64_t* hash, Uses* uses) {
-    const ListOffsets& o = lists_[i];
+    const NodeRecord& o = nodes[i];
     for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k, ++hash) {
       const absl::string_view input = strings[k];
       if (input.empty()) continue;
       int scope = -1;
-      const ValueId value = Graph::Resolve(rep, input, *hash, o.subgraph, &scope);
+      const ValueId value = ResolveValue(rep, input, *hash, o.subgraph, &scope);
       if (value < 0) continue;
       node_values[k] = value;
       uses->emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));
@@ -382,7 +398,7 @@ void GraphBuilder::IndexConsumers() {
       const std::size_t last = std::min(to, first + kNameBatch);
       hashes.clear();
       for (std::size_t i = first; i < last; ++i) {
-        const ListOffsets& o = lists_[i];
+        const NodeRecord& o = nodes[i];
         for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k) {
           hashes.push_back(NameHash(strings[k]));
           PrefetchName(table, ScopedHash(hashes.back(), o.subgraph));
@@ -391,11 +407,11 @@ void GraphBuilder::IndexConsumers() {
       const std::uint64_t* hash = hashes.data();
       for (std::size_t i = first; i < last; ++i) {
         resolve_node(i, hash, uses);
-        hash += lists_[i].inputs;
+        hash += nodes[i].inputs;
       }
     }
   };
-  const std::size_t count_nodes = lists_.size();
+  const std::size_t count_nodes = nodes.size();
   const std::size_t mid = count_nodes / 2;
   Uses uses, second_half;
   uses.reserve(inputs_);

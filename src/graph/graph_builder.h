@@ -1,8 +1,9 @@
 // GraphBuilder: assembles a Graph from whichever loader read the file
 // (protobuf_loader, wire_loader). Loaders call it in the traversal order of
-// graph.h; it enforces GraphOptions' limits, stores the node lists in a few
-// flat arrays, assigns node ids and builds the indexes, so every loader
-// gives the same Graph for the same model.
+// graph.h; it enforces GraphOptions' limits, stores each node as a compact
+// record (graph_rep.h) with its lists in a few flat arrays, assigns node ids
+// and builds the indexes, so every loader gives the same Graph for the same
+// model.
 //
 // Strings handed to the builder are kept as views when the loader reads
 // bytes the Graph will own (`durable`: the wire scan over the mapped file),
@@ -17,10 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "base/name_table.h"
+#include "graph/graph_rep.h"
 #include "semmap/graph.h"
 
 namespace semmap {
@@ -44,24 +46,6 @@ struct NodeFields {
 
 class GraphBuilder {
  public:
-  // The names of the keys of Graph's two name tables, from a slot's index
-  // (name_table.h's `name_of`): by_id maps a node's id, whose erased slot (a
-  // repeated name) gives the name of the node that first had it; values a
-  // value's name.
-  struct IdKeys {
-    const Graph::Rep& rep;
-    absl::string_view operator()(std::int32_t index) const {
-      return index >= 0 ? rep.nodes[static_cast<std::size_t>(index)].id
-                        : rep.nodes[static_cast<std::size_t>(ErasedKey(index))].name;
-    }
-  };
-  struct ValueKeys {
-    const Graph::Rep& rep;
-    absl::string_view operator()(std::int32_t index) const {
-      return rep.value_names[static_cast<std::size_t>(index)];
-    }
-  };
-
   // `backing` is kept alive by the Graph; with `durable`, every string
   // given to the builder must point into it.
   GraphBuilder(absl::string_view origin, const GraphOptions& options,
@@ -100,18 +84,9 @@ class GraphBuilder {
   Graph Finish();
 
  private:
-  // Where a node's lists start in the flat arrays while loading (the
-  // arrays still grow; spans are taken in Finish), and its subgraph: the
-  // value indexes read these (40 bytes a node) rather than the nodes.
-  struct ListOffsets {
-    std::size_t strings = 0;
-    std::uint32_t inputs = 0, outputs = 0, attributes = 0;
-    std::int32_t subgraph = 0;
-    std::size_t metadata = 0;
-    std::uint32_t metadata_count = 0;
-  };
-
   absl::string_view Keep(absl::string_view s);
+  // The index of `s` in GraphRep::interned, adding it (kept) when new.
+  std::uint32_t Intern(absl::string_view s);
   // Node ids (a unique name, else "<name>#<index>") and the by-id index.
   void AssignIds();
   // The ids (AssignIds), the value tables (DefineValues: a ValueId per
@@ -127,8 +102,9 @@ class GraphBuilder {
   std::size_t list_entries_ = 0;
   // Node inputs and outputs so far, all nodes together.
   std::size_t inputs_ = 0, outputs_ = 0;
-  std::shared_ptr<Graph::Rep> rep_;
-  std::vector<ListOffsets> lists_;
+  std::shared_ptr<GraphRep> rep_;
+  // Index of each string of GraphRep::interned, while loading.
+  absl::flat_hash_map<absl::string_view, std::uint32_t> interned_index_;
 };
 
 }  // namespace internal
