@@ -46,6 +46,16 @@ double PeakRssMb() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
+// Resident set size now, in MiB (VmRSS); 0 where /proc is absent.
+double CurrentRssMb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  return 0.0;
+}
+
 int Usage() {
   std::cerr << "usage: semmap_bench MODEL.onnx MANIFEST.json [--loader wire|protobuf] "
                "[--repeat N] [--no-map]\n"
@@ -149,10 +159,13 @@ int main(int argc, char** argv) {
   const double inf = std::numeric_limits<double>::infinity();
   double load_s = inf, manifest_s = inf, map_s = inf, total_s = inf;
   std::size_t nodes = 0, mapped = 0;
+  // Resident memory after each step of the last round: where the peak goes.
+  double rss_load = 0, rss_manifest = 0, rss_map = 0;
   for (int round = 0; round < repeat; ++round) {
     const double t0 = Now();
     auto graph = semmap::Graph::Load(model, options);
     const double t1 = Now();
+    rss_load = CurrentRssMb();
     if (!graph.ok()) {
       std::cerr << "semmap_bench: " << graph.status().message() << "\n";
       return 2;
@@ -162,6 +175,7 @@ int main(int argc, char** argv) {
     if (map) {
       auto manifest = semmap::Manifest::Load(manifest_path);
       t2 = Now();
+      rss_manifest = CurrentRssMb();
       if (!manifest.ok()) {
         std::cerr << "semmap_bench: " << manifest.status().message() << "\n";
         return 2;
@@ -174,6 +188,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       mapped = mapper->mappedCount();
+      rss_map = CurrentRssMb();
     }
     load_s = std::min(load_s, t1 - t0);
     manifest_s = std::min(manifest_s, t2 - t1);
@@ -185,9 +200,10 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"loader\":\"%s\",\"nodes\":%zu,\"mapped\":%zu,\"load_s\":%.6f,\"manifest_s\":%.6f,"
       "\"map_s\":%.6f,\"total_s\":%.6f,\"load_nodes_per_s\":%.0f,\"map_nodes_per_s\":%.0f,"
-      "\"peak_rss_mb\":%.1f,\"file_mb\":%.1f,\"threads\":%d}\n",
+      "\"peak_rss_mb\":%.1f,\"rss_after_load_mb\":%.1f,\"rss_after_manifest_mb\":%.1f,"
+      "\"rss_after_map_mb\":%.1f,\"file_mb\":%.1f,\"threads\":%d}\n",
       loader_name.c_str(), nodes, mapped, load_s, manifest_s, map_s, total_s,
-      load_s > 0 ? n / load_s : 0.0, map && map_s > 0 ? n / map_s : 0.0, PeakRssMb(), file_mb,
-      nodes >= semmap::internal::kParallelNodes ? 2 : 1);
+      load_s > 0 ? n / load_s : 0.0, map && map_s > 0 ? n / map_s : 0.0, PeakRssMb(), rss_load, rss_manifest,
+      rss_map, file_mb, nodes >= semmap::internal::kParallelNodes ? 2 : 1);
   return 0;
 }
