@@ -289,16 +289,9 @@ semmap::SidecarOptions SidecarOptionsOf(const Model& m, bool model_specific) {
   return options;
 }
 
-}  // namespace
-}  // namespace semmap_python
-
-using namespace semmap_python;  // NOLINT: the module body below only
-
-NB_MODULE(_core, mod) {
-  mod.doc() = "libsemmap for Python: the compiled core behind the semmap package.";
-  mod.attr("__version__") = SEMMAP_VERSION_STRING;
-  mod.attr("CONFIDENT_FLOOR") = semmap::kConfidentFloor;
-
+// The Python classes and functions, one group per function: Mapping and its
+// iterator, Model, and the module-level functions.
+void BindMapping(nb::module_& mod) {
   nb::class_<MappingRef>(mod, "Mapping",
                          "The answer for one ONNX node: its module, class, category, how "
                          "sure the mapper is (confidence in [0, 1]; 0 exactly when "
@@ -376,6 +369,12 @@ NB_MODULE(_core, mod) {
         return MappingRef{it.owner, it.model, it.next++};
       });
 
+}
+
+// Long (about 120 lines): the Model class is one nanobind class_ chain, a
+// .def per method or property in the order of the Python API (docs/python.md),
+// each a line or two that forwards to the library.
+void BindModel(nb::module_& mod) {
   nb::class_<Model>(mod, "Model", "A mapped ONNX model (see semmap.MappedModel).")
       .def_static("load", &Model::Load, "model"_a, "manifest"_a = "", "reference"_a = "",
                   "rules"_a = "", "allow_manifest_mismatch"_a = false,
@@ -498,6 +497,9 @@ NB_MODULE(_core, mod) {
                    })
       .def_prop_ro("opset", [](Model& m) { return m.graph().opset(); });
 
+}
+
+void BindFunctions(nb::module_& mod) {
   mod.def(
       "diff_json",
       [](Model& a, Model& b, bool all_modules, double min_module_overlap,
@@ -515,4 +517,19 @@ NB_MODULE(_core, mod) {
         return semmap::ModelDiffJson(*d, all_modules, -1);
       },
       "a"_a, "b"_a, "all_modules"_a, "min_module_overlap"_a, "require_same_model_class"_a);
+}
+
+}  // namespace
+}  // namespace semmap_python
+
+using namespace semmap_python;  // NOLINT: the module body below only
+
+NB_MODULE(_core, mod) {
+  mod.doc() = "libsemmap for Python: the compiled core behind the semmap package.";
+  mod.attr("__version__") = SEMMAP_VERSION_STRING;
+  mod.attr("CONFIDENT_FLOOR") = semmap::kConfidentFloor;
+
+  BindMapping(mod);
+  BindModel(mod);
+  BindFunctions(mod);
 }

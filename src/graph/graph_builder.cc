@@ -357,6 +357,41 @@ void GraphBuilder::DefineValues() {
   rep.value_initializer.resize(rep.value_producer.size(), -1);
 }
 
+namespace {
+
+// Lays out the consumers of each value from (value, consumer) pairs in node
+// order: grouped by value (counting sort), each group sorted and without
+// repeats, as rep->consumer_offsets and consumer_nodes.
+void GroupConsumers(std::vector<std::pair<std::uint32_t, NodeId>> uses, GraphRep* rep_out) {
+  GraphRep& rep = *rep_out;
+  const std::size_t count = rep.value_producer.size();
+  std::vector<std::uint32_t> begin(count + 1, 0);
+  for (const auto& use : uses) ++begin[use.first + 1];
+  for (std::size_t v = 0; v < count; ++v) begin[v + 1] += begin[v];
+  std::vector<NodeId>& consumer_nodes = rep.consumer_nodes;
+  consumer_nodes.resize(uses.size());
+  {
+    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (const auto& use : uses) consumer_nodes[fill[use.first]++] = use.second;
+  }
+  std::vector<std::pair<std::uint32_t, NodeId>>().swap(uses);
+  rep.consumer_offsets.assign(count + 1, 0);
+  std::uint32_t out = 0;
+  for (std::size_t v = 0; v < count; ++v) {
+    auto first = consumer_nodes.begin() + begin[v];
+    auto last = consumer_nodes.begin() + begin[v + 1];
+    if (!std::is_sorted(first, last)) std::sort(first, last);
+    last = std::unique(first, last);
+    rep.consumer_offsets[v] = out;
+    for (auto it = first; it != last; ++it) consumer_nodes[out++] = *it;
+  }
+  rep.consumer_offsets[count] = out;
+  consumer_nodes.resize(out);
+  consumer_nodes.shrink_to_fit();
+}
+
+}  // namespace
+
 void GraphBuilder::IndexConsumers() {
   GraphRep& rep = *rep_;
   const std::vector<NodeRecord>& nodes = rep.nodes;
@@ -419,30 +454,7 @@ void GraphBuilder::IndexConsumers() {
           [&] { resolve(0, mid, &uses); });
   uses.insert(uses.end(), second_half.begin(), second_half.end());
   Uses().swap(second_half);
-  const std::size_t count = rep.value_producer.size();
-  std::vector<std::uint32_t> begin(count + 1, 0);
-  for (const auto& use : uses) ++begin[use.first + 1];
-  for (std::size_t v = 0; v < count; ++v) begin[v + 1] += begin[v];
-  std::vector<NodeId>& consumer_nodes = rep.consumer_nodes;
-  consumer_nodes.resize(uses.size());
-  {
-    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (const auto& use : uses) consumer_nodes[fill[use.first]++] = use.second;
-  }
-  std::vector<std::pair<std::uint32_t, NodeId>>().swap(uses);
-  rep.consumer_offsets.assign(count + 1, 0);
-  std::uint32_t out = 0;
-  for (std::size_t v = 0; v < count; ++v) {
-    auto first = consumer_nodes.begin() + begin[v];
-    auto last = consumer_nodes.begin() + begin[v + 1];
-    if (!std::is_sorted(first, last)) std::sort(first, last);
-    last = std::unique(first, last);
-    rep.consumer_offsets[v] = out;
-    for (auto it = first; it != last; ++it) consumer_nodes[out++] = *it;
-  }
-  rep.consumer_offsets[count] = out;
-  consumer_nodes.resize(out);
-  consumer_nodes.shrink_to_fit();
+  GroupConsumers(std::move(uses), &rep);
 }
 
 }  // namespace internal

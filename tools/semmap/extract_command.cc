@@ -14,6 +14,38 @@ namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap extract";
+
+
+// What `semmap extract --module` wrote, as text or JSON.
+void PrintExtracted(const semmap::ExtractResult& r, const std::string& input,
+                    const std::string& output, bool json) {
+  if (r.untyped > 0) {
+    std::cerr << kTool << ": note: " << r.untyped
+              << " inputs/outputs have no type in " << input
+              << "; run onnx shape inference on it first for a runnable model\n";
+  }
+  if (json) {
+    nlohmann::json j = {{"model", input},
+                        {"module", r.module},
+                        {"output", output},
+                        {"nodes", r.nodes},
+                        {"copied_constants", r.copied_constants},
+                        {"inputs", r.inputs},
+                        {"outputs", r.outputs},
+                        {"initializers", r.initializers.size()},
+                        {"untyped", r.untyped},
+                        {"external_tensors", r.external_tensors},
+                        {"bytes", r.bytes_written}};
+    std::cout << DumpJson(j) << "\n";
+  } else {
+    std::cout << output << ": " << (r.module.empty() ? "<root>" : r.module) << ", "
+              << r.nodes << " nodes (" << r.copied_constants
+              << " constants copied), " << r.inputs.size() << " inputs, "
+              << r.outputs.size() << " outputs, " << r.initializers.size()
+              << " initializers\n";
+  }
+}
+
 }  // namespace
 
 int RunExtractCommand(int argc, char** argv) {
@@ -82,31 +114,7 @@ int RunExtractCommand(int argc, char** argv) {
     }
     return Fail(kTool, result.status());
   }
-  if (result->untyped > 0) {
-    std::cerr << kTool << ": note: " << result->untyped
-              << " inputs/outputs have no type in " << input
-              << "; run onnx shape inference on it first for a runnable model\n";
-  }
-  if (args->has("--json")) {
-    nlohmann::json j = {{"model", input},
-                        {"module", result->module},
-                        {"output", *output},
-                        {"nodes", result->nodes},
-                        {"copied_constants", result->copied_constants},
-                        {"inputs", result->inputs},
-                        {"outputs", result->outputs},
-                        {"initializers", result->initializers.size()},
-                        {"untyped", result->untyped},
-                        {"external_tensors", result->external_tensors},
-                        {"bytes", result->bytes_written}};
-    std::cout << DumpJson(j) << "\n";
-  } else {
-    std::cout << *output << ": " << (result->module.empty() ? "<root>" : result->module) << ", "
-              << result->nodes << " nodes (" << result->copied_constants
-              << " constants copied), " << result->inputs.size() << " inputs, "
-              << result->outputs.size() << " outputs, " << result->initializers.size()
-              << " initializers\n";
-  }
+  PrintExtracted(*result, input, *output, args->has("--json"));
   return kExitOk;
 }
 

@@ -16,19 +16,10 @@ constexpr char kTool[] = "semmap node-data";
 
 }  // namespace
 
-int RunNodeDataCommand(int argc, char** argv) {
-  CommandLine command_line(
-      kTool,
-      "semmap node-data MODEL.onnx [--manifest MANIFEST.json] -o OUT.json\n"
-      "                        [--value confidence | --value time --ort-profile PROFILE.json]\n"
-      "                        [--allow-overwrite] [--json]",
-      "Writes node data for Google's Model Explorer (its \"node data\" overlay, the\n"
-      "ModelNodeData JSON of model_explorer's node_data_builder): a value per node\n"
-      "of MODEL.onnx's main graph, keyed as the ONNX adapter names nodes, with the\n"
-      "colours to paint them. Load it next to MODEL.onnx in Model Explorer\n"
-      "(model-explorer MODEL.onnx --node_data_paths=OUT.json, or the UI).\n",
-      "Exit codes: 0 ok, 2 bad usage or input, a profile naming none of MODEL.onnx's\n"
-      "nodes, or OUT not writable.\n");
+namespace {
+
+// The options of `semmap node-data`.
+void AddNodeDataOptions(CommandLine& command_line) {
   command_line.Value("--value", "WHAT",
                      "confidence: mapping confidence 0..1: unmapped red,\n"
                      "< 0.5 orange, < 0.9 yellow, confident green (default);\n"
@@ -43,6 +34,24 @@ int RunNodeDataCommand(int argc, char** argv) {
                      "allow OUT to be an input file");
   command_line.Flag("--json",
                      "print the graph id and node count as JSON");
+}
+
+}  // namespace
+
+int RunNodeDataCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool,
+      "semmap node-data MODEL.onnx [--manifest MANIFEST.json] -o OUT.json\n"
+      "                        [--value confidence | --value time --ort-profile PROFILE.json]\n"
+      "                        [--allow-overwrite] [--json]",
+      "Writes node data for Google's Model Explorer (its \"node data\" overlay, the\n"
+      "ModelNodeData JSON of model_explorer's node_data_builder): a value per node\n"
+      "of MODEL.onnx's main graph, keyed as the ONNX adapter names nodes, with the\n"
+      "colours to paint them. Load it next to MODEL.onnx in Model Explorer\n"
+      "(model-explorer MODEL.onnx --node_data_paths=OUT.json, or the UI).\n",
+      "Exit codes: 0 ok, 2 bad usage or input, a profile naming none of MODEL.onnx's\n"
+      "nodes, or OUT not writable.\n");
+  AddNodeDataOptions(command_line);
   int exit_code = 0;
   auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;

@@ -182,6 +182,54 @@ const char* ReasonText(semmap::UnattributedReason reason) {
 
 }  // namespace
 
+namespace {
+
+// The text report of `semmap profile`: the profile, what was attributed,
+// then the tables of `n` rows.
+void PrintProfileText(const LoadedModel& model, const std::string& profile_path,
+                      const semmap::Profile& profile, const semmap::ProfileAttribution& a,
+                      std::size_t n) {
+  const semmap::Manifest& manifest = model.mapper->manifest();
+  std::cout << "profile:  " << profile_path << " (" << profile.runs() << " runs, "
+            << profile.kernel_events() << " kernel events of " << a.profiled_nodes
+            << " nodes, " << Ms(a.kernel_us) << " ms kernel time";
+  if (profile.runs() > 0) {
+    std::cout << ", " << Ms(profile.run_us() / profile.runs()) << " ms per run";
+  }
+  for (const std::string& p : profile.providers()) std::cout << ", " << p;
+  std::cout << ")\nmodel:    " << model.model_path << " (" << model.graph->size() << " nodes)";
+  if (model.reference_path) std::cout << ", reference " << *model.reference_path;
+  std::cout << "\nattributed: " << Ms(a.attributed_us) << " of " << Ms(a.kernel_us) << " ms ("
+            << Share(a.attributed_us, a.kernel_us) << "), " << a.attributed_nodes << " of "
+            << a.profiled_nodes << " profiled nodes\n";
+  for (const semmap::UnattributedTime& u : a.unattributed) {
+    std::cout << "not attributed: " << Ms(u.us) << " ms (" << Share(u.us, a.kernel_us) << "), "
+              << u.nodes << " nodes " << ReasonText(u.reason) << "; e.g. "
+              << EscapeControls(u.examples.empty() ? std::string() : u.examples.front()) << "\n";
+  }
+  PrintModules(manifest, a, /*subtree=*/true, n);
+  PrintModules(manifest, a, /*subtree=*/false, n);
+  PrintLayers(manifest, a, n);
+  PrintGroups("classes (own time)", "class", a.classes, a.attributed_us, n, "(no class)");
+  PrintGroups("categories", "category", a.categories, a.attributed_us, n, "(no category)");
+  PrintGroups("op types", "op type", a.op_types, a.attributed_us, n, "");
+}
+
+// The options of `semmap profile`.
+void AddProfileOptions(CommandLine& command_line) {
+  command_line.Input("--ort-profile", "PROFILE.json",
+                     "the profile JSON written by ONNX Runtime")
+      ->required();
+  command_line.Value("--top", "N",
+                     "rows per table (default 10, 0 = all)");
+  command_line.Flag("--json",
+                     "everything as JSON (every module with time, every layer,\n"
+                     "class, category and op type, each reason for\n"
+                     "unattributed time with examples)");
+}
+
+}  // namespace
+
 int RunProfileCommand(int argc, char** argv) {
   CommandLine command_line(
       kTool,
@@ -197,15 +245,7 @@ int RunProfileCommand(int argc, char** argv) {
       "set to the export. Time that goes to no module is listed by reason.\n",
       "Exit codes: 0 ok (unattributed time is reported, not an error), 2 bad usage\n"
       "or input, or a profile that names none of MODEL.onnx's nodes.\n");
-  command_line.Input("--ort-profile", "PROFILE.json",
-                     "the profile JSON written by ONNX Runtime")
-      ->required();
-  command_line.Value("--top", "N",
-                     "rows per table (default 10, 0 = all)");
-  command_line.Flag("--json",
-                     "everything as JSON (every module with time, every layer,\n"
-                     "class, category and op type, each reason for\n"
-                     "unattributed time with examples)");
+  AddProfileOptions(command_line);
   int exit_code = 0;
   auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
@@ -221,7 +261,6 @@ int RunProfileCommand(int argc, char** argv) {
   auto loaded = LoadProfiledWithProgress(RequestOf(*args, input), profile_path);
   if (!loaded.ok()) return Fail(kTool, loaded.status());
   const std::unique_ptr<LoadedModel>& model = loaded->model;
-  const semmap::SemanticMapper& mapper = *model->mapper;
   const std::optional<semmap::Profile>& profile = loaded->profile;
   const semmap::ProfileAttribution& a = *loaded->attribution;
 
@@ -252,31 +291,7 @@ int RunProfileCommand(int argc, char** argv) {
     std::cout << DumpJson(AttributionJson(*model, *profile_path, *profile, a)) << "\n";
     return kExitOk;
   }
-  const semmap::Manifest& manifest = mapper.manifest();
-  std::cout << "profile:  " << *profile_path << " (" << profile->runs() << " runs, "
-            << profile->kernel_events() << " kernel events of " << a.profiled_nodes
-            << " nodes, " << Ms(a.kernel_us) << " ms kernel time";
-  if (profile->runs() > 0) {
-    std::cout << ", " << Ms(profile->run_us() / profile->runs()) << " ms per run";
-  }
-  for (const std::string& p : profile->providers()) std::cout << ", " << p;
-  std::cout << ")\nmodel:    " << input << " (" << model->graph->size() << " nodes)";
-  if (model->reference_path) std::cout << ", reference " << *model->reference_path;
-  std::cout << "\nattributed: " << Ms(a.attributed_us) << " of " << Ms(a.kernel_us) << " ms ("
-            << Share(a.attributed_us, a.kernel_us) << "), " << a.attributed_nodes << " of "
-            << a.profiled_nodes << " profiled nodes\n";
-  for (const semmap::UnattributedTime& u : a.unattributed) {
-    std::cout << "not attributed: " << Ms(u.us) << " ms (" << Share(u.us, a.kernel_us) << "), "
-              << u.nodes << " nodes " << ReasonText(u.reason) << "; e.g. "
-              << EscapeControls(u.examples.empty() ? std::string() : u.examples.front()) << "\n";
-  }
-  const std::size_t n = static_cast<std::size_t>(top);
-  PrintModules(manifest, a, /*subtree=*/true, n);
-  PrintModules(manifest, a, /*subtree=*/false, n);
-  PrintLayers(manifest, a, n);
-  PrintGroups("classes (own time)", "class", a.classes, a.attributed_us, n, "(no class)");
-  PrintGroups("categories", "category", a.categories, a.attributed_us, n, "(no category)");
-  PrintGroups("op types", "op type", a.op_types, a.attributed_us, n, "");
+  PrintProfileText(*model, *profile_path, *profile, a, static_cast<std::size_t>(top));
   return kExitOk;
 }
 

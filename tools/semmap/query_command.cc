@@ -91,17 +91,8 @@ int QueryFailure(const LoadedModel& model, absl::string_view flag, const absl::S
               kExitNotFound);
 }
 
-}  // namespace
-
-int RunQueryCommand(int argc, char** argv) {
-  CommandLine command_line(
-      kTool, "semmap query MODEL.onnx [--manifest MANIFEST.json] SELECTOR [--json | --count]",
-      "Lists the nodes (id, op type, module, confidence, strategy; tab-separated)\n"
-      "chosen by exactly one SELECTOR. Layer containers are found from the\n"
-      "manifest's shape: modules whose children are numbered modules of one class\n"
-      "(encoder.layer.0..N, h.0..N).\n",
-      "Exit codes: 0 ok (also for an empty result), 1 no such module, class or\n"
-      "layer, 2 bad usage, input or pattern.\n");
+// The selectors and output options of `semmap query`.
+void AddQueryOptions(CommandLine& command_line) {
   CLI::Option* module_option = command_line.Value("--module", "PATH", "nodes of the module (\"\" = root)");
   CLI::Option* layer_option = command_line.Value(
       "--layer", "N",
@@ -128,10 +119,65 @@ int RunQueryCommand(int argc, char** argv) {
   command_line.Value("--container", "P", "with --layer: item N of container P only")->needs(layer_option);
   CLI::Option* json_option = command_line.Flag("--json", "machine-readable output");
   command_line.Flag("--count", "print only the number of results")->excludes(json_option);
+}
+
+// The nodes one selector of `args` chose, the flag that chose them (for
+// errors) and its description in the JSON output.
+struct Selection {
+  absl::StatusOr<std::vector<semmap::NodeId>> nodes;
+  nlohmann::json description;
+  std::string flag;
+};
+
+Selection SelectNodes(const semmap::SemanticQuery& query, const Args& args, std::int64_t layer,
+                      double below) {
+  Selection out;
+  if (const std::string* p = args.option("--module")) {
+    out.flag = "--module";
+    out.nodes = query.nodesOfModule(*p, args.has("--subtree"));
+    out.description = {{"kind", "module"}, {"module", *p}, {"subtree", args.has("--subtree")}};
+  } else if (args.option("--layer")) {
+    const std::string* container = args.option("--container");
+    out.flag = "--layer";
+    out.nodes = container ? query.nodesOfLayer(*container, layer) : query.nodesOfLayer(layer);
+    out.description = {{"kind", "layer"}, {"layer", layer}};
+    if (container) out.description["container"] = *container;
+  } else if (const std::string* c = args.option("--class")) {
+    out.flag = "--class";
+    out.nodes = query.nodesOfClass(*c);
+    out.description = {{"kind", "class"}, {"class", *c}};
+  } else if (const std::string* cat = args.option("--category")) {
+    out.flag = "--category";
+    out.nodes = query.nodesOfCategory(*cat);
+    out.description = {{"kind", "category"}, {"category", *cat}};
+  } else if (const std::string* re = args.option("--pattern")) {
+    out.flag = "--pattern";
+    out.nodes = query.nodesMatching(*re);
+    out.description = {{"kind", "pattern"}, {"pattern", *re}};
+  } else {
+    out.flag = "--below";
+    out.nodes = query.nodesBelowConfidence(below);
+    out.description = {{"kind", "below"}, {"confidence", below}};
+  }
+  return out;
+}
+
+}  // namespace
+
+int RunQueryCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kTool, "semmap query MODEL.onnx [--manifest MANIFEST.json] SELECTOR [--json | --count]",
+      "Lists the nodes (id, op type, module, confidence, strategy; tab-separated)\n"
+      "chosen by exactly one SELECTOR. Layer containers are found from the\n"
+      "manifest's shape: modules whose children are numbered modules of one class\n"
+      "(encoder.layer.0..N, h.0..N).\n",
+      "Exit codes: 0 ok (also for an empty result), 1 no such module, class or\n"
+      "layer, 2 bad usage, input or pattern.\n");
+  AddQueryOptions(command_line);
   int exit_code = 0;
   auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
-  long layer = 0;
+  std::int64_t layer = 0;
   if (const std::string* n = args->option("--layer")) {
     if (!absl::SimpleAtoi(*n, &layer)) {
       return command_line.UsageError(absl::StrCat("--layer needs an integer, got \"", *n, "\""));
@@ -153,38 +199,11 @@ int RunQueryCommand(int argc, char** argv) {
 
   if (args->has("--empty-modules")) return PrintModules(**model, query.modulesWithoutNodes(), json, count);
   if (args->has("--containers")) return PrintContainers(**model, query, json, count);
-  absl::StatusOr<std::vector<semmap::NodeId>> nodes;
-  nlohmann::json description;
-  std::string flag;
-  if (const std::string* p = args->option("--module")) {
-    flag = "--module";
-    nodes = query.nodesOfModule(*p, args->has("--subtree"));
-    description = {{"kind", "module"}, {"module", *p}, {"subtree", args->has("--subtree")}};
-  } else if (args->option("--layer")) {
-    const std::string* container = args->option("--container");
-    flag = "--layer";
-    nodes = container ? query.nodesOfLayer(*container, layer) : query.nodesOfLayer(layer);
-    description = {{"kind", "layer"}, {"layer", layer}};
-    if (container) description["container"] = *container;
-  } else if (const std::string* c = args->option("--class")) {
-    flag = "--class";
-    nodes = query.nodesOfClass(*c);
-    description = {{"kind", "class"}, {"class", *c}};
-  } else if (const std::string* cat = args->option("--category")) {
-    flag = "--category";
-    nodes = query.nodesOfCategory(*cat);
-    description = {{"kind", "category"}, {"category", *cat}};
-  } else if (const std::string* re = args->option("--pattern")) {
-    flag = "--pattern";
-    nodes = query.nodesMatching(*re);
-    description = {{"kind", "pattern"}, {"pattern", *re}};
-  } else {
-    flag = "--below";
-    nodes = query.nodesBelowConfidence(below);
-    description = {{"kind", "below"}, {"confidence", below}};
+  Selection selection = SelectNodes(query, *args, layer, below);
+  if (!selection.nodes.ok()) {
+    return QueryFailure(**model, selection.flag, selection.nodes.status());
   }
-  if (!nodes.ok()) return QueryFailure(**model, flag, nodes.status());
-  return PrintNodes(**model, description, *nodes, json, count);
+  return PrintNodes(**model, selection.description, *selection.nodes, json, count);
 }
 
 }  // namespace semmap_cli

@@ -28,6 +28,102 @@ struct Bucket {
   std::size_t count = 0, correct = 0;
 };
 
+// Every node's answer against the truth.
+struct Tally {
+  std::size_t nodes = 0, known = 0, correct = 0, covered = 0;
+  std::array<std::size_t, semmap::kStrategyCount> by_strategy{}, by_strategy_correct{};
+  std::vector<Bucket> buckets = {{0.9, 1.0}, {0.7, 0.9}, {0.5, 0.7}, {0.0, 0.5}};
+  std::vector<std::string> errors;  // the first `max_errors` wrong answers
+
+  double accuracy() const { return known ? static_cast<double>(correct) / known : 0.0; }
+  double coverage() const { return nodes ? static_cast<double>(covered) / nodes : 0.0; }
+};
+
+Tally Evaluate(const semmap::SemanticMapper& mapper, const semmap::GroundTruth& truth,
+               int max_errors) {
+  const semmap::Graph& graph = mapper.graph();
+  Tally t;
+  t.nodes = graph.size();
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph.size()); ++i) {
+    const semmap::Mapping m = mapper.moduleFor(i);
+    if (m.confidence > 0) ++t.covered;
+    const std::string* expected = truth.find(graph.node(i).id);
+    if (expected == nullptr) continue;
+    ++t.known;
+    const bool ok = m.mapped() && m.module_path == *expected;
+    t.correct += ok;
+    const auto s = static_cast<std::size_t>(m.strategy);
+    ++t.by_strategy[s];
+    t.by_strategy_correct[s] += ok;
+    for (Bucket& b : t.buckets) {
+      if (m.confidence >= b.lo && (m.confidence < b.hi || (b.hi == 1.0 && m.confidence <= 1.0))) {
+        ++b.count;
+        b.correct += ok;
+        break;
+      }
+    }
+    if (!ok && static_cast<int>(t.errors.size()) < max_errors) {
+      t.errors.push_back(absl::StrCat(graph.node(i).id, " [", graph.node(i).op_type,
+                                      "]: expected \"", *expected, "\", got \"",
+                                      m.mapped() ? std::string(m.module_path) : "(unmapped)",
+                                      "\" (", semmap::StrategyName(m.strategy), " ",
+                                      m.confidence, ": ", m.evidence, ")"));
+    }
+  }
+  return t;
+}
+
+void PrintJson(const Tally& t, const std::string& model) {
+  nlohmann::json j;
+  j["model"] = model;
+  j["nodes"] = t.nodes;
+  j["known"] = t.known;
+  j["correct"] = t.correct;
+  j["accuracy"] = t.accuracy();
+  j["coverage"] = t.coverage();
+  nlohmann::json strategies = nlohmann::json::object();
+  for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
+    if (t.by_strategy[s] == 0) continue;
+    strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = {
+        {"count", t.by_strategy[s]},
+        {"correct", t.by_strategy_correct[s]},
+        {"accuracy", static_cast<double>(t.by_strategy_correct[s]) / t.by_strategy[s]}};
+  }
+  j["strategies"] = strategies;
+  nlohmann::json cal = nlohmann::json::array();
+  for (const Bucket& b : t.buckets) {
+    cal.push_back({{"lo", b.lo}, {"hi", b.hi}, {"count", b.count}, {"correct", b.correct}});
+  }
+  j["calibration"] = cal;
+  std::cout << semmap_cli::DumpJson(j, -1) << "\n";
+}
+
+void PrintText(const Tally& t) {
+  std::cout << std::fixed << std::setprecision(2);
+  std::cout << "nodes:     " << t.nodes << "\n"
+            << "known:     " << t.known << "\n"
+            << "correct:   " << t.correct << "\n"
+            << "accuracy:  " << 100.0 * t.accuracy() << "%\n"
+            << "coverage:  " << 100.0 * t.coverage() << "% (confidence > 0)\n"
+            << "per strategy:\n";
+  for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
+    if (t.by_strategy[s] == 0) continue;
+    std::cout << "  " << std::left << std::setw(18)
+              << semmap::StrategyName(static_cast<semmap::Strategy>(s)) << std::right
+              << std::setw(7) << t.by_strategy_correct[s] << " / " << std::setw(7)
+              << t.by_strategy[s] << "  " << 100.0 * t.by_strategy_correct[s] / t.by_strategy[s]
+              << "%\n";
+  }
+  std::cout << "calibration (confidence bucket: correct / answers):\n";
+  for (const Bucket& b : t.buckets) {
+    std::cout << "  [" << b.lo << ", " << b.hi << (b.hi == 1.0 ? "]" : ")") << "  "
+              << b.correct << " / " << b.count;
+    if (b.count) std::cout << "  " << 100.0 * b.correct / b.count << "%";
+    std::cout << "\n";
+  }
+  for (const std::string& e : t.errors) std::cout << "wrong: " << e << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -67,87 +163,11 @@ int main(int argc, char** argv) {
   if (!mapper.ok()) return semmap_cli::Fail(kTool, mapper.status());
   auto truth = semmap::GroundTruth::Load(*truth_path);
   if (!truth.ok()) return semmap_cli::Fail(kTool, truth.status());
-  const semmap::Graph& graph = mapper->graph();
-
-  std::size_t known = 0, correct = 0, covered = 0;
-  std::array<std::size_t, semmap::kStrategyCount> by_strategy{}, by_strategy_correct{};
-  std::vector<Bucket> buckets = {{0.9, 1.0}, {0.7, 0.9}, {0.5, 0.7}, {0.0, 0.5}};
-  std::vector<std::string> errors;
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph.size()); ++i) {
-    const semmap::Mapping& m = mapper->moduleFor(i);
-    if (m.confidence > 0) ++covered;
-    const std::string* expected = truth->find(graph.node(i).id);
-    if (expected == nullptr) continue;
-    ++known;
-    const bool ok = m.mapped() && m.module_path == *expected;
-    correct += ok;
-    const auto s = static_cast<std::size_t>(m.strategy);
-    ++by_strategy[s];
-    by_strategy_correct[s] += ok;
-    for (Bucket& b : buckets) {
-      if (m.confidence >= b.lo && (m.confidence < b.hi || (b.hi == 1.0 && m.confidence <= 1.0))) {
-        ++b.count;
-        b.correct += ok;
-        break;
-      }
-    }
-    if (!ok && static_cast<int>(errors.size()) < max_errors) {
-      errors.push_back(absl::StrCat(graph.node(i).id, " [", graph.node(i).op_type,
-                                    "]: expected \"", *expected, "\", got \"",
-                                    m.mapped() ? std::string(m.module_path) : "(unmapped)",
-                                    "\" (", semmap::StrategyName(m.strategy), " ",
-                                    m.confidence, ": ", m.evidence, ")"));
-    }
-  }
-  const double accuracy = known ? static_cast<double>(correct) / known : 0.0;
-  const double coverage = graph.size() ? static_cast<double>(covered) / graph.size() : 0.0;
+  const Tally tally = Evaluate(*mapper, *truth, max_errors);
   if (args->has("--json")) {
-    nlohmann::json j;
-    j["model"] = args->positional[0];
-    j["nodes"] = graph.size();
-    j["known"] = known;
-    j["correct"] = correct;
-    j["accuracy"] = accuracy;
-    j["coverage"] = coverage;
-    nlohmann::json strategies = nlohmann::json::object();
-    for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
-      if (by_strategy[s] == 0) continue;
-      strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = {
-          {"count", by_strategy[s]},
-          {"correct", by_strategy_correct[s]},
-          {"accuracy", static_cast<double>(by_strategy_correct[s]) / by_strategy[s]}};
-    }
-    j["strategies"] = strategies;
-    nlohmann::json cal = nlohmann::json::array();
-    for (const Bucket& b : buckets) {
-      cal.push_back({{"lo", b.lo}, {"hi", b.hi}, {"count", b.count}, {"correct", b.correct}});
-    }
-    j["calibration"] = cal;
-    std::cout << semmap_cli::DumpJson(j, -1) << "\n";
-    return semmap_cli::kExitOk;
+    PrintJson(tally, args->positional[0]);
+  } else {
+    PrintText(tally);
   }
-  std::cout << std::fixed << std::setprecision(2);
-  std::cout << "nodes:     " << graph.size() << "\n"
-            << "known:     " << known << "\n"
-            << "correct:   " << correct << "\n"
-            << "accuracy:  " << 100.0 * accuracy << "%\n"
-            << "coverage:  " << 100.0 * coverage << "% (confidence > 0)\n"
-            << "per strategy:\n";
-  for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
-    if (by_strategy[s] == 0) continue;
-    std::cout << "  " << std::left << std::setw(18)
-              << semmap::StrategyName(static_cast<semmap::Strategy>(s)) << std::right
-              << std::setw(7) << by_strategy_correct[s] << " / " << std::setw(7)
-              << by_strategy[s] << "  " << 100.0 * by_strategy_correct[s] / by_strategy[s]
-              << "%\n";
-  }
-  std::cout << "calibration (confidence bucket: correct / answers):\n";
-  for (const Bucket& b : buckets) {
-    std::cout << "  [" << b.lo << ", " << b.hi << (b.hi == 1.0 ? "]" : ")") << "  "
-              << b.correct << " / " << b.count;
-    if (b.count) std::cout << "  " << 100.0 * b.correct / b.count << "%";
-    std::cout << "\n";
-  }
-  for (const std::string& e : errors) std::cout << "wrong: " << e << "\n";
   return semmap_cli::kExitOk;
 }

@@ -22,20 +22,10 @@ std::string DirectoryOf(const std::string& path) {
 
 }  // namespace
 
-int RunAnnotateCommand(int argc, char** argv) {
-  CommandLine command_line(
-      kAnnotateTool,
-      "semmap annotate MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
-      "                       [--allow-overwrite] [--overwrite-namespace]\n"
-      "                       [--no-namespace] [--doc-string] [--json]\n"
-      "                       [--scoped-names [--min-confidence C]]",
-      "Writes a copy of MODEL.onnx whose nodes carry metadata_props module@semmap,\n"
-      "class@semmap, confidence@semmap, strategy@semmap, category@semmap and a\n"
-      "dynamo-style `namespace` (\": <root class>/<path>: <class>/...\") that\n"
-      "viewers show as a module hierarchy. Annotating an annotated file replaces\n"
-      "these entries (and the semmap.* ones of earlier versions).\n",
-      "Exit codes: 0 ok, 2 bad usage or input, OUT not writable, or OUT == MODEL\n"
-      "without --allow-overwrite (the input is never touched then).\n");
+namespace {
+
+// The options of `semmap annotate`.
+void AddAnnotateOptions(CommandLine& command_line) {
   command_line.Value("-o,--output", "OUT.onnx", "the annotated model (written atomically)")
       ->required();
   command_line.Flag("--allow-overwrite", "allow OUT to be an input (MODEL.onnx, the manifest, ...)");
@@ -51,6 +41,58 @@ int RunAnnotateCommand(int argc, char** argv) {
   command_line.Value("--min-confidence", "C", "floor for --scoped-names, in [0, 1] (default 0.9)")
       ->needs(scoped);
   command_line.Flag("--json", "print the result counts as JSON");
+}
+
+// What `semmap annotate` wrote, as text or JSON.
+void PrintAnnotated(const semmap::AnnotateResult& r, const std::string& input,
+                    const std::string& output, bool scoped_names, bool json) {
+  if (r.external_tensors > 0 && DirectoryOf(output) != DirectoryOf(input)) {
+    std::cerr << kAnnotateTool << ": note: " << r.external_tensors
+              << " initializers keep their external data paths, relative to "
+              << DirectoryOf(output) << "; copy the data files there\n";
+  }
+  if (json) {
+    nlohmann::json j = {{"model", input},
+                        {"output", output},
+                        {"nodes", r.nodes},
+                        {"mapped", r.mapped},
+                        {"namespaces_written", r.namespaces_written},
+                        {"namespaces_kept", r.namespaces_kept},
+                        {"external_tensors", r.external_tensors},
+                        {"bytes", r.bytes_written}};
+    if (scoped_names) {
+      j["renamed"] = r.renamed;
+      j["scoped_names_kept"] = r.scoped_kept;
+    }
+    std::cout << DumpJson(j) << "\n";
+  } else {
+    std::cout << output << ": annotated " << r.nodes << " nodes (" << r.mapped
+              << " mapped); namespace written on " << r.namespaces_written
+              << ", exporter's kept on " << r.namespaces_kept << "\n";
+    if (scoped_names) {
+      std::cout << output << ": " << r.renamed << " nodes renamed to scoped names, "
+                << r.scoped_kept << " already scoped\n";
+    }
+  }
+}
+
+}  // namespace
+
+int RunAnnotateCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kAnnotateTool,
+      "semmap annotate MODEL.onnx [--manifest MANIFEST.json] -o OUT.onnx\n"
+      "                       [--allow-overwrite] [--overwrite-namespace]\n"
+      "                       [--no-namespace] [--doc-string] [--json]\n"
+      "                       [--scoped-names [--min-confidence C]]",
+      "Writes a copy of MODEL.onnx whose nodes carry metadata_props module@semmap,\n"
+      "class@semmap, confidence@semmap, strategy@semmap, category@semmap and a\n"
+      "dynamo-style `namespace` (\": <root class>/<path>: <class>/...\") that\n"
+      "viewers show as a module hierarchy. Annotating an annotated file replaces\n"
+      "these entries (and the semmap.* ones of earlier versions).\n",
+      "Exit codes: 0 ok, 2 bad usage or input, OUT not writable, or OUT == MODEL\n"
+      "without --allow-overwrite (the input is never touched then).\n");
+  AddAnnotateOptions(command_line);
   int exit_code = 0;
   auto args = ParseCommandArgs(command_line, argc, argv, &exit_code);
   if (!args) return exit_code;
@@ -82,34 +124,7 @@ int RunAnnotateCommand(int argc, char** argv) {
     result = semmap::Annotate(*(*model)->mapper, input, *output, options);
   }
   if (!result.ok()) return Fail(kAnnotateTool, result.status());
-  if (result->external_tensors > 0 && DirectoryOf(*output) != DirectoryOf(input)) {
-    std::cerr << kAnnotateTool << ": note: " << result->external_tensors
-              << " initializers keep their external data paths, relative to "
-              << DirectoryOf(*output) << "; copy the data files there\n";
-  }
-  if (args->has("--json")) {
-    nlohmann::json j = {{"model", input},
-                        {"output", *output},
-                        {"nodes", result->nodes},
-                        {"mapped", result->mapped},
-                        {"namespaces_written", result->namespaces_written},
-                        {"namespaces_kept", result->namespaces_kept},
-                        {"external_tensors", result->external_tensors},
-                        {"bytes", result->bytes_written}};
-    if (options.scoped_names) {
-      j["renamed"] = result->renamed;
-      j["scoped_names_kept"] = result->scoped_kept;
-    }
-    std::cout << DumpJson(j) << "\n";
-  } else {
-    std::cout << *output << ": annotated " << result->nodes << " nodes (" << result->mapped
-              << " mapped); namespace written on " << result->namespaces_written
-              << ", exporter's kept on " << result->namespaces_kept << "\n";
-    if (options.scoped_names) {
-      std::cout << *output << ": " << result->renamed << " nodes renamed to scoped names, "
-                << result->scoped_kept << " already scoped\n";
-    }
-  }
+  PrintAnnotated(*result, input, *output, options.scoped_names, args->has("--json"));
   return kExitOk;
 }
 
