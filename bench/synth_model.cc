@@ -175,6 +175,7 @@ class Writer {
         const std::uint64_t cols = (o_.weight_bytes / linear / 4 / kHidden) + 1;
         w.dims = {kHidden, static_cast<std::int64_t>(cols)};
         w.bytes = cols * kHidden * 4;
+        linear_out_ = static_cast<std::int64_t>(cols);
       }
     }
     // Tensor headers (everything but raw_data) and the graph's length.
@@ -279,7 +280,12 @@ class Writer {
       j += buffers;
       j += "}";
     };
-    const char* kLinearP = R"([{"name":"weight","shape":[8,8],"dtype":"float32"}])";
+    // A Linear's weight is [out, in]; the graph stores it transposed
+    // ("onnx::MatMul_<k>", [in, out]), padded to the payload asked for.
+    const std::string linear_params = R"([{"name":"weight","shape":[)" +
+                                      std::to_string(linear_out_) + "," +
+                                      std::to_string(kHidden) + R"(],"dtype":"float32"}])";
+    const char* kLinearP = linear_params.c_str();
     const char* kNormP = R"([{"name":"weight","shape":[8],"dtype":"float32"}])";
     const char* kNone = "[]";
     const std::string llama = "transformers.models.llama.modeling_llama.";
@@ -447,6 +453,7 @@ class Writer {
   std::uint64_t emitted_ = 0;
   std::uint64_t layers_ = 0;
   std::uint64_t next_id_ = 1;
+  std::int64_t linear_out_ = kHidden;  // a Linear's output width (WriteModel pads it)
   std::string output_;
 };
 
