@@ -33,6 +33,7 @@ set(allowed_output base io graph manifest mapping mapper analysis)
 set(header_layer_export.h base)
 set(header_layer_version.h base)
 set(header_layer_metadata_keys.h base)
+set(header_layer_indexed_list.h base)
 set(header_layer_mapper.h mapper)
 set(header_layer_semmap.h umbrella)
 

@@ -40,6 +40,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "semmap/export.h"
+#include "semmap/indexed_list.h"
 
 namespace semmap {
 namespace internal {
@@ -93,87 +94,15 @@ struct SEMMAP_EXPORT Node {
   friend bool operator!=(const Node& a, const Node& b) { return !(a == b); }
 };
 
+namespace internal {
+// Node `index` of `rep`, assembled from its record (Graph::node()).
+SEMMAP_EXPORT Node NodeAt(const GraphRep* rep, std::ptrdiff_t index);
+}  // namespace internal
+
 // The nodes of a Graph as a random-access range of Nodes made on access
-// (see Node): `for (const Node& n : graph.nodes())`, `nodes()[i]`,
-// `nodes().size()` and the standard algorithms work as on a container. A
-// NodeList and its iterators are valid while the Graph, or any copy of it,
-// lives; they hold no reference to the Graph object itself. Like the
-// Graph, safe to read from any number of threads.
-class SEMMAP_EXPORT NodeList {
- public:
-  class const_iterator {
-   public:
-    // Random access, but dereferencing gives a Node by value (nodes are
-    // made on access), as proxy iterators do: fine for the algorithms that
-    // read, meaningless for those that write.
-    using iterator_category = std::random_access_iterator_tag;
-    using value_type = Node;
-    using difference_type = std::ptrdiff_t;
-    using reference = Node;
-    struct pointer {
-      Node node;
-      const Node* operator->() const { return &node; }
-    };
-
-    const_iterator() = default;
-
-    Node operator*() const { return NodeList::At(rep_, index_); }
-    pointer operator->() const { return pointer{**this}; }
-    Node operator[](difference_type n) const { return *(*this + n); }
-
-    const_iterator& operator++() { ++index_; return *this; }
-    const_iterator operator++(int) { const_iterator old = *this; ++index_; return old; }
-    const_iterator& operator--() { --index_; return *this; }
-    const_iterator operator--(int) { const_iterator old = *this; --index_; return old; }
-    const_iterator& operator+=(difference_type n) { index_ += n; return *this; }
-    const_iterator& operator-=(difference_type n) { index_ -= n; return *this; }
-    friend const_iterator operator+(const_iterator it, difference_type n) { return it += n; }
-    friend const_iterator operator+(difference_type n, const_iterator it) { return it += n; }
-    friend const_iterator operator-(const_iterator it, difference_type n) { return it -= n; }
-    friend difference_type operator-(const const_iterator& a, const const_iterator& b) {
-      return a.index_ - b.index_;
-    }
-    friend bool operator==(const const_iterator& a, const const_iterator& b) {
-      return a.index_ == b.index_;
-    }
-    friend bool operator!=(const const_iterator& a, const const_iterator& b) { return !(a == b); }
-    friend bool operator<(const const_iterator& a, const const_iterator& b) {
-      return a.index_ < b.index_;
-    }
-    friend bool operator>(const const_iterator& a, const const_iterator& b) { return b < a; }
-    friend bool operator<=(const const_iterator& a, const const_iterator& b) { return !(b < a); }
-    friend bool operator>=(const const_iterator& a, const const_iterator& b) { return !(a < b); }
-
-   private:
-    friend class NodeList;
-    const_iterator(const internal::GraphRep* rep, std::ptrdiff_t index)
-        : rep_(rep), index_(index) {}
-    const internal::GraphRep* rep_ = nullptr;
-    std::ptrdiff_t index_ = 0;
-  };
-  using iterator = const_iterator;
-  using value_type = Node;
-  using size_type = std::size_t;
-  using difference_type = std::ptrdiff_t;
-  using reference = Node;
-
-  NodeList() = default;
-
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  // Node `i` (a NodeId as an index), i < size().
-  Node operator[](std::size_t i) const { return At(rep_, static_cast<std::ptrdiff_t>(i)); }
-  const_iterator begin() const { return const_iterator(rep_, 0); }
-  const_iterator end() const { return const_iterator(rep_, static_cast<std::ptrdiff_t>(size_)); }
-
- private:
-  friend class Graph;
-  NodeList(const internal::GraphRep* rep, std::size_t size) : rep_(rep), size_(size) {}
-  static Node At(const internal::GraphRep* rep, std::ptrdiff_t index);
-
-  const internal::GraphRep* rep_ = nullptr;
-  std::size_t size_ = 0;
-};
+// (indexed_list.h): valid while the Graph, or any copy of it, lives; they
+// hold no reference to the Graph object itself.
+using NodeList = IndexedList<internal::GraphRep, Node, &internal::NodeAt>;
 
 // A graph body: the main graph (index 0), a subgraph held by a node
 // attribute, or a model-local function.

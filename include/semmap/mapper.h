@@ -65,6 +65,7 @@
 #include "absl/strings/string_view.h"
 #include "semmap/export.h"
 #include "semmap/graph.h"
+#include "semmap/indexed_list.h"
 #include "semmap/manifest.h"
 #include "semmap/manifest_fit.h"
 #include "semmap/mapping.h"
@@ -99,59 +100,17 @@ struct SEMMAP_EXPORT MapperOptions {
 };
 
 class SemanticMapper;
+namespace internal {
+// The Mapping of node `index` (SemanticMapper::moduleFor()).
+SEMMAP_EXPORT Mapping MappingAt(const SemanticMapper* mapper, std::ptrdiff_t index);
+}  // namespace internal
 
-// Every node's Mapping, indexed like Graph::nodes(): a view of a mapper that
-// assembles each Mapping from the mapper's compact records when asked (so
-// it is returned by value). Valid while the mapper lives; cheap to copy.
+// Every node's Mapping, indexed like Graph::nodes(), each assembled from the
+// mapper's compact records when asked (indexed_list.h): valid while the
+// mapper lives.
 //
 //   for (const semmap::Mapping& m : mapper.mapAll()) { ... }
-class SEMMAP_EXPORT MappingList {
- public:
-  class const_iterator {
-   public:
-    using iterator_category = std::input_iterator_tag;
-    using value_type = Mapping;
-    using difference_type = std::ptrdiff_t;
-    using pointer = void;
-    using reference = Mapping;
-
-    Mapping operator*() const { return (*list_)[index_]; }
-    const_iterator& operator++() {
-      ++index_;
-      return *this;
-    }
-    const_iterator operator++(int) {
-      const_iterator before = *this;
-      ++index_;
-      return before;
-    }
-    friend bool operator==(const const_iterator& a, const const_iterator& b) {
-      return a.index_ == b.index_;
-    }
-    friend bool operator!=(const const_iterator& a, const const_iterator& b) {
-      return a.index_ != b.index_;
-    }
-
-   private:
-    friend class MappingList;
-    const_iterator(const MappingList* list, std::size_t index) : list_(list), index_(index) {}
-    const MappingList* list_;
-    std::size_t index_;
-  };
-
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  // The mapping of node `node` (< size()).
-  Mapping operator[](std::size_t node) const;
-  const_iterator begin() const { return const_iterator(this, 0); }
-  const_iterator end() const { return const_iterator(this, size_); }
-
- private:
-  friend class SemanticMapper;
-  MappingList(const SemanticMapper* mapper, std::size_t size) : mapper_(mapper), size_(size) {}
-  const SemanticMapper* mapper_;
-  std::size_t size_;
-};
+using MappingList = IndexedList<SemanticMapper, Mapping, &internal::MappingAt>;
 
 class SEMMAP_EXPORT SemanticMapper {
  public:

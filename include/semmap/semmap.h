@@ -8,6 +8,7 @@
 #include "semmap/extract.h"  // IWYU pragma: export
 #include "semmap/graph.h"  // IWYU pragma: export
 #include "semmap/graphml.h"  // IWYU pragma: export
+#include "semmap/indexed_list.h"  // IWYU pragma: export
 #include "semmap/manifest.h"  // IWYU pragma: export
 #include "semmap/manifest_fit.h"  // IWYU pragma: export
 #include "semmap/mapper.h"  // IWYU pragma: export

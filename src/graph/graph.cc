@@ -76,7 +76,7 @@ ValueId ResolveValue(const GraphRep& rep, absl::string_view value, std::uint64_t
 
 }  // namespace internal
 
-Node NodeList::At(const internal::GraphRep* rep, std::ptrdiff_t index) {
+Node internal::NodeAt(const internal::GraphRep* rep, std::ptrdiff_t index) {
   return internal::MakeNode(*rep, static_cast<NodeId>(index));
 }
 

@@ -256,8 +256,8 @@ absl::StatusOr<Mapping> SemanticMapper::moduleFor(absl::string_view node) const 
   return moduleFor(id);
 }
 
-Mapping MappingList::operator[](std::size_t node) const {
-  return mapper_->moduleFor(static_cast<NodeId>(node));
+Mapping internal::MappingAt(const SemanticMapper* mapper, std::ptrdiff_t index) {
+  return mapper->moduleFor(static_cast<NodeId>(index));
 }
 
 MappingList SemanticMapper::mapAll() const { return MappingList(this, impl_->records.size()); }
