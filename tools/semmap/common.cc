@@ -1,5 +1,4 @@
 // Pieces every subcommand uses: argument handling and loading.
-#include <iostream>
 #include <optional>
 #include <string>
 
@@ -7,6 +6,7 @@
 #include "progress.h"
 
 namespace semmap_cli {
+
 LoadRequest RequestOf(const Args& args, const std::string& model_path) {
   LoadRequest request;
   request.model_path = model_path;
