@@ -98,6 +98,12 @@ void JsonObjectText::Close() {
   out_->push_back('}');
 }
 
+void FlushLarge(std::ostream& out, std::string* text) {
+  if (text->size() < (std::size_t{1} << 20)) return;
+  out.write(text->data(), static_cast<std::streamsize>(text->size()));
+  text->clear();
+}
+
 void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
                        const std::string& list_key, std::size_t count,
                        const std::function<void(std::size_t, std::string*)>& item) {
@@ -119,10 +125,7 @@ void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
     for (std::size_t i = 0; i < count; ++i) {
       text += i == 0 ? "\n    " : ",\n    ";
       item(i, &text);
-      if (text.size() >= (std::size_t{1} << 20)) {  // written as it grows
-        out.write(text.data(), static_cast<std::streamsize>(text.size()));
-        text.clear();
-      }
+      FlushLarge(out, &text);
     }
     text += "\n  ]";
   };

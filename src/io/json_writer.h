@@ -53,6 +53,10 @@ class JsonObjectText {
   bool empty_ = true;
 };
 
+// Writes `text` to `out` and empties it once it holds a megabyte: a list is
+// written as it grows instead of whole at the end.
+void FlushLarge(std::ostream& out, std::string* text);
+
 // Writes to `out`, as DumpJson would write `head` with `list_key` added
 // (keys in order), an object whose list of `count` items is made and
 // written one item at a time: `item(i, text)` appends item i to `text`, as

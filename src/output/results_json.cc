@@ -65,14 +65,6 @@ void AppendMapping(const SemanticMapper& mapper, NodeId id, int indent, std::str
   j.Close();
 }
 
-// Writes `text` to `out` once it holds a megabyte: a list is written as it
-// grows instead of whole at the end.
-void FlushLarge(std::ostream& out, std::string* text) {
-  if (text->size() < (std::size_t{1} << 20)) return;
-  out.write(text->data(), static_cast<std::streamsize>(text->size()));
-  text->clear();
-}
-
 // The per-module list of the summary, written into `text` (flushed to
 // `out` as it grows) as a list nested one level deep.
 void AppendModuleCounts(std::ostream& out, const Manifest& manifest,
@@ -89,7 +81,7 @@ void AppendModuleCounts(std::ostream& out, const Manifest& manifest,
     item.String("path", info.path);
     item.Unsigned("subtree_nodes", per_module.subtree[i]);
     item.Close();
-    FlushLarge(out, text);
+    internal::FlushLarge(out, text);
   }
   *text += any ? "\n  ]" : "[]";
 }
