@@ -47,9 +47,11 @@ TEST_CASE("Annotated models carry each node's mapping and nothing else changes",
           "[annotate][fixture]") {
   const std::string dir = GENERATE(std::string("bert-seqcls.torchscript"),
                                    std::string("t5-seq2seq-lm.torchscript"),
-                                   std::string("gpt2-causal-lm.optimum.optimum-with-past"));
+                                   std::string("gpt2-causal-lm.optimum.optimum-with-past"),
+                                   std::string("torch-2.15/tv-resnet18.torchscript"));
   CAPTURE(dir);
   auto f = LoadMapped(dir);
+  std::size_t fused = 0;
   TempDir tmp;
   const std::string out = tmp.file("annotated.onnx");
   auto result = Annotate(*f->mapper, f->model_path(), out);
@@ -81,7 +83,19 @@ TEST_CASE("Annotated models carry each node's mapping and nothing else changes",
     CHECK(std::stod(meta.at("confidence@semmap")) == Approx(m.confidence));
     CHECK(meta.count("category@semmap") == (m.category.empty() ? 0 : 1));
     if (m.mapped()) CHECK(meta.at("namespace") == namespaces.values[i]);
+    // A fused node's origins, as a JSON list of paths.
+    const std::vector<absl::string_view> origins =
+        f->mapper->originPathsOf(static_cast<semmap::NodeId>(i));
+    REQUIRE(meta.count("origins@semmap") == (origins.empty() ? 0 : 1));
+    if (!origins.empty()) {
+      ++fused;
+      const nlohmann::json listed = nlohmann::json::parse(meta.at("origins@semmap"));
+      REQUIRE(listed.size() == origins.size());
+      for (std::size_t k = 0; k < origins.size(); ++k) CHECK(listed[k] == std::string(origins[k]));
+    }
   }
+  // ResNet-18's 20 Convs with a BatchNorm folded in; no fusion elsewhere.
+  CHECK(fused == (dir == "torch-2.15/tv-resnet18.torchscript" ? 20u : 0u));
   std::vector<std::string> names_before, names_after;
   for (const auto& t : f->graph->initializers()) names_before.emplace_back(t.name);
   for (const auto& t : annotated->initializers()) names_after.emplace_back(t.name);

@@ -49,6 +49,22 @@ TEST_CASE("A node's mapping JSON says what moduleFor says", "[results_json][fixt
   CHECK(unmapped < mapper.graph().size());
 }
 
+TEST_CASE("A fused node's mapping JSON lists its origins", "[results_json][fixture]") {
+  const auto f = semmap_test::LoadMapped("torch-2.15/tv-resnet18.torchscript");
+  const semmap::SemanticMapper& mapper = *f->mapper;
+  const semmap::NodeId conv = mapper.graph().find("/layer1/layer1.0/conv2/Conv");
+  REQUIRE(conv != semmap::kNoNode);
+  const std::string text = semmap::MappingJson(mapper, conv);
+  CheckLayout(text);
+  const json j = json::parse(text);
+  CHECK(j.at("module") == "layer1.0.conv2");
+  CHECK(j.at("origins") == json::array({"layer1.0.conv2", "layer1.0.bn2"}));
+  CHECK(j.size() == 12);
+  // Keys stay in sorted order with the new one among them.
+  const std::string relu = semmap::MappingJson(mapper, conv + 1);
+  CHECK(json::parse(relu).count("origins") == 0);
+}
+
 TEST_CASE("The manifest fit's JSON carries every field of ManifestFit", "[results_json][fixture]") {
   const auto f = semmap_test::LoadMapped("bert-seqcls.torchscript");
   const semmap::ManifestFit& fit = f->mapper->manifestFit();

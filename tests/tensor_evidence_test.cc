@@ -164,11 +164,12 @@ TEST_CASE("TensorEvidence::MapNodes fills only what is left, scaled") {
   const Manifest& m = small.m;
   const TensorEvidence& tensors = small.tensors;
   semmap::internal::EvidenceStore store;
+  semmap::internal::OriginTable origins;
   std::vector<semmap::internal::MappingRecord> mappings(g.size());
   mappings[0].module = m.find("enc");  // already answered: kept
   mappings[0].confidence = 1.0;
   mappings[0].strategy = semmap::Strategy::kExactScope;
-  tensors.MapNodes(0.5, &mappings, &store);
+  tensors.MapNodes(0.5, &mappings, &store, &origins);
 
   CHECK(PathOf(m, mappings[0].module) == "enc");
   CHECK(mappings[0].strategy == semmap::Strategy::kExactScope);

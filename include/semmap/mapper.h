@@ -63,6 +63,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "semmap/export.h"
 #include "semmap/graph.h"
 #include "semmap/indexed_list.h"
@@ -175,6 +176,18 @@ class SEMMAP_EXPORT SemanticMapper {
 
   // One Mapping per node, indexed like Graph::nodes().
   MappingList mapAll() const;
+  // The modules whose operations `node` performs when it does the work of
+  // several (its origins), in manifest order: a Conv with its BatchNorm
+  // folded in by the exporter is {conv, bn}; an ONNX Runtime fusion the
+  // modules of the nodes it replaced. Empty for a node of one module, and
+  // where no evidence shows the parts (the exporter's rewrite metadata, the
+  // reference export, a parameterised module left without a node beside
+  // it). moduleFor(node) stays the one primary answer: the part the node
+  // still is (the Conv) when one part dominates, else the parts' lowest
+  // common ancestor. A view valid while the mapper lives.
+  absl::Span<const ModuleId> originsOf(NodeId node) const;
+  // The module paths of originsOf(node): views into manifest().
+  std::vector<absl::string_view> originPathsOf(NodeId node) const;
   // Nodes per strategy, indexed by the Strategy's value.
   std::array<std::size_t, kStrategyCount> strategyCounts() const;
   // Nodes with confidence > 0.

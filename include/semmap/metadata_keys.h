@@ -24,6 +24,9 @@ inline constexpr absl::string_view kClassKey = "class@semmap";
 inline constexpr absl::string_view kConfidenceKey = "confidence@semmap";
 inline constexpr absl::string_view kStrategyKey = "strategy@semmap";
 inline constexpr absl::string_view kCategoryKey = "category@semmap";
+// Only on a node doing several modules' work (SemanticMapper::originsOf):
+// their paths as a JSON array of strings. Since 1.1.
+inline constexpr absl::string_view kOriginsKey = "origins@semmap";
 
 // On a stage model, by WriteStages (stages.h): its stage and the units in it.
 inline constexpr absl::string_view kStageKey = "stage@semmap";

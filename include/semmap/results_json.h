@@ -30,7 +30,8 @@ struct SEMMAP_EXPORT JsonSources {
 
 // One node's mapping: {"category", "class", "confidence", "domain",
 // "evidence", "module" (null when unmapped), "name", "node", "op_type",
-// "qualified_class", "strategy"}. `indent`: the object as written nested
+// "origins" (only for a node doing several modules' work:
+// SemanticMapper::originsOf), "qualified_class", "strategy"}. `indent`: the object as written nested
 // that many spaces deep in a larger document (0: a document of its own,
 // without a final newline).
 SEMMAP_EXPORT std::string MappingJson(const SemanticMapper& mapper, NodeId node,

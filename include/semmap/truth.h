@@ -5,8 +5,9 @@
 //   if (!truth.ok()) return truth.status();
 //   const std::string* module = truth->find(graph.node(i).id);
 //
-// The file is {"nodes": {"<node id>": "<module path>", ...}, "unknown": [...]};
-// other members are ignored. It is read with the same guards as a manifest:
+// The file is {"nodes": {"<node id>": "<module path>", ...}, "unknown": [...]}
+// and, optionally, "origins": {"<node id>": ["<module path>", ...]} for the
+// nodes that do several modules' work; other members are ignored. It is read with the same guards as a manifest:
 // a size limit, a nesting limit and no exception escaping. Immutable after
 // loading and safe to share between threads.
 #ifndef SEMMAP_INCLUDE_SEMMAP_TRUTH_H_
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -48,9 +50,17 @@ class SEMMAP_EXPORT GroundTruth {
     return it == modules_.end() ? nullptr : &it->second;
   }
   std::size_t size() const { return modules_.size(); }
+  // The origins the truth gives a fused node (its "origins": the modules
+  // whose work it does, sorted), or nullptr for a node of one module.
+  const std::vector<std::string>* originsOf(absl::string_view id) const {
+    auto it = origins_.find(id);
+    return it == origins_.end() ? nullptr : &it->second;
+  }
+  std::size_t fusedCount() const { return origins_.size(); }
 
  private:
   absl::flat_hash_map<std::string, std::string> modules_;
+  absl::flat_hash_map<std::string, std::vector<std::string>> origins_;
 };
 
 }  // namespace semmap

@@ -18,7 +18,7 @@ QUERY_NODE = "/bert/encoder/layer.0/attention/self/query/MatMul"
 
 def test_imports_the_installed_package_not_the_source_tree():
     assert "site-packages" in semmap.__file__, semmap.__file__
-    assert semmap.__version__ == "1.0.0"
+    assert semmap.__version__ == "1.1.0"
 
 
 def test_load_accepts_pathlike_and_str(bert):
@@ -366,3 +366,15 @@ def test_strategy_is_a_string_valued_enum(bert):
     # one member per strategy of the library, in its order
     assert [s.value for s in Strategy] == list(bert.strategy_counts)
     assert {type(mp.strategy) for mp in bert} == {Strategy}
+
+
+def test_fused_node_names_its_origins():
+    # torchvision's ResNet-18 exported by dynamo: the exporter folds each
+    # BatchNorm into its Conv; the Conv is the answer, both are its origins.
+    resnet = FIXTURES / "torch-2.15" / "tv-resnet18.dynamo"
+    m = semmap.load(resnet / "model.onnx", resnet / "manifest.json")
+    conv = m.module_for("node_Conv_294")
+    assert conv.module == "layer1.0.conv1"
+    assert conv.origins == ["layer1.0.conv1", "layer1.0.bn1"]
+    assert conv.as_dict()["origins"] == conv.origins
+    assert m.module_for("node_relu_1").origins == []

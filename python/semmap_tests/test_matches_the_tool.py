@@ -45,6 +45,7 @@ def test_every_node_matches_semmap_sidecar(d, semmap_tool):
             want["confidence"], want["strategy"], want["evidence"],
         ), want["id"]
         assert got.mapped == (want["strategy"] != "unmapped")
+        assert got.origins == want.get("origins", []), want["id"]
     # The whole document, tree and summary included.
     assert m.sidecar() == expected
     assert m.mapped_count == expected["summary"]["mapped"]

@@ -187,6 +187,13 @@ MappingRef MakeRef(nb::handle self, semmap::NodeId node) {
   return MappingRef{nb::borrow(self), nb::inst_ptr<Model>(self), node};
 }
 
+// The module paths of a fused node's origins (SemanticMapper::originsOf).
+nb::list OriginsList(MappingRef& r) {
+  nb::list out;
+  for (absl::string_view path : r.model->mapper().originPathsOf(r.node)) out.append(Str(path));
+  return out;
+}
+
 nb::dict MappingDict(MappingRef& r) {
   const semmap::Mapping& m = r.mapping();
   const ModuleStrings& s = r.model->ModuleStringsOf(r.node);
@@ -200,6 +207,7 @@ nb::dict MappingDict(MappingRef& r) {
   d["confidence"] = m.confidence;
   d["strategy"] = r.model->StrategyString(m.strategy);
   d["evidence"] = Str(m.evidence);
+  d["origins"] = OriginsList(r);
   return d;
 }
 
@@ -337,13 +345,17 @@ void BindMapping(nb::module_& mod) {
           "'op_rule', 'neighbourhood', 'structure', 'reference' or 'unmapped').")
       .def_prop_ro("evidence", [](MappingRef& r) { return Str(r.mapping().evidence); },
                    "A short human-readable reason.")
+      .def_prop_ro("origins", &OriginsList,
+                   "For a node doing several modules' work (a Conv with its BatchNorm "
+                   "folded in, an ONNX Runtime fusion), their module paths in manifest "
+                   "order; [] otherwise. `module` stays the one primary answer.")
       .def_prop_ro("mapped", [](MappingRef& r) { return r.mapping().mapped(); },
                    "True when the node has a module.")
       .def_prop_ro("confident", [](MappingRef& r) { return r.mapping().confident(); },
                    "Mapped with confidence >= CONFIDENT_FLOOR (0.9).")
       .def("as_dict", &MappingDict,
            "The fields as a dict: node, op_type, module, class_name, qualified_class, "
-           "category, confidence, strategy, evidence.")
+           "category, confidence, strategy, evidence, origins.")
       .def("__eq__",
            [](MappingRef& a, nb::handle other) {
              if (!nb::isinstance<MappingRef>(other)) return false;

@@ -1,5 +1,6 @@
 #include "semmap/truth.h"
 
+#include <algorithm>
 #include <new>
 #include <utility>
 
@@ -52,6 +53,19 @@ absl::StatusOr<GroundTruth> GroundTruth::Parse(absl::string_view text, absl::str
                      "expected a module path string");
       }
       truth.modules_.emplace(it.key(), it.value().get<std::string>());
+    }
+    auto origins = doc.find("origins");
+    if (origins == doc.end()) return truth;
+    if (!origins->is_object()) return Error(origin, "/origins", "not an object");
+    for (auto it = origins->begin(); it != origins->end(); ++it) {
+      const std::string pointer = absl::StrCat("/origins/", internal::Abbreviate(it.key()));
+      if (!it.value().is_array()) return Error(origin, pointer, "expected a list of module paths");
+      std::vector<std::string>& parts = truth.origins_[it.key()];
+      for (const json& part : it.value()) {
+        if (!part.is_string()) return Error(origin, pointer, "expected a list of module paths");
+        parts.push_back(part.get<std::string>());
+      }
+      std::sort(parts.begin(), parts.end());
     }
     return truth;
   } catch (const std::bad_alloc&) {

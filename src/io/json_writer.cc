@@ -88,6 +88,23 @@ void JsonObjectText::Null(absl::string_view key) {
   out_->append("null");
 }
 
+void JsonObjectText::Strings(absl::string_view key, absl::Span<const absl::string_view> values) {
+  Key(key);
+  if (values.empty()) {
+    out_->append("[]");
+    return;
+  }
+  out_->push_back('[');
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    out_->append(i == 0 ? "\n" : ",\n");
+    out_->append(static_cast<std::size_t>(indent_ + 4), ' ');
+    AppendJsonString(values[i], out_);
+  }
+  out_->push_back('\n');
+  out_->append(static_cast<std::size_t>(indent_ + 2), ' ');
+  out_->push_back(']');
+}
+
 void JsonObjectText::Close() {
   if (empty_) {
     out_->append("{}");

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "nlohmann/json.hpp"
 
 namespace semmap {
@@ -44,6 +45,8 @@ class JsonObjectText {
   void Number(absl::string_view key, double value);
   void Unsigned(absl::string_view key, std::uint64_t value);
   void Null(absl::string_view key);
+  // An array of strings, one per line as nlohmann::json's dump(2) writes it.
+  void Strings(absl::string_view key, absl::Span<const absl::string_view> values);
   void Close();
 
  private:

@@ -39,7 +39,8 @@ inline constexpr double kOutputScope = 0.85;
 inline constexpr double kWeightRead = 0.8;
 inline constexpr double kDisagree = 0.6;
 inline constexpr double kViaIdentity = 0.3;  // torch shares identical tensors
-inline constexpr double kRewritten = 0.85;   // a rewritten node widened to an LCA
+inline constexpr double kRewritten = 0.85;   // a node the exporter rewrote from several
+inline constexpr double kFusedDominant = 0.8;  // the part a fusion still is
 }  // namespace tensor
 
 // The graph's structure and order, for nodes without names
@@ -83,6 +84,7 @@ inline constexpr double kAmbiguousPair = 0.95;  // equal signatures paired by or
 inline constexpr double kConstantPair = 0.95;
 inline constexpr double kSpanOneModule = 0.9;   // replaced nodes of one module
 inline constexpr double kSpanLca = 0.8;         // their lowest common ancestor
+inline constexpr double kSpanDominant = 0.85;   // the part the fused node still is
 inline constexpr double kDerived = 0.9;
 inline constexpr double kConsumersAgree = 0.85;
 inline constexpr double kConsumersLca = 0.6;

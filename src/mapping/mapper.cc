@@ -15,8 +15,10 @@
 #include "mapping/graph_scopes.h"
 #include "mapping/manifest_fit.h"
 #include "mapping/mapping_record.h"
+#include "mapping/origin_table.h"
 #include "mapping/root_binding.h"
 #include "mapping/scope_outcome.h"
+#include "mapping/strategies/fused_nodes.h"
 #include "mapping/strategies/neighbourhood.h"
 #include "mapping/strategies/reference_transfer.h"
 #include "mapping/strategies/structure.h"
@@ -48,6 +50,7 @@ struct SemanticMapper::Impl {
   ManifestFit fit;
   std::vector<internal::MappingRecord> records;  // one per node
   internal::EvidenceStore evidence;               // what records point into
+  internal::OriginTable origins;                  // of the nodes that are fusions
   std::vector<std::string> categories;            // per manifest module
   const Rules* rules = nullptr;                   // what it mapped with
   std::shared_ptr<const Rules> owned_rules;       // when Open() loaded them
@@ -135,7 +138,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
 // reference export's answers over (reference_transfer.h), check the fit and
 // read tensor names (manifest_fit.h, tensor_evidence.h), then the graph's
 // structure and neighbourhood (structure.h, neighbourhood.h), and finish.
-// About 85 lines: a few per step, in order, so the pipeline reads here
+// About 90 lines: a few per step, in order, so the pipeline reads here
 // whole; steps that share nothing they write run as pairs on two threads
 // (internal::RunBoth) on a large graph.
 absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
@@ -186,13 +189,17 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   }
   internal::ScopeOutcomes(manifest, derived, &scopes, &mapper.binding, &store);
   internal::ApplyScopeOutcomes(scopes, &mapper.records);
-  if (reference) {
-    internal::TransferFromReference(graph, *options.reference, reference->impl_->records, manifest,
-                                    rules, &mapper.records, &store);
-  }
-
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding.root,
                                          mapper.binding.wrapper);
+  if (reference) {
+    internal::TransferContext context;
+    context.reference_mappings = &reference->impl_->records;
+    context.reference_origins = &reference->impl_->origins;
+    context.tensors = &tensors;
+    context.origins = &mapper.origins;
+    internal::TransferFromReference(graph, *options.reference, context, manifest, rules,
+                                    &mapper.records, &store);
+  }
   // The manifest's fit and the modules' categories only read what is
   // settled by now, the remaining steps write the mappings: on a large
   // graph the two run on two cores. A manifest that does not fit is refused
@@ -207,7 +214,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   };
   auto infer = [&] {
     tensors.MapNodes(derived ? internal::confidence::kNoManifestFactor : 1.0,
-                     &mapper.records, &store);
+                     &mapper.records, &store, &mapper.origins);
     // Nodes still without evidence: the graph's structure and execution
     // order, then their neighbours.
     const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
@@ -222,6 +229,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
     return absl::FailedPreconditionError(
         absl::StrCat("the manifest does not fit the graph: ", mapper.fit.evidence));
   }
+  internal::RecordFoldedNeighbours(graph, manifest, ops, mapper.records, &mapper.origins);
   FinishMappings(&mapper.records);
   return SemanticMapper(std::move(impl));
 } catch (const std::bad_alloc&) {
@@ -254,6 +262,16 @@ absl::StatusOr<Mapping> SemanticMapper::moduleFor(absl::string_view node) const 
         "no node named \"", internal::Abbreviate(std::string(node)), "\" in the graph"));
   }
   return moduleFor(id);
+}
+
+absl::Span<const ModuleId> SemanticMapper::originsOf(NodeId node) const {
+  return impl_->origins.Of(node);
+}
+
+std::vector<absl::string_view> SemanticMapper::originPathsOf(NodeId node) const {
+  std::vector<absl::string_view> paths;
+  for (ModuleId m : originsOf(node)) paths.push_back(impl_->manifest->module(m).path);
+  return paths;
 }
 
 Mapping internal::MappingAt(const SemanticMapper* mapper, std::ptrdiff_t index) {

@@ -378,7 +378,7 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
     const std::string& ns = namespaces.values[next];
     edit->drop_keys.assign({std::string(kModuleKey), std::string(kClassKey),
                             std::string(kConfidenceKey), std::string(kStrategyKey),
-                            std::string(kCategoryKey)});
+                            std::string(kCategoryKey), std::string(kOriginsKey)});
     edit->drop_key_prefixes.emplace_back(kLegacyKeyPrefix);
     if (!ns.empty()) edit->drop_keys.emplace_back(kNamespaceKey);
     // namespace before semmap's keys: a second run finds semmap's namespace
@@ -391,6 +391,13 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
     add.emplace_back(kConfidenceKey, ConfidenceText(m.confidence));
     add.emplace_back(kStrategyKey, std::string(StrategyName(m.strategy)));
     if (!m.category.empty()) add.emplace_back(kCategoryKey, std::string(m.category));
+    if (const std::vector<absl::string_view> origins = mapper.originPathsOf(next);
+        !origins.empty()) {
+      nlohmann::json list = nlohmann::json::array();
+      for (absl::string_view o : origins) list.push_back(std::string(o));
+      add.emplace_back(kOriginsKey,
+                       list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
     if (options.doc_string_json) {
       nlohmann::json doc = {{"semmap",
                              {{"module", std::string(m.module_path)},

@@ -60,6 +60,8 @@ void AppendMapping(const SemanticMapper& mapper, NodeId id, int indent, std::str
   j.String("name", n.name);
   j.String("node", n.id);
   j.String("op_type", n.op_type);
+  const std::vector<absl::string_view> origins = mapper.originPathsOf(id);
+  if (!origins.empty()) j.Strings("origins", origins);
   j.String("qualified_class", m.qualified_class);
   j.String("strategy", StrategyName(m.strategy));
   j.Close();

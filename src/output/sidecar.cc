@@ -21,18 +21,24 @@ json NodesJson(const SemanticMapper& mapper) {
   for (std::size_t i = 0; i < graph.size(); ++i) {
     const Node& n = graph.node(static_cast<NodeId>(i));
     const Mapping& m = mapper.moduleFor(static_cast<NodeId>(i));
-    nodes.push_back({{"id", n.id},
-                     {"name", n.name},
-                     {"op_type", n.op_type},
-                     {"domain", n.domain},
-                     {"subgraph", n.subgraph},
-                     {"module", m.mapped() ? json(std::string(m.module_path)) : json()},
-                     {"class", std::string(m.class_name)},
-                     {"qualified_class", std::string(m.qualified_class)},
-                     {"category", std::string(m.category)},
-                     {"confidence", m.confidence},
-                     {"strategy", std::string(StrategyName(m.strategy))},
-                     {"evidence", m.evidence}});
+    json entry = {{"id", n.id},
+                  {"name", n.name},
+                  {"op_type", n.op_type},
+                  {"domain", n.domain},
+                  {"subgraph", n.subgraph},
+                  {"module", m.mapped() ? json(std::string(m.module_path)) : json()},
+                  {"class", std::string(m.class_name)},
+                  {"qualified_class", std::string(m.qualified_class)},
+                  {"category", std::string(m.category)},
+                  {"confidence", m.confidence},
+                  {"strategy", std::string(StrategyName(m.strategy))},
+                  {"evidence", m.evidence}};
+    const std::vector<absl::string_view> origins = mapper.originPathsOf(static_cast<NodeId>(i));
+    if (!origins.empty()) {
+      json& list = entry["origins"] = json::array();
+      for (absl::string_view o : origins) list.push_back(std::string(o));
+    }
+    nodes.push_back(std::move(entry));
   }
   return nodes;
 }

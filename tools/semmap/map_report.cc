@@ -54,8 +54,9 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const LoadRequest& reques
   return loaded;
 }
 
-void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,
-                  const semmap::Mapping& m) {
+void PrintMapping(std::ostream& out, const semmap::SemanticMapper& mapper, semmap::NodeId id) {
+  const semmap::Graph& graph = mapper.graph();
+  const semmap::Mapping m = mapper.moduleFor(id);
   // Names come from the files: escaped, so that none moves the cursor or
   // forges a line.
   out << "node:       " << EscapeControls(graph.node(id).id) << "\n"
@@ -67,6 +68,11 @@ void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId 
       << "confidence: " << m.confidence << "\n"
       << "strategy:   " << semmap::StrategyName(m.strategy) << "\n"
       << "evidence:   " << EscapeControls(m.evidence) << "\n";
+  const std::vector<absl::string_view> origins = mapper.originPathsOf(id);
+  if (origins.empty()) return;
+  out << "origins:   ";
+  for (absl::string_view o : origins) out << " " << EscapeControls(o);
+  out << "\n";
 }
 
 void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bool json) {
@@ -196,11 +202,10 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
                                                    *node, "\"")),
                   kExitNotFound);
     }
-    const semmap::Mapping& m = (*model)->mapper->moduleFor(id);
     if (json) {
       std::cout << semmap::MappingJson(*(*model)->mapper, id) << "\n";
     } else {
-      PrintMapping(std::cout, graph, id, m);
+      PrintMapping(std::cout, *(*model)->mapper, id);
     }
     return kExitOk;
   }

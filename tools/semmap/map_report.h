@@ -56,9 +56,9 @@ inline constexpr char kReferenceHelp[] =
     "carried over node by node; refused (exit 2) when\n"
     "it is not that export";
 
-// The aligned "node: ... evidence: ..." block.
-void PrintMapping(std::ostream& out, const semmap::Graph& graph, semmap::NodeId id,
-                  const semmap::Mapping& m);
+// The aligned "node: ... evidence: ..." block, and "origins:" for a node
+// doing several modules' work.
+void PrintMapping(std::ostream& out, const semmap::SemanticMapper& mapper, semmap::NodeId id);
 
 // Model, manifest, root binding, coverage, strategies and the module tree to
 // `max_depth` (0 = no tree); or the same as JSON.

@@ -6,6 +6,7 @@
 // TRUTH.json is {"nodes": {"<node id>": "<module path>", ...},
 // "unknown": [...]} as written by the fixture corpus tools.
 // Exit codes: 0 success, 2 bad usage or input.
+#include <algorithm>
 #include <array>
 #include <iomanip>
 #include <iostream>
@@ -34,6 +35,9 @@ struct Tally {
   std::array<std::size_t, semmap::kStrategyCount> by_strategy{}, by_strategy_correct{};
   std::vector<Bucket> buckets = {{0.9, 1.0}, {0.7, 0.9}, {0.5, 0.7}, {0.0, 0.5}};
   std::vector<std::string> errors;  // the first `max_errors` wrong answers
+  // Fused nodes: those the truth gives origins, those listed with the same
+  // set, and nodes given origins the truth does not list.
+  std::size_t fused = 0, origins_exact = 0, origins_listed = 0, origins_spurious = 0;
 
   double accuracy() const { return known ? static_cast<double>(correct) / known : 0.0; }
   double coverage() const { return nodes ? static_cast<double>(covered) / nodes : 0.0; }
@@ -49,6 +53,16 @@ Tally Evaluate(const semmap::SemanticMapper& mapper, const semmap::GroundTruth& 
     if (m.confidence > 0) ++t.covered;
     const std::string* expected = truth.find(graph.node(i).id);
     if (expected == nullptr) continue;
+    std::vector<std::string> listed;
+    for (absl::string_view o : mapper.originPathsOf(i)) listed.emplace_back(o);
+    std::sort(listed.begin(), listed.end());
+    t.origins_listed += !listed.empty();
+    if (const std::vector<std::string>* parts = truth.originsOf(graph.node(i).id)) {
+      ++t.fused;
+      t.origins_exact += listed == *parts;
+    } else {
+      t.origins_spurious += !listed.empty();
+    }
     ++t.known;
     const bool ok = m.mapped() && m.module_path == *expected;
     t.correct += ok;
@@ -95,6 +109,10 @@ void PrintJson(const Tally& t, const std::string& model) {
     cal.push_back({{"lo", b.lo}, {"hi", b.hi}, {"count", b.count}, {"correct", b.correct}});
   }
   j["calibration"] = cal;
+  j["origins"] = {{"fused", t.fused},
+                  {"exact", t.origins_exact},
+                  {"listed", t.origins_listed},
+                  {"spurious", t.origins_spurious}};
   std::cout << semmap_cli::DumpJson(j, -1) << "\n";
 }
 
@@ -121,6 +139,9 @@ void PrintText(const Tally& t) {
     if (b.count) std::cout << "  " << 100.0 * b.correct / b.count << "%";
     std::cout << "\n";
   }
+  std::cout << "origins:   " << t.origins_exact << " / " << t.fused
+            << " fused nodes listed exactly; " << t.origins_spurious
+            << " nodes listed that the truth does not fuse\n";
   for (const std::string& e : t.errors) std::cout << "wrong: " << e << "\n";
 }
 

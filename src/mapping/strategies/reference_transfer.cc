@@ -10,6 +10,7 @@
 #include "manifest/rule_queries.h"
 #include "mapping/confidence.h"
 #include "mapping/op_traits.h"
+#include "mapping/strategies/fused_nodes.h"
 #include "mapping/strategies/graph_colours.h"
 
 namespace semmap {
@@ -472,6 +473,7 @@ using confidence::reference::kAmbiguousPair;
 using confidence::reference::kConstantPair;
 using confidence::reference::kSpanOneModule;
 using confidence::reference::kSpanLca;
+using confidence::reference::kSpanDominant;
 using confidence::reference::kDerived;
 using confidence::reference::kConsumersAgree;
 using confidence::reference::kConsumersLca;
@@ -496,17 +498,19 @@ bool KeepsOwnAnswer(const MappingRecord& m) {
 
 }  // namespace
 
-// Long (about 115 lines): three passes over the processed graph that share
+// Long (about 130 lines): three passes over the processed graph that share
 // the match table and the counts (paired nodes, then the data movement
 // around them, then consumers to a fixed point); each pass is short and
 // marked.
 TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
-                                    const std::vector<MappingRecord>& reference_mappings,
-                                    const Manifest& manifest, const Rules& rules,
-                                    std::vector<MappingRecord>* mappings, EvidenceStore* evidence,
-                                    const MatchLimits& limits) {
+                                    const TransferContext& context, const Manifest& manifest,
+                                    const Rules& rules, std::vector<MappingRecord>* mappings,
+                                    EvidenceStore* evidence, const MatchLimits& limits) {
   TransferStats stats;
+  const std::vector<MappingRecord>& reference_mappings = *context.reference_mappings;
   const std::vector<NodeMatch> matches = MatchToReference(processed, reference, rules, limits);
+  std::vector<FusedPart> parts;
+  std::vector<ModuleId> origins;
   for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
     const NodeMatch& match = matches[p];
     ++stats.by_rule[static_cast<int>(match.rule)];
@@ -516,16 +520,28 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
     ModuleId module = kNoModule;
     double weakest = 1.0;
     bool agree = true;
+    parts.clear();
+    origins.clear();
     for (NodeId r : match.reference_nodes) {
       const MappingRecord& rm = reference_mappings[r];
       if (!rm.mapped()) continue;
       if (module != kNoModule && rm.module != module) agree = false;
       module = module == kNoModule ? rm.module : manifest.lowestCommonAncestor(module, rm.module);
       weakest = std::min(weakest, rm.confidence);
+      parts.push_back({reference.node(r).op_type, rm.module});
+      const absl::Span<const ModuleId> own = context.reference_origins->Of(r);
+      if (own.empty()) {
+        origins.push_back(rm.module);
+      } else {
+        origins.insert(origins.end(), own.begin(), own.end());
+      }
     }
     if (module == kNoModule) continue;
     double factor = kExactPair;
     const Node& first = reference.node(match.reference_nodes.front());
+    const ModuleId dominant =
+        agree ? kNoModule
+              : DominantPart(processed, p, parts, manifest, *context.tensors);
     switch (match.rule) {
       case MatchRule::kStructure:
         factor = match.ambiguous ? kAmbiguousPair : kExactPair;
@@ -538,7 +554,7 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
             first.op_type == processed.node(p).op_type) {
           factor = kExactPair;  // the same node, renamed
         } else {
-          factor = agree ? kSpanOneModule : kSpanLca;
+          factor = agree ? kSpanOneModule : dominant != kNoModule ? kSpanDominant : kSpanLca;
         }
         break;
       case MatchRule::kDerivedName:
@@ -549,15 +565,18 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
     }
     const double confidence = factor * weakest;
     if (m.mapped() && m.confidence >= confidence) continue;
-    m.module = module;
+    m.module = dominant != kNoModule ? dominant : module;
     m.confidence = confidence;
     m.strategy = Strategy::kReference;
-    m.evidence = evidence->Intern(match.reference_nodes.size() == 1
-                     ? absl::StrCat("reference node ", Abbreviate(first.id, 80), " (",
-                                    RuleWords(match.rule), ")")
-                     : absl::StrCat("reference: ", RuleWords(match.rule), "; replaced ",
-                                    match.reference_nodes.size(), " nodes from ",
-                                    Abbreviate(first.id, 80)));
+    m.evidence = evidence->Intern(
+        match.reference_nodes.size() == 1
+            ? absl::StrCat("reference node ", Abbreviate(first.id, 80), " (",
+                           RuleWords(match.rule), ")")
+            : absl::StrCat("reference: ", RuleWords(match.rule), "; replaced ",
+                           match.reference_nodes.size(), " nodes from ",
+                           Abbreviate(first.id, 80),
+                           dominant != kNoModule ? "; it still does the operation of one" : ""));
+    context.origins->Set(p, origins);
     ++stats.transferred;
   }
 

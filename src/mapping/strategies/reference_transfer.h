@@ -20,6 +20,8 @@
 #include "absl/status/status.h"
 #include "mapping/evidence_store.h"
 #include "mapping/mapping_record.h"
+#include "mapping/origin_table.h"
+#include "mapping/strategies/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -115,11 +117,21 @@ struct TransferStats {
 // a match exists. Finally, unmapped data-movement nodes (the rules'
 // follow-consumers and weight-passthrough ops) take the lowest common
 // ancestor of their consumers when every consumer is mapped.
+// A node that replaced reference nodes of several modules (a fusion) gets
+// them, with their own origins, as its origins, and the module of the part
+// that dominates it (fused_nodes.h) when one does, else their lowest
+// common ancestor; a node standing for one reference node keeps that
+// node's origins.
+struct TransferContext {
+  const std::vector<MappingRecord>* reference_mappings = nullptr;
+  const OriginTable* reference_origins = nullptr;
+  const TensorEvidence* tensors = nullptr;  // parameter owners in P
+  OriginTable* origins = nullptr;           // P's, filled
+};
 TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
-                                    const std::vector<MappingRecord>& reference_mappings,
-                                    const Manifest& manifest, const Rules& rules,
-                                    std::vector<MappingRecord>* mappings, EvidenceStore* evidence,
-                                    const MatchLimits& limits = {});
+                                    const TransferContext& context, const Manifest& manifest,
+                                    const Rules& rules, std::vector<MappingRecord>* mappings,
+                                    EvidenceStore* evidence, const MatchLimits& limits = {});
 
 }  // namespace internal
 }  // namespace semmap

@@ -21,8 +21,29 @@ using confidence::tensor::kWeightRead;
 using confidence::tensor::kDisagree;
 using confidence::tensor::kViaIdentity;
 using confidence::tensor::kRewritten;
+using confidence::tensor::kFusedDominant;
 constexpr int kMaxChain = 4;
 constexpr absl::string_view kRewriteRuleKey = "pkg.onnxscript.rewriter.rule_name";
+
+// The op a TorchScript value name says produced it: "Add" for
+// "/enc/layers.0/Add_1_output_0", "LayerNormalization" for
+// ".../LayerNormalization_output_0"; empty for other names.
+absl::string_view ProducerOpOfValue(absl::string_view value) {
+  const std::size_t slash = value.rfind('/');
+  if (slash == absl::string_view::npos) return {};
+  absl::string_view last = value.substr(slash + 1);
+  const std::size_t output = last.rfind("_output_");
+  if (output == absl::string_view::npos) return {};
+  last = last.substr(0, output);
+  const std::size_t underscore = last.rfind('_');
+  if (underscore != absl::string_view::npos &&
+      std::all_of(last.begin() + underscore + 1, last.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }) &&
+      underscore + 1 < last.size()) {
+    last = last.substr(0, underscore);
+  }
+  return last;
+}
 
 }  // namespace
 
@@ -37,14 +58,15 @@ TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
 }
 
 void TensorEvidence::MapNodes(double factor, std::vector<MappingRecord>* mappings,
-                              EvidenceStore* evidence) const {
+                              EvidenceStore* evidence, OriginTable* origins) const {
   for (std::size_t i = 0; i < mappings->size(); ++i) {
     const NodeId id = static_cast<NodeId>(i);
     MappingRecord& m = (*mappings)[i];
-    if (m.strategy == Strategy::kExporterMetadata) WidenRewritten(id, &m, evidence);
+    if (m.strategy == Strategy::kExporterMetadata) WidenRewritten(id, &m, evidence, origins);
     if (m.mapped() || ops_.followsConsumers(id)) continue;
     TensorFinding finding;
     if (!ForNode(id, &finding)) continue;
+    if (!finding.origins.empty()) origins->Set(id, finding.origins);
     m.module = finding.module;
     m.confidence = finding.confidence * factor;
     m.strategy = Strategy::kTensorNames;
@@ -96,29 +118,52 @@ ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int 
   return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1, via_identity);
 }
 
-bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* evidence) const {
+bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* evidence,
+                                    OriginTable* origins) const {
   const Node& n = graph_.node(id);
   if (!m->mapped()) return false;
   const bool rewritten = std::any_of(n.metadata.begin(), n.metadata.end(),
                                      [](const auto& kv) { return kv.first == kRewriteRuleKey; });
   if (!rewritten) return false;
-  ModuleId module = m->module;
+  std::vector<ModuleId> owners;
   for (absl::string_view input : n.inputs) {
     const ModuleId owner = input.empty() ? kNoModule : ParameterOwner(input);
-    if (owner != kNoModule && !manifest_.isAncestorOrSelf(module, owner)) {
-      module = manifest_.lowestCommonAncestor(module, owner);
+    if (owner != kNoModule && owner != m->module &&
+        std::find(owners.begin(), owners.end(), owner) == owners.end()) {
+      owners.push_back(owner);
     }
   }
-  if (module == m->module) return false;
+  if (owners.empty()) return false;
+  // The parts: the metadata's module and the owners, but a module that
+  // holds another part (a wider stack than the parameters' owner).
+  std::vector<ModuleId> parts = owners;
+  parts.push_back(m->module);
+  std::vector<ModuleId> distinct;
+  for (ModuleId a : parts) {
+    const bool holds_another = std::any_of(parts.begin(), parts.end(), [&](ModuleId b) {
+      return b != a && manifest_.isAncestorOrSelf(a, b);
+    });
+    if (!holds_another) distinct.push_back(a);
+  }
+  origins->Set(id, distinct);
+  const bool one_owner = owners.size() == 1;
+  ModuleId module = m->module;
+  for (ModuleId owner : owners) module = manifest_.lowestCommonAncestor(module, owner);
+  if (one_owner) module = owners.front();
+  const std::string& path = manifest_.module(module).path;
   m->evidence = evidence->Intern(absl::StrCat(
-      m->evidence, "; rewritten by the exporter's optimizer, reads parameters of ",
-      manifest_.module(module).path.empty() ? "<root>" : manifest_.module(module).path,
-      "'s subtree: their common ancestor"));
+      m->evidence, "; rewritten by the exporter's optimizer, ",
+      one_owner ? "computes with the parameters of " : "reads parameters of ",
+      path.empty() ? "<root>" : path,
+      one_owner ? ": that module's operation, the rest folded into it"
+                : "'s subtree: their common ancestor"));
   m->module = module;
   m->confidence = std::min(m->confidence, kRewritten);
   return true;
 }
 
+// Long (about 65 lines): the three kinds of names, then the fused-node
+// reading of the output names, which needs all of them.
 bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
   const Node& n = graph_.node(id);
   ModuleId lca = kNoModule;
@@ -126,6 +171,9 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
   std::size_t sources = 0;
   bool disagree = false;
   std::string first;
+  // The modules of the ops the output names name, and of the weights read.
+  std::vector<std::pair<absl::string_view, ModuleId>> produced_by;
+  std::vector<ModuleId> weights;
   auto add = [&](ModuleId m, double c, absl::string_view what, absl::string_view name) {
     if (m == kNoModule) return;
     if (lca != kNoModule && lca != m) disagree = true;
@@ -135,13 +183,18 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
   };
   for (absl::string_view o : n.outputs) {
     add(ParameterOwner(o), kProducedParameter, "produces parameter", o);
-    add(ValueScope(o), kOutputScope, "output named", o);
+    const ModuleId scope = ValueScope(o);
+    add(scope, kOutputScope, "output named", o);
+    if (scope != kNoModule && !ProducerOpOfValue(o).empty()) {
+      produced_by.emplace_back(ProducerOpOfValue(o), scope);
+    }
   }
   for (absl::string_view i : n.inputs) {
     if (i.empty()) continue;
     bool via_identity = false;
     const ModuleId owner = WeightOwner(i, n.subgraph, 0, &via_identity);
     add(owner, via_identity ? kViaIdentity : kWeightRead, "reads weight", i);
+    if (owner != kNoModule) weights.push_back(owner);
   }
   if (sources == 0) return false;
   out->module = lca;
@@ -149,6 +202,33 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
   out->evidence = sources == 1 ? first
                                : absl::StrCat(disagree ? "lowest common ancestor of " : "",
                                               sources, " tensor names, e.g. ", first);
+  out->origins.clear();
+  // A fusion that kept the value names of parts of several modules.
+  const bool fused = std::any_of(produced_by.begin(), produced_by.end(), [&](const auto& p) {
+    return p.second != produced_by.front().second;
+  });
+  if (!disagree || !fused) return true;
+  for (const auto& p : produced_by) out->origins.push_back(p.second);
+  out->origins.insert(out->origins.end(), weights.begin(), weights.end());
+  std::size_t best = 0;
+  for (const auto& p : produced_by) best = std::max(best, OpTypeOverlap(n.op_type, p.first));
+  if (best == 0) return true;
+  ModuleId dominant = kNoModule;
+  absl::string_view op;
+  for (const auto& p : produced_by) {
+    if (OpTypeOverlap(n.op_type, p.first) != best) continue;
+    if (dominant != kNoModule && dominant != p.second) return true;  // two modules' parts
+    dominant = p.second;
+    op = p.first;
+  }
+  for (ModuleId w : weights) {
+    if (!manifest_.isAncestorOrSelf(dominant, w)) return true;
+  }
+  out->module = dominant;
+  out->confidence = std::min(confidence, kFusedDominant);
+  out->evidence = absl::StrCat("fused ", n.op_type, ": still the ", op, " of ",
+                               manifest_.module(dominant).path, "; ", sources,
+                               " tensor names, e.g. ", first);
   return true;
 }
 

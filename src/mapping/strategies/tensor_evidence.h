@@ -14,6 +14,7 @@
 #include "mapping/evidence_store.h"
 #include "mapping/mapping_record.h"
 #include "mapping/op_traits.h"
+#include "mapping/origin_table.h"
 #include "mapping/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -27,6 +28,10 @@ struct TensorFinding {
   ModuleId module = kNoModule;
   double confidence = 0.0;
   std::string evidence;
+  // For a node whose outputs are named after the ops of several modules (a
+  // fusion that kept its parts' value names): those modules and the owners
+  // of the weights it reads. Empty otherwise.
+  std::vector<ModuleId> origins;
 };
 
 // Reads names under a root binding (RootBinding, mapper.h): the ONNX root
@@ -42,22 +47,33 @@ class TensorEvidence {
   // still unmapped whose op does not follow its consumers (OpTraits) from
   // ForNode (Strategy::kTensorNames), its confidence multiplied by
   // `factor` (confidence::kNoManifestFactor without a manifest, else 1).
-  void MapNodes(double factor, std::vector<MappingRecord>* mappings, EvidenceStore* evidence) const;
+  void MapNodes(double factor, std::vector<MappingRecord>* mappings, EvidenceStore* evidence,
+                OriginTable* origins) const;
 
   // Combines, for one node: the modules owning parameters it produces
   // (strongest: an Identity named after the parameter it stands for), the
   // modules of the scopes its output values are named after, and the
   // modules owning the weights it reads, directly or through pass-through
   // ops (Transpose, Cast, DequantizeLinear...). The answer is their lowest
-  // common ancestor. Returns false when no name carries evidence.
+  // common ancestor, unless the node is a fusion whose output names say
+  // which op of which module each part was ("…/layer_norm2/
+  // LayerNormalization_output_0" and "…/layers.0/Add_1_output_0" on a
+  // SkipLayerNormalization) and one part dominates: the node's op type
+  // carries that part's op (OpTypeOverlap) and every weight it reads is
+  // that part's module's. Returns false when no name carries evidence.
   bool ForNode(NodeId node, TensorFinding* out) const;
 
   // A node the exporter's own optimizer rewrote from several nodes (its
   // metadata names the rule, e.g. a Conv with a BatchNorm folded in, which
   // carries the BatchNorm's module stack) that reads parameters of a module
-  // outside the one its metadata names does the work of both: `*m` becomes
-  // their lowest common ancestor. Returns true when `*m` changed.
-  bool WidenRewritten(NodeId node, MappingRecord* m, EvidenceStore* evidence) const;
+  // outside the one its metadata names does the work of both; both are its
+  // origins. When the parameters it reads are one module's, the node still
+  // is that module's operation (the Conv, computing with the Conv's weight
+  // scaled by the BatchNorm) and `*m` becomes it; parameters of several
+  // modules make `*m` their lowest common ancestor with the metadata's.
+  // Returns true when `*m` changed.
+  bool WidenRewritten(NodeId node, MappingRecord* m, EvidenceStore* evidence,
+                      OriginTable* origins) const;
 
   // The module owning the parameter or buffer named `value` under the root
   // binding (as written, else with the rules' value suffixes stripped), or

@@ -51,7 +51,14 @@ from semmap_corpus import optimum_fixtures, variants, zoo
 from semmap_corpus.sanitize import strip_local_paths
 from semmap_corpus.specs import DEFAULT_SLICE, SLICES, Arch, slice_archs
 from semmap_corpus.store import Corpus, Fixture, build_for, error_record, quiet
-from semmap_corpus.truth import Truth, dynamo_truth, torchscript_truth, truth_stats
+from semmap_corpus.truth import (
+    Truth,
+    add_folded_origins,
+    dynamo_truth,
+    folded_modules,
+    torchscript_truth,
+    truth_stats,
+)
 
 GENERATED_NAMES = {"index.json"}
 
@@ -154,6 +161,7 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple
             truth = torchscript_truth(onnx_model, model)
         else:
             truth = dynamo_truth(onnx_model, model, rewriter_lca=corpus.toolchain != "torch-2.9")
+        truth = add_folded_origins(onnx_model, truth, folded_modules(model, inputs))
         name = f"{arch.name}.{exporter}"
         named = inputs if isinstance(inputs, dict) else {f"input_{i}": v for i, v in enumerate(inputs)}
         extra: dict[str, Any] = {"export_options": options, "inputs": {k: list(v.shape) for k, v in named.items()}}
@@ -225,14 +233,23 @@ def _is_other_slice(item: Path) -> bool:
     return item.is_dir() and (item / "index.json").exists()
 
 
+def _is_kept_directory(item: Path) -> bool:
+    """A directory the builder does not generate: another slice, or inputs kept beside the
+    fixtures (``fixtures/mismatch/``: manifests only). A fixture directory holds a model."""
+    return item.is_dir() and not item.name.startswith(".") and (
+        _is_other_slice(item) or not (item / "model.onnx").exists()
+    )
+
+
 def _swap_in(new: Path, dest: Path) -> None:
     """Replace ``dest`` with ``new``, keeping what the builder does not generate there:
-    files such as README.md, and the directories of other slices (moved over, untouched)."""
+    files such as README.md, the directories of other slices and directories of kept
+    inputs (moved over, untouched)."""
     if dest.exists():
         for item in dest.iterdir():
             if item.is_file() and item.name not in GENERATED_NAMES and not (new / item.name).exists():
                 shutil.copy2(item, new / item.name)
-            elif _is_other_slice(item) and not (new / item.name).exists():
+            elif _is_kept_directory(item) and not (new / item.name).exists():
                 os.replace(item, new / item.name)
         old = dest.with_name(f".{dest.name}.old")
         if old.exists():

@@ -11,13 +11,19 @@ original export (O) and its truth:
 2. fused: a node with inputs and outputs that are both values of O replaced
    the O nodes lying between them (backward-reachable from its outputs,
    stopping at its inputs, and forward-reachable from its inputs); it gets
-   the lowest common ancestor (module tree) of their known modules.
+   their known modules as its origins (with their own origins), and as its
+   module the module of the parts whose op type it carries (``Conv`` in
+   ``FusedConv``, ``LayerNormalization`` in ``SkipLayerNormalization``:
+   :func:`op_type_overlap`, the largest wins) when those parts are of one
+   module and every parameter initializer it reads is that module's (it is
+   still that module's operation), else the lowest common ancestor (module
+   tree) of their known modules.
    A node that outputs values of O but reads none (its inputs were all
    renamed or are new initializers) completes the computation of those values:
    it gets the lowest common ancestor of their O producers' modules.
 3. derived name: a name that extends an O node name by ``_<suffix>`` (the
    quantizer's ``<node>_quant``, ``<node>_quant_scales_mul``, ...) gets that
-   node's module (longest such O name). Names that extend an O *value* name
+   node's module and origins (longest such O name). Names that extend an O *value* name
    (``<value>_QuantizeLinear``, ``<value>_output_quantized_cast``) skip this rule.
 4. consumers: a data-movement node (Constant, Identity, Cast, Reshape and the
    quantizer's DynamicQuantizeLinear / QuantizeLinear / DequantizeLinear) whose
@@ -37,14 +43,17 @@ from __future__ import annotations
 import onnx
 
 from semmap_corpus.graph_index import GraphIndex
-from semmap_corpus.truth import Truth, lowest_common_ancestor, make_truth
+from semmap_corpus.truth import Origins, Truth, lowest_common_ancestor, make_truth, truth_origins
 
 MATCH_RULES = (
     "derived from the unmodified export '{source}': (1) same node name -> same module{in_place}; (2) a node whose inputs "
     "and outputs are values of the original replaced the original nodes between them (backward-reachable "
-    "from its outputs up to its inputs, forward-reachable from its inputs) -> lowest common ancestor of their "
+    "from its outputs up to its inputs, forward-reachable from its inputs) -> their modules (and origins) as its "
+    "origins; its module is the module of the replaced nodes whose op type it carries (the longest op type "
+    "found on CamelCase word boundaries of its own: 'Conv' in 'FusedConv') when they are of one module and "
+    "every parameter initializer it reads belongs to that module, else the lowest common ancestor of their "
     "modules; a node that outputs original values but reads none -> lowest common ancestor of those values' original producers; (3) a name extending an original node name by '_<suffix>' (quantizer: '<node>_quant', "
-    "'<node>_quant_scales_mul') -> that node's module, unless it extends an original value name; (4) all "
+    "'<node>_quant_scales_mul') -> that node's module and origins, unless it extends an original value name; (4) all "
     "consumers known -> lowest common ancestor of their modules (fixed point); otherwise unknown."
 )
 POSITION_RULES = (
@@ -81,6 +90,35 @@ def _between(orig: GraphIndex, ins: set[str], outs: set[str]) -> set[int]:
     return forward
 
 
+def op_type_overlap(fused: str, part: str) -> int:
+    """Length of op type ``part`` where it occurs in op type ``fused`` on CamelCase word boundaries, else 0."""
+    if not part or len(part) > len(fused):
+        return 0
+    start = fused.find(part)
+    while start >= 0:
+        end = start + len(part)
+        if (start == 0 or fused[start].isupper()) and (end == len(fused) or fused[end].isupper()):
+            return len(part)
+        start = fused.find(part, start + 1)
+    return 0
+
+
+def _holds(ancestor: str, path: str) -> bool:
+    return ancestor == "" or path == ancestor or path.startswith(ancestor + ".")
+
+
+def dominant_part(op_type: str, parts: list[tuple[str, str]], read_owners: list[str]) -> str | None:
+    """The module a fused node of ``op_type`` still is, given its replaced (op type, module) ``parts``."""
+    best = max((op_type_overlap(op_type, op) for op, _ in parts), default=0)
+    if best == 0:
+        return None
+    dominant = {m for op, m in parts if op_type_overlap(op_type, op) == best}
+    if len(dominant) != 1:
+        return None
+    module = dominant.pop()
+    return module if all(_holds(module, o) for o in read_owners) else None
+
+
 IN_PLACE_RULE = (
     " (same name with another op type, i.e. fused in place such as Conv+Relu -> FusedConv: rule 2 first, "
     "then the same-name module)"
@@ -88,18 +126,27 @@ IN_PLACE_RULE = (
 
 
 def matched_truth(
-    processed: onnx.ModelProto, original: onnx.ModelProto, truth: Truth, source: str, in_place_fusions: bool = False
+    processed: onnx.ModelProto, original: onnx.ModelProto, truth: Truth, source: str, in_place_fusions: bool = False,
+    owners: dict[str, str] | None = None,
 ) -> Truth:
-    """Truth for ``processed`` (ORT-optimized, ORT-session-optimized, onnxslim'd or quantized ``original``)."""
+    """Truth for ``processed`` (ORT-optimized, ORT-session-optimized, onnxslim'd or quantized ``original``).
+
+    ``owners``: parameter and buffer name -> owning module, for the dominant
+    part of a fused node (a node reading no named parameter is judged on its
+    op type alone).
+    """
+    owners = owners or {}
     orig = GraphIndex(original)
     orig_modules = _original_modules(orig, truth)
-    by_name: dict[str, str | None] = {}
-    for node, module in zip(orig.nodes, orig_modules):
+    orig_origins = truth_origins(orig, truth)
+    by_name: dict[str, int] = {}
+    for j, node in enumerate(orig.nodes):
         if node.name:
-            by_name.setdefault(node.name, module)
+            by_name.setdefault(node.name, j)
     orig_values = orig.values()
     new = GraphIndex(processed)
     modules: list[str | None] = [None] * len(new.nodes)
+    origins: Origins = [None] * len(new.nodes)
     pending: set[int] = set()
     node_names_by_length = sorted((n for n in by_name), key=len, reverse=True)
     value_names = {v for v in orig_values if v}
@@ -107,33 +154,44 @@ def matched_truth(
     for i, node in enumerate(new.nodes):
         same_name = node.name in by_name
         if same_name and (not in_place_fusions or orig_ops.get(node.name) == node.op_type):
-            modules[i] = by_name[node.name]
+            modules[i] = orig_modules[by_name[node.name]]
+            origins[i] = orig_origins[by_name[node.name]]
             continue
         ins = {v for v in node.input if v in orig_values} - orig.initializers
         outs = {v for v in node.output if v in orig.producer}
         if ins and outs:
-            known = [orig_modules[j] for j in _between(orig, ins, outs) if orig_modules[j] is not None]
-            if known:
-                modules[i] = lowest_common_ancestor(known)
+            between = [j for j in _between(orig, ins, outs) if orig_modules[j] is not None]
+            if between:
+                known = [orig_modules[j] for j in between]
+                read = [owners[v] for v in node.input if v in new.initializers and v in owners]
+                parts = [(orig.nodes[j].op_type, orig_modules[j]) for j in between]
+                dominant = dominant_part(node.op_type, parts, read) if len(set(known)) > 1 else None
+                modules[i] = dominant if dominant is not None else lowest_common_ancestor(known)  # type: ignore[arg-type]
+                origins[i] = sorted({p for j in between for p in (orig_origins[j] or [orig_modules[j]])})  # type: ignore[misc]
                 continue
         elif outs:
-            known = [orig_modules[orig.producer[v]] for v in outs]
+            producers = [orig.producer[v] for v in outs]
+            known = [orig_modules[j] for j in producers]
             if all(k is not None for k in known):
                 modules[i] = lowest_common_ancestor(known)  # type: ignore[arg-type]
+                origins[i] = sorted({p for j in producers for p in (orig_origins[j] or [orig_modules[j]])})  # type: ignore[misc]
                 continue
         if same_name:
-            modules[i] = by_name[node.name]
+            modules[i] = orig_modules[by_name[node.name]]
+            origins[i] = orig_origins[by_name[node.name]]
             continue
         if node.name and not any(node.name.startswith(v + "_") for v in value_names if v in node.name):
             for name in node_names_by_length:
                 if node.name.startswith(name + "_"):
-                    modules[i] = by_name[name]
+                    modules[i] = orig_modules[by_name[name]]
+                    origins[i] = orig_origins[by_name[name]]
                     break
             if modules[i] is not None:
                 continue
         pending.add(i)
     _consumer_lca(new, modules, pending)
-    return make_truth(new, modules, MATCH_RULES.format(source=source, in_place=IN_PLACE_RULE if in_place_fusions else ""))
+    return make_truth(new, modules, MATCH_RULES.format(source=source, in_place=IN_PLACE_RULE if in_place_fusions else ""),
+                      origins)
 
 
 CONSUMER_RULE_OPS = frozenset(
@@ -165,7 +223,7 @@ def positional_truth(stripped: onnx.ModelProto, original: onnx.ModelProto, truth
     if [n.op_type for n in orig.nodes] != [n.op_type for n in new.nodes]:
         raise ValueError("stripped copy does not keep the original node order")
     modules = _original_modules(orig, truth)
-    return make_truth(new, modules, POSITION_RULES.format(source=source))
+    return make_truth(new, modules, POSITION_RULES.format(source=source), truth_origins(orig, truth))
 
 
 RESORT_RULES = (
@@ -253,10 +311,13 @@ def permuted_truth(
     src_spans = _nodes_with_subgraphs(source)
     if len(order) != len(src_spans) or sorted(order) != list(range(len(src_spans))):
         raise ValueError("order is not a permutation of the source's main-graph nodes")
+    src_origins = truth_origins(src, truth)
     modules: list[str | None] = []
+    origins: Origins = []
     for i in order:
         for k in src_spans[i]:
             modules.append(src_modules[k])
+            origins.append(src_origins[k])
     if len(modules) != len(new.nodes):
         raise ValueError("re-sorted copy and source differ in node count")
     src_ops = [src.nodes[k].op_type for i in order for k in src_spans[i]]
@@ -265,4 +326,4 @@ def permuted_truth(
     rules = RESORT_RULES.format(
         source=source_name, seed=seed, renamed="; then names stripped again in the new order" if renamed else ""
     )
-    return make_truth(new, modules, rules)
+    return make_truth(new, modules, rules, origins)

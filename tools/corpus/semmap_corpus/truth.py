@@ -184,16 +184,97 @@ def propagate_to_unscoped(index: GraphIndex, modules: list[str | None], candidat
                 changed = True
 
 
-def make_truth(index: GraphIndex, modules: list[str | None], rules: str) -> Truth:
-    """Assemble ``{"nodes", "unknown", "rules"}`` in traversal order."""
+Origins = list[list[str] | None]
+
+
+def make_truth(index: GraphIndex, modules: list[str | None], rules: str, origins: Origins | None = None) -> Truth:
+    """Assemble ``{"nodes", "unknown", "rules"}`` in traversal order, plus
+    ``"origins"`` (node id -> the modules whose work a fused node does, two or
+    more, sorted) when any node has them."""
     nodes: dict[str, str] = {}
     unknown: list[str] = []
-    for node_id, module in zip(index.ids, modules):
+    fused: dict[str, list[str]] = {}
+    for i, (node_id, module) in enumerate(zip(index.ids, modules)):
         if module is None:
             unknown.append(node_id)
-        else:
-            nodes[node_id] = module
-    return {"nodes": nodes, "unknown": unknown, "rules": rules}
+            continue
+        nodes[node_id] = module
+        parts = sorted(set(origins[i] or ())) if origins is not None else []
+        if len(parts) >= 2:
+            fused[node_id] = parts
+    truth: Truth = {"nodes": nodes, "unknown": unknown, "rules": rules}
+    if fused:
+        truth["origins"] = fused
+    return truth
+
+
+def truth_origins(index: GraphIndex, truth: Truth) -> Origins:
+    """The origins of ``truth``, indexed like ``index``'s nodes."""
+    fused = truth.get("origins", {})
+    return [fused.get(node_id) for node_id in index.ids]
+
+
+FOLDED_RULES = (
+    " origins: a node doing several modules' work lists them in 'origins' (its module stays the one primary "
+    "answer). Folded modules are found by running the model with forward hooks: a module with tensors and no "
+    "node of its own in the export whose input is the output of a leaf module with parameters (a BatchNorm "
+    "right after its Conv) was folded into it; the nodes of that module reading an initializer get origins "
+    "{module, folded module}."
+)
+
+
+def folded_modules(model: torch.nn.Module, inputs: Any) -> dict[str, list[str]]:
+    """Leaf module path -> the modules that consumed its output directly in a
+    forward pass of ``model`` on ``inputs`` and hold tensors of their own
+    (candidates for folding into it; kept only when they get no node)."""
+    canonical = {id(m): p for p, m in model.named_modules()}
+    # id of an output -> (producer, the output itself, kept alive so that no
+    # later tensor reuses its id)
+    produced: dict[int, tuple[str, torch.Tensor]] = {}
+    consumers: dict[str, list[str]] = defaultdict(list)
+
+    def holds_tensors(m: torch.nn.Module) -> bool:
+        return any(True for _ in m.parameters(recurse=False)) or any(True for _ in m.buffers(recurse=False))
+
+    def hook(module: torch.nn.Module, args: tuple, output: Any) -> None:
+        path = canonical.get(id(module))
+        if path is None:
+            return
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if first is not None and id(first) in produced and produced[id(first)][1] is first and holds_tensors(module):
+            producer = produced[id(first)][0]
+            if producer != path and path not in consumers[producer]:
+                consumers[producer].append(path)
+        if isinstance(output, torch.Tensor) and any(True for _ in module.parameters(recurse=False)):
+            produced[id(output)] = (path, output)
+
+    leaves = [m for m in model.modules() if not any(True for _ in m.children())]
+    handles = [m.register_forward_hook(hook) for m in leaves]
+    try:
+        with torch.no_grad():
+            if isinstance(inputs, dict):
+                model(**inputs)
+            else:
+                model(*inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return dict(consumers)
+
+
+def add_folded_origins(onnx_model: onnx.ModelProto, truth: Truth, folded: dict[str, list[str]]) -> Truth:
+    """``truth`` with origins for the nodes modules were folded into (:data:`FOLDED_RULES`)."""
+    index = GraphIndex(onnx_model)
+    with_nodes = set(truth["nodes"].values())
+    origins = truth_origins(index, truth)
+    modules = [truth["nodes"].get(node_id) for node_id in index.ids]
+    for i, node in enumerate(index.nodes):
+        module = modules[i]
+        gone = [f for f in folded.get(module or "", []) if f not in with_nodes]
+        if not gone or not any(v in index.initializers for v in node.input):
+            continue
+        origins[i] = sorted(set(origins[i] or [module]) | set(gone))  # type: ignore[arg-type]
+    return make_truth(index, modules, truth["rules"] + FOLDED_RULES, origins)
 
 
 def torchscript_truth(onnx_model: onnx.ModelProto, model: torch.nn.Module, traced_root: str = "") -> Truth:
@@ -257,10 +338,11 @@ REWRITER_RULE_KEY = "pkg.onnxscript.rewriter.rule_name"
 REWRITER_RULES = (
     " rewritten nodes: a node carrying metadata_props['pkg.onnxscript.rewriter.rule_name'] (the exporter's "
     "optimizer rewrote it, e.g. FuseBatchNormIntoConv labels the fused Conv with the BatchNorm's module stack) "
-    "whose metadata module differs from the owner of a parameter initializer it reads (an initializer named "
-    "after a parameter or buffer of the model, e.g. 'layer1.0.conv1.weight' -> 'layer1.0.conv1') -> the lowest "
-    "common ancestor of the metadata module and those owners: a node doing two modules' work belongs to their "
-    "common ancestor."
+    "that reads parameter initializers (named after a parameter or buffer of the model, e.g. "
+    "'layer1.0.conv1.weight' -> 'layer1.0.conv1') of modules other than its metadata module does their work: "
+    "its origins are the metadata module and those owners (less any that holds another); its module is the "
+    "owner when there is one (the fused node is still that module's operation: a Conv computing with its "
+    "Conv's weight), else the lowest common ancestor of all."
 )
 
 
@@ -291,14 +373,21 @@ def lowest_common_ancestor(paths: Iterable[str]) -> str:
     return ".".join(common)
 
 
+def _holds(ancestor: str, path: str) -> bool:
+    return ancestor == "" or path == ancestor or path.startswith(ancestor + ".")
+
+
 def rewritten_node_module(
     node: onnx.NodeProto, metadata_module: str, owners: dict[str, str], initializers: set[str]
-) -> str:
-    """The module of a node the exporter's optimizer rewrote (see :data:`REWRITER_RULES`)."""
-    read = sorted({owners[v] for v in node.input if v in initializers and v in owners})
-    if not read or all(o == metadata_module for o in read):
-        return metadata_module
-    return lowest_common_ancestor([metadata_module, *read])
+) -> tuple[str, list[str] | None]:
+    """The module and origins of a node the exporter's optimizer rewrote (see :data:`REWRITER_RULES`)."""
+    read = sorted({owners[v] for v in node.input if v in initializers and v in owners} - {metadata_module})
+    if not read:
+        return metadata_module, None
+    parts = [metadata_module, *read]
+    origins = [a for a in parts if not any(b != a and _holds(a, b) for b in parts)]
+    module = read[0] if len(read) == 1 else lowest_common_ancestor(parts)
+    return module, origins
 
 
 def dynamo_truth(onnx_model: onnx.ModelProto, model: torch.nn.Module, rewriter_lca: bool = False) -> Truth:
@@ -310,13 +399,14 @@ def dynamo_truth(onnx_model: onnx.ModelProto, model: torch.nn.Module, rewriter_l
     index = GraphIndex(onnx_model)
     known = module_aliases(model)
     modules = [dynamo_module(n, known) for n in index.nodes]
+    origins: Origins = [None] * len(modules)
     if rewriter_lca:
         owners = parameter_owners(model)
         for i, node in enumerate(index.nodes):
             if modules[i] is not None and any(p.key == REWRITER_RULE_KEY for p in node.metadata_props):
-                modules[i] = rewritten_node_module(node, modules[i], owners, index.initializers)  # type: ignore[arg-type]
+                modules[i], origins[i] = rewritten_node_module(node, modules[i], owners, index.initializers)  # type: ignore[arg-type]
     propagate_to_unscoped(index, modules, {i for i, m in enumerate(modules) if m is None})
-    return make_truth(index, modules, DYNAMO_RULES + (REWRITER_RULES if rewriter_lca else ""))
+    return make_truth(index, modules, DYNAMO_RULES + (REWRITER_RULES if rewriter_lca else ""), origins)
 
 
 def truth_stats(truth: Truth) -> dict[str, int]:

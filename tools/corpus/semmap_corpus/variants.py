@@ -36,7 +36,7 @@ from semmap_corpus.matching import matched_truth, permuted_truth, positional_tru
 from semmap_corpus.sanitize import strip_local_paths
 from semmap_corpus.store import Corpus, Fixture, error_record, quiet
 from semmap_corpus.strip import strip_names
-from semmap_corpus.truth import Truth, torchscript_truth, truth_stats
+from semmap_corpus.truth import Truth, parameter_owners, torchscript_truth, truth_stats
 
 if TYPE_CHECKING:
     from semmap_corpus.specs import Arch
@@ -149,7 +149,8 @@ def build_variant(
                                        extra["derived_from"], RESORT_SEED, renamed=variant.startswith("stripped"))
         else:
             new_truth = matched_truth(processed, original, truth, source,
-                                      in_place_fusions=corpus.toolchain != "torch-2.9")
+                                      in_place_fusions=corpus.toolchain != "torch-2.9",
+                                      owners=parameter_owners(model))
     except Exception as e:  # recorded in the index
         corpus.fail(arch, exporter, variant, [{"options": {}, **error_record(e)}])
         return None

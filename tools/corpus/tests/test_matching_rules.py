@@ -13,10 +13,23 @@ import pytest
 import torch
 from onnx import TensorProto, helper
 
-from semmap_corpus.matching import matched_truth, permuted_truth, positional_truth, resort
+from semmap_corpus.matching import (
+    dominant_part,
+    matched_truth,
+    op_type_overlap,
+    permuted_truth,
+    positional_truth,
+    resort,
+)
 from semmap_corpus.node_ids import node_ids
 from semmap_corpus.strip import strip_names
-from semmap_corpus.truth import REWRITER_RULE_KEY, dynamo_truth, parameter_owners
+from semmap_corpus.truth import (
+    REWRITER_RULE_KEY,
+    add_folded_origins,
+    dynamo_truth,
+    folded_modules,
+    parameter_owners,
+)
 
 
 class ConvBn(torch.nn.Module):
@@ -26,12 +39,18 @@ class ConvBn(torch.nn.Module):
         self.bn = torch.nn.BatchNorm2d(4)
         self.act = torch.nn.ReLU()
 
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.bn(self.conv(x)))
+
 
 class Net(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.block = ConvBn()
         self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.block(x).flatten(1))
 
 
 def _meta(node: onnx.NodeProto, scopes: list[str], rule: str | None = None) -> onnx.NodeProto:
@@ -82,9 +101,11 @@ def test_parameter_owners() -> None:
     assert "block.conv.weight_bias" not in owners  # made by the exporter's optimizer, not a parameter
 
 
-def test_rewritten_conv_belongs_to_the_common_ancestor() -> None:
+def test_rewritten_conv_is_the_conv_with_the_batchnorm_as_origin() -> None:
     truth = dynamo_truth(_dynamo_like_model(), Net(), rewriter_lca=True)
-    assert truth["nodes"]["node_Conv_1"] == "block"  # LCA(block.bn, block.conv)
+    # reads one module's parameters (the Conv's): that module, both as origins
+    assert truth["nodes"]["node_Conv_1"] == "block.conv"
+    assert truth["origins"] == {"node_Conv_1": ["block.bn", "block.conv"]}
     assert truth["nodes"]["node_relu"] == "block.act"
     assert truth["nodes"]["node_Reshape_2"] == ""  # no parameter read: metadata module (root)
     assert truth["nodes"]["node_linear"] == "head"  # reads its own parameters: unchanged
@@ -119,11 +140,46 @@ def test_in_place_fusion_is_matched_through_the_nodes_it_replaced() -> None:
              "rules": "test"}
     fused = _conv_relu(True)
     new = matched_truth(fused, original, truth, "src", in_place_fusions=True)
-    assert new["nodes"]["/a/conv/Conv"] == "a"  # LCA(a.conv, a.act)
+    # FusedConv carries "Conv": the Conv's module, both as origins
+    assert new["nodes"]["/a/conv/Conv"] == "a.conv"
+    assert new["origins"] == {"/a/conv/Conv": ["a.act", "a.conv"]}
+    # reading a parameter of the activation's module, no part dominates: LCA
+    owned = matched_truth(fused, original, truth, "src", in_place_fusions=True, owners={"w": "a.act"})
+    assert owned["nodes"]["/a/conv/Conv"] == "a"
     assert new["nodes"]["/head/Identity"] == "head"  # same name, same op: rule 1
     assert "fused in place" in new["rules"]
     # the torch-2.9 slice keeps the plain same-name rule
     assert matched_truth(fused, original, truth, "src")["nodes"]["/a/conv/Conv"] == "a.conv"
+
+
+def test_op_type_overlap_and_dominant_part() -> None:
+    assert op_type_overlap("FusedConv", "Conv") == 4
+    assert op_type_overlap("SkipLayerNormalization", "LayerNormalization") == 18
+    assert op_type_overlap("MatMul", "Mul") == 3
+    assert op_type_overlap("Convolution", "Conv") == 0
+    assert op_type_overlap("Attention", "MatMul") == 0
+    # the longest part wins; parts of two modules at that length: none dominates
+    assert dominant_part("FusedMatMul", [("MatMul", "m"), ("Mul", "s")], []) == "m"
+    assert dominant_part("Attention", [("MatMul", "q"), ("MatMul", "k")], []) is None
+    assert dominant_part("FusedConv", [("Conv", "c"), ("Relu", "r")], ["c"]) == "c"
+    assert dominant_part("EmbedLayerNormalization", [("Gather", "e"), ("LayerNormalization", "n")], ["e", "n"]) is None
+
+
+def test_folded_modules_come_from_a_forward_pass() -> None:
+    net = Net().eval()
+    folded = folded_modules(net, (torch.randn(1, 3, 1, 1),))
+    assert folded == {"block.conv": ["block.bn"]}  # the act holds no tensors; head reads block's output
+
+
+def test_origins_are_added_where_the_folded_module_has_no_node() -> None:
+    model = _dynamo_like_model()
+    truth = {"nodes": {"node_Conv_1": "block.conv", "node_relu": "block.act"}, "unknown": [], "rules": "r"}
+    out = add_folded_origins(model, truth, {"block.conv": ["block.bn"]})
+    assert out["origins"] == {"node_Conv_1": ["block.bn", "block.conv"]}
+    assert out["nodes"] == truth["nodes"]
+    # a BatchNorm with a node of its own was not folded
+    truth["nodes"]["node_relu"] = "block.bn"
+    assert "origins" not in add_folded_origins(model, truth, {"block.conv": ["block.bn"]})
 
 
 def _wide_model() -> onnx.ModelProto:

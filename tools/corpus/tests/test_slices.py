@@ -159,13 +159,14 @@ def _truth(name: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("fixture", "node", "module"),
     [
-        # FuseBatchNormIntoConv: metadata says the BatchNorm, the weight is the Conv's -> their common parent
-        ("resnet-imgcls.dynamo", "node_Conv_96", "resnet.embedder.embedder"),
-        ("resnet-imgcls.dynamo.onnxslim", "node_Conv_96", "resnet.embedder.embedder"),
-        # ORT session: Conv + Relu fused in place, the Conv's name kept
-        ("resnet-imgcls.dynamo.ort-session", "node_Conv_96", "resnet.embedder.embedder"),
+        # FuseBatchNormIntoConv: metadata says the BatchNorm, the weight is the Conv's -> the Conv
+        ("resnet-imgcls.dynamo", "node_Conv_96", "resnet.embedder.embedder.convolution"),
+        ("resnet-imgcls.dynamo.onnxslim", "node_Conv_96", "resnet.embedder.embedder.convolution"),
+        # ORT session: Conv + Relu fused in place, the Conv's name kept -> FusedConv is the Conv
+        ("resnet-imgcls.dynamo.ort-session", "node_Conv_96", "resnet.embedder.embedder.convolution"),
         ("bert-seqcls.dynamo", "node_layer_norm", "bert.embeddings.LayerNorm"),
-        ("bert-seqcls.dynamo.ort-session", "fused node_linear_12", "bert.pooler"),
+        # FusedGemm (Gemm + Tanh) reading the dense layer's parameters: the Gemm
+        ("bert-seqcls.dynamo.ort-session", "fused node_linear_12", "bert.pooler.dense"),
         ("bert-seqcls.torchscript", "/bert/encoder/layer.0/attention/self/query/MatMul",
          "bert.encoder.layer.0.attention.self.query"),
         ("phi3-causal-lm.torchscript", "/model/layers.0/self_attn/qkv_proj/MatMul",
@@ -181,3 +182,25 @@ def test_known_truths(fixture: str, node: str, module: str) -> None:
 def test_placeholder_stack_shape_reads_are_unknown() -> None:
     truth = json.loads((SLICE / "bert-seqcls.dynamo" / "truth.json").read_text())
     assert "node_Shape_0" in truth["unknown"]
+
+
+@pytest.mark.parametrize(
+    ("fixture", "node", "origins"),
+    [
+        # the exporter's rewrite metadata (dynamo) and the forward pass (TorchScript) agree
+        ("resnet-imgcls.dynamo", "node_Conv_96",
+         ["resnet.embedder.embedder.convolution", "resnet.embedder.embedder.normalization"]),
+        ("tv-resnet18.torchscript", "/layer1/layer1.0/conv2/Conv", ["layer1.0.bn2", "layer1.0.conv2"]),
+        # carried by position and by name into derived copies
+        ("tv-resnet18.torchscript.stripped", "n5", ["layer1.0.bn2", "layer1.0.conv2"]),
+        # ONNX Runtime's FusedConv: the Conv, its folded BatchNorm and the Relu it absorbed
+        ("tv-resnet18.dynamo.ort-session", "node_Conv_294", ["layer1.0.bn1", "layer1.0.conv1", "layer1.0.relu"]),
+    ],
+)
+def test_known_origins(fixture: str, node: str, origins: list[str]) -> None:
+    assert json.loads((SLICE / fixture / "truth.json").read_text())["origins"][node] == origins
+
+
+def test_no_origins_where_nothing_is_fused() -> None:
+    # BERT's plain TorchScript export runs every module's own ops.
+    assert "origins" not in json.loads((SLICE / "bert-seqcls.torchscript" / "truth.json").read_text())

@@ -1,0 +1,57 @@
+// Nodes that do the work of several modules: a Conv with its BatchNorm
+// folded in by the exporter, an ONNX Runtime fusion (FusedConv,
+// SkipLayerNormalization, Attention). Their origins are the modules whose
+// operations they perform (OriginTable); their primary answer is the module
+// whose operation the node still is when one part dominates, else the
+// parts' lowest common ancestor.
+#ifndef SEMMAP_SRC_MAPPING_STRATEGIES_FUSED_NODES_H_
+#define SEMMAP_SRC_MAPPING_STRATEGIES_FUSED_NODES_H_
+
+#include <cstddef>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "mapping/mapping_record.h"
+#include "mapping/op_traits.h"
+#include "mapping/origin_table.h"
+#include "mapping/strategies/tensor_evidence.h"
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+
+namespace semmap {
+namespace internal {
+
+// One part of a fused node: an operation it replaced and that operation's
+// module.
+struct FusedPart {
+  absl::string_view op_type;
+  ModuleId module = kNoModule;
+};
+
+// The module a fused node still is: the module of the parts whose op type
+// its op type carries (the largest OpTypeOverlap, op_traits.h), when those
+// parts are of one module and every parameter `node` reads by name is that
+// module's. kNoModule when no part dominates (an Attention replacing
+// MatMuls of three projections, an EmbedLayerNormalization reading three
+// embeddings' weights).
+ModuleId DominantPart(const Graph& graph, NodeId node, absl::Span<const FusedPart> parts,
+                      const Manifest& manifest, const TensorEvidence& tensors);
+
+// A module whose tensors the exporter folded into the node of the module
+// before it (a BatchNorm into its Conv) has no node of its own, and that
+// node does the work of both. For each leaf module C with a weight of rank
+// 2 or more whose manifest sibling right after it holds only vectors as
+// long as C's output channels (and scalars), among them a buffer (running
+// statistics: a fixed affine map at inference, unlike a LayerNorm's), has
+// no module inside and no node mapped to it: the nodes mapped to C that read an initializer of C's
+// weight's size, or a vector of C's output channels C does not hold (the
+// bias the folding made), get origins {C, sibling}. Their answer stays C.
+// Data movement (OpTraits: a Reshape of the bias) is left out.
+void RecordFoldedNeighbours(const Graph& graph, const Manifest& manifest, const OpTraits& ops,
+                            const std::vector<MappingRecord>& mappings, OriginTable* origins);
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_MAPPING_STRATEGIES_FUSED_NODES_H_

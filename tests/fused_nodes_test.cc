@@ -1,0 +1,234 @@
+// Nodes that do several modules' work (mapping/strategies/fused_nodes.h,
+// mapping/origin_table.h): which part a fused op type names, when a folded
+// module is found beside its Conv, and the origins and primary answers on
+// real exports against their truth.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "catch2/catch.hpp"
+#include "mapped_fixture.h"
+#include "mapping/mapping_record.h"
+#include "mapping/op_traits.h"
+#include "mapping/origin_table.h"
+#include "mapping/strategies/fused_nodes.h"
+#include "semmap/graph.h"
+#include "semmap/manifest.h"
+#include "semmap/mapper.h"
+#include "semmap/truth.h"
+#include "test_util.h"
+
+namespace {
+
+using semmap::Graph;
+using semmap::kNoModule;
+using semmap::Manifest;
+using semmap::ModuleId;
+using semmap::NodeId;
+using semmap::internal::MappingRecord;
+using semmap::internal::OpTraits;
+using semmap::internal::OpTypeOverlap;
+using semmap::internal::OriginTable;
+using semmap::internal::RecordFoldedNeighbours;
+
+TEST_CASE("OpTypeOverlap: a part's op type on the fused op type's word boundaries") {
+  CHECK(OpTypeOverlap("Conv", "Conv") == 4);
+  CHECK(OpTypeOverlap("FusedConv", "Conv") == 4);
+  CHECK(OpTypeOverlap("ConvInteger", "Conv") == 4);
+  CHECK(OpTypeOverlap("QLinearConv", "Conv") == 4);
+  CHECK(OpTypeOverlap("SkipLayerNormalization", "LayerNormalization") == 18);
+  CHECK(OpTypeOverlap("MatMulInteger", "MatMul") == 6);
+  // "Mul" is a word of "MatMul" too: the longer part wins in DominantPart.
+  CHECK(OpTypeOverlap("FusedMatMul", "Mul") == 3);
+  CHECK(OpTypeOverlap("FusedMatMul", "MatMul") == 6);
+  // Not on a word boundary, or not there at all.
+  CHECK(OpTypeOverlap("Convolution", "Conv") == 0);
+  CHECK(OpTypeOverlap("Attention", "MatMul") == 0);
+  CHECK(OpTypeOverlap("Attention", "Softmax") == 0);
+  CHECK(OpTypeOverlap("Gemm", "Add") == 0);
+  CHECK(OpTypeOverlap("Conv", "FusedConv") == 0);
+  CHECK(OpTypeOverlap("Conv", "") == 0);
+}
+
+TEST_CASE("OriginTable keeps two or more distinct modules, sorted") {
+  OriginTable table;
+  table.Set(3, {5, 2, 5});
+  REQUIRE(table.Of(3).size() == 2);
+  CHECK(table.Of(3)[0] == 2);
+  CHECK(table.Of(3)[1] == 5);
+  table.Set(4, {7, 7, kNoModule});  // one module: no fusion
+  CHECK(table.Of(4).empty());
+  table.Set(3, {1});  // overwriting with one module clears
+  CHECK(table.Of(3).empty());
+  CHECK(table.size() == 0);
+}
+
+// block.conv (weight [4,3,3,3], no bias), block.bn (per-channel vectors of
+// `bn_channels` and a scalar step count; with `statistics` false only a
+// weight and a bias, as a LayerNorm), block.relu.
+Manifest FoldedManifest(int bn_channels, bool statistics = true) {
+  const std::string c = std::to_string(bn_channels);
+  const std::string vec = R"({"name":"NAME","shape":[)" + c + R"(],"dtype":"float32"})";
+  auto v = [&](const std::string& name) {
+    std::string s = vec;
+    s.replace(s.find("NAME"), 4, name);
+    return s;
+  };
+  const std::string json =
+      R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[)"
+      R"({"path":"","class":"M","qualified_class":"t.M","parent":null,"children":["block"],"parameters":[],"buffers":[]},)"
+      R"({"path":"block","class":"B","qualified_class":"t.B","parent":"","children":["block.conv","block.bn","block.relu"],"parameters":[],"buffers":[]},)"
+      R"({"path":"block.conv","class":"Conv2d","qualified_class":"t.Conv2d","parent":"block","children":[],)"
+      R"("parameters":[{"name":"weight","shape":[4,3,3,3],"dtype":"float32"}],"buffers":[]},)"
+      R"({"path":"block.bn","class":"BatchNorm2d","qualified_class":"t.BatchNorm2d","parent":"block","children":[],)"
+      R"("parameters":[)" + v("weight") + "," + v("bias") + R"(],"buffers":[)" +
+      (statistics ? v("running_mean") + "," + v("running_var") +
+                        R"(,{"name":"num_batches_tracked","shape":[],"dtype":"int64"})"
+                  : std::string()) +
+      R"(]},)"
+      R"({"path":"block.relu","class":"ReLU","qualified_class":"t.ReLU","parent":"block","children":[],"parameters":[],"buffers":[]}]})";
+  auto m = Manifest::Parse(json, "folded manifest");
+  REQUIRE(m.ok());
+  return *std::move(m);
+}
+
+void AddInitializer(onnx::GraphProto* g, const std::string& name, std::vector<std::int64_t> dims) {
+  onnx::TensorProto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (std::int64_t d : dims) t->add_dims(d);
+}
+
+// A TorchScript-like export with the BatchNorm folded: one Conv reading
+// anonymous folded weights, a Reshape of the bias, a Relu.
+Graph FoldedGraph() {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  onnx::GraphProto* g = model.mutable_graph();
+  AddInitializer(g, "onnx::Conv_7", {4, 3, 3, 3});
+  AddInitializer(g, "onnx::Conv_8", {4});
+  semmap_test::AddNode(g, "/block/conv/Conv", "Conv", {"x", "onnx::Conv_7", "onnx::Conv_8"}, {"c"});
+  semmap_test::AddNode(g, "/block/conv/Reshape", "Reshape", {"onnx::Conv_8", "shape"}, {"r"});
+  semmap_test::AddNode(g, "/block/relu/Relu", "Relu", {"c"}, {"y"});
+  auto graph = Graph::Parse(semmap_test::Serialize(model), "folded");
+  REQUIRE(graph.ok());
+  return *std::move(graph);
+}
+
+std::vector<MappingRecord> Records(const Manifest& m, const std::vector<std::string>& paths) {
+  std::vector<MappingRecord> records(paths.size());
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    records[i].module = m.find(paths[i]);
+    records[i].confidence = 1.0;
+  }
+  return records;
+}
+
+TEST_CASE("RecordFoldedNeighbours: a BatchNorm left without a node beside its Conv") {
+  const Graph g = FoldedGraph();
+  const OpTraits ops(g, semmap::Rules::Default());
+  SECTION("the Conv does the BatchNorm's work; the bias Reshape is data movement") {
+    const Manifest m = FoldedManifest(4);
+    OriginTable origins;
+    RecordFoldedNeighbours(g, m, ops, Records(m, {"block.conv", "block.conv", "block.relu"}),
+                           &origins);
+    REQUIRE(origins.Of(0).size() == 2);
+    CHECK(m.module(origins.Of(0)[0]).path == "block.conv");
+    CHECK(m.module(origins.Of(0)[1]).path == "block.bn");
+    CHECK(origins.Of(1).empty());
+    CHECK(origins.Of(2).empty());
+  }
+  SECTION("a BatchNorm over another width was not folded into this Conv") {
+    const Manifest m = FoldedManifest(5);
+    OriginTable origins;
+    RecordFoldedNeighbours(g, m, ops, Records(m, {"block.conv", "block.conv", "block.relu"}),
+                           &origins);
+    CHECK(origins.size() == 0);
+  }
+  SECTION("a norm without running statistics (a LayerNorm) is never folded") {
+    const Manifest m = FoldedManifest(4, /*statistics=*/false);
+    OriginTable origins;
+    RecordFoldedNeighbours(g, m, ops, Records(m, {"block.conv", "block.conv", "block.relu"}),
+                           &origins);
+    CHECK(origins.size() == 0);
+  }
+  SECTION("a BatchNorm with a node of its own was not folded") {
+    const Manifest m = FoldedManifest(4);
+    OriginTable origins;
+    RecordFoldedNeighbours(g, m, ops, Records(m, {"block.conv", "block.conv", "block.bn"}),
+                           &origins);
+    CHECK(origins.size() == 0);
+  }
+}
+
+// Every fused node of the truth, on a real export: the mapper's primary
+// answer and its origins (as sets) against the truth's.
+struct FusedTally {
+  std::size_t fused = 0, exact = 0, right_module = 0, spurious = 0;
+};
+
+FusedTally TallyFused(const std::string& dir) {
+  const std::unique_ptr<semmap_test::MappedFixture> f = semmap_test::LoadMapped(dir);
+  auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
+  REQUIRE(truth.ok());
+  FusedTally t;
+  for (NodeId i = 0; i < static_cast<NodeId>(f->graph->size()); ++i) {
+    const std::string id(f->graph->node(i).id);
+    std::vector<std::string> listed;
+    for (absl::string_view o : f->mapper->originPathsOf(i)) listed.emplace_back(o);
+    std::sort(listed.begin(), listed.end());
+    const std::vector<std::string>* parts = truth->originsOf(id);
+    if (parts == nullptr) {
+      t.spurious += !listed.empty();
+      continue;
+    }
+    ++t.fused;
+    t.exact += listed == *parts;
+    const std::string* expected = truth->find(id);
+    t.right_module += expected != nullptr && f->mapper->moduleFor(i).module_path == *expected;
+  }
+  return t;
+}
+
+TEST_CASE("Folded BatchNorms on a real CNN: origins and the Conv as the answer") {
+  // torchvision's ResNet-18: TorchScript folds each BatchNorm into its Conv
+  // (no metadata), dynamo's optimizer rewrites them (metadata names the
+  // BatchNorm), onnxslim keeps the dynamo file's fold without the metadata.
+  for (const char* dir : {"torch-2.15/tv-resnet18.torchscript", "torch-2.15/tv-resnet18.dynamo",
+                          "torch-2.15/tv-resnet18.dynamo.onnxslim",
+                          "torch-2.15/tv-resnet18.torchscript.onnxslim"}) {
+    INFO(dir);
+    const FusedTally t = TallyFused(dir);
+    CHECK(t.fused == 20);  // 20 Conv+BatchNorm pairs
+    CHECK(t.exact == t.fused);
+    CHECK(t.right_module == t.fused);
+    CHECK(t.spurious == 0);
+  }
+}
+
+TEST_CASE("A block's two folded Convs are told apart") {
+  const std::unique_ptr<semmap_test::MappedFixture> f =
+      semmap_test::LoadMapped("torch-2.15/tv-resnet18.dynamo");
+  std::vector<std::string> block_convs;
+  for (NodeId i = 0; i < static_cast<NodeId>(f->graph->size()); ++i) {
+    const semmap::Mapping m = f->mapper->moduleFor(i);
+    if (f->graph->node(i).op_type == "Conv" &&
+        absl::StartsWith(m.module_path, "layer1.0.")) {
+      block_convs.emplace_back(m.module_path);
+      CHECK(m.class_name == "Conv2d");
+      CHECK(m.confidence < semmap::kConfidentFloor);  // rewritten: below the floor
+    }
+  }
+  CHECK(block_convs == std::vector<std::string>{"layer1.0.conv1", "layer1.0.conv2"});
+}
+
+TEST_CASE("ONNX Runtime fusions carry the reference's parts") {
+  // FusedConv (Conv + Relu) after a session of ORT: primary the Conv.
+  const FusedTally t = TallyFused("torch-2.15/tv-resnet18.dynamo.ort-session");
+  CHECK(t.fused == 20);
+  CHECK(t.right_module == t.fused);
+  CHECK(t.spurious == 0);
+}
+
+}  // namespace
