@@ -59,6 +59,7 @@ TEST_CASE("structural answers on stripped exports: mostly right, never confident
       {"gpt2-causal-lm.dynamo.stripped", 0.25},
       {"torch-2.15/llama-causal-lm.dynamo.stripped", 0.6},
       {"torch-2.15/t5-seq2seq-lm.torchscript.stripped", 0.6},
+      {"torch-2.15/tv-resnet18.torchscript.stripped", 0.9},
   }));
   {
     CAPTURE(dir);
@@ -172,9 +173,12 @@ namespace {
 
 // The step's own account of which order it used and how many weights it
 // aligned, on real files.
-semmap::internal::StructureCounts RunStructure(const std::string& dir) {
+// The structural step alone on fixture `dir`, with the manifest of
+// `manifest_dir` (by default its own).
+semmap::internal::StructureCounts RunStructure(const std::string& dir,
+                                               const std::string& manifest_dir = "") {
   auto g = semmap::Graph::Load(Fixture(dir, "model.onnx"));
-  auto m = semmap::Manifest::Load(Fixture(dir, "manifest.json"));
+  auto m = semmap::Manifest::Load(Fixture(manifest_dir.empty() ? dir : manifest_dir, "manifest.json"));
   REQUIRE(g.ok());
   REQUIRE(m.ok());
   const semmap::Rules& rules = semmap::Rules::Default();
@@ -208,6 +212,19 @@ TEST_CASE("structure reports the order it used and the weights it aligned", "[st
   CHECK(stripped.aligned_weights >= 12);  // two layers' folded Linear weights
   CHECK(stripped.order_agreement > 0.9);
   CHECK_FALSE(stripped.relinearised);
+}
+
+TEST_CASE("anonymous weights: the alignment itself confirms the manifest, or nothing is inferred",
+          "[structure]") {
+  // TorchScript folded every BatchNorm into its Conv: all 20 conv weights
+  // are anonymous (onnx::Conv_N) and the names left (fc) are too few to
+  // confirm the manifest; the long varied run of shapes does.
+  const std::string stripped = "torch-2.15/tv-resnet18.torchscript.stripped";
+  CHECK(RunStructure(stripped).aligned_weights == 20);
+  // Another model's manifest, or a deeper ResNet's, aligns too little.
+  CHECK(RunStructure(stripped, "torch-2.15/tv-mobilenet-v3.torchscript").aligned_weights == 0);
+  CHECK(RunStructure(stripped, "torch-2.15/tv-regnet.torchscript").aligned_weights == 0);
+  CHECK(RunStructure(stripped, "torch-2.15/negative/tv-resnet18.depth").aligned_weights == 0);
 }
 
 }  // namespace

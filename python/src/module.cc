@@ -299,6 +299,8 @@ semmap::SidecarOptions SidecarOptionsOf(const Model& m, bool model_specific) {
 
 // The Python classes and functions, one group per function: Mapping and its
 // iterator, Model, and the module-level functions.
+// Long (about 85 lines): one property per field of Mapping, each with its
+// docstring, in the order the stub lists them.
 void BindMapping(nb::module_& mod) {
   nb::class_<MappingRef>(mod, "Mapping",
                          "The answer for one ONNX node: its module, class, category, how "

@@ -45,6 +45,10 @@ constexpr int kMaxPassthrough = 4;
 // At least one in this many of the manifest's parameters must be named by an
 // initializer of the graph (ManifestFits).
 constexpr std::size_t kMinNamedShare = 10;
+// Without names, an alignment confirms the manifest by itself with at least
+// this many weights of at least this many shapes (Alignment::Confirms).
+constexpr std::size_t kMinConfirmingWeights = 8;
+constexpr std::size_t kMinConfirmingShapes = 3;
 // At least one node in this many must carry a creation counter in its name
 // for the names to give the order (CreationOrder).
 constexpr std::size_t kMinKeyedShare = 5;
@@ -99,11 +103,26 @@ class Structure {
     // Nothing to do for an export whose names answered every node.
     bool any = false;
     for (std::size_t i = 0; i < n_ && !any; ++i) any = Candidate(static_cast<NodeId>(i));
-    if (!any || !ManifestFits()) return counts;
+    if (!any) return counts;
+    const bool named = ManifestFits();
     // Names that carry the exporter's creation counter give back the
     // order of the export itself, whatever a tool did to the file's order.
     SetOrder(CreationOrder(&counts.creation_order));
-    counts.aligned_weights = AlignUnnamedWeights();
+    if (named) {
+      counts.aligned_weights = AlignUnnamedWeights(nullptr);
+    } else {
+      // No initializer name confirms the manifest (every weight anonymous:
+      // a CNN whose BatchNorms were folded into its Convs): the alignment
+      // must confirm it by itself, or nothing is inferred.
+      const std::vector<MappingRecord> before = out_;
+      Alignment alignment;
+      counts.aligned_weights = AlignUnnamedWeights(&alignment);
+      if (!alignment.Confirms()) {
+        out_ = before;
+        counts.aligned_weights = 0;
+        return counts;
+      }
+    }
     NameFamilies();
     anchored_.assign(n_, false);
     for (std::size_t i = 0; i < n_; ++i) {
@@ -235,7 +254,25 @@ class Structure {
     return params.size();
   }
 
-  std::size_t AlignUnnamedWeights() {
+  // What an alignment of unnamed weights found, to judge it on its own.
+  struct Alignment {
+    std::size_t weights = 0;     // distinct unnamed weights read
+    std::size_t aligned = 0;     // of them, aligned with a parameter
+    std::size_t parameters = 0;  // unclaimed matrix parameters of the manifest
+    absl::flat_hash_set<std::vector<std::int64_t>> shapes;  // of the aligned
+
+    // A long run of varied shapes found in the manifest's order is this
+    // model's: nearly every unnamed weight aligned, most of the manifest's
+    // matrix parameters used, several distinct shapes. A few weights, or
+    // many of one shape, could align with any manifest of that layer.
+    bool Confirms() const {
+      return aligned >= kMinConfirmingWeights && aligned * 10 >= weights * 9 &&
+             aligned * 4 >= parameters * 3 && shapes.size() >= kMinConfirmingShapes;
+    }
+  };
+
+  // Step 1. With `alignment`, also counts what it found.
+  std::size_t AlignUnnamedWeights(Alignment* alignment) {
     // Parameters some initializer is named after are accounted for.
     absl::flat_hash_set<std::pair<ModuleId, std::string>> claimed;
     for (const TensorInfo& t : graph_.initializers()) {
@@ -258,14 +295,18 @@ class Structure {
       }
     }
     if (params.empty()) return 0;
+    if (alignment != nullptr) alignment->parameters = params.size();
     std::vector<bool> used(params.size(), false);
     absl::flat_hash_map<absl::string_view, std::size_t> by_initializer;
+    absl::flat_hash_set<absl::string_view> counted;  // unnamed weights met
     std::size_t first_unused = 0;
     std::size_t aligned = 0;
     for (const NodeId i : order_) {
       if (out_[i].mapped() || ops_.isWeightPassthrough(i) || ops_.followsConsumers(i)) continue;
       const TensorInfo* weight = UnnamedWeight(i);
       if (weight == nullptr) continue;
+      const bool seen = by_initializer.contains(weight->name) || !counted.insert(weight->name).second;
+      if (alignment != nullptr && !seen) ++alignment->weights;
       std::size_t match = params.size();
       if (auto it = by_initializer.find(weight->name); it != by_initializer.end()) {
         match = it->second;
@@ -287,6 +328,10 @@ class Structure {
         by_initializer.emplace(weight->name, match);
       }
       const Param& p = params[match];
+      if (alignment != nullptr && !seen) {
+        ++alignment->aligned;
+        alignment->shapes.insert(p.spec->shape);
+      }
       MappingRecord& m = out_[i];
       m.module = p.module;
       m.confidence = kAlignedWeight;

@@ -7,7 +7,10 @@
 //     "onnx::MatMul_123" or "val_88". The rank >= 2 initializers read by
 //     unmapped nodes, in node order, are aligned with the manifest's
 //     parameters that no initializer names, in module order, by shape (a
-//     transposed rank-2 shape matches too).
+//     transposed rank-2 shape matches too). The step runs when initializer
+//     names confirm the manifest, or when this alignment does by itself (a
+//     long run of varied shapes, nearly all found: every weight of a CNN
+//     with folded BatchNorms is anonymous).
 //  2. Execution order. Exporters emit nodes in the order the forward pass
 //     ran them, and a module's nodes run contiguously, nested in its
 //     parent's. A node between two anchored nodes (mapped by their weights)
