@@ -216,7 +216,9 @@ TEST_CASE("Unscoped nodes: constants follow their consumers, joins take the LCA"
   CHECK(mapper->moduleFor(0).strategy == Strategy::kOpRule);
   CHECK(mapper->moduleFor(0).confidence >= 0.8);
   CHECK(mapper->moduleFor(3).module_path == "a");
-  CHECK(mapper->moduleFor(3).confidence <= 0.5);
+  // A join's LCA is an inference: reported as the rules' calibration says
+  // such answers are right (well below an exact scope's 1).
+  CHECK(mapper->moduleFor(3).confidence < 0.7);
   CHECK(mapper->moduleFor(5).strategy == Strategy::kUnmapped);
   CHECK(mapper->moduleFor(5).confidence == 0.0);
   CHECK_FALSE(mapper->moduleFor(5).mapped());

@@ -4,6 +4,7 @@
 #include "catch2/catch.hpp"
 #include "manifest/rule_queries.h"
 #include "semmap/manifest.h"
+#include "semmap/mapping.h"
 #include "semmap/rules.h"
 #include "test_util.h"
 
@@ -95,6 +96,31 @@ TEST_CASE("User rules extend the behaviour without code", "[rules]") {
   CHECK(rules->categoryOf(*m, m->find("a")) == "gizmo");
 }
 
+TEST_CASE("A rule file's calibration maps raw confidences per strategy", "[rules]") {
+  auto rules = Rules::Parse(
+      RulesWith(R"("calibration":{"description":"x","structure":[[0.4,0.7],[0.8,0.5]]})"),
+      "calibrated.json");
+  REQUIRE(rules.ok());
+  const semmap::internal::RuleQueries q(*rules);
+  using semmap::Strategy;
+  CHECK(q.calibrated(Strategy::kStructure, 0.6) == Approx(0.6));  // interpolated
+  CHECK(q.calibrated(Strategy::kStructure, 0.1) == Approx(0.7));  // clamped below
+  CHECK(q.calibrated(Strategy::kStructure, 0.9) == Approx(0.5));  // and above
+  CHECK(q.calibrated(Strategy::kTensorNames, 0.33) == Approx(0.33));  // not calibrated
+  // The shipped rules calibrate inference only, and keep it below the floor.
+  const semmap::internal::RuleQueries d(Rules::Default());
+  CHECK(d.calibrated(Strategy::kExactScope, 1.0) == 1.0);
+  CHECK(d.calibrated(Strategy::kExporterMetadata, 0.85) == 0.85);
+  for (Strategy s : {Strategy::kTensorNames, Strategy::kOpRule, Strategy::kNeighbourhood,
+                     Strategy::kStructure}) {
+    for (double raw = 0.0; raw <= 1.0; raw += 0.05) {
+      CAPTURE(semmap::StrategyName(s), raw);
+      CHECK(d.calibrated(s, raw) < semmap::kConfidentFloor);
+      CHECK(d.calibrated(s, raw) > 0.0);
+    }
+  }
+}
+
 TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
   auto row = GENERATE(table<std::string, absl::StatusCode, std::string>({
       {"not json", absl::StatusCode::kInvalidArgument, "not valid JSON"},
@@ -108,6 +134,16 @@ TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
        absl::StatusCode::kInvalidArgument, "/derived_node_names: expected an array"},
       {RulesWith(R"("categories":[{"category":"x"}])"),
        absl::StatusCode::kInvalidArgument, "needs class, qualified_class, path or repeated_child"},
+      {RulesWith(R"("calibration":{"guessing":[[0.1,0.2]]})"),
+       absl::StatusCode::kInvalidArgument, "/calibration/guessing: not a strategy name"},
+      {RulesWith(R"("calibration":{"structure":[[0.5,0.6],[0.4,0.7]]})"),
+       absl::StatusCode::kInvalidArgument, "/calibration/structure/1: raw confidences must increase"},
+      {RulesWith(R"("calibration":{"structure":[[0.5,0]]})"),
+       absl::StatusCode::kInvalidArgument, "calibrated in (0, 1]"},
+      {RulesWith(R"("calibration":{"structure":[[0.5]]})"),
+       absl::StatusCode::kInvalidArgument, "expected [raw, calibrated]"},
+      {RulesWith(R"("calibration":{"structure":[]})"),
+       absl::StatusCode::kInvalidArgument, "expected a non-empty array"},
       // Pathological: a program far beyond the memory budget.
       {RulesWith(R"x("weight_passthrough_ops":{"pattern":"((((((((((a{1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100})"})x"),
        absl::StatusCode::kInvalidArgument, "invalid pattern"},

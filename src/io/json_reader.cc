@@ -324,6 +324,12 @@ std::int64_t JsonValue::int64() const { return element_.get_int64().value_unsafe
 
 std::uint64_t JsonValue::uint64() const { return element_.get_uint64().value_unsafe(); }
 
+double JsonValue::number() const {
+  if (element_.type() == element_type::INT64) return static_cast<double>(int64());
+  if (element_.type() == element_type::UINT64) return static_cast<double>(uint64());
+  return element_.get_double().value_unsafe();
+}
+
 std::string JsonValue::Dump() const { return simdjson::to_string(element_); }
 
 std::size_t JsonValue::size() const {

@@ -61,12 +61,14 @@ class JsonValue {
   // parser refuses larger ones).
   bool is_integer() const;
   bool is_unsigned() const;  // an integer above INT64_MAX
+  bool is_number() const { return type() == Type::kNumber; }
 
   // Requires the matching is_*(); strings live as long as the document.
   absl::string_view string() const;
   bool boolean() const;
   std::int64_t int64() const;    // is_integer() && !is_unsigned()
   std::uint64_t uint64() const;  // is_unsigned()
+  double number() const;         // is_number(), integers converted
   // Compact JSON text of the value.
   std::string Dump() const;
 

@@ -1,5 +1,7 @@
 #include "manifest/rule_queries.h"
 
+#include <algorithm>
+
 #include "manifest/rules_impl.h"
 #include "re2/re2.h"
 
@@ -85,6 +87,18 @@ int RuleQueries::moduleOpsRule(const ModuleInfo& module) const {
 bool RuleQueries::moduleProduces(int rule, absl::string_view op_type) const {
   return rule >= 0 && static_cast<std::size_t>(rule) < impl_.module_ops.size() &&
          RE2::PartialMatch(Piece(op_type), *impl_.module_ops[rule].ops_re);
+}
+
+double RuleQueries::calibrated(Strategy strategy, double raw) const {
+  const auto& points = impl_.calibration[static_cast<std::size_t>(strategy)];
+  if (points.empty()) return raw;
+  if (raw <= points.front().first) return points.front().second;
+  if (raw >= points.back().first) return points.back().second;
+  auto hi = std::upper_bound(points.begin(), points.end(), raw,
+                             [](double r, const auto& p) { return r < p.first; });
+  auto lo = hi - 1;
+  const double t = (raw - lo->first) / (hi->first - lo->first);
+  return lo->second + t * (hi->second - lo->second);
 }
 
 }  // namespace internal

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "semmap/manifest.h"
 #include "semmap/rules.h"
+#include "semmap/strategy.h"
 
 namespace semmap {
 namespace internal {
@@ -46,6 +47,10 @@ class RuleQueries {
   // pooling module's MaxPool), which identify its nodes in a graph without
   // names.
   int moduleOpsRule(const ModuleInfo& module) const;
+  // The confidence reported for a `strategy` answer computed at `raw`: the
+  // rule file's calibration points interpolated linearly (clamped at the
+  // ends), or `raw` when the file calibrates no such strategy.
+  double calibrated(Strategy strategy, double raw) const;
   // True when `op_type` is one rule `moduleOpsRule()` returned produces.
   bool moduleProduces(int rule, absl::string_view op_type) const;
   // The creation counter an exporter wrote into a node or value name

@@ -19,6 +19,7 @@
 #include "manifest/pattern_prefilter.h"
 #include "manifest/rules_impl.h"
 #include "re2/re2.h"
+#include "semmap/strategy.h"
 
 namespace semmap {
 namespace {
@@ -133,6 +134,46 @@ const Rules& Rules::Default() {
   return *rules;
 }
 
+namespace {
+
+// "calibration": {"<strategy name>": [[raw, calibrated], ...], ...}: raw
+// confidences strictly increasing in [0, 1], calibrated ones in (0, 1].
+absl::Status ParseCalibration(const JsonValue& doc, internal::CalibrationTable* tables) {
+  const std::optional<JsonValue> calibration = doc.Find("calibration");
+  if (!calibration) return absl::OkStatus();
+  if (!calibration->is_object()) return calibration->Error("expected an object");
+  return calibration->ForEachField([&](absl::string_view name, const JsonValue& points) {
+    if (name == "description") return absl::OkStatus();
+    Strategy strategy;
+    if (!ParseStrategy(name, &strategy)) return points.Error("not a strategy name");
+    if (!points.is_array() || points.size() == 0) {
+      return points.Error("expected a non-empty array of [raw, calibrated] pairs");
+    }
+    auto& table = (*tables)[static_cast<std::size_t>(strategy)];
+    return points.ForEachElement([&](const JsonValue& point) {
+      if (!point.is_array() || point.size() != 2) return point.Error("expected [raw, calibrated]");
+      double pair[2] = {0, 0};
+      std::size_t k = 0;
+      absl::Status status = point.ForEachElement([&](const JsonValue& x) {
+        if (!x.is_number()) return x.Error("expected a number");
+        pair[k++] = x.number();
+        return absl::OkStatus();
+      });
+      if (!status.ok()) return status;
+      if (!(pair[0] >= 0 && pair[0] <= 1) || !(pair[1] > 0 && pair[1] <= 1)) {
+        return point.Error("raw must lie in [0, 1] and calibrated in (0, 1]");
+      }
+      if (!table.empty() && !(pair[0] > table.back().first)) {
+        return point.Error("raw confidences must increase");
+      }
+      table.emplace_back(pair[0], pair[1]);
+      return absl::OkStatus();
+    });
+  });
+}
+
+}  // namespace
+
 absl::StatusOr<Rules> Rules::Load(const std::string& path) {
   SEMMAP_ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path, kMaxRuleFileBytes));
   return Parse(text, path);
@@ -210,6 +251,7 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
           origin, ": /order_keys/", i, "/pattern: needs exactly one capturing group (the counter)"));
     }
   }
+  SEMMAP_RETURN_IF_ERROR(ParseCalibration(doc, &impl->calibration));
   if (const std::optional<JsonValue> module_ops = doc.Find("module_ops")) {
     if (!module_ops->is_array()) return module_ops->Error("expected an array");
     const absl::Status status = module_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {

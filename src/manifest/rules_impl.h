@@ -3,15 +3,25 @@
 #ifndef SEMMAP_SRC_MANIFEST_RULES_IMPL_H_
 #define SEMMAP_SRC_MANIFEST_RULES_IMPL_H_
 
+#include <array>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "manifest/pattern_prefilter.h"
 #include "re2/re2.h"
+#include "semmap/strategy.h"
 #include "semmap/rules.h"
 
 namespace semmap {
+namespace internal {
+
+// Per Strategy: (raw confidence, calibrated confidence) points, raw
+// strictly increasing; empty for a strategy reported as computed.
+using CalibrationTable = std::array<std::vector<std::pair<double, double>>, kStrategyCount>;
+
+}  // namespace internal
 
 struct Rules::Impl {
   struct Category {
@@ -33,6 +43,7 @@ struct Rules::Impl {
   };
   std::vector<ModuleOps> module_ops;
   std::vector<std::unique_ptr<RE2>> order_keys;
+  internal::CalibrationTable calibration;
 };
 
 }  // namespace semmap

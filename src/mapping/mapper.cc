@@ -10,6 +10,7 @@
 #include "base/parallel.h"
 #include "base/status_macros.h"
 #include "base/text.h"
+#include "manifest/rule_queries.h"
 #include "mapping/confidence.h"
 #include "mapping/evidence_store.h"
 #include "mapping/graph_scopes.h"
@@ -27,10 +28,16 @@
 namespace semmap {
 namespace {
 
-// The last step: unmapped nodes get confidence 0 and a reason.
-void FinishMappings(std::vector<internal::MappingRecord>* records) {
+// The last step: unmapped nodes get confidence 0 and a reason; mapped ones
+// the confidence the rules' calibration reports for their strategy's raw
+// one (the steps compare raw confidences, so this runs after all of them).
+void FinishMappings(const Rules& rules, std::vector<internal::MappingRecord>* records) {
+  const internal::RuleQueries queries(rules);
   for (internal::MappingRecord& m : *records) {
-    if (m.mapped()) continue;
+    if (m.mapped()) {
+      m.confidence = queries.calibrated(m.strategy, m.confidence);
+      continue;
+    }
     m.confidence = 0.0;
     m.strategy = Strategy::kUnmapped;
     if (m.evidence.empty()) m.evidence = "no scope and no mapped neighbour";  // a literal
@@ -230,7 +237,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
         absl::StrCat("the manifest does not fit the graph: ", mapper.fit.evidence));
   }
   internal::RecordFoldedNeighbours(graph, manifest, ops, mapper.records, &mapper.origins);
-  FinishMappings(&mapper.records);
+  FinishMappings(rules, &mapper.records);
   return SemanticMapper(std::move(impl));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("the model", "mapping");

@@ -87,6 +87,18 @@ Tally Evaluate(const semmap::SemanticMapper& mapper, const semmap::GroundTruth& 
   return t;
 }
 
+// One line per node the truth knows: strategy, confidence, right (1) or not.
+void PrintAnswers(const semmap::SemanticMapper& mapper, const semmap::GroundTruth& truth) {
+  const semmap::Graph& graph = mapper.graph();
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph.size()); ++i) {
+    const std::string* expected = truth.find(graph.node(i).id);
+    if (expected == nullptr) continue;
+    const semmap::Mapping m = mapper.moduleFor(i);
+    std::cout << semmap::StrategyName(m.strategy) << '\t' << m.confidence << '\t'
+              << (m.mapped() && m.module_path == *expected ? 1 : 0) << '\n';
+  }
+}
+
 void PrintJson(const Tally& t, const std::string& model) {
   nlohmann::json j;
   j["model"] = model;
@@ -151,7 +163,8 @@ int main(int argc, char** argv) {
   semmap_cli::CommandLine command_line(
       kTool,
       "semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json\n"
-      "                   [--reference ORIGINAL.onnx] [--json] [--errors N]",
+      "                   [--reference ORIGINAL.onnx] [--rules RULES.json]\n"
+      "                   [--json] [--errors N] [--answers]",
       "Compares semmap's mapping of every node with a ground-truth file and prints\n"
       "accuracy, coverage, per-strategy accuracy and calibration.\n",
       "Exit codes: 0 ok, 2 bad usage or input.\n");
@@ -162,7 +175,14 @@ int main(int argc, char** argv) {
   command_line.Value("--reference", "ORIGINAL.onnx",
                      "the unprocessed export MODEL.onnx was made from:\n"
                      "its mapping is carried over (refused, exit 2, when it is not)");
+  command_line.Value("--rules", "RULES.json",
+                     "map with this rule file instead of the default rules\n"
+                     "(rules/default.json; docs/rules.md)");
   command_line.Flag("--json", "machine-readable output");
+  command_line.Flag("--answers",
+                    "print one line per node the truth knows instead:\n"
+                    "strategy, confidence, 1 if right else 0 (tab-separated;\n"
+                    "what scripts/fit-calibration reads)");
   command_line.Positionals(1, 1, "expected MODEL.onnx and --truth TRUTH.json");
   int exit_code = semmap_cli::kExitOk;
   std::optional<semmap_cli::Args> args = command_line.Parse(argc, argv, &exit_code);
@@ -179,11 +199,16 @@ int main(int argc, char** argv) {
   if (const std::string* reference = args->option("--reference")) {
     options.reference_path = *reference;
   }
+  if (const std::string* rules = args->option("--rules")) options.rules_path = *rules;
   auto mapper = semmap::SemanticMapper::Open(args->positional[0],
                                              manifest_path ? *manifest_path : "", options);
   if (!mapper.ok()) return semmap_cli::Fail(kTool, mapper.status());
   auto truth = semmap::GroundTruth::Load(*truth_path);
   if (!truth.ok()) return semmap_cli::Fail(kTool, truth.status());
+  if (args->has("--answers")) {
+    PrintAnswers(*mapper, *truth);
+    return semmap_cli::kExitOk;
+  }
   const Tally tally = Evaluate(*mapper, *truth, max_errors);
   if (args->has("--json")) {
     PrintJson(tally, args->positional[0]);

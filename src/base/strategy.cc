@@ -1,4 +1,4 @@
-#include "semmap/mapping.h"
+#include "semmap/strategy.h"
 
 namespace semmap {
 namespace {
