@@ -60,6 +60,7 @@ TEST_CASE("structural answers on stripped exports: mostly right, never confident
       {"torch-2.15/llama-causal-lm.dynamo.stripped", 0.6},
       {"torch-2.15/t5-seq2seq-lm.torchscript.stripped", 0.6},
       {"torch-2.15/tv-resnet18.torchscript.stripped", 0.9},
+      {"torch-2.15/tv-vit.torchscript.stripped", 0.9},
   }));
   {
     CAPTURE(dir);
@@ -212,6 +213,26 @@ TEST_CASE("structure reports the order it used and the weights it aligned", "[st
   CHECK(stripped.aligned_weights >= 12);  // two layers' folded Linear weights
   CHECK(stripped.order_agreement > 0.9);
   CHECK_FALSE(stripped.relinearised);
+}
+
+TEST_CASE("a library module with parameters beside its children owns the ops between them",
+          "[structure]") {
+  // torchvision's ViT: each layer's self_attention is torch's
+  // MultiheadAttention (a packed in_proj_weight and an out_proj Linear); its
+  // reshapes and softmax run in its own forward.
+  auto f = LoadMapped("torch-2.15/tv-vit.torchscript.stripped");
+  std::size_t own = 0, right = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    if (m.strategy != semmap::Strategy::kStructure ||
+        m.module_path != "encoder.layers.encoder_layer_0.self_attention") {
+      continue;
+    }
+    ++own;
+    right += f->truth.at(std::string(f->graph->node(i).id)) == m.module_path;
+  }
+  CHECK(own >= 10);
+  CHECK(right == own);
 }
 
 TEST_CASE("anonymous weights: the alignment itself confirms the manifest, or nothing is inferred",

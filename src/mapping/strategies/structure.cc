@@ -84,7 +84,10 @@ class Structure {
       if (known.second) {
         known.first->second = {internal::RuleQueries(rules).isLibraryModule(info), internal::RuleQueries(rules).moduleOpsRule(info)};
       }
-      library_[m] = known.first->second.library;
+      // A library module holding parameters of its own beside children
+      // (an attention with its packed projection weight and an output
+      // Linear) runs ops of its own between theirs: it can own a node.
+      library_[m] = known.first->second.library && !(!info.children.empty() && !info.parameters.empty());
       module_ops_[m] = info.parameters.empty() ? known.first->second.module_ops : -1;
       if (!info.parameters.empty()) params_below_[m] = true;
       if (params_below_[m] && info.parent != kNoModule) params_below_[info.parent] = true;

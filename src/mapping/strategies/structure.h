@@ -26,7 +26,9 @@
 //        already holds every value the node reads (so a residual Add that
 //        reads the layer's input is not given to the attention before it),
 //        else LCA(A, B).
-// Library modules and containers never own a node they do not anchor.
+// Library modules and containers never own a node they do not anchor,
+// unless a library module holds parameters of its own beside children (its
+// forward runs ops between theirs: torch's MultiheadAttention).
 // Answers carry Strategy::kStructure and confidences below 0.9; the
 // neighbourhood step then settles constants, casts and shape computations
 // by their consumers. Tools re-sort nodes (onnxslim, ONNX Runtime). Where
