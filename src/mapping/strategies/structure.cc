@@ -155,9 +155,9 @@ class Structure {
       if (anchored_[i]) first_anchor_[out_[i].module] = std::min(first_anchor_[out_[i].module], pos_[i]);
     }
     for (std::vector<NodeId>& bucket : buckets_) {
+      ModuleOpRegions(bucket);
       Heads(bucket);
       Tails(bucket);
-      ModuleOpRegions(bucket);
     }
     ComputeStarts();
     for (std::vector<NodeId>& bucket : buckets_) Intervals(bucket);
