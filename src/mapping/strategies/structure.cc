@@ -595,11 +595,33 @@ class Structure {
     const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
     for (ModuleId side : {a, b}) {
       for (ModuleId c = side; c != kNoModule; c = manifest_.module(c).parent) {
+        // Of several such children (one activation module per conv), the
+        // one registered between the path's children, else the first after
+        // A's, else the first: modules are registered in the order their
+        // forward calls them more often than not.
+        const ModuleId ca = ChildToward(c, a), cb = ChildToward(c, b);
+        ModuleId first = kNoModule, after = kNoModule, between = kNoModule;
         for (ModuleId k : op_children_[c]) {
-          if (Produces(module_ops_[k], op)) return k;
+          if (!Produces(module_ops_[k], op)) continue;
+          if (first == kNoModule) first = k;
+          if (ca == kNoModule || k < ca) continue;
+          if (after == kNoModule) after = k;
+          if (between == kNoModule && cb != kNoModule && k < cb) between = k;
+        }
+        if (first != kNoModule) {
+          return between != kNoModule ? between : after != kNoModule ? after : first;
         }
         if (c == lca) break;
       }
+    }
+    return kNoModule;
+  }
+
+  // The child of `parent` on the way down to `module`; kNoModule when
+  // `module` is `parent` or not below it.
+  ModuleId ChildToward(ModuleId parent, ModuleId module) const {
+    for (ModuleId m = module; m != kNoModule; m = manifest_.module(m).parent) {
+      if (manifest_.module(m).parent == parent) return m;
     }
     return kNoModule;
   }
