@@ -28,14 +28,16 @@
 namespace semmap {
 namespace {
 
-// The last step: unmapped nodes get confidence 0 and a reason; mapped ones
-// the confidence the rules' calibration reports for their strategy's raw
-// one (the steps compare raw confidences, so this runs after all of them).
-void FinishMappings(const Rules& rules, std::vector<internal::MappingRecord>* records) {
+// The last step: unmapped nodes get confidence 0 and a reason. With a
+// manifest, mapped ones get the confidence the rules' calibration reports
+// for their strategy's raw one (the steps compare raw confidences, so this
+// runs after all of them); without one, what was not measured stays raw.
+void FinishMappings(const Rules& rules, bool calibrate,
+                    std::vector<internal::MappingRecord>* records) {
   const internal::RuleQueries queries(rules);
   for (internal::MappingRecord& m : *records) {
     if (m.mapped()) {
-      m.confidence = queries.calibrated(m.strategy, m.confidence);
+      if (calibrate) m.confidence = queries.calibrated(m.strategy, m.confidence);
       continue;
     }
     m.confidence = 0.0;
@@ -237,7 +239,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
         absl::StrCat("the manifest does not fit the graph: ", mapper.fit.evidence));
   }
   internal::RecordFoldedNeighbours(graph, manifest, ops, mapper.records, &mapper.origins);
-  FinishMappings(rules, &mapper.records);
+  FinishMappings(rules, !derived, &mapper.records);
   return SemanticMapper(std::move(impl));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("the model", "mapping");
