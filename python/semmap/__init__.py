@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from . import _core
     from ._core import CONFIDENT_FLOOR, Mapping
+    from .types import Diff, Sidecar, Tree
 
 __all__ = ["CONFIDENT_FLOOR", "MappedModel", "Mapping", "Strategy", "diff", "export", "load", "__version__"]
 
@@ -204,13 +205,16 @@ class MappedModel:
         return self._core.nodes_matching(pattern)
 
     # -- whole-model views --------------------------------------------------
-    def tree(self, *, model_specific: bool = False) -> dict[str, Any]:
+    def tree(self, *, model_specific: bool = False) -> "Tree":
         """The module tree as `semmap tree --json` / the sidecar's "tree" member:
-        {"view", "unmapped_nodes", "modules": [{path, class, nodes, ...}]}."""
-        return json.loads(self._core.tree_json(model_specific))
+        {"modules": [{path, class, own_nodes, ...}], "unmapped_nodes", "view"}, in
+        dicts and lists built by the compiled core (typed by semmap.types.Tree)."""
+        return self._core.tree(model_specific)
 
-    def sidecar(self, *, model_specific: bool = False) -> dict[str, Any]:
-        """The sidecar document (`semmap sidecar`; schema/sidecar.schema.json) as a dict."""
+    def sidecar(self, *, model_specific: bool = False) -> "Sidecar":
+        """The sidecar document (`semmap sidecar`; schema/sidecar.schema.json) as a dict
+        (typed by semmap.types.Sidecar): the file's own JSON text, parsed, so that it
+        is the file's content by construction."""
         return json.loads(self._core.sidecar_json(model_specific))
 
     def write_sidecar(
@@ -385,18 +389,17 @@ def diff(
     all_modules: bool = False,
     min_module_overlap: float = 0.10,
     require_same_model_class: bool = True,
-) -> dict[str, Any]:
+) -> "Diff":
     """Compares two exports of one model module by module (`semmap diff --json`).
 
     a, b: MappedModel objects or model paths (mapped with `manifest`, and B with
     `manifest_b` or else `manifest`). Returns the "semmap.diff" document: module
     overlap, changed modules (all with all_modules=True), moved nodes, fusions, removed
-    nodes. ValueError when the models look unrelated.
+    nodes, as dicts and lists typed by semmap.types.Diff. ValueError when the models
+    look unrelated.
     """
     ma = _as_model(a, manifest)
     mb = _as_model(b, manifest_b if manifest_b is not None else manifest)
-    return json.loads(
-        _core_module().diff_json(
-            ma._core, mb._core, all_modules, min_module_overlap, require_same_model_class
-        )
+    return _core_module().diff(
+        ma._core, mb._core, all_modules, min_module_overlap, require_same_model_class
     )

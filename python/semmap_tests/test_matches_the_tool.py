@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import semmap
-from conftest import fixture_dirs, fixture_id, manifest_of
+from conftest import FIXTURES, fixture_dirs, fixture_id, manifest_of
 
 DIRS = fixture_dirs()
 
@@ -83,3 +83,39 @@ def test_manifest_fit_matches_semmap_map(d, semmap_tool):
     assert out.returncode == 0, out.stderr
     m = semmap.load(model, manifest, allow_manifest_mismatch=True)
     assert m.manifest_fit == json.loads(out.stdout)["manifest_fit"]
+
+
+def _same_text(got: object, tool_stdout: str) -> None:
+    """Equal as JSON text: same keys in the same order, same values."""
+    assert json.dumps(got) == json.dumps(json.loads(tool_stdout))
+
+
+@pytest.mark.parametrize("d", [p for p in DIRS if manifest_of(p)][::7], ids=fixture_id)
+def test_tree_matches_semmap_tree_key_for_key(d, semmap_tool):
+    """tree() is built in C++ from the ModuleTree, not parsed from the tool's
+    text: both views equal `semmap tree --json`, key order included."""
+    model, manifest = str(d / "model.onnx"), str(manifest_of(d))
+    m = semmap.load(model, manifest, allow_manifest_mismatch=True)
+    for view in ([], ["--model-specific"]):
+        out = subprocess.run([semmap_tool, "tree", model, "--manifest", manifest, "--json",
+                              "--allow-manifest-mismatch", *view],
+                             capture_output=True, text=True, check=False)
+        assert out.returncode == 0, out.stderr
+        _same_text(m.tree(model_specific=bool(view)), out.stdout)
+    _same_text(m.sidecar()["tree"], json.dumps(m.tree()))
+
+
+@pytest.mark.parametrize("optimized", ["bert-seqcls.torchscript.ort-optimized"])
+def test_diff_matches_semmap_diff_key_for_key(optimized, semmap_tool):
+    """diff() is built in C++ from the ModelDiff: equal to `semmap diff --json`,
+    key order included, with changed modules only and with all of them."""
+    bert = FIXTURES / "bert-seqcls.torchscript"
+    a, b = str(bert / "model.onnx"), str(FIXTURES / optimized / "model.onnx")
+    manifest = str(bert / "manifest.json")
+    for extra in ([], ["--all-modules"]):
+        out = subprocess.run([semmap_tool, "diff", a, b, "--manifest", manifest, "--json", *extra],
+                             capture_output=True, text=True, check=False)
+        assert out.returncode == 0, out.stderr
+        got = semmap.diff(a, b, manifest=manifest, all_modules=bool(extra))
+        assert got["fusions"]  # something to compare
+        _same_text(got, out.stdout)

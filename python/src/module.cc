@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "documents.h"
 #include "errors.h"
 #include "semmap/semmap.h"
 #include "semmap/version.h"
@@ -299,8 +300,9 @@ semmap::SidecarOptions SidecarOptionsOf(const Model& m, bool model_specific) {
 
 // The Python classes and functions, one group per function: Mapping and its
 // iterator, Model, and the module-level functions.
-// Long (about 85 lines): one property per field of Mapping, each with its
-// docstring, in the order the stub lists them.
+// Long (about 90 lines): one property per field of Mapping, each with its
+// docstring (and its Python type where the C++ one is a plain object, for
+// the generated stub), in the order of the Python API.
 void BindMapping(nb::module_& mod) {
   nb::class_<MappingRef>(mod, "Mapping",
                          "The answer for one ONNX node: its module, class, category, how "
@@ -309,6 +311,7 @@ void BindMapping(nb::module_& mod) {
                          "its MappedModel.")
       .def_prop_ro(
           "node", [](MappingRef& r) { return r.model->NodeIdString(r.node); },
+          nb::sig("def node(self) -> str"),
           "The node's id: its name when that is non-empty and unique, else "
           "'<name>#<index>' (what `semmap` prints and the sidecar's keys).")
       .def_prop_ro("index", [](MappingRef& r) { return r.node; },
@@ -318,23 +321,28 @@ void BindMapping(nb::module_& mod) {
           "The node's name in the file (may be empty or repeated).")
       .def_prop_ro(
           "op_type", [](MappingRef& r) { return r.model->OpTypeString(r.node); },
+          nb::sig("def op_type(self) -> str"),
           "The ONNX op type ('MatMul').")
       .def_prop_ro(
           "domain", [](MappingRef& r) { return Str(r.model->graph().node(r.node).domain); },
           "The op's domain ('' for the default ONNX domain).")
       .def_prop_ro(
           "module", [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).path; },
+          nb::sig("def module(self) -> str | None"),
           "The dotted module path ('bert.encoder.layer.0.attention.self.query'); '' for "
           "the root, None for an unmapped node.")
       .def_prop_ro(
           "class_name", [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).class_name; },
+          nb::sig("def class_name(self) -> str"),
           "The module's class ('Linear'); '' when unmapped or without a manifest.")
       .def_prop_ro(
           "qualified_class",
           [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).qualified_class; },
+          nb::sig("def qualified_class(self) -> str"),
           "The module's qualified class ('torch.nn.modules.linear.Linear').")
       .def_prop_ro(
           "category", [](MappingRef& r) { return r.model->ModuleStringsOf(r.node).category; },
+          nb::sig("def category(self) -> str"),
           "The module's semantic category ('attention', 'projection', ...; '' when no "
           "rule matches).")
       .def_prop_ro("confidence", [](MappingRef& r) { return r.mapping().confidence; },
@@ -342,12 +350,13 @@ void BindMapping(nb::module_& mod) {
       .def_prop_ro(
           "strategy",
           [](MappingRef& r) { return r.model->StrategyString(r.mapping().strategy); },
+          nb::sig("def strategy(self) -> semmap._strategy.Strategy"),
           "How the module was found: a semmap.Strategy, which equals its name as a "
           "string ('exact_scope', 'exporter_metadata', 'tensor_names', 'scope_prefix', "
           "'op_rule', 'neighbourhood', 'structure', 'reference' or 'unmapped').")
       .def_prop_ro("evidence", [](MappingRef& r) { return Str(r.mapping().evidence); },
                    "A short human-readable reason.")
-      .def_prop_ro("origins", &OriginsList,
+      .def_prop_ro("origins", &OriginsList, nb::sig("def origins(self) -> list[str]"),
                    "For a node doing several modules' work (a Conv with its BatchNorm "
                    "folded in, an ONNX Runtime fusion), their module paths in manifest "
                    "order; [] otherwise. `module` stays the one primary answer.")
@@ -355,7 +364,7 @@ void BindMapping(nb::module_& mod) {
                    "True when the node has a module.")
       .def_prop_ro("confident", [](MappingRef& r) { return r.mapping().confident(); },
                    "Mapped with confidence >= CONFIDENT_FLOOR (0.9).")
-      .def("as_dict", &MappingDict,
+      .def("as_dict", &MappingDict, nb::sig("def as_dict(self) -> dict[str, typing.Any]"),
            "The fields as a dict: node, op_type, module, class_name, qualified_class, "
            "category, confidence, strategy, evidence, origins.")
       .def("__eq__",
@@ -377,7 +386,8 @@ void BindMapping(nb::module_& mod) {
       });
 
   nb::class_<MappingIterator>(mod, "MappingIterator")
-      .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__iter__", [](nb::handle self) { return nb::borrow(self); },
+           nb::sig("def __iter__(self) -> MappingIterator"))
       .def("__next__", [](MappingIterator& it) {
         if (static_cast<std::size_t>(it.next) >= it.model->size()) throw nb::stop_iteration();
         return MappingRef{it.owner, it.model, it.next++};
@@ -385,9 +395,10 @@ void BindMapping(nb::module_& mod) {
 
 }
 
-// Long (about 120 lines): the Model class is one nanobind class_ chain, a
+// Long (about 160 lines): the Model class is one nanobind class_ chain, a
 // .def per method or property in the order of the Python API (docs/python.md),
-// each a line or two that forwards to the library.
+// each a few lines that forward to the library, with the argument names and
+// Python types nanobind's stubgen writes into _core.pyi.
 void BindModel(nb::module_& mod) {
   nb::class_<Model>(mod, "Model", "A mapped ONNX model (see semmap.MappedModel).")
       .def_static("load", &Model::Load, "model"_a, "manifest"_a = "", "reference"_a = "",
@@ -405,19 +416,26 @@ void BindModel(nb::module_& mod) {
              if (index < 0) index += n;
              if (index < 0 || index >= n) throw nb::index_error("node index out of range");
              return MakeRef(self, static_cast<semmap::NodeId>(index));
-           })
+           },
+           "index"_a)
       .def("module_for",
            [](nb::handle self, const std::string& node) {
              return MakeRef(self, nb::inst_ptr<Model>(self)->FindNode(node));
-           })
+           },
+           "node"_a)
       .def("has_node",
-           [](Model& m, const std::string& node) { return m.graph().find(node) != semmap::kNoNode; })
+           [](Model& m, const std::string& node) {
+             return m.graph().find(node) != semmap::kNoNode;
+           },
+           "node"_a)
       .def("nodes_of_module",
            [](Model& m, const std::string& path, bool subtree) {
              auto r = m.query().nodesOfModule(path, subtree);
              ThrowIfError(r.status(), NotFoundMeans::kKey);
              return m.NodeList(*r);
-           })
+           },
+           "path"_a, "subtree"_a,
+           nb::sig("def nodes_of_module(self, path: str, subtree: bool) -> list[str]"))
       .def("nodes_of_layer",
            [](Model& m, long index, const std::optional<std::string>& container) {
              auto r = container ? m.query().nodesOfLayer(*container, index)
@@ -425,27 +443,32 @@ void BindModel(nb::module_& mod) {
              ThrowIfError(r.status(), NotFoundMeans::kKey);
              return m.NodeList(*r);
            },
-           "index"_a, "container"_a.none())
+           "index"_a, "container"_a.none(),
+           nb::sig("def nodes_of_layer(self, index: int, container: str | None) -> list[str]"))
       .def("nodes_of_class",
            [](Model& m, const std::string& cls) {
              auto r = m.query().nodesOfClass(cls);
              ThrowIfError(r.status(), NotFoundMeans::kKey);
              return m.NodeList(*r);
-           })
+           },
+           "cls"_a, nb::sig("def nodes_of_class(self, cls: str) -> list[str]"))
       .def("nodes_matching",
            [](Model& m, const std::string& pattern) {
              auto r = m.query().nodesMatching(pattern);
              ThrowIfError(r.status(), NotFoundMeans::kKey);
              return m.NodeList(*r);
-           })
+           },
+           "pattern"_a, nb::sig("def nodes_matching(self, pattern: str) -> list[str]"))
       .def("nodes_of_category",
            [](Model& m, const std::string& category) {
              return m.NodeList(m.query().nodesOfCategory(category));
-           })
+           },
+           "category"_a, nb::sig("def nodes_of_category(self, category: str) -> list[str]"))
       .def("nodes_below",
            [](Model& m, double threshold) {
              return m.NodeList(m.query().nodesBelowConfidence(threshold));
-           })
+           },
+           "threshold"_a, nb::sig("def nodes_below(self, threshold: float) -> list[str]"))
       .def("layer_containers",
            [](Model& m) {
              nb::list out;
@@ -454,17 +477,32 @@ void BindModel(nb::module_& mod) {
                                          c->items.size()));
              }
              return out;
-           })
-      .def("tree_json",
-           [](Model& m, bool model_specific) {
-             nb::gil_scoped_release release;
-             return semmap::ModuleTreeJson(m.mapper(), model_specific, -1);
-           })
-      .def("sidecar_json",
-           [](Model& m, bool model_specific) {
-             nb::gil_scoped_release release;
-             return semmap::SidecarJson(m.mapper(), SidecarOptionsOf(m, model_specific));
-           })
+           },
+           nb::sig("def layer_containers(self) -> list[tuple[str, int]]"))
+      .def(
+          "tree",
+          [](Model& m, bool model_specific) {
+            std::optional<semmap::ModuleTree> tree;
+            {
+              nb::gil_scoped_release release;
+              semmap::TreeOptions options;
+              options.model_specific_only = model_specific;
+              tree.emplace(semmap::ModuleTree::Build(m.mapper(), options));
+            }
+            return TreeDict(*tree, m.mapper().manifest());
+          },
+          "model_specific"_a,
+          nb::sig("def tree(self, model_specific: bool) -> semmap.types.Tree"),
+          "The module tree (`semmap tree --json`) as dicts and lists.")
+      .def(
+          "sidecar_json",
+          [](Model& m, bool model_specific) {
+            nb::gil_scoped_release release;
+            return semmap::SidecarJson(m.mapper(), SidecarOptionsOf(m, model_specific));
+          },
+          "model_specific"_a,
+          "The sidecar document as the JSON text `semmap sidecar --compact` writes "
+          "(semmap.types.Sidecar once parsed).")
       .def("write_sidecar",
            [](Model& m, const nb::bytes& output, bool model_specific, bool allow_overwrite) {
              semmap::SidecarOptions options = SidecarOptionsOf(m, model_specific);
@@ -476,8 +514,13 @@ void BindModel(nb::module_& mod) {
                s = semmap::WriteSidecar(m.mapper(), PathOf(output), options);
              }
              ThrowIfError(s);
-           })
-      .def("annotate", &AnnotateModel)
+           },
+           "output"_a, "model_specific"_a, "allow_overwrite"_a)
+      .def("annotate", &AnnotateModel, "output"_a, "allow_overwrite"_a, "write_namespace"_a,
+           "overwrite_namespace"_a, "doc_string"_a, "scoped_names"_a, "min_confidence"_a,
+           nb::sig("def annotate(self, output: bytes, allow_overwrite: bool, "
+                   "write_namespace: bool, overwrite_namespace: bool, doc_string: bool, "
+                   "scoped_names: bool, min_confidence: float) -> dict[str, int | bytes]"))
       .def("write_report",
            [](Model& m, const nb::bytes& output, bool allow_overwrite) {
              semmap::ReportOptions options;
@@ -491,8 +534,9 @@ void BindModel(nb::module_& mod) {
                s = semmap::WriteReport(m.mapper(), PathOf(output), options);
              }
              ThrowIfError(s);
-           })
-      .def("columns", &Columns)
+           },
+           "output"_a, "allow_overwrite"_a)
+      .def("columns", &Columns, nb::sig("def columns(self) -> dict[str, list[typing.Any]]"))
       .def_prop_ro("model_path", [](Model& m) { return Bytes(m.modelPath()); })
       .def_prop_ro("manifest_path", [](Model& m) { return Bytes(m.manifestPath()); })
       .def_prop_ro("reference_path", [](Model& m) { return Bytes(m.referencePath()); })
@@ -501,21 +545,23 @@ void BindModel(nb::module_& mod) {
       .def_prop_ro("model_class", [](Model& m) { return m.mapper().manifest().modelClass(); })
       .def_prop_ro("module_count", [](Model& m) { return m.mapper().manifest().size(); })
       .def_prop_ro("mapped_count", [](Model& m) { return m.mapper().mappedCount(); })
-      .def_prop_ro("strategy_counts", &StrategyCounts)
+      .def_prop_ro("strategy_counts", &StrategyCounts,
+                   nb::sig("def strategy_counts(self) -> dict[semmap._strategy.Strategy, int]"))
       .def_prop_ro("manifest_fit_json",
                    [](Model& m) { return semmap::ManifestFitJson(m.mapper().manifestFit()); })
       .def_prop_ro("producer",
                    [](Model& m) {
                      return nb::make_tuple(Str(m.graph().producerName()),
                                            Str(m.graph().producerVersion()));
-                   })
+                   },
+                   nb::sig("def producer(self) -> tuple[str, str]"))
       .def_prop_ro("opset", [](Model& m) { return m.graph().opset(); });
 
 }
 
 void BindFunctions(nb::module_& mod) {
   mod.def(
-      "diff_json",
+      "diff",
       [](Model& a, Model& b, bool all_modules, double min_module_overlap,
          bool require_same_model_class) {
         semmap::DiffOptions options;
@@ -527,10 +573,13 @@ void BindFunctions(nb::module_& mod) {
           d = semmap::DiffModels(a.mapper(), b.mapper(), options);
         }
         ThrowIfError(d.status());
-        nb::gil_scoped_release release;
-        return semmap::ModelDiffJson(*d, all_modules, -1);
+        return DiffDict(*d, all_modules);
       },
-      "a"_a, "b"_a, "all_modules"_a, "min_module_overlap"_a, "require_same_model_class"_a);
+      "a"_a, "b"_a, "all_modules"_a, "min_module_overlap"_a, "require_same_model_class"_a,
+      nb::sig("def diff(a: Model, b: Model, all_modules: bool, min_module_overlap: float, "
+              "require_same_model_class: bool) -> semmap.types.Diff"),
+      "The diff of two models (`semmap diff --json`) as dicts and lists; ValueError "
+      "when they look unrelated.");
 }
 
 }  // namespace
