@@ -146,6 +146,23 @@ with tempfile.TemporaryDirectory() as tmp:
                             f"(exit {done.returncode}): {out[:300]!r}")
         if args[0] == "query" and "--pattern" in args and len(out.splitlines()) != 2:
             failures.append(f"6 query: {len(out.splitlines())} rows for 2 nodes: {out[:300]!r}")
+    # diff prints every kind of name: file names, classes, module paths,
+    # op types (per module, fused, replaced, removed), moved nodes' keys.
+    a = write(t("a\x1b[2J.onnx"), model(
+        node(hostile, "MatMul", ["x", "x"], ["y"]) + node("/a/Add", "Add\x1b[31m", ["y", "y"], ["z"]) +
+        node("/a/b\x1b[1m/Relu", "Relu", ["z"], ["w"]) + node("moved\x1b[2J", "Neg", ["y"], ["m"]) +
+        node("gone\x07", "Gone\x07", ["w"], ["g"]) + node("lone\x07", "Lone\x1b[1m", ["q"], ["r"])))
+    b = write(t("b.onnx"), model(
+        node(hostile, "MatMul", ["x", "x"], ["y"]) + node("/a/Fused\x1b[1m", "Op\x1b[5m", ["y"], ["w"]) +
+        node("/a/b\x1b[1m/Relu", "Relu", ["z"], ["w2"]) + node("moved\x1b[2J", "Neg", ["w2"], ["m"])))
+    for args in (["diff", a, b, "--all-modules"],
+                 ["diff", a, b, "--all-modules", "--manifest", manifest, "--allow-manifest-mismatch"]):
+        done = run(*args)
+        out = done.stdout
+        if (done.returncode != 0 or any(c in out for c in (b"\x1b", b"\x07", b"forged\t")) or
+                b"moved: 1 nodes" not in out and "--manifest" not in args):
+            failures.append(f"6 diff {' '.join(args[3:])}: raw names in the output "
+                            f"(exit {done.returncode}): {out[:300]!r}")
 
     # 5. Streams are written whatever their directory; /proc is refused
     # with the right cause.
