@@ -164,6 +164,42 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append(f"6 diff {' '.join(args[3:])}: raw names in the output "
                             f"(exit {done.returncode}): {out[:300]!r}")
 
+    # 7. Scoped names do not launder confidence: renamed nodes read back as
+    # exact scopes at confidence 1, so nothing below the confident floor is
+    # renamed. A manifest missing three parameterless modules leaves 29
+    # nodes of the TorchScript BERT at scope_prefix (0.7); at
+    # --min-confidence 0 they came back exact, confident and fitting.
+    bert = os.path.join(fixtures, "bert-seqcls.torchscript")
+    with open(os.path.join(bert, "manifest.json")) as f:
+        cut = json.load(f)
+    dropped = {"bert.pooler.activation", "bert.encoder.layer.0.intermediate.intermediate_act_fn",
+               "bert.encoder.layer.1.intermediate.intermediate_act_fn"}
+    cut["modules"] = [m for m in cut["modules"] if m["path"] not in dropped]
+    for m in cut["modules"]:
+        m["children"] = [c for c in m["children"] if c not in dropped]
+    cut_manifest = write(t("cut.json"), json.dumps(cut))
+
+    def confident(path):
+        done = run("map", path, "--manifest", cut_manifest, "--json")
+        return json.loads(done.stdout)["confident"] if done.returncode == 0 else None
+
+    before = confident(os.path.join(bert, "model.onnx"))
+    for floor in ("0", "0.5", "0.89"):
+        scoped = t("scoped.onnx")
+        done = run("annotate", os.path.join(bert, "model.onnx"), "--manifest", cut_manifest,
+                   "-o", scoped, "--scoped-names", "--min-confidence", floor)
+        after = confident(scoped) if done.returncode == 0 else None
+        if done.returncode != 2 or b"confidence 1" not in done.stderr:
+            failures.append(f"7 --min-confidence {floor}: exit {done.returncode}, confident "
+                            f"{before} before, {after} read back: {done.stderr[:200]!r}")
+        if os.path.exists(scoped):
+            os.remove(scoped)
+    done = run("annotate", os.path.join(bert, "model.onnx"), "--manifest", cut_manifest,
+               "-o", t("scoped.onnx"), "--scoped-names")
+    if done.returncode != 0 or confident(t("scoped.onnx")) != before:
+        failures.append(f"7 default floor: exit {done.returncode}, confident {before} before, "
+                        f"{confident(t('scoped.onnx'))} read back")
+
     # 5. Streams are written whatever their directory; /proc is refused
     # with the right cause.
     check("5 -o /dev/null", run("sidecar", small, "-o", "/dev/null"), 0)
