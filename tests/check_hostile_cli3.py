@@ -200,6 +200,53 @@ with tempfile.TemporaryDirectory() as tmp:
         failures.append(f"7 default floor: exit {done.returncode}, confident {before} before, "
                         f"{confident(t('scoped.onnx'))} read back")
 
+    # 10. A reference that cannot be the file's source is said so (stderr in
+    # text mode, reference_check in JSON), and lowers no accuracy: the
+    # model itself (which relabelled every inferred answer "reference"), a
+    # stripped copy as the reference of its original (gpt2: 100 % -> 96.99 %),
+    # the other exporter's export (vit: 100 % -> 96.90 %). A true source
+    # raises no warning.
+    evaluate = os.path.join(os.path.dirname(semmap), "semmap-eval")
+
+    def fixture(name, *rest):
+        return os.path.join(fixtures, name, *rest)
+
+    def mapped(name, reference=None):
+        args = ["map", fixture(name, "model.onnx"), "--manifest", fixture(name, "manifest.json"),
+                "--json"] + (["--reference", fixture(reference, "model.onnx")] if reference else [])
+        done = run(*args)
+        return json.loads(done.stdout) if done.returncode == 0 else {}
+
+    def accuracy(name, reference=None):
+        done = subprocess.run([evaluate, fixture(name, "model.onnx"), "--manifest",
+                               fixture(name, "manifest.json"), "--truth", fixture(name, "truth.json"),
+                               "--json"] + (["--reference", fixture(reference, "model.onnx")]
+                                            if reference else []), capture_output=True)
+        return json.loads(done.stdout)["accuracy"] if done.returncode == 0 else None
+
+    for name, reference, finding in (
+            ("bert-seqcls.torchscript", "bert-seqcls.torchscript", "same_graph"),
+            ("gpt2-causal-lm.torchscript", "gpt2-causal-lm.torchscript.stripped", "less_informed"),
+            ("vit-imgcls.torchscript.ort-optimized", "vit-imgcls.dynamo", "other_exporter"),
+            ("bert-seqcls.torchscript.stripped", "bert-seqcls.torchscript", None)):
+        what = f"10 {name} --reference {reference}"
+        got = mapped(name, reference)
+        check_json = got.get("reference_check", {})
+        if finding and not check_json.get(finding) or bool(finding) == check_json.get("ancestor", True):
+            failures.append(f"{what}: reference_check {check_json}")
+        done = run("map", fixture(name, "model.onnx"), "--manifest", fixture(name, "manifest.json"),
+                   "--reference", fixture(reference, "model.onnx"))
+        if (b"warning: reference" in done.stderr) != bool(finding):
+            failures.append(f"{what}: stderr {done.stderr[:300]!r}")
+        if not finding:
+            continue
+        own, with_reference = accuracy(name), accuracy(name, reference)
+        if with_reference is None or with_reference < own:
+            failures.append(f"{what}: accuracy {own} without, {with_reference} with")
+        if finding == "same_graph" and got.get("strategies") != mapped(name).get("strategies"):
+            failures.append(f"{what}: strategies {got.get('strategies')} against "
+                            f"{mapped(name).get('strategies')} without")
+
     # 5. Streams are written whatever their directory; /proc is refused
     # with the right cause.
     check("5 -o /dev/null", run("sidecar", small, "-o", "/dev/null"), 0)

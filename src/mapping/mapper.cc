@@ -46,6 +46,7 @@ struct SemanticMapper::Impl {
   bool has_manifest = false;
   RootBinding binding;
   ManifestFit fit;
+  ReferenceCheck reference_check;
   std::vector<internal::MappingRecord> records;  // one per node
   internal::EvidenceStore evidence;               // what records point into
   std::vector<std::string> categories;            // per manifest module
@@ -162,13 +163,18 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   const internal::OpTraits& ops = *op_traits;
 
   // The unprocessed export, mapped first with the same manifest (or with
-  // the module paths derived from its own scopes, then shared).
-  std::optional<SemanticMapper> reference;
+  // the module paths derived from its own scopes, then shared); and the
+  // graph on its own evidence, which no carried-over answer overrides when
+  // no more confident.
+  std::optional<SemanticMapper> reference, own;
   if (options.reference != nullptr) {
-    SEMMAP_RETURN_IF_ERROR(internal::CheckSameModel(graph, *options.reference, rules));
+    SEMMAP_ASSIGN_OR_RETURN(mapper.reference_check,
+                            internal::CheckReference(graph, *options.reference, rules));
     MapperOptions reference_options = options;
     reference_options.reference = nullptr;
     SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, shared, reference_options));
+    reference_options.allow_manifest_mismatch = true;  // a misfit is refused below
+    SEMMAP_ASSIGN_OR_RETURN(own, Create(graph, shared, reference_options));
   }
   const bool derived = !mapper.has_manifest;
   if (derived) {
@@ -186,9 +192,9 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   }
   internal::ScopeOutcomes(manifest, derived, &scopes, &mapper.binding, &store);
   internal::ApplyScopeOutcomes(scopes, &mapper.records);
-  if (reference) {
+  if (reference && !mapper.reference_check.same_graph) {
     internal::TransferFromReference(graph, *options.reference, reference->impl_->records, manifest,
-                                    rules, &mapper.records, &store);
+                                    rules, &mapper.records, &store, &mapper.reference_check);
   }
 
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding.root,
@@ -221,6 +227,11 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   if (!derived && !mapper.fit.fits && !options.allow_manifest_mismatch) {
     return absl::FailedPreconditionError(
         absl::StrCat("the manifest does not fit the graph: ", mapper.fit.evidence));
+  }
+  if (own) {
+    mapper.reference_check.own_answers_kept = internal::KeepOwnAnswers(
+        own->impl_->records, own->manifest(), manifest,
+        mapper.reference_check.ancestor(), &mapper.records, &store);
   }
   FinishMappings(&mapper.records);
   return SemanticMapper(std::move(impl));
@@ -278,6 +289,7 @@ std::size_t SemanticMapper::mappedCount() const {
 
 const RootBinding& SemanticMapper::rootBinding() const { return impl_->binding; }
 const ManifestFit& SemanticMapper::manifestFit() const { return impl_->fit; }
+const ReferenceCheck& SemanticMapper::referenceCheck() const { return impl_->reference_check; }
 const Manifest& SemanticMapper::manifest() const { return *impl_->manifest; }
 const std::shared_ptr<const Manifest>& SemanticMapper::sharedManifest() const {
   return impl_->manifest;
