@@ -123,6 +123,15 @@ with tempfile.TemporaryDirectory() as tmp:
             check(f"4 {command[0]}: 100,000 long names in 150 MB", done, 2, "")
             if b"out of memory" not in done.stderr and b"none of its" not in done.stderr:
                 failures.append(f"4 {command[0]}: {done.stderr[:200]!r}")
+        # A file larger than the address space left cannot even be mapped:
+        # out of memory too, not "cannot map" (a sparse 1 GiB file).
+        huge = t("huge.json")
+        with open(huge, "wb") as f:
+            f.truncate(1 << 30)
+        for args in (["profile", small, "--ort-profile", huge], ["map", huge]):
+            check(f"4 {args[0]}: a 1 GiB file in 300 MB", run(*args, memory_mb=300), 2,
+                  "out of memory while mapping")
+        os.remove(huge)
 
     # 6. Text output escapes names: no forged rows, no terminal sequences.
     hostile = "/a\nforged\trow\x1b]0;title\x07/x\x1b[2J/MatMul"
