@@ -205,7 +205,8 @@ struct Naming {
 // "/a/b/Conv_output_0_QuantizeLinear"), never scopes.
 Naming NamingOf(const Graph& g) {
   std::size_t scoped = 0, dynamo = 0;
-  absl::flat_hash_set<std::string> scopes;
+  absl::flat_hash_set<absl::string_view> name_scopes;  // "/a/b", views into the names
+  absl::flat_hash_set<std::string> stack_scopes;       // "a.b"
   ModuleStack stack;
   for (const Node& n : g.nodes()) {
     const ScopePath path = ScopePath::Parse(n.name, /*max_segments=*/1);
@@ -213,11 +214,11 @@ Naming NamingOf(const Graph& g) {
     const bool metadata = ReadModuleStack(n.metadata, &stack);
     scoped += scope;
     dynamo += metadata || path.style() == NameStyle::kDynamo;
-    if (scope) scopes.emplace(n.name.substr(0, n.name.rfind('/')));
-    if (metadata && !stack.deepest().empty()) scopes.emplace(stack.deepest());
+    if (scope) name_scopes.insert(n.name.substr(0, n.name.rfind('/')));
+    if (metadata && !stack.deepest().empty()) stack_scopes.insert(stack.deepest());
   }
   Naming out;
-  out.scopes = scopes.size();
+  out.scopes = name_scopes.size() + stack_scopes.size();
   const std::size_t floor = std::max<std::size_t>(1, g.size() / kSchemeShare);
   if (scoped >= dynamo && scoped >= floor) out.scheme = NodeNaming::kScopes;
   if (dynamo > scoped && dynamo >= floor) out.scheme = NodeNaming::kMetadata;
