@@ -232,6 +232,13 @@ def test_reference_and_rules():
     assert ref.reference_path.endswith("model.onnx")
     assert ref.strategy_counts["reference"] > 0
     assert plain.strategy_counts["reference"] == 0
+    assert ref.reference_check["ancestor"] and not ref.reference_check["warnings"]
+    assert plain.reference_check is None
+    # The model itself as its own reference is not used, and says so.
+    itself = semmap.load(BERT / "model.onnx", BERT / "manifest.json", reference=BERT / "model.onnx")
+    assert itself.reference_check["same_graph"] and itself.reference_check["warnings"]
+    own = semmap.load(BERT / "model.onnx", BERT / "manifest.json")
+    assert itself.strategy_counts == own.strategy_counts
     with pytest.raises(ValueError, match="model.onnx"):
         semmap.load(
             BERT / "model.onnx",

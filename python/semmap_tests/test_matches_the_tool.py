@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import semmap
-from conftest import fixture_dirs, fixture_id, manifest_of
+from conftest import FIXTURES, fixture_dirs, fixture_id, manifest_of
 
 DIRS = fixture_dirs()
 
@@ -82,3 +82,17 @@ def test_manifest_fit_matches_semmap_map(d, semmap_tool):
     assert out.returncode == 0, out.stderr
     m = semmap.load(model, manifest, allow_manifest_mismatch=True)
     assert m.manifest_fit == json.loads(out.stdout)["manifest_fit"]
+
+
+@pytest.mark.parametrize("source", ["bert-seqcls.torchscript", "bert-seqcls.torchscript.stripped"])
+def test_reference_check_matches_semmap_map(source, semmap_tool):
+    """Python's reference_check is the tool's, field for field (one writer):
+    the model itself as reference, and its stripped copy (warnings)."""
+    d = FIXTURES / "bert-seqcls.torchscript"
+    model, manifest = str(d / "model.onnx"), str(d / "manifest.json")
+    reference = str(FIXTURES / source / "model.onnx")
+    out = subprocess.run([semmap_tool, "map", model, "--manifest", manifest, "--reference",
+                          reference, "--json"], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    m = semmap.load(model, manifest, reference=reference)
+    assert m.reference_check == json.loads(out.stdout)["reference_check"]

@@ -490,6 +490,10 @@ void BindModel(nb::module_& mod) {
       .def_prop_ro("strategy_counts", &StrategyCounts)
       .def_prop_ro("manifest_fit_json",
                    [](Model& m) { return semmap::ManifestFitJson(m.mapper().manifestFit()); })
+      .def_prop_ro("reference_check_json",
+                   [](Model& m) {
+                     return semmap::ReferenceCheckJson(m.mapper().referenceCheck());
+                   })
       .def_prop_ro("producer",
                    [](Model& m) {
                      return nb::make_tuple(Str(m.graph().producerName()),
