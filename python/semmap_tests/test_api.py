@@ -281,6 +281,15 @@ def test_annotate_writes_a_new_file_and_never_the_model(bert, tmp_path):
         bert.annotate(tmp_path / "no" / "dir" / "out.onnx")
 
 
+def test_scoped_names_never_below_the_confident_floor(bert, tmp_path):
+    # A renamed node reads back at confidence 1: a lower floor is refused.
+    for floor in (0.0, 0.5, 0.89):
+        with pytest.raises(ValueError, match="confidence 1"):
+            bert.annotate(tmp_path / "scoped.onnx", scoped_names=True, min_confidence=floor)
+    assert not (tmp_path / "scoped.onnx").exists()
+    assert bert.annotate(tmp_path / "scoped.onnx", scoped_names=True, min_confidence=0.95)["nodes"] == 237
+
+
 def test_report_and_write_sidecar(bert, tmp_path):
     bert.report(tmp_path / "bert.html")
     html = (tmp_path / "bert.html").read_text()
