@@ -124,7 +124,7 @@ void CheckOutputs(const semmap::SemanticMapper& mapper, const std::string& model
   for (bool scoped : {false, true}) {
     semmap::AnnotateOptions options;
     options.scoped_names = scoped;
-    options.scoped_name_min_confidence = 0.5;
+    options.scoped_name_min_confidence = semmap::kConfidentFloor;
     const std::string out = dir + "/annotated.onnx";
     absl::StatusOr<semmap::AnnotateResult> r = semmap::Annotate(mapper, model, out, options);
     if (!r.ok()) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "catch2/catch.hpp"
 #include "mapped_fixture.h"
@@ -34,11 +35,11 @@ std::map<std::string, std::string> MetadataOf(const semmap::Node& n) {
   return out;
 }
 
-// The part of an old name a scoped name keeps (the op type when empty).
+// The part of an old name a scoped name keeps: all of it, '%' and '/'
+// escaped (the op type when empty).
 std::string LeafOfForTest(const semmap::Node& n) {
-  const std::size_t slash = n.name.rfind('/');
-  const std::string leaf(slash == absl::string_view::npos ? n.name : n.name.substr(slash + 1));
-  return leaf.empty() ? std::string(n.op_type) : leaf;
+  if (n.name.empty()) return std::string(n.op_type);
+  return absl::StrReplaceAll(n.name, {{"%", "%25"}, {"/", "%2F"}});
 }
 
 }  // namespace
@@ -429,20 +430,49 @@ TEST_CASE("Scoped names: the floor decides which nodes are renamed", "[annotate]
   CHECK(p.newName(plan, "node_guess").empty());
   CHECK(plan.below_floor == 1);
 
-  // A floor below the guess renames it too; a floor above 1 renames nothing.
-  const semmap::ScopedNamePlan low =
-      semmap::PlanScopedNames(*p.mapper, ScopedOptions(guess.confidence));
-  CHECK_FALSE(p.newName(low, "node_guess").empty());
+  // A floor above 1 renames nothing; one below the confident floor still
+  // leaves the guess alone (next case).
   const semmap::ScopedNamePlan none = semmap::PlanScopedNames(*p.mapper, ScopedOptions(1.01));
   CHECK(none.renamed == 0);
   CHECK(none.below_floor == p.graph->size());
+  CHECK(p.newName(semmap::PlanScopedNames(*p.mapper, ScopedOptions(guess.confidence)),
+                  "node_guess").empty());
 
-  // Without a manifest confidences are at most 0.8: nothing at the default
-  // floor, everything exporter-labelled at 0.8.
+  // Without a manifest confidences are at most 0.8: nothing is renamed.
   Planned bare(model, {}, /*with_manifest=*/false);
   CHECK(semmap::PlanScopedNames(*bare.mapper, ScopedOptions()).renamed == 0);
-  const semmap::ScopedNamePlan bare_low = semmap::PlanScopedNames(*bare.mapper, ScopedOptions(0.8));
-  CHECK(bare.newName(bare_low, "node_linear") == "/block/proj/node_linear");
+  CHECK(semmap::PlanScopedNames(*bare.mapper, ScopedOptions(0.0)).renamed == 0);
+}
+
+TEST_CASE("Scoped names never launder confidence: nothing below the confident floor is renamed",
+          "[annotate][scoped]") {
+  // A renamed node reads back as an exact scope at confidence 1: a guess
+  // renamed at a lower floor would come back as a certainty.
+  auto f = LoadMapped("bert-seqcls.dynamo");
+  std::size_t guesses = 0;
+  for (const semmap::Mapping& m : f->mapper->mapAll()) guesses += m.mapped() && !m.confident();
+  REQUIRE(guesses > 0);
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*f->mapper, ScopedOptions(0.0));
+  CHECK(plan.renamed > 0);
+  for (std::size_t i = 0; i < plan.names.size(); ++i) {
+    const semmap::Mapping m = f->mapper->moduleFor(static_cast<semmap::NodeId>(i));
+    CAPTURE(f->graph->node(static_cast<semmap::NodeId>(i)).name, m.confidence);
+    if (!m.confident()) CHECK(plan.names[i].empty());
+  }
+  CHECK(plan.below_floor >= guesses);
+  CHECK(plan.renamed == semmap::PlanScopedNames(*f->mapper, ScopedOptions()).renamed);
+
+  // Annotate refuses such a floor (before writing anything).
+  TempDir tmp;
+  for (const double floor : {0.0, 0.7, 0.89}) {
+    CAPTURE(floor);
+    auto r = Annotate(*f->mapper, f->model_path(), tmp.file("out.onnx"), ScopedOptions(floor));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(absl::StrContains(r.status().message(), "confidence 1"));
+    CHECK_FALSE(std::ifstream(tmp.file("out.onnx")).good());
+  }
+  CHECK(Annotate(*f->mapper, f->model_path(), tmp.file("out.onnx"), ScopedOptions(1.0)).ok());
 }
 
 TEST_CASE("Scoped names never grow a name past the loader's limit", "[annotate][scoped]") {
@@ -559,10 +589,6 @@ TEST_CASE("Hostile names and paths are never given a name that reads differently
   const semmap::Mapping& inferred = p.mapper->moduleFor(p.graph->find("/x/y/"));
   REQUIRE(inferred.mapped());
   CHECK(p.newName(plan, "/x/y/").empty() == (inferred.confidence < 0.9));
-  const semmap::ScopedNamePlan any = semmap::PlanScopedNames(*p.mapper, ScopedOptions(0.0));
-  const std::string& relu = p.newName(any, "/x/y/");
-  CHECK(absl::EndsWith(relu, "/Relu"));
-  CHECK(semmap::ScopePath::Parse(relu).DottedPath() == inferred.module_path);
   // "<value>_output_0_..." is not read as a scope, so it would not survive.
   CHECK(p.newName(plan, "v_output_0_QuantizeLinear").empty());
   CHECK(p.newName(plan, "/enc/Neg").empty());  // already resolves to its module
@@ -570,6 +596,28 @@ TEST_CASE("Hostile names and paths are never given a name that reads differently
   CHECK(p.newName(plan, "node\nodd\xff") == "/enc/fc/node\nodd\xff");
   CHECK(plan.not_expressible == 2);
   CHECK(plan.kept == 1);
+}
+
+TEST_CASE("Scoped names keep the whole old name", "[annotate][scoped]") {
+  // Names with scopes of their own that resolve to nothing, mapped exactly
+  // by the exporter's metadata: "a/b/c" became "/enc/fc/c", losing "a/b".
+  onnx::ModelProto model = semmap_test::MakeModel();
+  auto* g = model.mutable_graph();
+  const std::string fc = "['', 'enc', 'enc.fc', 'linear']";
+  AddStackNode(g, "a/b/c", "MatMul", {"x", "w"}, {"a"}, fc);
+  AddStackNode(g, "x/y/", "Add", {"a", "b"}, {"c"}, fc);
+  AddStackNode(g, "50%/d", "Relu", {"c"}, {"d"}, "['', 'enc', 'enc.act', 'relu']");
+  Planned p(model, {"enc", "enc.fc", "enc.act"});
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
+  CHECK(p.newName(plan, "a/b/c") == "/enc/fc/a%2Fb%2Fc");
+  CHECK(p.newName(plan, "x/y/") == "/enc/fc/x%2Fy%2F");
+  CHECK(p.newName(plan, "50%/d") == "/enc/act/50%25%2Fd");
+  CHECK(plan.renamed == 3);
+  // The old name reads back from the new one.
+  for (const char* old : {"a/b/c", "x/y/", "50%/d"}) {
+    const semmap::ScopePath path = semmap::ScopePath::Parse(p.newName(plan, old));
+    CHECK(absl::StrReplaceAll(path.leaf(), {{"%2F", "/"}, {"%25", "%"}}) == old);
+  }
 }
 
 TEST_CASE("Scoped names under a wrapper binding carry the wrapper", "[annotate][scoped]") {
@@ -582,15 +630,24 @@ TEST_CASE("Scoped names under a wrapper binding carry the wrapper", "[annotate][
   semmap_test::AddNode(g, "/bert/encoder/layer.0/act/Relu", "Relu", {"b"}, {"c"});
   semmap_test::AddNode(g, "Identity_3", "Identity", {"encoder.layer.0.fc.weight"}, {"w"});
   semmap_test::AddNode(g, "/bert/encoder/layer.0/fc/MatMul_1", "MatMul", {"c", "w"}, {"d"});
+  AddStackNode(g, "node_gelu", "Gelu", {"d"}, {"e"},
+               "['', 'bert', 'bert.encoder', 'bert.encoder.layer.0', 'bert.encoder.layer.0.act', "
+               "'gelu']");
   Planned p(model, {"encoder", "encoder.layer", "encoder.layer.0", "encoder.layer.0.fc",
                     "encoder.layer.0.act"});
   REQUIRE(p.mapper->rootBinding().wrapper == std::vector<std::string>{"bert"});
-  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions(0.0));
+  const semmap::ScopedNamePlan plan = semmap::PlanScopedNames(*p.mapper, ScopedOptions());
   CHECK(plan.kept == 4);
-  // The Identity standing for a weight is found by the weight's name.
-  const semmap::Mapping& m = p.mapper->moduleFor(p.graph->find("Identity_3"));
-  REQUIRE(m.module_path == "encoder.layer.0.fc");
-  CHECK(p.newName(plan, "Identity_3") == "/bert/encoder/layer.0/fc/Identity_3");
+  // The dynamo-named node, mapped by its metadata, gets the wrapper too.
+  const semmap::Mapping m = p.mapper->moduleFor(p.graph->find("node_gelu"));
+  CAPTURE(m.confidence, m.evidence);
+  REQUIRE(m.module_path == "encoder.layer.0.act");
+  CHECK(p.newName(plan, "node_gelu") == "/bert/encoder/layer.0/act/node_gelu");
+  // The Identity standing for a weight follows its consumer (0.85): a
+  // guess, whatever the floor asked for.
+  CHECK(p.mapper->moduleFor(p.graph->find("Identity_3")).module_path == "encoder.layer.0.fc");
+  CHECK(p.newName(plan, "Identity_3").empty());
+  CHECK(p.newName(semmap::PlanScopedNames(*p.mapper, ScopedOptions(0.0)), "Identity_3").empty());
 }
 
 TEST_CASE("Annotated with scoped names, real exports map back to the same modules",

@@ -234,13 +234,17 @@ onnx::ModelProto EveryPlaceModel() {
   AddEntry(mm, "exporter.key", "kept");
   AddEntry(mm, "class@semmap", "stale too");
   onnx::NodeProto* cond = semmap_test::AddNode(g, "/enc/If", "If", {"c"}, {"y"});
-  semmap_test::AddNode(AddGraphAttribute(cond, "then_branch")->mutable_g(), "/enc/then/Neg", "Neg",
-                       {"a"}, {"y"});
+  // Two body nodes named by the dynamo exporter's metadata only: mapped
+  // exactly with the manifest, they get scoped names.
+  onnx::NodeProto* neg = semmap_test::AddNode(AddGraphAttribute(cond, "then_branch")->mutable_g(),
+                                              "node_neg", "Neg", {"a"}, {"y"});
+  AddEntry(neg, "pkg.torch.onnx.name_scopes", "['', 'enc', 'enc.then', 'neg']");
   onnx::GraphProto* else_g = AddGraphAttribute(cond, "else_branch")->mutable_g();
   onnx::NodeProto* loop = semmap_test::AddNode(else_g, "/dec/Loop", "Loop", {"n", "c"}, {"y"});
   onnx::GraphProto* body = AddGraphAttribute(loop, "body")->mutable_g();
   onnx::NodeProto* unnamed = semmap_test::AddNode(body, "", "Abs", {"a"}, {"y"});
   AddEntry(unnamed, "namespace", "old/namespace");
+  AddEntry(unnamed, "pkg.torch.onnx.name_scopes", "['', 'dec', 'abs']");
   onnx::NodeProto* multi = semmap_test::AddNode(g, "/dec/Multi", "Custom", {"y"}, {"m"});
   multi->set_domain("custom.domain");
   onnx::AttributeProto* branches = multi->add_attribute();
@@ -318,16 +322,19 @@ TEST_CASE("Wire-level annotate handles subgraphs, GRAPHS, functions and external
     rest.clear_functions();
     WriteBytes(input, semmap_test::Serialize(functions_only) + semmap_test::Serialize(rest));
   }
-  auto m = MapFile(input);
+  const std::string manifest = tmp.file("manifest.json");
+  WriteBytes(manifest, semmap_test::ManifestJson({"enc", "enc.fc", "enc.then", "dec", "dec.b0",
+                                                  "dec.b1"}));
+  auto m = MapFile(input, manifest);
   REQUIRE(m->graph->size() == 11);
   AnnotateOptions options;
   options.doc_string_json = true;
   options.scoped_names = true;
-  options.scoped_name_min_confidence = 0.0;
   const std::string wire = CheckAgainstProtobuf(*m->mapper, input, options, tmp);
   auto result = semmap::Annotate(*m->mapper, input, tmp.file("out.onnx"), options);
   REQUIRE(result.ok());
   CHECK(result->nodes == 11);
+  CHECK(result->renamed == 2);  // the two body nodes
   CHECK(result->external_tensors == 1);
 
   auto annotated = Graph::Load(tmp.file("out.onnx"));

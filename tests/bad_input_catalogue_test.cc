@@ -273,6 +273,37 @@ TEST_CASE("Catalogue: a mapped file truncated while read is DataLoss, not SIGBUS
   CHECK(file->truncated());
 }
 
+// A file cut inside its last page faults nowhere (the page is still the
+// file's, its end reads as zeros), and one cut past every page a reader
+// touched faults nowhere either: the size tells them.
+TEST_CASE("Catalogue: a mapped file cut inside its last page is DataLoss, too",
+          "[catalogue][graph]") {
+  HangGuard guard;
+  TempDir dir;
+  const std::string path = dir.path() + "/shrinking.bin";
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t size = 4 * page + 100;
+  for (const std::size_t cut : {size - 1, 4 * page + 10, 4 * page, 2 * page}) {
+    CAPTURE(cut);
+    WriteBytes(path, std::string(size, 'x'));
+    auto file = semmap::internal::MappedFile::Open(path, 1 << 20);
+    REQUIRE(file.ok());
+    CHECK(semmap::internal::NotTruncated(*file, path).ok());
+    REQUIRE(::truncate(path.c_str(), static_cast<off_t>(cut)) == 0);
+    const absl::string_view bytes = file->bytes();
+    CHECK(bytes[0] == 'x');
+    if (cut > 4 * page) CHECK(bytes[size - 1] == '\0');  // the last page is kept, read as zeros
+    CHECK(file->truncated());
+    CHECK(semmap::internal::NotTruncated(*file, path).code() == absl::StatusCode::kDataLoss);
+  }
+  // Growing is not shrinking.
+  WriteBytes(path, std::string(size, 'x'));
+  auto file = semmap::internal::MappedFile::Open(path, 1 << 20);
+  REQUIRE(file.ok());
+  REQUIRE(::truncate(path.c_str(), static_cast<off_t>(size + page)) == 0);
+  CHECK_FALSE(file->truncated());
+}
+
 // A reader skipping payloads touches pages far apart: after a truncation
 // each such read faults on its own. 1 GiB (sparse) read every other page
 // is 131072 faults, twice the mappings vm.max_map_count allows by default:

@@ -123,6 +123,15 @@ with tempfile.TemporaryDirectory() as tmp:
             check(f"4 {command[0]}: 100,000 long names in 150 MB", done, 2, "")
             if b"out of memory" not in done.stderr and b"none of its" not in done.stderr:
                 failures.append(f"4 {command[0]}: {done.stderr[:200]!r}")
+        # A file larger than the address space left cannot even be mapped:
+        # out of memory too, not "cannot map" (a sparse 1 GiB file).
+        huge = t("huge.json")
+        with open(huge, "wb") as f:
+            f.truncate(1 << 30)
+        for args in (["profile", small, "--ort-profile", huge], ["map", huge]):
+            check(f"4 {args[0]}: a 1 GiB file in 300 MB", run(*args, memory_mb=300), 2,
+                  "out of memory while mapping")
+        os.remove(huge)
 
     # 6. Text output escapes names: no forged rows, no terminal sequences.
     hostile = "/a\nforged\trow\x1b]0;title\x07/x\x1b[2J/MatMul"
@@ -146,6 +155,106 @@ with tempfile.TemporaryDirectory() as tmp:
                             f"(exit {done.returncode}): {out[:300]!r}")
         if args[0] == "query" and "--pattern" in args and len(out.splitlines()) != 2:
             failures.append(f"6 query: {len(out.splitlines())} rows for 2 nodes: {out[:300]!r}")
+    # diff prints every kind of name: file names, classes, module paths,
+    # op types (per module, fused, replaced, removed), moved nodes' keys.
+    a = write(t("a\x1b[2J.onnx"), model(
+        node(hostile, "MatMul", ["x", "x"], ["y"]) + node("/a/Add", "Add\x1b[31m", ["y", "y"], ["z"]) +
+        node("/a/b\x1b[1m/Relu", "Relu", ["z"], ["w"]) + node("moved\x1b[2J", "Neg", ["y"], ["m"]) +
+        node("gone\x07", "Gone\x07", ["w"], ["g"]) + node("lone\x07", "Lone\x1b[1m", ["q"], ["r"])))
+    b = write(t("b.onnx"), model(
+        node(hostile, "MatMul", ["x", "x"], ["y"]) + node("/a/Fused\x1b[1m", "Op\x1b[5m", ["y"], ["w"]) +
+        node("/a/b\x1b[1m/Relu", "Relu", ["z"], ["w2"]) + node("moved\x1b[2J", "Neg", ["w2"], ["m"])))
+    for args in (["diff", a, b, "--all-modules"],
+                 ["diff", a, b, "--all-modules", "--manifest", manifest, "--allow-manifest-mismatch"]):
+        done = run(*args)
+        out = done.stdout
+        if (done.returncode != 0 or any(c in out for c in (b"\x1b", b"\x07", b"forged\t")) or
+                b"moved: 1 nodes" not in out and "--manifest" not in args):
+            failures.append(f"6 diff {' '.join(args[3:])}: raw names in the output "
+                            f"(exit {done.returncode}): {out[:300]!r}")
+
+    # 7. Scoped names do not launder confidence: renamed nodes read back as
+    # exact scopes at confidence 1, so nothing below the confident floor is
+    # renamed. A manifest missing three parameterless modules leaves 29
+    # nodes of the TorchScript BERT at scope_prefix (0.7); at
+    # --min-confidence 0 they came back exact, confident and fitting.
+    bert = os.path.join(fixtures, "bert-seqcls.torchscript")
+    with open(os.path.join(bert, "manifest.json")) as f:
+        cut = json.load(f)
+    dropped = {"bert.pooler.activation", "bert.encoder.layer.0.intermediate.intermediate_act_fn",
+               "bert.encoder.layer.1.intermediate.intermediate_act_fn"}
+    cut["modules"] = [m for m in cut["modules"] if m["path"] not in dropped]
+    for m in cut["modules"]:
+        m["children"] = [c for c in m["children"] if c not in dropped]
+    cut_manifest = write(t("cut.json"), json.dumps(cut))
+
+    def confident(path):
+        done = run("map", path, "--manifest", cut_manifest, "--json")
+        return json.loads(done.stdout)["confident"] if done.returncode == 0 else None
+
+    before = confident(os.path.join(bert, "model.onnx"))
+    for floor in ("0", "0.5", "0.89"):
+        scoped = t("scoped.onnx")
+        done = run("annotate", os.path.join(bert, "model.onnx"), "--manifest", cut_manifest,
+                   "-o", scoped, "--scoped-names", "--min-confidence", floor)
+        after = confident(scoped) if done.returncode == 0 else None
+        if done.returncode != 2 or b"confidence 1" not in done.stderr:
+            failures.append(f"7 --min-confidence {floor}: exit {done.returncode}, confident "
+                            f"{before} before, {after} read back: {done.stderr[:200]!r}")
+        if os.path.exists(scoped):
+            os.remove(scoped)
+    done = run("annotate", os.path.join(bert, "model.onnx"), "--manifest", cut_manifest,
+               "-o", t("scoped.onnx"), "--scoped-names")
+    if done.returncode != 0 or confident(t("scoped.onnx")) != before:
+        failures.append(f"7 default floor: exit {done.returncode}, confident {before} before, "
+                        f"{confident(t('scoped.onnx'))} read back")
+
+    # 10. A reference that cannot be the file's source is said so (stderr in
+    # text mode, reference_check in JSON), and lowers no accuracy: the
+    # model itself (which relabelled every inferred answer "reference"), a
+    # stripped copy as the reference of its original (gpt2: 100 % -> 96.99 %),
+    # the other exporter's export (vit: 100 % -> 96.90 %). A true source
+    # raises no warning.
+    evaluate = os.path.join(os.path.dirname(semmap), "semmap-eval")
+
+    def fixture(name, *rest):
+        return os.path.join(fixtures, name, *rest)
+
+    def mapped(name, reference=None):
+        args = ["map", fixture(name, "model.onnx"), "--manifest", fixture(name, "manifest.json"),
+                "--json"] + (["--reference", fixture(reference, "model.onnx")] if reference else [])
+        done = run(*args)
+        return json.loads(done.stdout) if done.returncode == 0 else {}
+
+    def accuracy(name, reference=None):
+        done = subprocess.run([evaluate, fixture(name, "model.onnx"), "--manifest",
+                               fixture(name, "manifest.json"), "--truth", fixture(name, "truth.json"),
+                               "--json"] + (["--reference", fixture(reference, "model.onnx")]
+                                            if reference else []), capture_output=True)
+        return json.loads(done.stdout)["accuracy"] if done.returncode == 0 else None
+
+    for name, reference, finding in (
+            ("bert-seqcls.torchscript", "bert-seqcls.torchscript", "same_graph"),
+            ("gpt2-causal-lm.torchscript", "gpt2-causal-lm.torchscript.stripped", "less_informed"),
+            ("vit-imgcls.torchscript.ort-optimized", "vit-imgcls.dynamo", "other_exporter"),
+            ("bert-seqcls.torchscript.stripped", "bert-seqcls.torchscript", None)):
+        what = f"10 {name} --reference {reference}"
+        got = mapped(name, reference)
+        check_json = got.get("reference_check", {})
+        if finding and not check_json.get(finding) or bool(finding) == check_json.get("ancestor", True):
+            failures.append(f"{what}: reference_check {check_json}")
+        done = run("map", fixture(name, "model.onnx"), "--manifest", fixture(name, "manifest.json"),
+                   "--reference", fixture(reference, "model.onnx"))
+        if (b"warning: reference" in done.stderr) != bool(finding):
+            failures.append(f"{what}: stderr {done.stderr[:300]!r}")
+        if not finding:
+            continue
+        own, with_reference = accuracy(name), accuracy(name, reference)
+        if with_reference is None or with_reference < own:
+            failures.append(f"{what}: accuracy {own} without, {with_reference} with")
+        if finding == "same_graph" and got.get("strategies") != mapped(name).get("strategies"):
+            failures.append(f"{what}: strategies {got.get('strategies')} against "
+                            f"{mapped(name).get('strategies')} without")
 
     # 5. Streams are written whatever their directory; /proc is refused
     # with the right cause.

@@ -140,9 +140,9 @@ expect_stdout "/bert/encoder/layer.0/attention/self/query/node_linear" sidecar "
 if grep -q '"exact_scope": 0,' "$tmp/scoped.map"; then fail "scoped names do not map as scopes"; else passes=$((passes + 1)); fi
 expect 2 "--min-confidence needs --scoped-names" \
   annotate "$dyn/model.onnx" --manifest "$dyn/manifest.json" -o "$tmp/x.onnx" --min-confidence 0.5
-expect 2 "--min-confidence needs a number from 0 to 1" annotate "$dyn/model.onnx" \
+expect 2 "--min-confidence needs a number from 0.9 to 1" annotate "$dyn/model.onnx" \
   --manifest "$dyn/manifest.json" -o "$tmp/x.onnx" --scoped-names --min-confidence 1.5
-expect 2 "--min-confidence needs a number from 0 to 1" annotate "$dyn/model.onnx" \
+expect 2 "--min-confidence needs a number from 0.9 to 1" annotate "$dyn/model.onnx" \
   --manifest "$dyn/manifest.json" -o "$tmp/x.onnx" --scoped-names --min-confidence nan
 
 # sidecar

@@ -49,17 +49,20 @@
 // run before deployment (onnxslim, ONNX Runtime's transformer optimizer and
 // session optimization) drop every node's metadata_props but keep the names
 // of the nodes they do not fuse. With scoped_names, each node mapped with
-// confidence >= scoped_name_min_confidence is renamed to a scope in the
-// TorchScript exporter's convention, the old name's last part kept:
+// confidence >= scoped_name_min_confidence (never below kConfidentFloor) is
+// renamed to a scope in the TorchScript exporter's convention, the old name
+// kept whole as the last part ('%' and '/' in it written "%25" and "%2F"):
 //   node_linear_4  ->  /bert/encoder/layer.0/attention/self/query/node_linear_4
+//   /x/y/Relu      ->  /bert/pooler/%2Fx%2Fy%2FRelu
 // One segment per module scope (a ModuleList child is one segment,
 // "layer.0"), under the mapper's root binding (its wrapper segments first).
 // A new name is written only when it parses back (ScopePath) and resolves
 // (as the mapper resolves names) to exactly the node's module, and when
 // joining its segments with '.' gives the module path, so `semmap map` on
 // the file, with or without the manifest and after such tools, answers with
-// that module by `exact_scope`. Left alone: nodes below the floor or
-// unmapped; nodes whose name already is a scope resolving to their module;
+// that module by `exact_scope`, with confidence 1: which is why the floor
+// is never below kConfidentFloor (a guess must not come back as a
+// certainty). Left alone: nodes below the floor or unmapped; nodes whose name already is a scope resolving to their module;
 // nodes in model-local function bodies; modules outside the root binding or
 // whose path cannot be written as such a scope. New names are unique among
 // all node names of the model, old and new ("_1", "_2" appended to the last
@@ -75,7 +78,9 @@
 // Output is written atomically (temporary file in the output's directory,
 // fsync, rename). Errors (messages start with the file at fault):
 //   InvalidArgument   output is the input file and allow_overwrite is false;
-//                     output is a directory; input not an ONNX model
+//                     output is a directory; input not an ONNX model;
+//                     scoped_names with a floor below kConfidentFloor (the
+//                     message names the option, not a file)
 //   NotFound          input missing; output directory missing
 //   PermissionDenied  output directory not writable
 //   FailedPrecondition input is not the model the mapper was built on
@@ -121,12 +126,15 @@ struct SEMMAP_EXPORT AnnotateOptions {
   // Rename confidently mapped nodes to scoped names (see above). Off by
   // default: renaming surprises users and tools that refer to nodes by name.
   bool scoped_names = false;
-  // Nodes mapped with less confidence keep their names. 0.9 admits exact
-  // scope and exporter-metadata answers and the two strongest inferences,
-  // never op-rule or neighbourhood guesses; without a manifest every
-  // confidence is at most 0.8 (docs/mapping.md), so nothing is renamed at
-  // this floor.
-  double scoped_name_min_confidence = 0.9;
+  // Nodes mapped with less confidence keep their names. The default,
+  // kConfidentFloor (0.9), admits exact scope and exporter-metadata answers
+  // and the two strongest inferences, never op-rule or neighbourhood
+  // guesses. It may be raised, not lowered: a renamed node reads back as
+  // an exact scope at confidence 1, so Annotate refuses a floor below
+  // kConfidentFloor (InvalidArgument) and PlanScopedNames never renames
+  // below it. Without a manifest every confidence is at most 0.8
+  // (docs/mapping.md): nothing is renamed, annotate with the manifest.
+  double scoped_name_min_confidence = kConfidentFloor;
   // The rules the mapper used, to avoid names it would not read as scopes
   // (Rules::isDerivedNodeName); null means Rules::Default().
   const Rules* rules = nullptr;
@@ -153,7 +161,8 @@ struct SEMMAP_EXPORT ScopedNamePlan {
   std::vector<std::string> names;  // per NodeId: the new name, "" = unchanged
   std::size_t renamed = 0;         // non-empty entries of `names`
   std::size_t kept = 0;            // confident nodes whose name already resolves
-  std::size_t below_floor = 0;     // mapped below the floor, or unmapped
+  std::size_t below_floor = 0;     // mapped below the floor (or below
+                                   // kConfidentFloor), or unmapped
   std::size_t not_expressible = 0;  // confident, but no scope resolves back
                                     // (function body, outside the binding,
                                     // module path that does not round-trip)

@@ -70,6 +70,7 @@
 #include "semmap/manifest.h"
 #include "semmap/manifest_fit.h"
 #include "semmap/mapping.h"
+#include "semmap/reference_check.h"
 #include "semmap/root_binding.h"
 #include "semmap/rules.h"
 
@@ -92,7 +93,11 @@ struct SEMMAP_EXPORT MapperOptions {
   // answers over (Strategy::kReference, docs/mapping.md "Reference
   // transfer"). Nodes mapped by their own exact scope or exporter metadata
   // keep those answers; nodes it cannot pair fall through to the inference
-  // below. Only read during Create(): it need not outlive the mapper.
+  // below; and no carried-over answer replaces what the graph answers on
+  // its own when it is no more confident. A reference that is the graph
+  // itself is not used; one that cannot be the graph's source is stated in
+  // referenceCheck(). Only read during Create(): it need not outlive the
+  // mapper.
   const Graph* reference = nullptr;
   // Map even when the manifest does not fit the graph (ManifestFit below).
   // Off by default: a manifest of another model gives answers that look
@@ -197,6 +202,9 @@ class SEMMAP_EXPORT SemanticMapper {
   // How well the manifest fits the graph; `checked` is false without a
   // manifest.
   const ManifestFit& manifestFit() const;
+  // What the reference (MapperOptions::reference) is to the graph;
+  // `checked` is false without one.
+  const ReferenceCheck& referenceCheck() const;
   // The manifest used: the caller's, or the scope-derived one when none was
   // given (class names empty).
   const Manifest& manifest() const;

@@ -18,6 +18,7 @@
 #include "semmap/manifest.h"
 #include "semmap/manifest_fit.h"
 #include "semmap/mapper.h"
+#include "semmap/reference_check.h"
 
 namespace semmap {
 
@@ -42,10 +43,15 @@ SEMMAP_EXPORT std::string MappingJson(const SemanticMapper& mapper, NodeId node,
 // count of the struct. No final newline.
 SEMMAP_EXPORT std::string ManifestFitJson(const ManifestFit& fit);
 
+// ReferenceCheck as an object: "ancestor", "warnings" and every field of
+// the struct (namings by NodeNamingName). No final newline.
+SEMMAP_EXPORT std::string ReferenceCheckJson(const ReferenceCheck& check);
+
 // `semmap map --json`: {"confident", "confident_floor", "manifest",
 // "manifest_fit" (with a manifest), "mapped", "model", "modules" (per
 // module holding nodes: class, nodes, path, subtree_nodes), "nodes",
-// "reference" (with one), "root_binding", "strategies"}.
+// "reference" and "reference_check" (ReferenceCheckJson; with a
+// reference), "root_binding", "strategies"}.
 SEMMAP_EXPORT void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
                                     const JsonSources& sources);
 

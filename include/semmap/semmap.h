@@ -17,6 +17,7 @@
 #include "semmap/node_data.h"  // IWYU pragma: export
 #include "semmap/profile.h"  // IWYU pragma: export
 #include "semmap/query.h"  // IWYU pragma: export
+#include "semmap/reference_check.h"  // IWYU pragma: export
 #include "semmap/report.h"  // IWYU pragma: export
 #include "semmap/results_json.h"  // IWYU pragma: export
 #include "semmap/root_binding.h"  // IWYU pragma: export

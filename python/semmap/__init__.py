@@ -315,6 +315,22 @@ class MappedModel:
         """
         return json.loads(self._core.manifest_fit_json)
 
+    @property
+    def reference_check(self) -> dict[str, Any] | None:
+        """What the reference export (``reference=``) is to the model, or None
+        without one (``semmap map --json``'s ``reference_check``).
+
+        Keys: ``ancestor`` (it looks like the export the model was made from),
+        ``warnings`` (one sentence per finding), the findings ``same_graph``
+        (the model itself: not used), ``other_exporter``, ``few_paired``,
+        ``less_informed`` (a copy naming fewer module scopes), the counts
+        behind them and ``own_answers_kept`` (nodes given their own answer
+        instead of a less confident carried-over one).
+        """
+        if self.reference_path is None:
+            return None
+        return json.loads(self._core.reference_check_json)
+
     def __repr__(self) -> str:
         manifest = f", manifest={self.manifest_path!r}" if self.manifest_path else ""
         cls = f" {self.model_class}" if self.model_class else ""

@@ -232,6 +232,13 @@ def test_reference_and_rules():
     assert ref.reference_path.endswith("model.onnx")
     assert ref.strategy_counts["reference"] > 0
     assert plain.strategy_counts["reference"] == 0
+    assert ref.reference_check["ancestor"] and not ref.reference_check["warnings"]
+    assert plain.reference_check is None
+    # The model itself as its own reference is not used, and says so.
+    itself = semmap.load(BERT / "model.onnx", BERT / "manifest.json", reference=BERT / "model.onnx")
+    assert itself.reference_check["same_graph"] and itself.reference_check["warnings"]
+    own = semmap.load(BERT / "model.onnx", BERT / "manifest.json")
+    assert itself.strategy_counts == own.strategy_counts
     with pytest.raises(ValueError, match="model.onnx"):
         semmap.load(
             BERT / "model.onnx",
@@ -272,6 +279,15 @@ def test_annotate_writes_a_new_file_and_never_the_model(bert, tmp_path):
     assert _digest(BERT / "model.onnx") == before
     with pytest.raises(FileNotFoundError):
         bert.annotate(tmp_path / "no" / "dir" / "out.onnx")
+
+
+def test_scoped_names_never_below_the_confident_floor(bert, tmp_path):
+    # A renamed node reads back at confidence 1: a lower floor is refused.
+    for floor in (0.0, 0.5, 0.89):
+        with pytest.raises(ValueError, match="confidence 1"):
+            bert.annotate(tmp_path / "scoped.onnx", scoped_names=True, min_confidence=floor)
+    assert not (tmp_path / "scoped.onnx").exists()
+    assert bert.annotate(tmp_path / "scoped.onnx", scoped_names=True, min_confidence=0.95)["nodes"] == 237
 
 
 def test_report_and_write_sidecar(bert, tmp_path):

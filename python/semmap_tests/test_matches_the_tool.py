@@ -119,3 +119,17 @@ def test_diff_matches_semmap_diff_key_for_key(optimized, semmap_tool):
         got = semmap.diff(a, b, manifest=manifest, all_modules=bool(extra))
         assert got["fusions"]  # something to compare
         _same_text(got, out.stdout)
+
+
+@pytest.mark.parametrize("source", ["bert-seqcls.torchscript", "bert-seqcls.torchscript.stripped"])
+def test_reference_check_matches_semmap_map(source, semmap_tool):
+    """Python's reference_check is the tool's, field for field (one writer):
+    the model itself as reference, and its stripped copy (warnings)."""
+    d = FIXTURES / "bert-seqcls.torchscript"
+    model, manifest = str(d / "model.onnx"), str(d / "manifest.json")
+    reference = str(FIXTURES / source / "model.onnx")
+    out = subprocess.run([semmap_tool, "map", model, "--manifest", manifest, "--reference",
+                          reference, "--json"], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    m = semmap.load(model, manifest, reference=reference)
+    assert m.reference_check == json.loads(out.stdout)["reference_check"]

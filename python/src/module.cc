@@ -549,6 +549,10 @@ void BindModel(nb::module_& mod) {
                    nb::sig("def strategy_counts(self) -> dict[semmap._strategy.Strategy, int]"))
       .def_prop_ro("manifest_fit_json",
                    [](Model& m) { return semmap::ManifestFitJson(m.mapper().manifestFit()); })
+      .def_prop_ro("reference_check_json",
+                   [](Model& m) {
+                     return semmap::ReferenceCheckJson(m.mapper().referenceCheck());
+                   })
       .def_prop_ro("producer",
                    [](Model& m) {
                      return nb::make_tuple(Str(m.graph().producerName()),

@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/out_of_memory.h"
 #include "io/file_io.h"
 
 namespace semmap {
@@ -134,29 +135,43 @@ absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
   InstallSigbusHandler();
   void* data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int err = errno;
-  ::close(fd);  // the mapping keeps the file open
   if (data == MAP_FAILED) {
+    ::close(fd);
+    // No address space left for the file (RLIMIT_AS, a 32-bit process):
+    // worded as the loaders word running out of memory.
+    if (err == ENOMEM) return OutOfMemory(path, absl::StrCat("mapping its ", size, " bytes"));
     return absl::InternalError(absl::StrCat(path, ": cannot map: ", std::strerror(err)));
   }
   const int slot = ClaimSlot(data, size);
   if (slot < 0) {
+    ::close(fd);
     ::munmap(data, size);
     absl::StatusOr<std::string> bytes = ReadFile(path, max_bytes);
     if (!bytes.ok()) return bytes.status();
     return MappedFile(*std::move(bytes));
   }
-  MappedFile file(data, size, slot);
+  // The descriptor stays open: truncated() asks it for the file's size.
+  MappedFile file(data, size, slot, fd);
   file.device_ = static_cast<std::uint64_t>(st.st_dev);
   file.inode_ = static_cast<std::uint64_t>(st.st_ino);
   return file;
 }
 
-bool MappedFile::truncated() const { return slot_ >= 0 && g_slots[slot_].faulted.load(); }
+// A fault says the file ends before a page that was read; a file cut
+// inside its last page (or past every page read) faults nowhere, so its
+// size is asked too.
+bool MappedFile::truncated() const {
+  if (slot_ < 0) return false;
+  if (g_slots[slot_].faulted.load()) return true;
+  struct stat st;
+  return fd_ >= 0 && ::fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) < size_;
+}
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
       slot_(std::exchange(other.slot_, -1)),
+      fd_(std::exchange(other.fd_, -1)),
       copy_(std::move(other.copy_)),
       device_(std::exchange(other.device_, 0)),
       inode_(std::exchange(other.inode_, 0)) {}
@@ -167,6 +182,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     slot_ = std::exchange(other.slot_, -1);
+    fd_ = std::exchange(other.fd_, -1);
     copy_ = std::move(other.copy_);
     device_ = std::exchange(other.device_, 0);
     inode_ = std::exchange(other.inode_, 0);
@@ -179,9 +195,11 @@ MappedFile::~MappedFile() { Unmap(); }
 void MappedFile::Unmap() {
   if (data_ != nullptr) ::munmap(data_, size_);
   if (slot_ >= 0) ReleaseSlot(slot_);
+  if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
   size_ = 0;
   slot_ = -1;
+  fd_ = -1;
   copy_.clear();
   device_ = inode_ = 0;
 }

@@ -7,7 +7,8 @@
 // process-wide SIGBUS handler (installed on first use, chaining to any
 // previous one for faults elsewhere) maps a zero page over the faulting
 // page and records the fault, so the reader sees zeros instead of dying
-// and the loader turns truncated() into DataLoss. When all guard slots are
+// and the loader turns truncated() into DataLoss; a file cut inside its
+// last page faults nowhere and is told by its size. When all guard slots are
 // taken (many mappings at once), Open reads the file into memory instead.
 #ifndef SEMMAP_SRC_IO_MAPPED_FILE_H_
 #define SEMMAP_SRC_IO_MAPPED_FILE_H_
@@ -26,9 +27,10 @@ namespace internal {
 class MappedFile {
  public:
   // Maps `path` read-only. Errors as ReadFile (file_io.h): NotFound,
-  // InvalidArgument for a directory or a file above `max_bytes`, Internal
-  // for other I/O failures; messages start with the path. An empty file
-  // maps to an empty view.
+  // InvalidArgument for a directory or a file above `max_bytes`,
+  // ResourceExhausted "out of memory" when no address space is left for
+  // it, Internal for other I/O failures; messages start with the path. An
+  // empty file maps to an empty view.
   static absl::StatusOr<MappedFile> Open(const std::string& path,
                                          std::uint64_t max_bytes);
 
@@ -44,9 +46,11 @@ class MappedFile {
     return absl::string_view(static_cast<const char*>(data_), size_);
   }
 
-  // True when a read hit a page the file no longer has (it shrank while
-  // mapped): bytes() then holds zeros there and its contents are not the
-  // file's.
+  // True when the file shrank while mapped: a read hit a page the file no
+  // longer has (bytes() then holds zeros there), or the file is now shorter
+  // than the mapping (cut inside its last page, or past every page read).
+  // Either way bytes() is not the file's contents. Asks the file's size:
+  // call it once a reader is done, not per read.
   bool truncated() const;
 
   // The mapped file's device and inode (both 0 when the file was read into
@@ -56,13 +60,15 @@ class MappedFile {
   std::uint64_t inode() const { return inode_; }
 
  private:
-  MappedFile(void* data, std::size_t size, int slot) : data_(data), size_(size), slot_(slot) {}
+  MappedFile(void* data, std::size_t size, int slot, int fd)
+      : data_(data), size_(size), slot_(slot), fd_(fd) {}
   explicit MappedFile(std::string copy) : copy_(std::move(copy)) {}
   void Unmap();
 
   void* data_ = nullptr;
   std::size_t size_ = 0;
   int slot_ = -1;      // guard slot of the mapping
+  int fd_ = -1;        // the mapped file, open for its size (truncated())
   std::string copy_;   // the bytes, when no guard slot was free
   std::uint64_t device_ = 0;
   std::uint64_t inode_ = 0;

@@ -57,6 +57,7 @@ struct SemanticMapper::Impl {
   bool has_manifest = false;
   RootBinding binding;
   ManifestFit fit;
+  ReferenceCheck reference_check;
   std::vector<internal::MappingRecord> records;  // one per node
   internal::EvidenceStore evidence;               // what records point into
   internal::OriginTable origins;                  // of the nodes that are fusions
@@ -174,13 +175,18 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   const internal::OpTraits& ops = *op_traits;
 
   // The unprocessed export, mapped first with the same manifest (or with
-  // the module paths derived from its own scopes, then shared).
-  std::optional<SemanticMapper> reference;
+  // the module paths derived from its own scopes, then shared); and the
+  // graph on its own evidence, which no carried-over answer overrides when
+  // no more confident.
+  std::optional<SemanticMapper> reference, own;
   if (options.reference != nullptr) {
-    SEMMAP_RETURN_IF_ERROR(internal::CheckSameModel(graph, *options.reference, rules));
+    SEMMAP_ASSIGN_OR_RETURN(mapper.reference_check,
+                            internal::CheckReference(graph, *options.reference, rules));
     MapperOptions reference_options = options;
     reference_options.reference = nullptr;
     SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, shared, reference_options));
+    reference_options.allow_manifest_mismatch = true;  // a misfit is refused below
+    SEMMAP_ASSIGN_OR_RETURN(own, Create(graph, shared, reference_options));
   }
   const bool derived = !mapper.has_manifest;
   if (derived) {
@@ -200,12 +206,13 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   internal::ApplyScopeOutcomes(scopes, &mapper.records);
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding.root,
                                          mapper.binding.wrapper);
-  if (reference) {
+  if (reference && !mapper.reference_check.same_graph) {
     internal::TransferContext context;
     context.reference_mappings = &reference->impl_->records;
     context.reference_origins = &reference->impl_->origins;
     context.tensors = &tensors;
     context.origins = &mapper.origins;
+    context.check = &mapper.reference_check;
     internal::TransferFromReference(graph, *options.reference, context, manifest, rules,
                                     &mapper.records, &store);
   }
@@ -240,6 +247,12 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   }
   internal::RecordFoldedNeighbours(graph, manifest, ops, mapper.records, &mapper.origins);
   FinishMappings(rules, !derived, &mapper.records);
+  // After the calibration: the own mapping's answers are reported ones too.
+  if (own) {
+    mapper.reference_check.own_answers_kept = internal::KeepOwnAnswers(
+        own->impl_->records, own->manifest(), manifest,
+        mapper.reference_check.ancestor(), &mapper.records, &store);
+  }
   return SemanticMapper(std::move(impl));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("the model", "mapping");
@@ -305,6 +318,7 @@ std::size_t SemanticMapper::mappedCount() const {
 
 const RootBinding& SemanticMapper::rootBinding() const { return impl_->binding; }
 const ManifestFit& SemanticMapper::manifestFit() const { return impl_->fit; }
+const ReferenceCheck& SemanticMapper::referenceCheck() const { return impl_->reference_check; }
 const Manifest& SemanticMapper::manifest() const { return *impl_->manifest; }
 const std::shared_ptr<const Manifest>& SemanticMapper::sharedManifest() const {
   return impl_->manifest;

@@ -56,17 +56,29 @@ std::vector<std::string> SegmentsOf(absl::string_view relative_path) {
   return out;
 }
 
-// The part of a node name a scoped name keeps: after the last '/', or the
-// op type when that is empty.
+// The last part of a scoped name: the whole old name, with '%' and '/'
+// written "%25" and "%2F" (a '/' would start another scope, and the old
+// name stays readable from the new one: "a/b/c" -> ".../a%2Fb%2Fc"); the op
+// type when the node has no name.
 std::string LeafOf(const Node& n) {
-  absl::string_view leaf = n.name;
-  const std::size_t slash = leaf.rfind('/');
-  if (slash != absl::string_view::npos) leaf.remove_prefix(slash + 1);
-  if (!leaf.empty()) return std::string(leaf);
-  if (n.op_type.empty()) return "node";
-  std::string op(n.op_type);  // an op type is not checked for '/'
-  std::replace(op.begin(), op.end(), '/', '_');
-  return op;
+  if (n.name.empty()) {
+    if (n.op_type.empty()) return "node";
+    std::string op(n.op_type);  // an op type is not checked for '/'
+    std::replace(op.begin(), op.end(), '/', '_');
+    return op;
+  }
+  std::string leaf;
+  leaf.reserve(n.name.size());
+  for (const char c : n.name) {
+    if (c == '%') {
+      leaf += "%25";
+    } else if (c == '/') {
+      leaf += "%2F";
+    } else {
+      leaf += c;
+    }
+  }
+  return leaf;
 }
 
 // Whether `name` is read by the mapper as a scope (mapper.cc, ScopeOf) that
@@ -296,7 +308,9 @@ ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptio
     const NodeId id = static_cast<NodeId>(i);
     const Node& n = graph.node(id);
     const Mapping& m = mapper.moduleFor(id);
-    if (!m.mapped() || !(m.confidence >= options.scoped_name_min_confidence)) {
+    // A renamed node reads back as an exact scope at confidence 1: below
+    // the confident floor that would turn a guess into a certainty.
+    if (!m.confident() || !(m.confidence >= options.scoped_name_min_confidence)) {
       ++plan.below_floor;
       continue;
     }
@@ -345,6 +359,13 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
                                         const std::string& output,
                                         const AnnotateOptions& options) {
   // Refuse early, before reading anything, so a bad invocation is cheap.
+  if (options.scoped_names && !(options.scoped_name_min_confidence >= kConfidentFloor)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scoped names need a floor of at least ", kConfidentFloor, ", got ",
+        options.scoped_name_min_confidence,
+        ": a renamed node reads back as an exact scope at confidence 1, so a lower "
+        "floor would turn guesses into certainties"));
+  }
   SEMMAP_RETURN_IF_ERROR(
       internal::CheckOutputFor(output,
                                {{input, "the input model"}, {options.manifest_path, "the manifest"}},

@@ -43,6 +43,22 @@ nlohmann::json FitValue(const ManifestFit& fit) {
           {"evidence", fit.evidence}};
 }
 
+nlohmann::json ReferenceValue(const ReferenceCheck& c) {
+  return {{"ancestor", c.ancestor()},
+          {"same_graph", c.same_graph},
+          {"other_exporter", c.other_exporter},
+          {"less_informed", c.less_informed},
+          {"few_paired", c.few_paired},
+          {"model_naming", std::string(NodeNamingName(c.model_naming))},
+          {"reference_naming", std::string(NodeNamingName(c.reference_naming))},
+          {"model_scopes", c.model_scopes},
+          {"reference_scopes", c.reference_scopes},
+          {"shared_names", c.shared_names},
+          {"paired_nodes", c.paired_nodes},
+          {"own_answers_kept", c.own_answers_kept},
+          {"warnings", c.warnings}};
+}
+
 void AppendMapping(const SemanticMapper& mapper, NodeId id, int indent, std::string* out) {
   const Node& n = mapper.graph().node(id);
   const Mapping m = mapper.moduleFor(id);
@@ -100,6 +116,10 @@ std::string ManifestFitJson(const ManifestFit& fit) {
   return internal::DumpJson(FitValue(fit));
 }
 
+std::string ReferenceCheckJson(const ReferenceCheck& check) {
+  return internal::DumpJson(ReferenceValue(check));
+}
+
 // What nlohmann::json's dump(2) of the summary would give (keys in sorted
 // order), with the per-module list written as it goes.
 void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
@@ -129,7 +149,10 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
   member("modules");
   AppendModuleCounts(out, manifest, CountModuleNodes(mapper), &text);
   small("nodes", mapper.graph().size());
-  if (!sources.reference.empty()) small("reference", sources.reference);
+  if (!sources.reference.empty()) {
+    small("reference", sources.reference);
+    small("reference_check", ReferenceValue(mapper.referenceCheck()));
+  }
   small("root_binding", {{"root", manifest.module(b.root).path},
                          {"wrapper", b.wrapper},
                          {"scoped_nodes", b.scoped_nodes},

@@ -20,7 +20,9 @@ std::string OpDelta(const semmap::ModuleDelta& m) {
   for (const auto& [op, n] : m.ops_b) delta[op] += static_cast<long>(n);
   std::string out;
   for (const auto& [op, n] : delta) {
-    if (n != 0) absl::StrAppend(&out, out.empty() ? "" : " ", n > 0 ? "+" : "", n, " ", op);
+    if (n != 0) {
+      absl::StrAppend(&out, out.empty() ? "" : " ", n > 0 ? "+" : "", n, " ", EscapeControls(op));
+    }
   }
   return out;
 }
@@ -29,16 +31,24 @@ std::string Histogram(const std::vector<semmap::DiffNode>& nodes) {
   std::map<std::string, std::size_t> ops;
   for (const semmap::DiffNode& n : nodes) ++ops[n.op_type];
   std::string out;
-  for (const auto& [op, n] : ops) absl::StrAppend(&out, out.empty() ? "" : " ", op, ":", n);
+  for (const auto& [op, n] : ops) {
+    absl::StrAppend(&out, out.empty() ? "" : " ", EscapeControls(op), ":", n);
+  }
   return out;
 }
 
-std::string PathOrRoot(const std::string& path) { return path.empty() ? "<root>" : path; }
+std::string PathOrRoot(const std::string& path) {
+  return path.empty() ? "<root>" : EscapeControls(path);
+}
 
+// Names, op types, classes and file names come from the files: each is
+// escaped (EscapeControls), so that none can forge rows or reach the terminal.
 void PrintText(const semmap::ModelDiff& d, const std::string& a, const std::string& b,
                bool all_modules) {
-  std::cout << "A: " << a << "  " << d.nodes_a << " nodes  " << d.model_class_a << "\n"
-            << "B: " << b << "  " << d.nodes_b << " nodes  " << d.model_class_b << "\n"
+  std::cout << "A: " << EscapeControls(a) << "  " << d.nodes_a << " nodes  "
+            << EscapeControls(d.model_class_a) << "\n"
+            << "B: " << EscapeControls(b) << "  " << d.nodes_b << " nodes  "
+            << EscapeControls(d.model_class_b) << "\n"
             << "nodes in both: " << d.common_nodes << "; module overlap "
             << static_cast<int>(100 * d.module_overlap + 0.5) << "%\n";
   std::size_t changed = 0;
@@ -47,15 +57,16 @@ void PrintText(const semmap::ModelDiff& d, const std::string& a, const std::stri
             << d.modules.size() << " changed\n";
   for (const semmap::ModuleDelta& m : d.modules) {
     if (!all_modules && !m.changed()) continue;
-    std::cout << "  " << PathOrRoot(m.path) << " (" << m.class_name << ")  " << m.own_a << " -> "
-              << m.own_b << ", subtree " << m.subtree_a << " -> " << m.subtree_b;
+    std::cout << "  " << PathOrRoot(m.path) << " (" << EscapeControls(m.class_name) << ")  "
+              << m.own_a << " -> " << m.own_b << ", subtree " << m.subtree_a << " -> "
+              << m.subtree_b;
     const std::string delta = OpDelta(m);
     if (!delta.empty()) std::cout << "  [" << delta << "]";
     std::cout << "\n";
   }
   std::cout << "\nmoved: " << d.moved.size() << " nodes\n";
   for (const semmap::MovedNode& m : d.moved) {
-    std::cout << "  " << m.a.key << " (" << m.a.op_type << ")  "
+    std::cout << "  " << EscapeControls(m.a.key) << " (" << EscapeControls(m.a.op_type) << ")  "
               << (m.a.mapped ? PathOrRoot(m.a.module) : "<unmapped>") << " -> "
               << (m.b.mapped ? PathOrRoot(m.b.module) : "<unmapped>") << "\n";
   }
@@ -70,8 +81,8 @@ void PrintText(const semmap::ModelDiff& d, const std::string& a, const std::stri
   for (const semmap::FusionGroup& g : d.fusions) {
     std::cout << "  " << (g.mapped ? PathOrRoot(g.module) : "<unmapped>") << ": ";
     for (std::size_t i = 0; i < g.fused.size(); ++i) {
-      std::cout << (i ? ", " : "") << g.fused[i].op_type << " "
-                << (g.fused[i].name.empty() ? g.fused[i].key : g.fused[i].name);
+      std::cout << (i ? ", " : "") << EscapeControls(g.fused[i].op_type) << " "
+                << EscapeControls(g.fused[i].name.empty() ? g.fused[i].key : g.fused[i].name);
     }
     std::cout << "\n    replaced " << g.replaced.size() << " nodes of A";
     if (!g.replaced.empty()) std::cout << ": " << Histogram(g.replaced);

@@ -106,9 +106,13 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
     out << "manifest: none (module paths from node names; classes unknown)\n";
   }
   if (model.reference_path) {
+    const semmap::ReferenceCheck& check = mapper.referenceCheck();
     out << "reference: " << EscapeControls(*model.reference_path) << " ("
         << counts[static_cast<std::size_t>(semmap::Strategy::kReference)]
-        << " nodes carried over)\n";
+        << " nodes carried over, " << check.own_answers_kept << " own answers kept; "
+        << (check.same_graph ? "the model itself, not used"
+                             : check.ancestor() ? "looks like its source" : "NOT its source")
+        << ")\n";
   }
   out << "root:     ONNX root = "
       << (manifest.module(b.root).path.empty() ? "manifest root"
@@ -150,10 +154,18 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
 }
 
 void PrintFitNotes(const LoadedModel& loaded) {
-  if (!loaded.manifest_path || !loaded.mapper) return;
-  for (const semmap::FitNote& note : loaded.mapper->manifestFit().notes) {
-    std::cerr << "semmap: note: manifest " << EscapeControls(*loaded.manifest_path)
-              << " fits with notes: " << EscapeControls(note.text) << "\n";
+  if (!loaded.mapper) return;
+  if (loaded.manifest_path) {
+    for (const semmap::FitNote& note : loaded.mapper->manifestFit().notes) {
+      std::cerr << "semmap: note: manifest " << EscapeControls(*loaded.manifest_path)
+                << " fits with notes: " << EscapeControls(note.text) << "\n";
+    }
+  }
+  if (loaded.reference_path) {
+    for (const std::string& warning : loaded.mapper->referenceCheck().warnings) {
+      std::cerr << "semmap: warning: reference " << EscapeControls(*loaded.reference_path) << ": "
+                << warning << "\n";
+    }
   }
 }
 

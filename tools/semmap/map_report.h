@@ -54,7 +54,8 @@ inline constexpr char kReferenceHelp[] =
     "(before onnxslim, ONNX Runtime optimization,\n"
     "quantization or name stripping): its mapping is\n"
     "carried over node by node; refused (exit 2) when\n"
-    "it is not that export";
+    "it is another model, a warning when it is another\n"
+    "file of this one (the model itself is not used)";
 
 // The aligned "node: ... evidence: ..." block, and "origins:" for a node
 // doing several modules' work.
@@ -71,7 +72,9 @@ using ModelLoader =
 // the command name), loads with `load`, prints, returns the exit code.
 // `tool` names the command in usage and errors.
 // A manifest that fits with notes: what did not resolve literally, and why,
-// one line per kind on stderr (text output; JSON has them in manifest_fit).
+// one line per kind on stderr (text output; JSON has them in manifest_fit);
+// and a reference that is not the model's source: one warning per finding
+// (JSON: reference_check).
 void PrintFitNotes(const LoadedModel& loaded);
 
 int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load = LoadModel);

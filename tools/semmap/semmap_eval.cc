@@ -203,6 +203,10 @@ int main(int argc, char** argv) {
   auto mapper = semmap::SemanticMapper::Open(args->positional[0],
                                              manifest_path ? *manifest_path : "", options);
   if (!mapper.ok()) return semmap_cli::Fail(kTool, mapper.status());
+  for (const std::string& warning : mapper->referenceCheck().warnings) {
+    std::cerr << kTool << ": warning: reference "
+              << semmap_cli::EscapeControls(options.reference_path) << ": " << warning << "\n";
+  }
   auto truth = semmap::GroundTruth::Load(*truth_path);
   if (!truth.ok()) return semmap_cli::Fail(kTool, truth.status());
   if (args->has("--answers")) {

@@ -38,7 +38,9 @@ void AddAnnotateOptions(CommandLine& command_line) {
       "TorchScript-style scope (\"/encoder/layer.0/.../node_linear_4\"):\n"
       "names survive optimizers that drop metadata_props; inputs,\n"
       "outputs and value names are unchanged (share/doc/semmap/annotate.md)");
-  command_line.Value("--min-confidence", "C", "floor for --scoped-names, in [0, 1] (default 0.9)")
+  command_line.Value("--min-confidence", "C",
+                     "floor for --scoped-names, from 0.9 (the default) to 1:\n"
+                     "renamed nodes read back at confidence 1")
       ->needs(scoped);
   command_line.Flag("--json", "print the result counts as JSON");
 }
@@ -108,10 +110,13 @@ int RunAnnotateCommand(int argc, char** argv) {
   options.scoped_names = args->has("--scoped-names");
   if (const std::string* floor = args->option("--min-confidence")) {
     double value = 0;
-    if (!absl::SimpleAtod(*floor, &value) || !(value >= 0.0 && value <= 1.0)) {
+    if (!absl::SimpleAtod(*floor, &value) || !(value >= semmap::kConfidentFloor && value <= 1.0)) {
       return Fail(kAnnotateTool,
                   absl::InvalidArgumentError(absl::StrCat(
-                      "--min-confidence needs a number from 0 to 1, got \"", *floor, "\"")));
+                      "--min-confidence needs a number from ", semmap::kConfidentFloor,
+                      " to 1, got \"", *floor,
+                      "\": a renamed node reads back as an exact scope at confidence 1, so a "
+                      "lower floor would turn guesses into certainties")));
     }
     options.scoped_name_min_confidence = value;
   }

@@ -511,6 +511,12 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
   const std::vector<NodeMatch> matches = MatchToReference(processed, reference, rules, limits);
   std::vector<FusedPart> parts;
   std::vector<ModuleId> origins;
+  if (context.check != nullptr) {
+    const auto unpaired = static_cast<std::size_t>(
+        std::count_if(matches.begin(), matches.end(),
+                      [](const NodeMatch& m) { return m.rule == MatchRule::kNone; }));
+    NotePairing(processed.size() - unpaired, processed.size(), context.check);
+  }
   for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
     const NodeMatch& match = matches[p];
     ++stats.by_rule[static_cast<int>(match.rule)];
@@ -631,6 +637,32 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
     pending = std::move(still);
   }
   return stats;
+}
+
+std::size_t KeepOwnAnswers(const std::vector<MappingRecord>& own, const Manifest& own_manifest,
+                           const Manifest& manifest, bool ancestor,
+                           std::vector<MappingRecord>* mappings, EvidenceStore* evidence) {
+  const bool same_manifest = &own_manifest == &manifest;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < own.size() && i < mappings->size(); ++i) {
+    const MappingRecord& o = own[i];
+    MappingRecord& m = (*mappings)[i];
+    if (!o.mapped() || (m.mapped() && m.strategy != Strategy::kReference)) continue;
+    if (m.mapped() && (o.confidence < m.confidence ||
+                       (ancestor && o.confidence < kConfidentFloor))) {
+      continue;
+    }
+    const ModuleId module =
+        same_manifest ? o.module : manifest.find(own_manifest.module(o.module).path);
+    if (module == kNoModule) continue;
+    if (m.module == module && m.strategy == o.strategy && m.confidence == o.confidence) continue;
+    m.module = module;
+    m.confidence = o.confidence;
+    m.strategy = o.strategy;
+    m.evidence = evidence->Intern(o.evidence);
+    ++kept;
+  }
+  return kept;
 }
 
 }  // namespace internal
