@@ -128,11 +128,17 @@ std::vector<MappingRecord> Records(const Manifest& m, const std::vector<std::str
 TEST_CASE("RecordFoldedNeighbours: a BatchNorm left without a node beside its Conv") {
   const Graph g = FoldedGraph();
   const OpTraits ops(g, semmap::Rules::Default());
+  // The origins found with manifest `m` when the graph's three nodes are
+  // mapped to `paths`.
+  auto origins_with = [&](const Manifest& m, const std::vector<std::string>& paths) {
+    OriginTable origins;
+    RecordFoldedNeighbours(g, m, ops, Records(m, paths), &origins);
+    return origins;
+  };
+  const std::vector<std::string> conv_conv_relu = {"block.conv", "block.conv", "block.relu"};
   SECTION("the Conv does the BatchNorm's work; the bias Reshape is data movement") {
     const Manifest m = FoldedManifest(4);
-    OriginTable origins;
-    RecordFoldedNeighbours(g, m, ops, Records(m, {"block.conv", "block.conv", "block.relu"}),
-                           &origins);
+    const OriginTable origins = origins_with(m, conv_conv_relu);
     REQUIRE(origins.Of(0).size() == 2);
     CHECK(m.module(origins.Of(0)[0]).path == "block.conv");
     CHECK(m.module(origins.Of(0)[1]).path == "block.bn");
@@ -140,25 +146,13 @@ TEST_CASE("RecordFoldedNeighbours: a BatchNorm left without a node beside its Co
     CHECK(origins.Of(2).empty());
   }
   SECTION("a BatchNorm over another width was not folded into this Conv") {
-    const Manifest m = FoldedManifest(5);
-    OriginTable origins;
-    RecordFoldedNeighbours(g, m, ops, Records(m, {"block.conv", "block.conv", "block.relu"}),
-                           &origins);
-    CHECK(origins.size() == 0);
+    CHECK(origins_with(FoldedManifest(5), conv_conv_relu).size() == 0);
   }
   SECTION("a norm without running statistics (a LayerNorm) is never folded") {
-    const Manifest m = FoldedManifest(4, /*statistics=*/false);
-    OriginTable origins;
-    RecordFoldedNeighbours(g, m, ops, Records(m, {"block.conv", "block.conv", "block.relu"}),
-                           &origins);
-    CHECK(origins.size() == 0);
+    CHECK(origins_with(FoldedManifest(4, /*statistics=*/false), conv_conv_relu).size() == 0);
   }
   SECTION("a BatchNorm with a node of its own was not folded") {
-    const Manifest m = FoldedManifest(4);
-    OriginTable origins;
-    RecordFoldedNeighbours(g, m, ops, Records(m, {"block.conv", "block.conv", "block.bn"}),
-                           &origins);
-    CHECK(origins.size() == 0);
+    CHECK(origins_with(FoldedManifest(4), {"block.conv", "block.conv", "block.bn"}).size() == 0);
   }
 }
 
