@@ -147,9 +147,10 @@ bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* 
   }
   origins->Set(id, distinct);
   const bool one_owner = owners.size() == 1;
-  ModuleId module = m->module;
-  for (ModuleId owner : owners) module = manifest_.lowestCommonAncestor(module, owner);
-  if (one_owner) module = owners.front();
+  ModuleId module = one_owner ? owners.front() : m->module;
+  if (!one_owner) {
+    for (ModuleId owner : owners) module = manifest_.lowestCommonAncestor(module, owner);
+  }
   const std::string& path = manifest_.module(module).path;
   m->evidence = evidence->Intern(absl::StrCat(
       m->evidence, "; rewritten by the exporter's optimizer, ",
@@ -185,9 +186,8 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
     add(ParameterOwner(o), kProducedParameter, "produces parameter", o);
     const ModuleId scope = ValueScope(o);
     add(scope, kOutputScope, "output named", o);
-    if (scope != kNoModule && !ProducerOpOfValue(o).empty()) {
-      produced_by.emplace_back(ProducerOpOfValue(o), scope);
-    }
+    const absl::string_view op = scope == kNoModule ? absl::string_view() : ProducerOpOfValue(o);
+    if (!op.empty()) produced_by.emplace_back(op, scope);
   }
   for (absl::string_view i : n.inputs) {
     if (i.empty()) continue;
