@@ -178,6 +178,7 @@ class Model:
 
     @property
     def reference_check_json(self) -> str: ...
+
     @property
     def producer(self) -> tuple[str, str]: ...
 
