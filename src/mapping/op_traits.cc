@@ -1,7 +1,6 @@
 #include "mapping/op_traits.h"
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/ascii.h"
 #include "manifest/rule_queries.h"
 
 namespace semmap {
@@ -58,26 +57,6 @@ std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
     }
   }
   return shape;
-}
-
-namespace {
-
-bool StartsWord(absl::string_view s, std::size_t i) {
-  return i == 0 || absl::ascii_isupper(static_cast<unsigned char>(s[i]));
-}
-
-}  // namespace
-
-std::size_t OpTypeOverlap(absl::string_view fused, absl::string_view part) {
-  if (part.empty() || part.size() > fused.size()) return 0;
-  for (std::size_t i = fused.find(part); i != absl::string_view::npos;
-       i = fused.find(part, i + 1)) {
-    const std::size_t end = i + part.size();
-    if (StartsWord(fused, i) && (end == fused.size() || StartsWord(fused, end))) {
-      return part.size();
-    }
-  }
-  return 0;
 }
 
 }  // namespace internal

@@ -4,11 +4,9 @@
 #ifndef SEMMAP_SRC_MAPPING_OP_TRAITS_H_
 #define SEMMAP_SRC_MAPPING_OP_TRAITS_H_
 
-#include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "semmap/graph.h"
 #include "semmap/rules.h"
 
@@ -29,13 +27,6 @@ class OpTraits {
   static constexpr std::uint8_t kPassthrough = 4;
   std::vector<std::uint8_t> bits_;
 };
-
-// How much of op type `fused` is op type `part`: the length of `part` when
-// it occurs in `fused` on word boundaries of its CamelCase ("Conv" in
-// "FusedConv", "LayerNormalization" in "SkipLayerNormalization", "MatMul"
-// in "MatMulInteger"), else 0. A fused node carries the operation of the
-// part with the largest overlap (strategies/fused_nodes.h).
-std::size_t OpTypeOverlap(absl::string_view fused, absl::string_view part);
 
 // Marks shape computations: Shape/Size nodes and nodes whose inputs all come
 // from shape computations, constants or initializers (at least one from a

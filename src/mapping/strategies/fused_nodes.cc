@@ -34,33 +34,16 @@ bool FoldablePerChannel(const ModuleInfo& info, std::int64_t channels) {
   return statistics;
 }
 
-std::int64_t Elements(const std::vector<std::int64_t>& shape) {
-  std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
-  return n;
-}
-
 }  // namespace
 
 ModuleId DominantPart(const Graph& graph, NodeId node, absl::Span<const FusedPart> parts,
                       const Manifest& manifest, const TensorEvidence& tensors) {
   const Node n = graph.node(node);
-  std::size_t best = 0;
-  for (const FusedPart& p : parts) {
-    if (p.module != kNoModule) best = std::max(best, OpTypeOverlap(n.op_type, p.op_type));
-  }
-  if (best == 0) return kNoModule;
-  ModuleId dominant = kNoModule;
-  for (const FusedPart& p : parts) {
-    if (p.module == kNoModule || OpTypeOverlap(n.op_type, p.op_type) != best) continue;
-    if (dominant != kNoModule && dominant != p.module) return kNoModule;
-    dominant = p.module;
-  }
+  std::vector<ModuleId> owners;
   for (absl::string_view input : n.inputs) {
-    const ModuleId owner = input.empty() ? kNoModule : tensors.ParameterOwner(input);
-    if (owner != kNoModule && !manifest.isAncestorOrSelf(dominant, owner)) return kNoModule;
+    if (!input.empty()) owners.push_back(tensors.ParameterOwner(input));
   }
-  return dominant;
+  return DominantModule(n.op_type, parts, owners, manifest);
 }
 
 // Long (about 55 lines): the candidate pairs from the manifest, then one
@@ -102,6 +85,7 @@ void RecordFoldedNeighbours(const Graph& graph, const Manifest& manifest, const 
     const ModuleInfo& info = manifest.module(c);
     const TensorSpec& weight = *MatrixWeight(info);
     const std::int64_t channels = weight.shape.front();
+    const std::int64_t weight_elements = ElementCount(weight.shape);  // -1: overflow
     const bool holds_vector = std::any_of(
         info.parameters.begin(), info.parameters.end(),
         [&](const TensorSpec& p) { return p.shape.size() == 1 && p.shape.front() == channels; });
@@ -109,7 +93,7 @@ void RecordFoldedNeighbours(const Graph& graph, const Manifest& manifest, const 
     const bool reads_folded = std::any_of(n.inputs.begin(), n.inputs.end(), [&](absl::string_view v) {
       const TensorInfo* t = v.empty() ? nullptr : graph.initializer(v);
       if (t == nullptr || t->dims.empty() || t->dims.front() != channels) return false;
-      return ElementCount(t->dims) == Elements(weight.shape) ||
+      return (weight_elements >= 0 && ElementCount(t->dims) == weight_elements) ||
              (t->dims.size() == 1 && !holds_vector);
     });
     if (reads_folded) origins->Set(id, {c, folded->second});

@@ -12,6 +12,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "mapping/fusion.h"
 #include "mapping/mapping_record.h"
 #include "mapping/op_traits.h"
 #include "mapping/origin_table.h"
@@ -21,13 +22,6 @@
 
 namespace semmap {
 namespace internal {
-
-// One part of a fused node: an operation it replaced and that operation's
-// module.
-struct FusedPart {
-  absl::string_view op_type;
-  ModuleId module = kNoModule;
-};
 
 // The module a fused node still is: the module of the parts whose op type
 // its op type carries (the largest OpTypeOverlap, op_traits.h), when those

@@ -8,6 +8,7 @@
 #include "absl/strings/strip.h"
 #include "manifest/rule_queries.h"
 #include "mapping/confidence.h"
+#include "mapping/fusion.h"
 #include "semmap/scope_path.h"
 
 namespace semmap {
@@ -173,7 +174,7 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
   bool disagree = false;
   std::string first;
   // The modules of the ops the output names name, and of the weights read.
-  std::vector<std::pair<absl::string_view, ModuleId>> produced_by;
+  std::vector<FusedPart> produced_by;
   std::vector<ModuleId> weights;
   auto add = [&](ModuleId m, double c, absl::string_view what, absl::string_view name) {
     if (m == kNoModule) return;
@@ -187,7 +188,7 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
     const ModuleId scope = ValueScope(o);
     add(scope, kOutputScope, "output named", o);
     const absl::string_view op = scope == kNoModule ? absl::string_view() : ProducerOpOfValue(o);
-    if (!op.empty()) produced_by.emplace_back(op, scope);
+    if (!op.empty()) produced_by.push_back({op, scope});
   }
   for (absl::string_view i : n.inputs) {
     if (i.empty()) continue;
@@ -205,24 +206,22 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
   out->origins.clear();
   // A fusion that kept the value names of parts of several modules.
   const bool fused = std::any_of(produced_by.begin(), produced_by.end(), [&](const auto& p) {
-    return p.second != produced_by.front().second;
+    return p.module != produced_by.front().module;
   });
   if (!disagree || !fused) return true;
-  for (const auto& p : produced_by) out->origins.push_back(p.second);
+  for (const FusedPart& p : produced_by) out->origins.push_back(p.module);
   out->origins.insert(out->origins.end(), weights.begin(), weights.end());
+  const ModuleId dominant = DominantModule(n.op_type, produced_by, weights, manifest_);
+  if (dominant == kNoModule) return true;
+  // The dominant part's op: of its module's parts, the one the op type
+  // carries most of.
   std::size_t best = 0;
-  for (const auto& p : produced_by) best = std::max(best, OpTypeOverlap(n.op_type, p.first));
-  if (best == 0) return true;
-  ModuleId dominant = kNoModule;
-  absl::string_view op;
-  for (const auto& p : produced_by) {
-    if (OpTypeOverlap(n.op_type, p.first) != best) continue;
-    if (dominant != kNoModule && dominant != p.second) return true;  // two modules' parts
-    dominant = p.second;
-    op = p.first;
+  for (const FusedPart& p : produced_by) {
+    if (p.module == dominant) best = std::max(best, OpTypeOverlap(n.op_type, p.op_type));
   }
-  for (ModuleId w : weights) {
-    if (!manifest_.isAncestorOrSelf(dominant, w)) return true;
+  absl::string_view op;
+  for (const FusedPart& p : produced_by) {
+    if (p.module == dominant && OpTypeOverlap(n.op_type, p.op_type) == best) op = p.op_type;
   }
   out->module = dominant;
   out->confidence = std::min(confidence, kFusedDominant);
