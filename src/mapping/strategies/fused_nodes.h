@@ -23,12 +23,8 @@
 namespace semmap {
 namespace internal {
 
-// The module a fused node still is: the module of the parts whose op type
-// its op type carries (the largest OpTypeOverlap, op_traits.h), when those
-// parts are of one module and every parameter `node` reads by name is that
-// module's. kNoModule when no part dominates (an Attention replacing
-// MatMuls of three projections, an EmbedLayerNormalization reading three
-// embeddings' weights).
+// DominantModule (mapping/fusion.h) of `node` with these parts, the owners
+// of the weights being those of the parameters it reads by name.
 ModuleId DominantPart(const Graph& graph, NodeId node, absl::Span<const FusedPart> parts,
                       const Manifest& manifest, const TensorEvidence& tensors);
 
