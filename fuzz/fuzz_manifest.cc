@@ -19,7 +19,7 @@ constexpr absl::string_view kOrigin = "fuzz.json";
 
 void CheckManifest(const semmap::Manifest& m) {
   SEMMAP_FUZZ_CHECK(m.size() >= 1);
-  SEMMAP_FUZZ_CHECK(m.schemaVersion() == semmap::kManifestSchemaVersion);
+  SEMMAP_FUZZ_CHECK(m.schemaVersion() >= 1 && m.schemaVersion() <= semmap::kManifestSchemaVersion);
   const semmap::ModuleInfo& root = m.module(m.root());
   SEMMAP_FUZZ_CHECK(root.path.empty() && root.parent == semmap::kNoModule && root.depth == 0);
   const auto n = static_cast<semmap::ModuleId>(m.size());

@@ -612,7 +612,7 @@ std::vector<BadManifest> BadManifests() {
       {"empty modules", Edited("/modules", none), Code::kInvalidArgument, "at least the root"},
       // Unknown versions (manifest_test.cc: 99).
       {"version 0", Edited("/schema_version", 0), Code::kFailedPrecondition, "schema version 0"},
-      {"version 2", Edited("/schema_version", 2), Code::kFailedPrecondition, "schema version 2"},
+      {"version 3", Edited("/schema_version", 3), Code::kFailedPrecondition, "schema version 3"},
       {"version -1", Edited("/schema_version", -1), Code::kFailedPrecondition, "schema version -1"},
       {"version 2^32 + 1 (wraps to 1 as an int)", Edited("/schema_version", 4294967297LL),
        Code::kFailedPrecondition, "schema version 4294967297"},

@@ -125,3 +125,74 @@ TEST_CASE("FromModulePaths builds the ancestors and keeps classes", "[manifest]"
   CHECK(m.module(0).class_name == "Root");
   CHECK(m.module(m.find("a.b")).parent == m.find("a"));
 }
+
+namespace {
+
+// A two-module manifest of `version` whose root's entry ends with `forward`.
+std::string WithForward(int version, const std::string& forward) {
+  return R"({"format":"semmap.manifest","schema_version":)" + std::to_string(version) +
+         R"(,"model":{"class":"M","qualified_class":"t.M"},"modules":[)"
+         R"({"path":"","class":"M","qualified_class":"t.M","parent":null,"children":["a"],"parameters":[{"name":"w","shape":[2],"dtype":"float32"}],"buffers":[],"forward":)" +
+         forward +
+         R"(},{"path":"a","class":"L","qualified_class":"t.L","parent":"","children":[],"parameters":[],"buffers":[]}]})";
+}
+
+}  // namespace
+
+TEST_CASE("Schema version 2 reads each module's forward events", "[manifest]") {
+  const std::string forward =
+      R"([{"op":"mul","reads":["w"]},{"call":"a"},{"op":"add"},{"call":"a"}])";
+  auto m = Manifest::Parse(WithForward(2, forward), "v2.json");
+  REQUIRE(m.ok());
+  CHECK(m->schemaVersion() == 2);
+  const semmap::ModuleInfo& root = m->module(m->root());
+  CHECK(root.traced);
+  REQUIRE(root.forward.size() == 4);
+  CHECK(root.forward[0].op == "mul");
+  CHECK(root.forward[0].call == semmap::kNoModule);
+  CHECK(root.forward[0].reads == std::vector<std::string>{"w"});
+  CHECK(root.forward[1].call == m->find("a"));
+  CHECK(root.forward[1].op.empty());
+  CHECK(root.forward[2].op == "add");
+  CHECK(root.forward[2].reads.empty());
+  CHECK(root.forward[3].call == m->find("a"));
+  // A module without the field was not traced.
+  CHECK_FALSE(m->module(m->find("a")).traced);
+  // An empty forward ran and did nothing.
+  auto empty = Manifest::Parse(WithForward(2, "[]"), "v2.json");
+  REQUIRE(empty.ok());
+  CHECK(empty->module(0).traced);
+  CHECK(empty->module(0).forward.empty());
+  // Copies keep the events and their callees.
+  const Manifest copy = *m;
+  CHECK(copy.module(0).forward[1].call == copy.find("a"));
+}
+
+TEST_CASE("A version 1 manifest ignores a forward field", "[manifest]") {
+  auto m = Manifest::Parse(WithForward(1, R"([{"op":"add"}])"), "v1.json");
+  REQUIRE(m.ok());
+  CHECK(m->schemaVersion() == 1);
+  CHECK_FALSE(m->module(0).traced);
+  CHECK(m->module(0).forward.empty());
+}
+
+TEST_CASE("Bad forward events name the file and the event", "[manifest]") {
+  auto row = GENERATE(table<std::string, std::string>({
+      {R"([{"call":"nowhere"}])", "/modules/0/forward/0/call: unknown module \"nowhere\""},
+      {R"([{"op":"add"},{"call":"a","op":"add"}])", "exactly one of \"call\" and \"op\""},
+      {R"([{}])", "exactly one of \"call\" and \"op\""},
+      {R"([{"op":""}])", "/modules/0/forward/0/op"},
+      {R"([{"op":"mul","reads":"w"}])", "/modules/0/forward/0/reads: expected an array"},
+      {R"([{"op":"mul","reads":[1]}])", "/modules/0/forward/0/reads/0"},
+      {R"({"op":"add"})", "/modules/0/forward: expected an array"},
+      {R"([3])", "/modules/0/forward/0: expected an object"},
+  }));
+  CAPTURE(std::get<0>(row));
+  auto m = Manifest::Parse(WithForward(2, std::get<0>(row)), "bad.json");
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.status().code() == absl::StatusCode::kInvalidArgument);
+  const std::string message(m.status().message());
+  CAPTURE(message);
+  CHECK(message.rfind("bad.json: ", 0) == 0);
+  CHECK(message.find(std::get<1>(row)) != std::string::npos);
+}

@@ -33,13 +33,26 @@ namespace semmap {
 using ModuleId = std::int32_t;
 inline constexpr ModuleId kNoModule = -1;
 
-// The schema version this build reads.
-inline constexpr int kManifestSchemaVersion = 1;
+// The newest schema version this build reads (it reads 1 and 2).
+inline constexpr int kManifestSchemaVersion = 2;
 
 struct SEMMAP_EXPORT TensorSpec {
   std::string name;  // local name inside its module ("weight")
   std::vector<std::int64_t> shape;
   std::string dtype;  // "float32", "int64", ...
+};
+
+// One step of a module's forward pass as the manifest writer recorded it
+// (schema version 2; docs/manifest.md, "Forward signatures"): a call of
+// another module, or an operation the module's own code ran.
+struct SEMMAP_EXPORT ForwardEvent {
+  // The module called (usually a child); kNoModule for an operation.
+  ModuleId call = kNoModule;
+  // The operation, by its normalised torch name ("add", "linear",
+  // "layer_norm"); empty for a call.
+  std::string op;
+  // The module's own parameters and buffers the operation read ("weight").
+  std::vector<std::string> reads;
 };
 
 struct SEMMAP_EXPORT ModuleInfo {
@@ -60,6 +73,11 @@ struct SEMMAP_EXPORT ModuleInfo {
   // path's trailing atoms back to the first non-numeric one
   // ("encoder.layer.0" -> "layer.0", "layer1.0" -> "layer1.0").
   std::string variable_name;
+  // The module's first forward call, when the manifest records it (schema
+  // version 2): its calls and own operations in order. `traced` tells a
+  // forward that did nothing from one not recorded.
+  std::vector<ForwardEvent> forward;
+  bool traced = false;
 };
 
 struct SEMMAP_EXPORT ManifestOptions {

@@ -53,7 +53,50 @@ struct Links {
   std::vector<absl::string_view> parent;  // per module; unused for the root
   std::vector<absl::string_view> children;  // every module's, back to back
   std::vector<std::size_t> first_child;     // per module, plus the end
+  // Forward calls (schema version 2): module, event index, callee path.
+  struct Call {
+    std::size_t module;
+    std::size_t event;
+    absl::string_view path;
+  };
+  std::vector<Call> calls;
 };
+
+// A module's "forward" events (schema version 2): {"call": path} or
+// {"op": name, "reads": [names]}. Callees are resolved once every module
+// is known (links->calls).
+absl::Status ReadForward(const JsonValue& list, std::size_t i, ModuleInfo* info, Links* links) {
+  if (!list.is_array()) return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
+  info->traced = true;
+  info->forward.reserve(list.size());
+  return list.ForEachElement([&](const JsonValue& e) -> absl::Status {
+    if (!e.is_object()) return e.Error("expected an object");
+    static constexpr absl::string_view kKeys[] = {"call", "op", "reads"};
+    std::optional<JsonValue> f[3];
+    e.Lookup(kKeys, absl::MakeSpan(f));
+    if (f[0].has_value() == f[1].has_value()) {
+      return e.Error("expected exactly one of \"call\" and \"op\"");
+    }
+    ForwardEvent event;
+    if (f[0]) {
+      SEMMAP_ASSIGN_OR_RETURN(absl::string_view callee, f[0]->AsString(/*allow_empty=*/true));
+      links->calls.push_back({i, info->forward.size(), callee});
+    } else {
+      SEMMAP_ASSIGN_OR_RETURN(absl::string_view op, f[1]->AsString(/*allow_empty=*/false));
+      event.op.assign(op.data(), op.size());
+      if (f[2]) {
+        if (!f[2]->is_array()) return f[2]->Error("expected an array");
+        SEMMAP_RETURN_IF_ERROR(f[2]->ForEachElement([&event](const JsonValue& r) -> absl::Status {
+          SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, r.AsString(/*allow_empty=*/false));
+          event.reads.emplace_back(name);
+          return absl::OkStatus();
+        }));
+      }
+    }
+    info->forward.push_back(std::move(event));
+    return absl::OkStatus();
+  });
+}
 
 absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
                          const std::optional<JsonValue>& field, std::vector<TensorSpec>* out) {
@@ -93,13 +136,15 @@ absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
 }
 
 // One module object, fields checked in schema order (path, class,
-// qualified_class, parent, children, parameters, buffers).
-absl::Status ReadModule(const JsonValue& m, std::size_t i, ModuleInfo* info, Links* links) {
+// qualified_class, parent, children, parameters, buffers; from schema
+// version 2, forward).
+absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ModuleInfo* info,
+                        Links* links) {
   if (!m.is_object()) return m.Error("expected an object");
   static constexpr absl::string_view kKeys[] = {"path",     "class",      "qualified_class",
                                                 "parent",   "children",   "parameters",
-                                                "buffers"};
-  std::optional<JsonValue> f[7];
+                                                "buffers",  "forward"};
+  std::optional<JsonValue> f[8];
   m.Lookup(kKeys, absl::MakeSpan(f));
   absl::string_view text[3];
   for (int k = 0; k < 3; ++k) {
@@ -134,11 +179,12 @@ absl::Status ReadModule(const JsonValue& m, std::size_t i, ModuleInfo* info, Lin
   links->first_child.push_back(links->children.size());
   SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "parameters", f[5], &info->parameters));
   SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "buffers", f[6], &info->buffers));
+  if (version >= 2 && f[7]) SEMMAP_RETURN_IF_ERROR(ReadForward(*f[7], i, info, links));
   return absl::OkStatus();
 }
 
-absl::Status ReadModules(const JsonValue& doc, std::vector<ModuleInfo>* modules, Links* links,
-                         std::size_t max_modules) {
+absl::Status ReadModules(const JsonValue& doc, int version, std::vector<ModuleInfo>* modules,
+                         Links* links, std::size_t max_modules) {
   SEMMAP_ASSIGN_OR_RETURN(const JsonValue list, doc.Field("modules"));
   if (!list.is_array()) {
     return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
@@ -155,7 +201,7 @@ absl::Status ReadModules(const JsonValue& doc, std::vector<ModuleInfo>* modules,
   std::size_t i = 0;
   return list.ForEachElement([&](const JsonValue& m) {
     const std::size_t index = i++;
-    return ReadModule(m, index, &(*modules)[index], links);
+    return ReadModule(m, index, version, &(*modules)[index], links);
   });
 }
 
@@ -320,6 +366,21 @@ absl::Status LinkChildren(absl::string_view origin, const Links& links, const Ma
   return absl::OkStatus();
 }
 
+// Resolves the callees of the modules' forward events.
+absl::Status LinkCalls(absl::string_view origin, const Links& links, const Manifest& m,
+                       std::vector<ModuleInfo>* modules) {
+  for (const Links::Call& call : links.calls) {
+    const ModuleId callee = m.find(call.path);
+    if (callee == kNoModule) {
+      return ModuleError(origin, call.module, absl::StrCat("forward/", call.event, "/call"),
+                         absl::StrCat("unknown module \"",
+                                      internal::Abbreviate(std::string(call.path)), "\""));
+    }
+    (*modules)[call.module].forward[call.event].call = callee;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::string_view origin,
@@ -349,13 +410,13 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
   }
   Manifest m;
   // Compared as read: a narrowing conversion would wrap 2^32 + 1 to 1.
-  if (version->is_unsigned() || version->int64() != kManifestSchemaVersion) {
+  if (version->is_unsigned() || version->int64() < 1 || version->int64() > kManifestSchemaVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
         origin, ": manifest schema version ",
         version->is_unsigned() ? absl::StrCat(version->uint64()) : absl::StrCat(version->int64()),
-        " is not supported (this build reads version ", kManifestSchemaVersion, ")"));
+        " is not supported (this build reads versions 1 to ", kManifestSchemaVersion, ")"));
   }
-  m.schema_version_ = kManifestSchemaVersion;
+  m.schema_version_ = static_cast<int>(version->int64());
   SEMMAP_ASSIGN_OR_RETURN(const JsonValue model, doc.Field("model"));
   if (!model.is_object()) return model.Error("expected an object");
   SEMMAP_ASSIGN_OR_RETURN(absl::string_view model_class, model.StringField("class", false));
@@ -374,7 +435,8 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
         }));
   }
   Links links;
-  SEMMAP_RETURN_IF_ERROR(ReadModules(doc, &m.modules_, &links, options.max_modules));
+  SEMMAP_RETURN_IF_ERROR(
+      ReadModules(doc, m.schema_version_, &m.modules_, &links, options.max_modules));
   if (!m.modules_[0].path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": /modules/0/path: the first module must be the root, path \"\""));
@@ -383,6 +445,7 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
   // Resolve parent and children links and check they agree.
   SEMMAP_RETURN_IF_ERROR(LinkParents(origin, links, m, &m.modules_));
   SEMMAP_RETURN_IF_ERROR(LinkChildren(origin, links, m, &m.modules_));
+  SEMMAP_RETURN_IF_ERROR(LinkCalls(origin, links, m, &m.modules_));
   MarkNumberedChildren(&m.modules_);
   return m;
 }
@@ -406,7 +469,7 @@ Manifest& Manifest::operator=(const Manifest& other) {
 Manifest Manifest::FromModulePaths(
     const std::vector<std::pair<std::string, std::string>>& paths_and_classes) {
   Manifest m;
-  m.schema_version_ = kManifestSchemaVersion;
+  m.schema_version_ = 1;  // no forward signatures
   m.modules_.emplace_back();  // root
   // Modules move while the vector grows: index their own strings at the end.
   absl::flat_hash_map<std::string, ModuleId> by_path;
