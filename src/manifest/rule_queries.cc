@@ -63,6 +63,16 @@ bool RuleQueries::orderKey(absl::string_view name, std::uint64_t* key) const {
   return false;
 }
 
+bool RuleQueries::mayExportAs(absl::string_view torch_op, absl::string_view op_type) const {
+  for (const auto& rule : impl_.forward_ops) {
+    if (RE2::PartialMatch(Piece(torch_op), *rule.torch_re) &&
+        RE2::PartialMatch(Piece(op_type), *rule.onnx_re)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool RuleQueries::isUncalledModule(const ModuleInfo& module) const {
   return impl_.uncalled_modules && !module.qualified_class.empty() &&
          RE2::PartialMatch(Piece(module.qualified_class), *impl_.uncalled_modules);

@@ -57,6 +57,10 @@ class RuleQueries {
   // ("node_MatMul_55", "val_93" -> 55, 93: the dynamo exporter numbers what
   // it creates in execution order), when an "order_keys" rule matches.
   bool orderKey(absl::string_view name, std::uint64_t* key) const;
+  // True when a "forward_ops" rule says the torch operation `torch_op` of a
+  // manifest's forward signature ("add", "layer_norm") may be exported as
+  // an `op_type` node.
+  bool mayExportAs(absl::string_view torch_op, absl::string_view op_type) const;
 
  private:
   const Rules::Impl& impl_;

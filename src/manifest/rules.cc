@@ -274,6 +274,20 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
     });
     if (!status.ok()) return status;
   }
+  if (const std::optional<JsonValue> forward_ops = doc.Find("forward_ops")) {
+    if (!forward_ops->is_array()) return forward_ops->Error("expected an array");
+    SEMMAP_RETURN_IF_ERROR(forward_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {
+      static constexpr absl::string_view kKeys[] = {"torch", "onnx"};
+      std::optional<JsonValue> f[2];
+      if (r.is_object()) r.Lookup(kKeys, absl::MakeSpan(f));
+      if (!f[0] || !f[1]) return r.Error("expected {\"torch\": ..., \"onnx\": ...}");
+      Impl::ForwardOps rule;
+      SEMMAP_ASSIGN_OR_RETURN(rule.torch_re, Compile(*f[0], &budget));
+      SEMMAP_ASSIGN_OR_RETURN(rule.onnx_re, Compile(*f[1], &budget));
+      impl->forward_ops.push_back(std::move(rule));
+      return absl::OkStatus();
+    }));
+  }
   return Rules(std::move(impl));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(origin, "loading the rules");

@@ -42,6 +42,12 @@ struct Rules::Impl {
     std::unique_ptr<RE2> class_re, qualified_re, ops_re;
   };
   std::vector<ModuleOps> module_ops;
+  // "forward_ops": the ONNX op types a torch operation of a manifest's
+  // forward signature may be exported as.
+  struct ForwardOps {
+    std::unique_ptr<RE2> torch_re, onnx_re;
+  };
+  std::vector<ForwardOps> forward_ops;
   std::vector<std::unique_ptr<RE2>> order_keys;
   internal::CalibrationTable calibration;
 };

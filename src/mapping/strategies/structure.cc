@@ -10,6 +10,7 @@
 #include "absl/types/span.h"
 #include "manifest/rule_queries.h"
 #include "mapping/confidence.h"
+#include "mapping/strategies/forward_signature.h"
 
 namespace semmap {
 namespace internal {
@@ -18,6 +19,7 @@ namespace {
 // Confidence of each rule (mapping/confidence.h).
 using confidence::structure::kAlignedWeight;
 using confidence::structure::kHead;
+using confidence::structure::kSignature;
 using confidence::structure::kNameFamily;
 using confidence::structure::kTail;
 using confidence::structure::kModuleOps;
@@ -153,6 +155,9 @@ class Structure {
     first_anchor_.assign(manifest_.size(), n_);
     for (NodeId i : order_) {
       if (anchored_[i]) first_anchor_[out_[i].module] = std::min(first_anchor_[out_[i].module], pos_[i]);
+    }
+    if (const ForwardSignatures signatures(manifest_, rules_); signatures.available()) {
+      for (const std::vector<NodeId>& bucket : buckets_) Signatures(bucket, signatures);
     }
     for (std::vector<NodeId>& bucket : buckets_) {
       ModuleOpRegions(bucket);
@@ -512,6 +517,38 @@ class Structure {
       if (!f(v, p)) return false;
     }
     return true;
+  }
+
+  // The nodes between two anchors of different modules, matched with the
+  // operations the manifest's forward signatures run there.
+  void Signatures(const std::vector<NodeId>& bucket, const ForwardSignatures& signatures) {
+    std::vector<NodeId> gap;
+    std::vector<absl::string_view> op_types;
+    std::vector<ExpectedOp> expected;
+    NodeId last = kNoNode;
+    for (const NodeId i : bucket) {
+      if (!Settled(i)) {
+        if (Candidate(i)) gap.push_back(i);
+        continue;
+      }
+      const ModuleId a = last == kNoNode ? kNoModule : out_[last].module;
+      const ModuleId b = out_[i].module;
+      last = i;
+      if (a != kNoModule && a != b && !gap.empty() && signatures.Between(a, b, &expected)) {
+        op_types.clear();
+        for (NodeId g : gap) op_types.push_back(graph_.node(g).op_type);
+        const std::vector<ModuleId> modules = signatures.Align(op_types, expected);
+        // Only a gap the signatures explain whole: a node they leave out
+        // ran code they did not record, which may be what they matched.
+        const bool whole = std::find(modules.begin(), modules.end(), kNoModule) == modules.end();
+        for (std::size_t k = 0; whole && k < gap.size(); ++k) {
+          Assign(gap[k], modules[k], kSignature,
+                 absl::StrCat("its forward runs a ", op_types[k], " between ", manifest_.module(a).path,
+                              " and ", manifest_.module(b).path, " (forward signature)"));
+        }
+      }
+      gap.clear();
+    }
   }
 
   // Head of B: walking backwards, a node all of whose consumers are B's

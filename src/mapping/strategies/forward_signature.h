@@ -1,0 +1,85 @@
+// What a manifest's forward signatures (schema version 2: each module's
+// calls and own operations in the order its forward ran them) say about
+// the nodes between two anchored modules.
+//
+// In execution order, the nodes after module A's weights and before module
+// B's are exactly what runs on the way out of A and into B: the rest of A's
+// forward, the rest of each ancestor's forward after its call toward A up
+// to the lowest common ancestor, the LCA's own operations and the other
+// modules it calls between its call toward A and its call toward B, then
+// the start of each module's forward on the way down to B. Between()
+// lists those operations with the module that runs each; Align() matches
+// them with the nodes of the gap by op type (rules "forward_ops": the ONNX
+// op types a torch operation may be exported as).
+//
+// A signature records a module's first call; a module called several times
+// in one forward is looked up at its first call. Without signatures (a
+// schema version 1 manifest) nothing is known.
+#ifndef SEMMAP_SRC_MAPPING_STRATEGIES_FORWARD_SIGNATURE_H_
+#define SEMMAP_SRC_MAPPING_STRATEGIES_FORWARD_SIGNATURE_H_
+
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "semmap/manifest.h"
+#include "semmap/rules.h"
+
+namespace semmap {
+namespace internal {
+
+// One operation expected in a gap: the module whose own code runs it.
+struct ExpectedOp {
+  ModuleId module = kNoModule;
+  absl::string_view op;  // a view of the manifest's event
+};
+
+class ForwardSignatures {
+ public:
+  ForwardSignatures(const Manifest& manifest, const Rules& rules);
+
+  // True when the manifest records any module's forward.
+  bool available() const { return available_; }
+
+  // The operations expected after `a`'s weights are read and before `b`'s
+  // are, in order; false when the signatures do not tell (a module on the
+  // way not recorded, a call not found, more operations than a bound).
+  bool Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>* out) const;
+
+  // The module of each node of a gap (`op_types`, in order), by matching
+  // them with `expected` in order: the most nodes matched to an operation
+  // that may be exported as their op type. kNoModule for a node matched to
+  // modules that differ between the earliest and the latest such matching,
+  // or to none.
+  std::vector<ModuleId> Align(absl::Span<const absl::string_view> op_types,
+                              absl::Span<const ExpectedOp> expected) const;
+
+ private:
+  // Appends every operation `callee`'s forward runs, its calls expanded
+  // (`depth` calls deep).
+  bool Expand(ModuleId callee, int depth, std::vector<ExpectedOp>* out) const;
+  // Appends the operations of `module`'s events [begin, end), calls expanded.
+  bool Append(ModuleId module, std::size_t begin, std::size_t end, int depth,
+              std::vector<ExpectedOp>* out) const;
+  // Index of the first event of `module` at or after `from` that calls
+  // `target` or a module on the way down to it; the event count when none.
+  std::size_t CallToward(ModuleId module, ModuleId target, std::size_t from) const;
+  // Index of the first (last) event of `module` that reads one of its own
+  // parameters or buffers; the event count when none.
+  std::size_t FirstRead(ModuleId module) const;
+  std::size_t LastRead(ModuleId module) const;
+  bool Matches(absl::string_view torch_op, absl::string_view op_type) const;
+
+  const Manifest& manifest_;
+  const Rules& rules_;
+  bool available_ = false;
+  // Keys view the manifest's events and the graph's op types, which outlive this.
+  mutable absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> matches_;
+};
+
+}  // namespace internal
+}  // namespace semmap
+
+#endif  // SEMMAP_SRC_MAPPING_STRATEGIES_FORWARD_SIGNATURE_H_
