@@ -206,3 +206,24 @@ def test_bert_signatures(bert: torch.nn.Module, schema: dict) -> None:
     # the ModuleList is iterated, never called
     assert "bert.encoder.layer" not in forwards
     assert {"op": "getitem", "reads": ["position_ids"]} in forwards["bert.embeddings"]
+
+
+def test_a_child_that_raises_inside_a_caught_call() -> None:
+    class Fails(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            torch.relu(x)
+            raise ValueError("no")
+
+    class Parent(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fails = Fails()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            try:
+                return self.fails(x)
+            except ValueError:
+                return torch.sigmoid(x)  # the parent's own op, after the child's call ended
+
+    forwards = _forwards(build_manifest(Parent(), inputs=torch.randn(2)))
+    assert forwards == {"": [{"call": "fails"}, {"op": "sigmoid"}], "fails": [{"op": "relu"}]}

@@ -130,8 +130,11 @@ class _Recorder(TorchFunctionMode):
             events = self.signatures[path] = []
         self.stack.append(_Frame(path, self.own[id(module)], events))
 
-    def leave(self, *_: Any) -> None:
-        self.stack.pop()
+    def leave(self, module: torch.nn.Module, *_: Any) -> None:
+        # also called when the forward raised (always_call), which the model may catch
+        path = self.paths[id(module)]
+        while self.stack and self.stack.pop().path != path:
+            pass
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
@@ -182,7 +185,7 @@ def record_signatures(
     try:
         for _, m in named:
             handles.append(m.register_forward_pre_hook(recorder.enter))
-            handles.append(m.register_forward_hook(recorder.leave))
+            handles.append(m.register_forward_hook(recorder.leave, always_call=True))
         model.eval()
         with torch.random.fork_rng(devices=[]), torch.no_grad(), recorder:
             model(*args, **kwargs)
