@@ -26,7 +26,12 @@ def test_export_writes_manifest_and_model(tmp_path: Path) -> None:
             "--config", json.dumps({**TINY_BERT, "num_hidden_layers": 1}), "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "model.onnx"]
-    assert json.loads((out / "manifest.json").read_text())["model"]["class"] == "BertForSequenceClassification"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["model"]["class"] == "BertForSequenceClassification"
+    # the export's example inputs ran once: forward signatures, schema version 2
+    assert manifest["schema_version"] == 2
+    by_path = {m["path"]: m for m in manifest["modules"]}
+    assert by_path["classifier"]["forward"] == [{"op": "linear", "reads": ["weight", "bias"]}]
 
 
 @pytest.mark.parametrize(
@@ -57,6 +62,8 @@ def test_manifest_on_meta_device_equals_allocated(tmp_path: Path) -> None:
     assert meta.returncode == 0, meta.stderr
     assert allocated.returncode == 0, allocated.stderr
     assert (tmp_path / "meta" / "manifest.json").read_bytes() == (tmp_path / "allocated" / "manifest.json").read_bytes()
+    # no forward pass: no signatures
+    assert json.loads((tmp_path / "meta" / "manifest.json").read_text())["schema_version"] == 1
 
 
 def test_model_id_directory_reads_only_config(tmp_path: Path) -> None:

@@ -1,15 +1,16 @@
 """semmap.manifest: write the module hierarchy of a PyTorch model next to its ONNX export.
 
 semmap maps ONNX nodes back to the PyTorch / HuggingFace module that produced
-them. It reads a *manifest* (``schema/manifest.schema.json``, schema version 1,
-documented in ``docs/manifest.md``) that lists every entry of
-``model.named_modules()``. This module writes it. It needs PyTorch (the
-``semmap[torch]`` extra); ``import semmap`` does not.
+them. It reads a *manifest* (``schema/manifest.schema.json``, documented in
+``docs/manifest.md``) that lists every entry of ``model.named_modules()`` and,
+given the example inputs of the export, what each module's forward ran
+(schema version 2; version 1 without). This module writes it. It needs
+PyTorch (the ``semmap[torch]`` extra); ``import semmap`` does not.
 
 When you already hold the model::
 
     from semmap.manifest import write_manifest
-    write_manifest(model, "manifest.json")
+    write_manifest(model, "manifest.json", inputs=example_inputs)  # inputs: optional
 
 for a model too big to hold, built on the meta device (no weight allocated or read)::
 

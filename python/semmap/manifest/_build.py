@@ -1,21 +1,27 @@
-"""Build and write a semmap manifest (schema version 1) from a ``torch.nn.Module``.
+"""Build and write a semmap manifest from a ``torch.nn.Module``.
 
 The manifest lists every entry of ``model.named_modules()`` in order (root
 first, path ``""``) with its class, parent, children and own parameters and
-buffers. See ``docs/manifest.md`` for the format.
+buffers; given example inputs, also what each module's forward ran
+(:mod:`semmap.manifest._forward`). See ``docs/manifest.md`` for the format.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import torch
 
 from semmap.manifest._atomic import write_json
+from semmap.manifest._forward import Inputs, record_signatures, split_inputs
 
 FORMAT = "semmap.manifest"
-SCHEMA_VERSION = 1
+#: The newest schema version written: 2, a manifest with forward signatures.
+SCHEMA_VERSION = 2
+#: The version of a manifest without forward signatures, which readers of version 1 read.
+SCHEMA_VERSION_WITHOUT_FORWARD = 1
 
 
 def qualified_class(obj: object) -> str:
@@ -61,14 +67,39 @@ def generator_info() -> dict[str, str]:
     return info
 
 
-def build_manifest(model: torch.nn.Module, *, config_summary: bool = True) -> dict[str, Any]:
+def _signatures(model: torch.nn.Module, inputs: Inputs | None) -> dict[str, list[dict[str, Any]]]:
+    """The forward signatures of ``model`` on ``inputs``; none, with a warning, if its forward raises."""
+    if inputs is None:
+        return {}
+    args, kwargs = split_inputs(inputs)  # inputs of another kind are the caller's error: TypeError
+    try:
+        return record_signatures(model, args, kwargs)
+    except Exception as e:  # the structure is still worth writing
+        error = e
+    warnings.warn(
+        f"semmap.manifest: forward signatures not recorded (schema version 1 written): the forward pass on "
+        f"the example inputs raised {type(error).__name__}: {next(iter(str(error).splitlines()), '')}",
+        stacklevel=3,
+    )
+    return {}
+
+
+def build_manifest(
+    model: torch.nn.Module, *, config_summary: bool = True, inputs: Inputs | None = None
+) -> dict[str, Any]:
     """Return the manifest of ``model`` as a JSON-ready dict.
 
     Args:
         model: any ``torch.nn.Module``; HF models also contribute
             ``model_type`` and the scalar config fields.
         config_summary: include the scalar fields of ``model.config``.
+        inputs: example inputs (those of the export: keyword arguments as a
+            dict, positional ones as a tuple, or one tensor). Given, one eager
+            forward pass (eval mode, no grad) records each module's
+            ``forward`` signature and the manifest is schema version 2; if
+            that pass raises, a warning says so and the manifest is version 1.
     """
+    signatures = _signatures(model, inputs)
     named = list(model.named_modules(remove_duplicate=False))
     # named_modules() (remove_duplicate=True) is the documented order; a module
     # registered under two names appears once, at its first path.
@@ -85,19 +116,18 @@ def build_manifest(model: torch.nn.Module, *, config_summary: bool = True) -> di
             child_path = f"{path}.{child_name}" if path else child_name
             if child_path in path_set:
                 children.append(child_path)
-        entries.append(
-            {
-                "path": path,
-                "class": type(module).__name__,
-                "qualified_class": qualified_class(module),
-                "parent": parent,
-                "children": children,
-                "parameters": [_tensor_entry(n, t) for n, t in module.named_parameters(recurse=False)],
-                "buffers": [
-                    _tensor_entry(n, t) for n, t in module.named_buffers(recurse=False) if t is not None
-                ],
-            }
-        )
+        entry: dict[str, Any] = {
+            "path": path,
+            "class": type(module).__name__,
+            "qualified_class": qualified_class(module),
+            "parent": parent,
+            "children": children,
+            "parameters": [_tensor_entry(n, t) for n, t in module.named_parameters(recurse=False)],
+            "buffers": [_tensor_entry(n, t) for n, t in module.named_buffers(recurse=False) if t is not None],
+        }
+        if path in signatures:
+            entry["forward"] = signatures[path]
+        entries.append(entry)
     aliases = {
         p: paths_by_id[id(m)] for p, m in named if p not in path_set and id(m) in paths_by_id
     }
@@ -111,25 +141,30 @@ def build_manifest(model: torch.nn.Module, *, config_summary: bool = True) -> di
         model_info["config"] = _scalar_config(config)
     manifest: dict[str, Any] = {
         "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION if signatures else SCHEMA_VERSION_WITHOUT_FORWARD,
         "generator": generator_info(),
         "model": model_info,
         "modules": entries,
     }
     if aliases:
-        # optional (schema v1 allows extra top-level fields): other paths of shared modules
+        # optional (the schema allows extra top-level fields): other paths of shared modules
         manifest["aliases"] = aliases
     return manifest
 
 
 def write_manifest(
-    model: torch.nn.Module, path: str | os.PathLike[str], *, config_summary: bool = True
+    model: torch.nn.Module,
+    path: str | os.PathLike[str],
+    *,
+    config_summary: bool = True,
+    inputs: Inputs | None = None,
 ) -> dict[str, Any]:
     """Write the manifest of ``model`` to ``path`` atomically and return it.
 
+    ``config_summary`` and ``inputs`` are those of :func:`build_manifest`.
     The file is written to a temporary file in the same directory and renamed
     into place, so an error never leaves a partial manifest.
     """
-    manifest = build_manifest(model, config_summary=config_summary)
+    manifest = build_manifest(model, config_summary=config_summary, inputs=inputs)
     write_json(path, manifest)
     return manifest

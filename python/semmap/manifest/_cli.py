@@ -2,7 +2,10 @@
 
 ``manifest`` builds the model on PyTorch's meta device (no weight is allocated,
 and ``--model-id DIR`` reads only ``DIR/config.json``), so it works for models
-of any size; ``export`` needs real weights and builds or loads them.
+of any size; it runs no forward pass, so its manifest has no forward
+signatures (schema version 1). ``export`` needs real weights and builds or
+loads them; its manifest records the forward signatures of a pass on the
+example inputs of the export (schema version 2).
 
 Exit status 0 on success; 2 for bad arguments; 1 when the model cannot be
 built or exported, with the underlying error on stderr. Output files are
@@ -62,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     m = sub.add_parser(
         "manifest",
-        help="write manifest.json for a model (built on the meta device: no weight is allocated or read)",
+        help="write manifest.json for a model (built on the meta device: no weight is allocated or read; "
+        "no forward pass, so no forward signatures)",
     )
     _add_model_options(m)
     m.add_argument(
@@ -71,7 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="build the model with real weights (random, or loaded with --model-id) instead of on the meta "
         "device; only for models whose constructor needs real tensors",
     )
-    e = sub.add_parser("export", help="write manifest.json and model.onnx (torch.onnx.export)")
+    e = sub.add_parser(
+        "export",
+        help="write model.onnx (torch.onnx.export) and manifest.json with the forward signatures of a pass "
+        "on the example inputs",
+    )
     _add_model_options(e)
     e.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript")
     e.add_argument("--opset", type=int, default=None, help="opset (default: 17 for torchscript, the exporter's default (20) for dynamo)")
@@ -138,15 +146,18 @@ def _run(args: argparse.Namespace) -> None:
         config.setdefault("use_cache", False)
     vmap_free_masks = _use_vmap_free_masks(args)
     model = _build(args, config)
-    manifest = build_manifest(model, config_summary=not args.no_config_summary)
     out_dir: Path = args.output_dir
-    if args.command == "export":
+    if args.command == "manifest":
+        manifest = build_manifest(model, config_summary=not args.no_config_summary)
+    else:
         import contextlib
 
         from semmap.manifest._export import export_onnx, traceable_masks
 
         inputs = example_inputs(model, batch=args.batch, seq=args.sequence)
         with traceable_masks() if vmap_free_masks else contextlib.nullcontext():
+            # recorded before the export so that a failure leaves no file
+            manifest = build_manifest(model, config_summary=not args.no_config_summary, inputs=inputs)
             export_onnx(
                 model,
                 inputs,

@@ -13,14 +13,14 @@ import io
 import json
 import os
 import warnings
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterator, Literal, Union
+from typing import Any, Iterator, Literal
 
 import torch
 
 from semmap.manifest._atomic import atomic_path
+from semmap.manifest._forward import Inputs, split_inputs
 from semmap.manifest._models import dynamic_axes
 
 Exporter = Literal["torchscript", "dynamo"]
@@ -28,29 +28,10 @@ TORCHSCRIPT_DEFAULT_OPSET = 17
 DYNAMO_DEFAULT_OPSET = None  # torch's own default: 20 in torch 2.9 and 2.15 (torchlib builds 18, then converts)
 
 
-#: Example inputs: keyword arguments of ``forward`` (a mapping of name to
-#: tensor), or positional ones (a tuple or list, or a single tensor).
-Inputs = Union[Mapping[str, torch.Tensor], Sequence[torch.Tensor], torch.Tensor]
-
-
 def _dynamic_shapes(inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, object]]:
     # Dim.DYNAMIC lets torch.export specialise where the model requires it
     # (a named Dim fails on guards such as "batch != 1" or "sequence <= max positions").
     return {name: {i: torch.export.Dim.DYNAMIC for i in axes} for name, axes in dynamic_axes(inputs).items()}
-
-
-def _split_inputs(inputs: Inputs) -> tuple[tuple[torch.Tensor, ...], dict[str, torch.Tensor]]:
-    """(positional, keyword) arguments of ``forward`` from :data:`Inputs`."""
-    if isinstance(inputs, torch.Tensor):
-        return (inputs,), {}
-    if isinstance(inputs, Mapping):
-        return (), dict(inputs)
-    if isinstance(inputs, (tuple, list)):
-        return tuple(inputs), {}
-    raise TypeError(
-        f"inputs must be a dict of keyword arguments, a tuple of positional ones or a tensor, "
-        f"not {type(inputs).__name__}"
-    )
 
 
 def _use_cache_given_twice(model: torch.nn.Module) -> bool:
@@ -130,7 +111,7 @@ def export_onnx(
     """
     if exporter not in ("torchscript", "dynamo"):
         raise ValueError(f"unknown exporter {exporter!r}; use 'torchscript' or 'dynamo'")
-    args, kwargs = _split_inputs(inputs)
+    args, kwargs = split_inputs(inputs)
     if args:
         names = [f"input_{i}" for i in range(len(args))]
         axes = {name: {0: "batch"} for name, a in zip(names, args) if a.dim() > 0}
@@ -303,8 +284,9 @@ def export_with_manifest(
 
     The manifest is checked for a foreign file before anything is written,
     and written only after the export succeeded, so a failed export leaves
-    both files as they were. ``vmap_free_masks``: None exports as is and, if
-    that fails for a transformers model where the installed transformers builds masks with vmap
+    both files as they were. It records the forward signatures of a pass on
+    ``inputs``, with the mask functions the export used.
+    ``vmap_free_masks``: None exports as is and, if that fails for a transformers model where the installed transformers builds masks with vmap
     (:func:`vmap_free_masks_needed`) and Optimum is installed, once more with
     Optimum's vmap-free mask functions (which add nodes, hence not first);
     True always uses them (an error if Optimum is missing), False never.
@@ -315,10 +297,15 @@ def export_with_manifest(
     if manifest_path.resolve() == Path(path).resolve():
         raise ValueError(f"{manifest_path}: the manifest path is the model path")
     _refuse_foreign_file(manifest_path)
+
+    def masks_context(masks: bool) -> contextlib.AbstractContextManager[None]:
+        return traceable_masks() if masks else contextlib.nullcontext()
+
     def run(masks: bool) -> None:
-        with traceable_masks() if masks else contextlib.nullcontext():
+        with masks_context(masks):
             export_onnx(model, inputs, path, exporter=exporter, opset=opset, dynamic=dynamic)
 
+    masks = bool(vmap_free_masks)
     if vmap_free_masks is None:
         try:
             run(False)
@@ -330,9 +317,11 @@ def export_with_manifest(
             if not (_is_transformers_model(model) and vmap_free_masks_needed() and _optimum_available()):
                 raise
             run(True)
+            masks = True
     else:
         run(vmap_free_masks)
-    write_manifest(model, manifest_path)
+    with masks_context(masks):
+        write_manifest(model, manifest_path, inputs=inputs)
     return manifest_path
 
 

@@ -132,8 +132,35 @@ def model_inputs(arch: Arch, model: Any) -> Any:
     return example_inputs(model)
 
 
-def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple[Any, onnx.ModelProto, Truth] | None:
-    """Export one architecture with one exporter; returns (model, onnx model, truth) or None."""
+def export_context(options: dict[str, Any]) -> contextlib.ExitStack:
+    """The patches an export attempt's ``options`` ask for (mask functions, MHA fast path), entered."""
+    stack = contextlib.ExitStack()
+    masks = {
+        "without-vmap": traceable_masks,
+        "without-diff": packed_sequences_without_diff,
+    }.get(options.get("masks", ""), contextlib.nullcontext)
+    stack.enter_context(masks())
+    stack.enter_context(mha_fastpath(options.get("mha_fastpath", True)))
+    return stack
+
+
+def plain_manifest(arch: Arch, options: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """(model, example inputs, manifest) of ``arch`` built with an export attempt's ``options``,
+    as :func:`export_plain` builds them, without exporting: for manifests of fixtures already built."""
+    with quiet():
+        model = build_for(arch, options)
+        inputs = model_inputs(arch, model)
+    with export_context(options):
+        manifest = build_manifest(model, inputs=inputs)
+    return model, inputs, manifest
+
+
+def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> variants.Plain | None:
+    """Export one architecture with one exporter; returns the export (model, onnx model, truth,
+    manifest) or None.
+
+    The manifest records the forward signatures of a pass on the inputs of
+    the export, with the same patches, once the export succeeded."""
     errors: list[dict[str, Any]] = []
     opset = TORCHSCRIPT_DEFAULT_OPSET if exporter == "torchscript" else DYNAMO_DEFAULT_OPSET
     path = work / f"{arch.name}.{exporter}.onnx"
@@ -142,12 +169,7 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple
             with quiet():
                 model = build_for(arch, options)
                 inputs = model_inputs(arch, model)
-                masks = {
-                    "without-vmap": traceable_masks,
-                    "without-diff": packed_sequences_without_diff,
-                }.get(options.get("masks", ""), contextlib.nullcontext)()
-                fastpath = mha_fastpath(options.get("mha_fastpath", True))
-                with masks, fastpath:
+                with export_context(options):
                     export_onnx(
                         model, inputs, path, exporter=exporter, opset=opset,
                         dynamic=not options.get("static_shapes", False),
@@ -168,8 +190,12 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> tuple
         if errors:
             extra["failed_attempts"] = errors
         fixture = Fixture(name, arch, type(model).__name__, exporter, "plain", opset, truth_stats(truth), extra)
-        corpus.write_fixture(name, onnx_model, build_manifest(model), truth, fixture)
-        return model, onnx_model, truth
+        with quiet(), export_context(options):
+            manifest = build_manifest(model, inputs=inputs)
+        if manifest["schema_version"] == 1:
+            corpus.log(f"{name}: the forward pass on the example inputs failed: no forward signatures")
+        corpus.write_fixture(name, onnx_model, manifest, truth, fixture)
+        return variants.Plain(model, onnx_model, truth, manifest)
     corpus.fail(arch, exporter, "plain", errors)
     return None
 

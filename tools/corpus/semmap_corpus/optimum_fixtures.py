@@ -13,6 +13,11 @@ the full model (every file of one export shares the full model's manifest).
   ``then_branch``/``else_branch`` subgraphs hold the modules (``optimum-merged``).
 * ``gpt2`` ``text-generation-with-past``: optimum-onnx 0.1.0 exports decoder-only
   models as one ``model.onnx`` with past inputs (no merge) (``optimum-with-past``).
+
+Optimum makes its own dummy inputs inside the export, per file; the shared
+manifest records the forward signatures of a pass of the full model on the
+example inputs of the plain exports (:func:`semmap.manifest._models.example_inputs`),
+with Optimum's vmap-free mask functions, which its exporter swaps in too.
 """
 
 from __future__ import annotations
@@ -21,9 +26,14 @@ import contextlib
 import shutil
 from pathlib import Path
 
+from typing import Any
+
 import onnx
+import torch
 
 from semmap.manifest._build import build_manifest
+from semmap.manifest._export import traceable_masks
+from semmap.manifest._models import example_inputs
 from semmap_corpus.sanitize import strip_local_paths
 from semmap_corpus.specs import arch as get_arch
 from semmap_corpus.store import Corpus, Fixture, build_for, error_record, quiet
@@ -41,6 +51,23 @@ OPTIMUM_EXPORTS: tuple[tuple[str, str, dict[str, tuple[str, str]]], ...] = (
 )
 
 
+def optimum_model(arch_name: str, task: str, saved: Path) -> torch.nn.Module:
+    """The model Optimum exports for ``task``: built as for the plain fixtures, with the cache on
+    for the ``-with-past`` tasks, and saved to ``saved`` (``save_pretrained`` records the
+    dtype in the config, which the manifest summarises)."""
+    model = build_for(get_arch(arch_name), {})
+    if task.endswith("-with-past"):
+        model.config.use_cache = True
+    model.save_pretrained(saved)
+    return model
+
+
+def optimum_manifest(model: torch.nn.Module) -> dict[str, Any]:
+    """The manifest every file of the model's Optimum export shares."""
+    with traceable_masks():
+        return build_manifest(model, inputs=example_inputs(model))
+
+
 def build_all(corpus: "Corpus", work: Path, only: set[str] | None) -> None:
     from optimum.exporters.onnx import main_export
 
@@ -55,16 +82,14 @@ def build_all(corpus: "Corpus", work: Path, only: set[str] | None) -> None:
             shutil.rmtree(out)
         try:
             with quiet():
-                model = build_for(arch, {})
-                if task.endswith("-with-past"):
-                    model.config.use_cache = True
-                model.save_pretrained(saved)
+                model = optimum_model(arch_name, task, saved)
                 main_export(str(saved), str(out), task=task, device="cpu", do_validation=False)
         except Exception as e:  # recorded in the index
             for variant, _ in files.values():
                 corpus.fail(arch, "optimum", variant, [{"options": {"task": task}, **error_record(e)}])
             continue
-        manifest = build_manifest(model)
+        with quiet():
+            manifest = optimum_manifest(model)
         for filename, (variant, traced_root) in files.items():
             path = out / filename
             if not path.exists():

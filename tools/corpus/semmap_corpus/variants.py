@@ -19,17 +19,19 @@
   carried over through it.
 * ``functions``: a fresh TorchScript export with ``export_modules_as_functions``
   for the classes of ``Arch.function_modules`` (truth: TorchScript scopes).
+
+Every variant carries the manifest of the export it derives from, forward
+signatures included.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import onnx
 
-from semmap.manifest._build import build_manifest
 from semmap.manifest._export import TORCHSCRIPT_DEFAULT_OPSET, export_onnx
 from semmap.manifest._models import example_inputs
 from semmap_corpus.matching import matched_truth, permuted_truth, positional_truth, resort
@@ -40,6 +42,15 @@ from semmap_corpus.truth import Truth, parameter_owners, torchscript_truth, trut
 
 if TYPE_CHECKING:
     from semmap_corpus.specs import Arch
+
+
+class Plain(NamedTuple):
+    """A plain export variants derive from: the model, its ONNX export, truth and manifest."""
+
+    model: Any
+    onnx_model: onnx.ModelProto
+    truth: Truth
+    manifest: dict[str, Any]
 
 
 def ort_optimize(src: Path, dest: Path, model_type: str, num_heads: int, hidden_size: int) -> None:
@@ -82,7 +93,7 @@ def build_variant(
     corpus: "Corpus",
     arch: "Arch",
     variant: str,
-    plain: tuple[Any, onnx.ModelProto, Truth],
+    plain: Plain,
     work: Path,
     exporter: str = "torchscript",
     built: dict[str, tuple[onnx.ModelProto, Truth]] | None = None,
@@ -95,9 +106,9 @@ def build_variant(
     """
 
     built = {} if built is None else built
-    model, original, truth = plain
+    model, original, truth, manifest = plain
     if variant == "functions":
-        build_functions_variant(corpus, arch, model, work)
+        build_functions_variant(corpus, arch, model, work, manifest)
         return None
     source = f"{arch.name}.{exporter}"
     name = f"{source}.{variant}"
@@ -160,13 +171,16 @@ def build_variant(
         extra["new_op_types"] = {op: n for op, n in sorted(after.items()) if op not in before}
     opset = next((o.version for o in processed.opset_import if o.domain in ("", "ai.onnx")), None)
     fixture = Fixture(name, arch, type(model).__name__, exporter, variant, opset, truth_stats(new_truth), extra)
-    corpus.write_fixture(name, processed, build_manifest(model), new_truth, fixture, files)
+    corpus.write_fixture(name, processed, manifest, new_truth, fixture, files)
     built[variant] = (processed, new_truth)
     return processed, new_truth
 
 
-def build_functions_variant(corpus: "Corpus", arch: "Arch", model: Any, work: Path) -> None:
-    """TorchScript export with ``export_modules_as_functions`` (model-local functions)."""
+def build_functions_variant(
+    corpus: "Corpus", arch: "Arch", model: Any, work: Path, manifest: dict[str, Any]
+) -> None:
+    """TorchScript export with ``export_modules_as_functions`` (model-local functions) of the
+    plain export's model, whose ``manifest`` it shares."""
 
     classes = {type(model.get_submodule(p)) for p in arch.function_modules}
     options = {"export_modules_as_functions": sorted(f"{c.__module__}.{c.__qualname__}" for c in classes)}
@@ -182,4 +196,4 @@ def build_functions_variant(corpus: "Corpus", arch: "Arch", model: Any, work: Pa
         return
     fixture = Fixture(name, arch, type(model).__name__, "torchscript", "functions", TORCHSCRIPT_DEFAULT_OPSET,
                       truth_stats(truth), {"export_options": options})
-    corpus.write_fixture(name, onnx_model, build_manifest(model), truth, fixture)
+    corpus.write_fixture(name, onnx_model, manifest, truth, fixture)
