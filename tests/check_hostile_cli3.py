@@ -186,6 +186,8 @@ with tempfile.TemporaryDirectory() as tmp:
     cut["modules"] = [m for m in cut["modules"] if m["path"] not in dropped]
     for m in cut["modules"]:
         m["children"] = [c for c in m["children"] if c not in dropped]
+        if "forward" in m:  # calls of the dropped modules go with them
+            m["forward"] = [e for e in m["forward"] if e.get("call") not in dropped]
     cut_manifest = write(t("cut.json"), json.dumps(cut))
 
     def confident(path):
