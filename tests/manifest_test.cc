@@ -14,7 +14,7 @@ TEST_CASE("A real manifest loads and indexes every module", "[manifest]") {
   const std::string path = Fixture("bert-seqcls.torchscript", "manifest.json");
   auto m = Manifest::Load(path);
   REQUIRE(m.ok());
-  CHECK(m->schemaVersion() == 1);
+  CHECK(m->schemaVersion() == 2);
   CHECK(m->modelClass() == "BertForSequenceClassification");
   CHECK(m->modelType() == "bert");
   CHECK(m->module(m->root()).path.empty());
@@ -40,6 +40,22 @@ TEST_CASE("A real manifest loads and indexes every module", "[manifest]") {
   CHECK(m->isAncestorOrSelf(layer0, q));
   CHECK_FALSE(m->isAncestorOrSelf(q, layer0));
   CHECK(m->lowestCommonAncestor(q, m->find("bert.encoder.layer.0.output.dense")) == layer0);
+  // Forward signatures: the query's linear reads its weight and bias; the
+  // attention output calls its dense layer, adds the residual, then calls
+  // its LayerNorm.
+  REQUIRE(query.traced);
+  REQUIRE(query.forward.size() == 1);
+  CHECK(query.forward[0].op == "linear");
+  CHECK(query.forward[0].reads == std::vector<std::string>{"weight", "bias"});
+  const semmap::ModuleInfo& output = m->module(m->find("bert.encoder.layer.0.attention.output"));
+  std::vector<std::string> events;
+  for (const semmap::ForwardEvent& e : output.forward) {
+    events.push_back(e.call != semmap::kNoModule ? "call " + m->module(e.call).path : e.op);
+  }
+  CHECK(events == std::vector<std::string>{"call bert.encoder.layer.0.attention.output.dense",
+                                           "call bert.encoder.layer.0.attention.output.dropout",
+                                           "add",
+                                           "call bert.encoder.layer.0.attention.output.LayerNorm"});
   CHECK(m->find("no.such.module") == semmap::kNoModule);
 }
 

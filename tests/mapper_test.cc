@@ -52,6 +52,11 @@ std::string SubManifest(const std::string& path, const std::string& prefix) {
     nlohmann::json children = nlohmann::json::array();
     for (const auto& c : m["children"]) children.push_back(strip(c));
     copy["children"] = children;
+    if (copy.contains("forward")) {  // calls by path, re-rooted too
+      for (auto& event : copy["forward"]) {
+        if (event.contains("call")) event["call"] = strip(event["call"]);
+      }
+    }
     if (p == prefix) doc["model"]["class"] = m["class"];
     if (p == prefix) doc["model"]["qualified_class"] = m["qualified_class"];
     modules.push_back(copy);

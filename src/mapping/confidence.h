@@ -49,8 +49,9 @@ inline constexpr double kFusedDominant = 0.8;  // the part a fusion still is
 namespace structure {
 inline constexpr double kAlignedWeight = 0.8;
 // A node matched, in order, with an operation the manifest's forward
-// signatures run between its two anchors (forward_signature.h).
-inline constexpr double kSignature = 0.8;
+// signatures run between its two anchors (forward_signature.h). A value of
+// its own, so that the calibration (fitted per raw value) tells it apart.
+inline constexpr double kSignature = 0.78;
 inline constexpr double kHead = 0.7;
 inline constexpr double kNameFamily = 0.75;
 inline constexpr double kTail = 0.7;

@@ -48,14 +48,6 @@ std::size_t ForwardSignatures::CallToward(ModuleId module, ModuleId target,
   return events.size();
 }
 
-std::size_t ForwardSignatures::FirstRead(ModuleId module) const {
-  const std::vector<ForwardEvent>& events = manifest_.module(module).forward;
-  for (std::size_t k = 0; k < events.size(); ++k) {
-    if (!events[k].reads.empty()) return k;
-  }
-  return events.size();
-}
-
 std::size_t ForwardSignatures::LastRead(ModuleId module) const {
   const std::vector<ForwardEvent>& events = manifest_.module(module).forward;
   for (std::size_t k = events.size(); k-- > 0;) {
@@ -133,8 +125,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   }
   if (!Append(lca, begin, end, 0, out)) return false;
   if (b == lca) return true;
-  // Down to B: each module's forward before its call toward B, then B's up
-  // to its first weight read.
+  // Down to B: each module's forward before its call toward B.
   std::vector<ModuleId> down;
   for (ModuleId m = b; m != lca; m = manifest_.module(m).parent) down.push_back(m);
   for (std::size_t k = down.size(); k-- > 1;) {
@@ -144,15 +135,19 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
     if (call == manifest_.module(m).forward.size()) return false;
     if (!Append(m, 0, call, 0, out)) return false;
   }
-  // A library module's operation on its weights is exported with them
-  // first (a Linear's MatMul, then its bias Add): none of its nodes comes
-  // before its anchor. A model module's may (a norm's arithmetic before
-  // its scale).
+  // B's own operations before its first call, up to the last that reads
+  // its weights: its anchor is one of those, and the others may be
+  // exported before it (a norm's arithmetic before its scale, a weight
+  // standardised before its convolution). A library module's operation on
+  // its weights is exported with them first (a Linear's MatMul, then its
+  // bias Add): none of its nodes comes before its anchor.
   const ModuleInfo& info = manifest_.module(b);
-  if (!info.traced) return false;
-  const std::size_t first = FirstRead(b);
-  const bool library = RuleQueries(rules_).isLibraryModule(info);
-  return Append(b, 0, first == info.forward.size() ? 0 : library ? first : first + 1, 0, out);
+  if (!info.traced || RuleQueries(rules_).isLibraryModule(info)) return info.traced;
+  std::size_t last = 0;
+  for (std::size_t k = 0; k < info.forward.size() && info.forward[k].call == kNoModule; ++k) {
+    if (!info.forward[k].reads.empty()) last = k + 1;
+  }
+  return Append(b, 0, last, 0, out);
 }
 
 std::vector<ModuleId> ForwardSignatures::Align(absl::Span<const absl::string_view> op_types,

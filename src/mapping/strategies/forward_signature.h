@@ -66,9 +66,8 @@ class ForwardSignatures {
   // Index of the first event of `module` at or after `from` that calls
   // `target` or a module on the way down to it; the event count when none.
   std::size_t CallToward(ModuleId module, ModuleId target, std::size_t from) const;
-  // Index of the first (last) event of `module` that reads one of its own
+  // Index of the last event of `module` that reads one of its own
   // parameters or buffers; the event count when none.
-  std::size_t FirstRead(ModuleId module) const;
   std::size_t LastRead(ModuleId module) const;
   bool Matches(absl::string_view torch_op, absl::string_view op_type) const;
 

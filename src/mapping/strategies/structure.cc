@@ -520,7 +520,8 @@ class Structure {
   }
 
   // The nodes between two anchors of different modules, matched with the
-  // operations the manifest's forward signatures run there.
+  // operations the manifest's forward signatures run there. A node the
+  // matching leaves open is left to the rules below.
   void Signatures(const std::vector<NodeId>& bucket, const ForwardSignatures& signatures) {
     std::vector<NodeId> gap;
     std::vector<absl::string_view> op_types;
@@ -538,17 +539,21 @@ class Structure {
         op_types.clear();
         for (NodeId g : gap) op_types.push_back(graph_.node(g).op_type);
         const std::vector<ModuleId> modules = signatures.Align(op_types, expected);
-        // Only a gap the signatures explain whole: a node they leave out
-        // ran code they did not record, which may be what they matched.
-        const bool whole = std::find(modules.begin(), modules.end(), kNoModule) == modules.end();
-        for (std::size_t k = 0; whole && k < gap.size(); ++k) {
+        for (std::size_t k = 0; k < gap.size(); ++k) {
+          if (modules[k] == kNoModule) continue;
           Assign(gap[k], modules[k], kSignature,
-                 absl::StrCat("its forward runs a ", op_types[k], " between ", manifest_.module(a).path,
-                              " and ", manifest_.module(b).path, " (forward signature)"));
+                 absl::StrCat(Named(modules[k]), "'s forward runs this ", op_types[k], " between ",
+                              Named(a), " and ", Named(b), " (forward signatures)"));
         }
       }
       gap.clear();
     }
+  }
+
+  // A module's path for evidence, "<root>" for the root.
+  absl::string_view Named(ModuleId m) const {
+    const std::string& path = manifest_.module(m).path;
+    return path.empty() ? absl::string_view("<root>") : absl::string_view(path);
   }
 
   // Head of B: walking backwards, a node all of whose consumers are B's
