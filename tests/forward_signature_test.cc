@@ -154,3 +154,29 @@ TEST_CASE("Align matches a gap's nodes with the expected operations by op type")
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("Align's work is bounded per gap and per graph") {
+  auto m = Manifest::Parse(BlockManifest(true), "block.json");
+  REQUIRE(m.ok());
+  const ForwardSignatures signatures(*m, Rules::Default());
+  const ModuleId act = m->find("mlp.act");
+  // A gap too long to match with this many operations: nothing matched.
+  std::vector<ExpectedOp> ops(2100, ExpectedOp{act, "sigmoid"});
+  std::vector<absl::string_view> gap(2100, "Sigmoid");
+  CHECK(signatures.Align(gap, ops) == std::vector<ModuleId>(2100, kNoModule));
+  // Gaps under the bound match until the graph's budget is spent.
+  ops.resize(2000);
+  gap.resize(2000);
+  std::size_t matched = 0, rounds = 0;
+  for (; rounds < 40; ++rounds) {
+    if (signatures.Align(gap, ops).front() != act) break;
+    ++matched;
+  }
+  CHECK(matched > 0);
+  CHECK(rounds < 40);
+  CHECK(signatures.Align(gap, ops) == std::vector<ModuleId>(2000, kNoModule));
+}
+
+}  // namespace

@@ -14,11 +14,14 @@ namespace {
 constexpr std::size_t kMaxExpected = 4096;
 constexpr int kMaxCallDepth = 64;
 constexpr std::size_t kMaxCells = std::size_t{1} << 22;
+// ... and over all gaps of one graph: a graph of many long gaps matches the
+// first ones and leaves the rest to the other rules, in bounded time.
+constexpr std::size_t kMaxTotalCells = std::size_t{1} << 27;
 
 }  // namespace
 
 ForwardSignatures::ForwardSignatures(const Manifest& manifest, const Rules& rules)
-    : manifest_(manifest), rules_(rules) {
+    : manifest_(manifest), rules_(rules), cells_left_(kMaxTotalCells) {
   for (const ModuleInfo& info : manifest.modules()) {
     if (info.traced) {
       available_ = true;
@@ -154,7 +157,9 @@ std::vector<ModuleId> ForwardSignatures::Align(absl::Span<const absl::string_vie
                                                absl::Span<const ExpectedOp> expected) const {
   const std::size_t n = op_types.size(), m = expected.size();
   std::vector<ModuleId> out(n, kNoModule);
-  if (n == 0 || m == 0 || (n + 1) * (m + 1) > kMaxCells) return out;
+  const std::size_t cells = (n + 1) * (m + 1);
+  if (n == 0 || m == 0 || cells > kMaxCells || cells > cells_left_) return out;
+  cells_left_ -= cells;
   std::vector<char> fits(n * m);
   for (std::size_t i = 0; i < n; ++i) {
     for (std::size_t j = 0; j < m; ++j) fits[i * m + j] = Matches(expected[j].op, op_types[i]);

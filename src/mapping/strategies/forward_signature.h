@@ -52,7 +52,8 @@ class ForwardSignatures {
   // them with `expected` in order: the most nodes matched to an operation
   // that may be exported as their op type. kNoModule for a node matched to
   // modules that differ between the earliest and the latest such matching,
-  // or to none.
+  // or to none; all kNoModule past a bound on the work, per gap and over
+  // all gaps of the object's life (one graph).
   std::vector<ModuleId> Align(absl::Span<const absl::string_view> op_types,
                               absl::Span<const ExpectedOp> expected) const;
 
@@ -76,6 +77,8 @@ class ForwardSignatures {
   bool available_ = false;
   // Keys view the manifest's events and the graph's op types, which outlive this.
   mutable absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> matches_;
+  // What the alignments of one graph may still use (table cells).
+  mutable std::size_t cells_left_;
 };
 
 }  // namespace internal
