@@ -180,3 +180,58 @@ TEST_CASE("Align's work is bounded per gap and per graph") {
 }
 
 }  // namespace
+
+namespace {
+
+// Root calls a, then a chain d, d.x, d.x.x, ... `depth` deep where each
+// module calls the next twice, then b; a and b hold weights. Expanding the
+// chain whole is 2^depth calls; its last module runs an add, or nothing.
+std::string DoublingManifest(int depth, bool leaf_op) {
+  struct Entry {
+    std::string path, children, forward;
+  };
+  std::vector<Entry> entries = {{"", R"("a","d","b")", R"([{"call":"a"},{"call":"d"},{"call":"b"}])"},
+                                {"a", "", R"([{"op":"mul","reads":["w"]}])"},
+                                {"b", "", R"([{"op":"mul","reads":["w"]}])"}};
+  std::string path = "d";
+  for (int i = 0; i < depth; ++i) {
+    const std::string next = path + ".x";
+    entries.push_back({path, "\"" + next + "\"",
+                       R"([{"call":")" + next + R"("},{"call":")" + next + R"("}])"});
+    path = next;
+  }
+  entries.push_back({path, "", leaf_op ? R"([{"op":"add"}])" : "[]"});
+  std::string json = R"({"format":"semmap.manifest","schema_version":2,)"
+                     R"("model":{"class":"M","qualified_class":"t.M"},"modules":[)";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    const std::size_t dot = e.path.rfind('.');
+    const std::string parent =
+        i == 0 ? "null" : "\"" + (dot == std::string::npos ? std::string() : e.path.substr(0, dot)) + "\"";
+    const std::string params =
+        e.path == "a" || e.path == "b" ? R"({"name":"w","shape":[2],"dtype":"float32"})" : "";
+    json += (i ? "," : "") + std::string(R"({"path":")") + e.path +
+            R"(","class":"C","qualified_class":"t.C","parent":)" + parent + R"(,"children":[)" +
+            e.children + R"(],"parameters":[)" + params + R"(],"buffers":[],"forward":)" + e.forward + "}";
+  }
+  return json + "]}";
+}
+
+TEST_CASE("Between gives up on a manifest whose calls double at every level") {
+  auto shallow = Manifest::Parse(DoublingManifest(3, true), "doubling.json");
+  REQUIRE(shallow.ok());
+  std::vector<ExpectedOp> ops;
+  // Three levels: 8 adds between a's weight read and b's.
+  REQUIRE(ForwardSignatures(*shallow, Rules::Default()).Between(shallow->find("a"), shallow->find("b"), &ops));
+  CHECK(ops.size() == 1 + 8 + 1);
+  // Forty levels: 2^40 calls, cut short, whether they add operations (past
+  // the bound on the operations of a gap) or none (on the events visited).
+  for (bool leaf_op : {true, false}) {
+    auto deep = Manifest::Parse(DoublingManifest(40, leaf_op), "doubling.json");
+    REQUIRE(deep.ok());
+    CHECK_FALSE(
+        ForwardSignatures(*deep, Rules::Default()).Between(deep->find("a"), deep->find("b"), &ops));
+  }
+}
+
+}  // namespace

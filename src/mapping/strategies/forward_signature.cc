@@ -12,6 +12,9 @@ namespace {
 // Bounds on the work per gap: the operations expected (calls expanded),
 // how deep calls are expanded, and the cells of the alignment table.
 constexpr std::size_t kMaxExpected = 4096;
+// Events visited per gap, calls included: a manifest whose modules call
+// each other twice over, level after level, adds no operation to count.
+constexpr std::size_t kMaxVisited = std::size_t{1} << 16;
 constexpr int kMaxCallDepth = 64;
 constexpr std::size_t kMaxCells = std::size_t{1} << 22;
 // ... and over all gaps of one graph: a graph of many long gaps matches the
@@ -63,6 +66,7 @@ bool ForwardSignatures::Append(ModuleId module, std::size_t begin, std::size_t e
                                std::vector<ExpectedOp>* out) const {
   const std::vector<ForwardEvent>& events = manifest_.module(module).forward;
   for (std::size_t k = begin; k < end && k < events.size(); ++k) {
+    if (visited_++ >= kMaxVisited) return false;
     const ForwardEvent& e = events[k];
     if (e.call == kNoModule) {
       if (out->size() >= kMaxExpected) return false;
@@ -82,6 +86,7 @@ bool ForwardSignatures::Expand(ModuleId callee, int depth, std::vector<ExpectedO
 
 bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>* out) const {
   out->clear();
+  visited_ = 0;
   if (!available_ || a == kNoModule || b == kNoModule || a == b) return false;
   const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
   if (lca == kNoModule || !manifest_.module(lca).traced) return false;

@@ -79,6 +79,8 @@ class ForwardSignatures {
   mutable absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> matches_;
   // What the alignments of one graph may still use (table cells).
   mutable std::size_t cells_left_;
+  // Events Between() has visited for the current gap.
+  mutable std::size_t visited_ = 0;
 };
 
 }  // namespace internal
