@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "catch2/catch.hpp"
 #include "mapped_fixture.h"
 #include "mapping/confidence.h"
@@ -226,6 +227,33 @@ TEST_CASE("Tensor evidence is right on real exports") {
     CHECK(static_cast<double>(correct) >= row.min_share * static_cast<double>(answered));
     CHECK(confident_correct == confident);
   }
+}
+
+TEST_CASE("A bias the exporter folded and named after a Conv's weight is the Conv's") {
+  // ResNet-18's dynamo export folds each BatchNorm into its Conv and names
+  // the new bias "<conv>.weight_bias"; the quantizer reshapes it in a node
+  // of its own. Ownership follows the name; the fit check compares shapes
+  // of parameters only, so it still accepts the manifest.
+  const auto f = semmap_test::LoadMapped("torch-2.15/tv-resnet18.dynamo.quantized");
+  const Graph& g = *f->graph;
+  const Manifest& m = *f->manifest;
+  const OpTraits ops(g, Rules::Default());
+  const semmap::RootBinding& b = f->mapper->rootBinding();
+  const TensorEvidence tensors(g, m, Rules::Default(), ops, b.root, b.wrapper);
+  CHECK(tensors.ParameterOwner("layer1.0.conv1.weight_bias") == m.find("layer1.0.conv1"));
+  CHECK(tensors.ParameterOwner("layer1.0.conv1.weight_bias_quantized") == m.find("layer1.0.conv1"));
+  CHECK(tensors.ParameterOwner("layer1.0.conv1.bias") == semmap::kNoModule);  // no such parameter
+  std::size_t reshapes = 0, right = 0;
+  for (NodeId i = 0; i < static_cast<NodeId>(g.size()); ++i) {
+    const semmap::Node& n = g.node(i);
+    if (n.op_type != "Reshape" || n.inputs.empty() || !absl::EndsWith(n.inputs[0], ".weight_bias")) continue;
+    ++reshapes;
+    const auto mapping = f->mapper->moduleFor(n.id);
+    REQUIRE(mapping.ok());
+    right += mapping->module_path == f->truth.at(std::string(n.id)) ? 1 : 0;
+  }
+  CHECK(reshapes >= 15);
+  CHECK(right == reshapes);
 }
 
 }  // namespace

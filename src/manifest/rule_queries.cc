@@ -17,6 +17,18 @@ bool RuleQueries::isDerivedNodeName(absl::string_view name) const {
   return impl_.derived_filter->AnyPartialMatch(name);
 }
 
+absl::string_view RuleQueries::derivedFrom(absl::string_view tensor) const {
+  for (const auto& re : impl_.derived_tensor_suffixes) {
+    re2::StringPiece match;
+    if (re->Match(Piece(tensor), 0, tensor.size(), RE2::UNANCHORED, &match, 1) &&
+        match.data() + match.size() == tensor.data() + tensor.size() && !match.empty()) {
+      tensor.remove_suffix(match.size());
+      return tensor;
+    }
+  }
+  return tensor;
+}
+
 absl::string_view RuleQueries::stripValueSuffixes(absl::string_view value) const {
   // Suffixes stack ("_output_0_quantized"): strip until none applies.
   for (int round = 0; round < 8; ++round) {

@@ -27,6 +27,11 @@ class RuleQueries {
   // `value` without the optimizer/exporter suffixes of value names
   // ("/a/MatMul_output_0_quantized" -> "/a/MatMul").
   absl::string_view stripValueSuffixes(absl::string_view value) const;
+  // The parameter `tensor` was derived from, when a "derived_tensor_suffixes"
+  // rule matches its end ("conv.weight_bias" -> "conv.weight": the bias an
+  // exporter folded into that Conv); `tensor` itself otherwise. Its shape is
+  // not the parameter's: for ownership only, never for shape checks.
+  absl::string_view derivedFrom(absl::string_view tensor) const;
   // Ops that pass a weight through unchanged in meaning (Transpose, Cast...).
   bool isWeightPassthrough(absl::string_view op_type) const;
   // Ops that belong with their consumers (quantize, cast, constants...).

@@ -201,6 +201,8 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
   SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", &budget, &impl->derived_names));
   impl->derived_filter = std::make_unique<internal::PatternPrefilter>(impl->derived_names);
   SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", &budget, &impl->value_suffixes));
+  SEMMAP_RETURN_IF_ERROR(
+      CompileList(doc, "derived_tensor_suffixes", &budget, &impl->derived_tensor_suffixes));
   SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops,
                           CompileSingle(doc, "weight_passthrough_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops,

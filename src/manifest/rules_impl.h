@@ -32,6 +32,9 @@ struct Rules::Impl {
   std::vector<std::unique_ptr<RE2>> derived_names;
   std::unique_ptr<internal::PatternPrefilter> derived_filter;  // of derived_names
   std::vector<std::unique_ptr<RE2>> value_suffixes;
+  // Suffixes of tensors an exporter derived from a parameter, named after
+  // it but of another shape ("<weight>_bias").
+  std::vector<std::unique_ptr<RE2>> derived_tensor_suffixes;
   std::unique_ptr<RE2> passthrough_ops;
   std::unique_ptr<RE2> follow_consumers_ops;
   std::unique_ptr<RE2> shape_source_ops;

@@ -81,8 +81,15 @@ ModuleId TensorEvidence::ParameterOwner(absl::string_view value) const {
   // "features.1.0.layer" plus a quantizer's "_scale").
   const ModuleId literal = LiteralOwner(value);
   if (literal != kNoModule) return literal;
-  const absl::string_view stripped = internal::RuleQueries(rules_).stripValueSuffixes(value);
-  return stripped.size() == value.size() ? kNoModule : LiteralOwner(stripped);
+  const internal::RuleQueries rules(rules_);
+  const absl::string_view stripped = rules.stripValueSuffixes(value);
+  if (stripped.size() != value.size()) {
+    if (const ModuleId owner = LiteralOwner(stripped); owner != kNoModule) return owner;
+  }
+  // A tensor an exporter derived from a parameter and named after it (the
+  // bias it folded into a Conv, "<weight>_bias"), quantized or not.
+  const absl::string_view base = rules.derivedFrom(stripped);
+  return base.size() == stripped.size() ? kNoModule : LiteralOwner(base);
 }
 
 ModuleId TensorEvidence::LiteralOwner(absl::string_view value) const {
