@@ -103,7 +103,9 @@ class Structure {
     }
   }
 
-  StructureCounts Run() {
+  // With `creation_order`, the nodes are ordered by the exporter's creation
+  // counters where names carry them (CreationOrder); else as in the file.
+  StructureCounts Run(bool creation_order) {
     StructureCounts counts;
     // Nothing to do for an export whose names answered every node.
     bool any = false;
@@ -112,7 +114,11 @@ class Structure {
     const bool named = ManifestFits();
     // Names that carry the exporter's creation counter give back the
     // order of the export itself, whatever a tool did to the file's order.
-    SetOrder(CreationOrder(&counts.creation_order));
+    if (creation_order) {
+      SetOrder(CreationOrder(&counts.creation_order));
+    } else {
+      SetOrder(FileOrder());
+    }
     if (named) {
       counts.aligned_weights = AlignUnnamedWeights(nullptr);
     } else {
@@ -157,7 +163,9 @@ class Structure {
       if (anchored_[i]) first_anchor_[out_[i].module] = std::min(first_anchor_[out_[i].module], pos_[i]);
     }
     if (const ForwardSignatures signatures(manifest_, rules_); signatures.available()) {
-      for (const std::vector<NodeId>& bucket : buckets_) Signatures(bucket, signatures);
+      for (const std::vector<NodeId>& bucket : buckets_) {
+        counts.signature_matches += Signatures(bucket, signatures);
+      }
     }
     for (std::vector<NodeId>& bucket : buckets_) {
       ModuleOpRegions(bucket);
@@ -183,6 +191,12 @@ class Structure {
   }
 
  private:
+  std::vector<NodeId> FileOrder() const {
+    std::vector<NodeId> order(n_);
+    for (std::size_t i = 0; i < n_; ++i) order[i] = static_cast<NodeId>(i);
+    return order;
+  }
+
   bool Candidate(NodeId i) const {
     const Node& n = graph_.node(i);
     return !out_[i].mapped() && !ops_.followsConsumers(i) && !shape_[i] && !n.inputs.empty();
@@ -522,7 +536,8 @@ class Structure {
   // The nodes between two anchors of different modules, matched with the
   // operations the manifest's forward signatures run there. A node the
   // matching leaves open is left to the rules below.
-  void Signatures(const std::vector<NodeId>& bucket, const ForwardSignatures& signatures) {
+  std::size_t Signatures(const std::vector<NodeId>& bucket, const ForwardSignatures& signatures) {
+    std::size_t matched = 0;
     std::vector<NodeId> gap;
     std::vector<absl::string_view> op_types;
     std::vector<ExpectedOp> expected;
@@ -541,6 +556,7 @@ class Structure {
         const std::vector<ModuleId> modules = signatures.Align(op_types, expected);
         for (std::size_t k = 0; k < gap.size(); ++k) {
           if (modules[k] == kNoModule) continue;
+          ++matched;
           Assign(gap[k], modules[k], kSignature,
                  absl::StrCat(Named(modules[k]), "'s forward runs this ", op_types[k], " between ",
                               Named(a), " and ", Named(b), " (forward signatures)"));
@@ -548,6 +564,7 @@ class Structure {
       }
       gap.clear();
     }
+    return matched;
   }
 
   // A module's path for evidence, "<root>" for the root.
@@ -848,7 +865,24 @@ StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
                                    const TensorEvidence& tensors,
                                    const std::vector<bool>& shape,
                                    std::vector<MappingRecord>* mappings, EvidenceStore* evidence) {
-  return Structure(graph, manifest, rules, ops, tensors, shape, mappings, evidence).Run();
+  // Only some nodes carry a creation counter (those the exporter created
+  // itself; the others sort after their latest producer), so the order it
+  // gives can be worse than the file's. With forward signatures, the order
+  // whose gaps they explain better is kept; a tie keeps the counters'.
+  std::vector<MappingRecord> keyed = *mappings;
+  StructureCounts counts =
+      Structure(graph, manifest, rules, ops, tensors, shape, &keyed, evidence).Run(true);
+  if (counts.creation_order && counts.signature_matches > 0) {
+    std::vector<MappingRecord> file = *mappings;
+    StructureCounts in_file =
+        Structure(graph, manifest, rules, ops, tensors, shape, &file, evidence).Run(false);
+    if (in_file.signature_matches > counts.signature_matches) {
+      *mappings = std::move(file);
+      return in_file;
+    }
+  }
+  *mappings = std::move(keyed);
+  return counts;
 }
 
 }  // namespace internal

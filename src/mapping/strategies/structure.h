@@ -64,6 +64,7 @@ struct StructureCounts {
                                     // counters in node and value names
   bool relinearised = false;        // the graph was re-sorted: its own
                                     // depth-first order was used instead
+  std::size_t signature_matches = 0;  // nodes placed by forward signatures
   // What the order says, for the neighbourhood step; empty when the order
   // is not trusted.
   OrderHints hints;
