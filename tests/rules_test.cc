@@ -82,6 +82,21 @@ TEST_CASE("Default value-name and op rules", "[rules]") {
   CHECK(semmap::internal::RuleQueries(rules).followsConsumers("DynamicQuantizeLinear"));
   CHECK(semmap::internal::RuleQueries(rules).followsConsumers("Constant"));
   CHECK_FALSE(semmap::internal::RuleQueries(rules).followsConsumers("Add"));
+  // A tensor derived from a parameter, named after it; a value suffix is
+  // not a derivation.
+  const semmap::internal::RuleQueries q(rules);
+  CHECK(q.derivedFrom("layer1.0.conv1.weight_bias") == "layer1.0.conv1.weight");
+  CHECK(q.derivedFrom("layer1.0.conv1.weight") == "layer1.0.conv1.weight");
+  CHECK(q.derivedFrom("enc.fc.weight_scale") == "enc.fc.weight_scale");
+  // What a torch operation of a forward signature may be exported as.
+  CHECK(q.mayExportAs("add", "Add"));
+  CHECK(q.mayExportAs("add", "SkipLayerNormalization"));
+  CHECK(q.mayExportAs("layer_norm", "ReduceMean"));
+  CHECK(q.mayExportAs("scaled_dot_product_attention", "Softmax"));
+  CHECK_FALSE(q.mayExportAs("add", "Mul"));
+  CHECK_FALSE(q.mayExportAs("linear", "Transpose"));  // folded into the weight
+  CHECK_FALSE(q.mayExportAs("dropout", "Add"));
+  CHECK_FALSE(q.mayExportAs("no_such_op", "Add"));
 }
 
 TEST_CASE("User rules extend the behaviour without code", "[rules]") {
@@ -144,6 +159,14 @@ TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
        absl::StatusCode::kInvalidArgument, "expected [raw, calibrated]"},
       {RulesWith(R"("calibration":{"structure":[]})"),
        absl::StatusCode::kInvalidArgument, "expected a non-empty array"},
+      {RulesWith(R"("forward_ops":[{"torch":"^add$"}])"),
+       absl::StatusCode::kInvalidArgument, "/forward_ops/0: expected {\"torch\": ..., \"onnx\": ...}"},
+      {RulesWith(R"("forward_ops":{"torch":"^add$","onnx":"^Add$"})"),
+       absl::StatusCode::kInvalidArgument, "/forward_ops: expected an array"},
+      {RulesWith(R"("forward_ops":[{"torch":"^add$","onnx":"(Add"}])"),
+       absl::StatusCode::kInvalidArgument, "/forward_ops/0/onnx: invalid pattern"},
+      {RulesWith(R"("derived_tensor_suffixes":[{"pattern":""}])"),
+       absl::StatusCode::kInvalidArgument, "/derived_tensor_suffixes/0/pattern: pattern must be 1 to"},
       // Pathological: a program far beyond the memory budget.
       {RulesWith(R"x("weight_passthrough_ops":{"pattern":"((((((((((a{1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100}){1,100})"})x"),
        absl::StatusCode::kInvalidArgument, "invalid pattern"},

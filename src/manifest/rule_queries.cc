@@ -11,6 +11,17 @@ namespace {
 
 re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
 
+// The length of `re`'s first match in `s` when it ends where `s` ends and
+// is not empty (a suffix the rule names); else 0.
+std::size_t SuffixLength(const RE2& re, absl::string_view s) {
+  re2::StringPiece match;
+  if (re.Match(Piece(s), 0, s.size(), RE2::UNANCHORED, &match, 1) &&
+      match.data() + match.size() == s.data() + s.size()) {
+    return match.size();
+  }
+  return 0;
+}
+
 }  // namespace
 
 bool RuleQueries::isDerivedNodeName(absl::string_view name) const {
@@ -19,10 +30,8 @@ bool RuleQueries::isDerivedNodeName(absl::string_view name) const {
 
 absl::string_view RuleQueries::derivedFrom(absl::string_view tensor) const {
   for (const auto& re : impl_.derived_tensor_suffixes) {
-    re2::StringPiece match;
-    if (re->Match(Piece(tensor), 0, tensor.size(), RE2::UNANCHORED, &match, 1) &&
-        match.data() + match.size() == tensor.data() + tensor.size() && !match.empty()) {
-      tensor.remove_suffix(match.size());
+    if (const std::size_t n = SuffixLength(*re, tensor); n > 0) {
+      tensor.remove_suffix(n);
       return tensor;
     }
   }
@@ -34,10 +43,8 @@ absl::string_view RuleQueries::stripValueSuffixes(absl::string_view value) const
   for (int round = 0; round < 8; ++round) {
     bool stripped = false;
     for (const auto& re : impl_.value_suffixes) {
-      re2::StringPiece match;
-      if (re->Match(Piece(value), 0, value.size(), RE2::UNANCHORED, &match, 1) &&
-          match.data() + match.size() == value.data() + value.size() && !match.empty()) {
-        value.remove_suffix(match.size());
+      if (const std::size_t n = SuffixLength(*re, value); n > 0) {
+        value.remove_suffix(n);
         stripped = true;
       }
     }

@@ -806,7 +806,6 @@ class Structure {
       const ModuleId a = out_[prev[k]].module;
       const ModuleId b = out_[next[k]].module;
       const std::string& pa = manifest_.module(a).path;
-      const std::string& pb = manifest_.module(b).path;
       if (a == b) {
         Assign(i, a, kInterval, absl::StrCat("between two nodes of ", pa));
         continue;
@@ -829,8 +828,7 @@ class Structure {
       while (owner != kNoModule && library_[owner] && manifest_.module(owner).parent != kNoModule) {
         owner = manifest_.module(owner).parent;
       }
-      Assign(i, owner, kLca, absl::StrCat("between ", pa.empty() ? "<root>" : pa, " and ",
-                                          pb.empty() ? "<root>" : pb, " in execution order"));
+      Assign(i, owner, kLca, absl::StrCat("between ", Named(a), " and ", Named(b), " in execution order"));
     }
   }
 
@@ -869,20 +867,18 @@ StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
   // itself; the others sort after their latest producer), so the order it
   // gives can be worse than the file's. With forward signatures, the order
   // whose gaps they explain better is kept; a tie keeps the counters'.
-  std::vector<MappingRecord> keyed = *mappings;
-  StructureCounts counts =
-      Structure(graph, manifest, rules, ops, tensors, shape, &keyed, evidence).Run(true);
-  if (counts.creation_order && counts.signature_matches > 0) {
-    std::vector<MappingRecord> file = *mappings;
-    StructureCounts in_file =
-        Structure(graph, manifest, rules, ops, tensors, shape, &file, evidence).Run(false);
-    if (in_file.signature_matches > counts.signature_matches) {
-      *mappings = std::move(file);
-      return in_file;
-    }
+  if (!ForwardSignatures(manifest, rules).available()) {
+    return Structure(graph, manifest, rules, ops, tensors, shape, mappings, evidence).Run(true);
   }
-  *mappings = std::move(keyed);
-  return counts;
+  std::vector<MappingRecord> file = *mappings;
+  const StructureCounts counts =
+      Structure(graph, manifest, rules, ops, tensors, shape, mappings, evidence).Run(true);
+  if (!counts.creation_order || counts.signature_matches == 0) return counts;
+  const StructureCounts in_file =
+      Structure(graph, manifest, rules, ops, tensors, shape, &file, evidence).Run(false);
+  if (in_file.signature_matches <= counts.signature_matches) return counts;
+  *mappings = std::move(file);
+  return in_file;
 }
 
 }  // namespace internal

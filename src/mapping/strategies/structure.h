@@ -15,6 +15,9 @@
 //     ran them, and a module's nodes run contiguously, nested in its
 //     parent's. A node between two anchored nodes (mapped by their weights)
 //     of modules A and B belongs to a module on the path A .. LCA(A, B) .. B:
+//      - when the manifest records forward signatures, the module whose
+//        operation it matched, in order, among those the signatures run
+//        between A's weights and B's (forward_signature.h);
 //      - the head of B when B is a model module (not a library module such
 //        as torch's Linear) and everything the node computes flows only
 //        into B (a normalisation's arithmetic before its weight);
@@ -34,7 +37,9 @@
 // by their consumers. Tools re-sort nodes (onnxslim, ONNX Runtime). Where
 // names still carry the exporter's creation counter (dynamo's
 // "node_MatMul_55", "val_93"; rule data), sorting by it restores the
-// export's own order. Otherwise, when the
+// export's own order; only the nodes the exporter created carry one, so
+// with forward signatures the step runs in that order and in the file's
+// and keeps the one whose gaps the signatures explain better. Then, when the
 // file's order agrees less with the manifest's module order than a
 // depth-first re-linearisation of the graph (each node right after its
 // inputs' producer chains, as a forward pass runs), the latter is used; an
