@@ -227,3 +227,27 @@ def test_a_child_that_raises_inside_a_caught_call() -> None:
 
     forwards = _forwards(build_manifest(Parent(), inputs=torch.randn(2)))
     assert forwards == {"": [{"call": "fails"}, {"op": "sigmoid"}], "fails": [{"op": "relu"}]}
+
+
+def test_the_pass_runs_as_under_an_exporters_tracing() -> None:
+    # Libraries take the path an export captures when they see a tracer
+    # (transformers builds its attention masks then): so does the signature.
+    class Branches(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(x) if torch.jit.is_tracing() else torch.sigmoid(x)
+
+    assert _forwards(build_manifest(Branches(), inputs=torch.randn(2))) == {"": [{"op": "tanh"}]}
+    assert not torch.jit.is_tracing()  # put back
+
+
+def test_a_model_that_cannot_run_as_traced_runs_plainly() -> None:
+    class Refuses(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if torch.jit.is_tracing():
+                raise RuntimeError("not under a tracer")
+            return torch.relu(x)
+
+    manifest = build_manifest(Refuses(), inputs=torch.randn(2))
+    assert manifest["schema_version"] == 2
+    assert _forwards(manifest) == {"": [{"op": "relu"}]}
+    assert not torch.jit.is_tracing()

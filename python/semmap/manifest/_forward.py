@@ -11,7 +11,8 @@ its callers record every call. See ``docs/manifest.md``, "Forward signatures".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -161,15 +162,45 @@ def _reads(own: dict[int, str], args: Sequence[Any], kwargs: Mapping[str, Any]) 
     return names
 
 
+@contextlib.contextmanager
+def _as_traced() -> Iterator[None]:
+    """``torch.jit.is_tracing()`` reports True, as while an exporter traces.
+
+    Libraries take another path under tracing (transformers builds its
+    attention masks instead of leaving them to the attention kernel); the
+    signature should record the path the export captured. Only the public
+    query changes: torch's own module calls and hooks read the tracer's
+    state directly and run as they would.
+    """
+    saved = torch.jit.is_tracing
+    torch.jit.is_tracing = lambda: True
+    try:
+        yield
+    finally:
+        torch.jit.is_tracing = saved
+
+
 def record_signatures(
     model: torch.nn.Module, args: Sequence[Any], kwargs: Mapping[str, Any]
 ) -> dict[str, list[dict[str, Any]]]:
     """Run ``model(*args, **kwargs)`` once and return the signature of every module that ran, by path.
 
-    A module recording more than :data:`MAX_EVENTS` events is left out. The
-    model's training flags, its hooks and the global random state are as
-    before the call; raises what the forward raises.
+    The pass runs as an exporter's tracing would (``torch.jit.is_tracing()``
+    true); if the model cannot run so, it runs plainly. A module recording
+    more than :data:`MAX_EVENTS` events is left out. The model's training
+    flags, its hooks and the global random state are as before the call;
+    raises what the forward raises.
     """
+    try:
+        with _as_traced():
+            return _record(model, args, kwargs)
+    except Exception:  # noqa: BLE001 - a path only tracing takes; the plain pass decides
+        return _record(model, args, kwargs)
+
+
+def _record(
+    model: torch.nn.Module, args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
     named = list(model.named_modules())
     paths = {id(m): p for p, m in named}
     own = {
