@@ -36,6 +36,7 @@ set(header_layer_metadata_keys.h base)
 set(header_layer_indexed_list.h base)
 set(header_layer_mapper.h mapper)
 set(header_layer_mapping.h mapping)
+set(header_layer_provenance.h mapping)
 set(header_layer_semmap.h umbrella)
 
 file(GLOB_RECURSE sources RELATIVE ${SEMMAP_SOURCE_DIR}

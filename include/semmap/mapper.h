@@ -70,6 +70,7 @@
 #include "semmap/manifest.h"
 #include "semmap/manifest_fit.h"
 #include "semmap/mapping.h"
+#include "semmap/provenance.h"
 #include "semmap/reference_check.h"
 #include "semmap/root_binding.h"
 #include "semmap/rules.h"
@@ -107,6 +108,8 @@ struct SEMMAP_EXPORT MapperOptions {
 
 class SemanticMapper;
 namespace internal {
+struct GivenReference;
+struct DecodedRecord;
 // The Mapping of node `index` (SemanticMapper::moduleFor()).
 SEMMAP_EXPORT Mapping MappingAt(const SemanticMapper* mapper, std::ptrdiff_t index);
 }  // namespace internal
@@ -140,8 +143,19 @@ class SEMMAP_EXPORT SemanticMapper {
   // Loads the model, the manifest, and the reference export and rule file
   // when named, and maps: the one call most users need, and the one load
   // path of the `semmap` tool and the Python package. "" means none.
+  //
+  // A model that carries a provenance record (semmap embed, provenance.h)
+  // is mapped with it when neither a manifest nor a reference is named:
+  // the record's manifest and its graph's answers serve as both. A named
+  // reference replaces the record; a named manifest replaces its manifest,
+  // and its answers are used only when that manifest lists the same
+  // modules. A record made from another graph, or whose manifest does not
+  // fit, is rejected (provenance() says why) and the model is mapped as
+  // without it.
   // Errors name the file at fault:
   //   those of Graph::Load (the model), Manifest::Load, Rules::Load;
+  //   a record that cannot be read (InvalidArgument, DataLoss) or is of a
+  //   newer format (FailedPrecondition), naming the key and the cause;
   //   the reference's Graph::Load errors, prefixed "reference ";
   //   InvalidArgument "MODEL: reference REF: ..." when the reference is not
   //   the export the model came from;
@@ -158,6 +172,9 @@ class SEMMAP_EXPORT SemanticMapper {
     // A rule file (rules.h) instead of the default rules; the mapper keeps
     // it (rules()).
     std::string rules_path;
+    // Use the model's provenance record (above); false maps the model as
+    // if it carried none (provenance().record is then kIgnored).
+    bool use_record = true;
   };
   static absl::StatusOr<SemanticMapper> Open(const std::string& model_path,
                                              const std::string& manifest_path,
@@ -198,6 +215,11 @@ class SEMMAP_EXPORT SemanticMapper {
   // Nodes with confidence > 0.
   std::size_t mappedCount() const;
 
+  // Where the manifest and the reference came from, and what became of
+  // the model's provenance record (provenance.h). Create() sets the
+  // sources to kFile for what it is given.
+  const Provenance& provenance() const;
+
   const RootBinding& rootBinding() const;
   // How well the manifest fits the graph; `checked` is false without a
   // manifest.
@@ -221,6 +243,19 @@ class SEMMAP_EXPORT SemanticMapper {
  private:
   struct Impl;
   explicit SemanticMapper(std::unique_ptr<Impl> impl);
+  // Create()'s work; `given` replaces options.reference with a graph and
+  // answers already known (a provenance record).
+  static absl::StatusOr<SemanticMapper> Build(Graph graph,
+                                              std::shared_ptr<const Manifest> manifest,
+                                              const MapperOptions& options,
+                                              const internal::GivenReference* given);
+  // Open()'s mapping of a model carrying a readable record (provenance.h):
+  // fills `provenance` with what became of it.
+  static absl::StatusOr<SemanticMapper> MapWithRecord(const Graph& graph,
+                                                      std::shared_ptr<const Manifest> manifest,
+                                                      const MapperOptions& options,
+                                                      const internal::DecodedRecord& record,
+                                                      Provenance* provenance);
 
   std::unique_ptr<Impl> impl_;
 };

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/out_of_memory.h"
 #include "base/parallel.h"
 #include "base/status_macros.h"
@@ -17,6 +18,7 @@
 #include "mapping/manifest_fit.h"
 #include "mapping/mapping_record.h"
 #include "mapping/origin_table.h"
+#include "mapping/record.h"
 #include "mapping/root_binding.h"
 #include "mapping/scope_outcome.h"
 #include "mapping/strategies/fused_nodes.h"
@@ -58,6 +60,7 @@ struct SemanticMapper::Impl {
   RootBinding binding;
   ManifestFit fit;
   ReferenceCheck reference_check;
+  Provenance provenance;
   std::vector<internal::MappingRecord> records;  // one per node
   internal::EvidenceStore evidence;               // what records point into
   internal::OriginTable origins;                  // of the nodes that are fusions
@@ -80,9 +83,34 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(const Graph& graph,
   return internal::OutOfMemory("the manifest", "copying");
 }
 
+namespace {
+
+// Create()'s errors as Open() words them, naming the files at fault.
+absl::Status OpenError(const absl::Status& status, const std::string& model_path,
+                       const std::string& manifest_label, const std::string& reference_path) {
+  if (!reference_path.empty() && absl::IsInvalidArgument(status)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(model_path, ": reference ", reference_path, ": ", status.message()));
+  }
+  if (absl::IsFailedPrecondition(status) && !manifest_label.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        model_path, ": manifest ", manifest_label, " is of another model: ", status.message()));
+  }
+  return absl::Status(status.code(), absl::StrCat(model_path, ": ", status.message()));
+}
+
+bool CarriesRecord(const Graph& graph) {
+  for (const MetadataEntry& e : graph.modelMetadata()) {
+    if (e.first == kRecordKey) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 // The model and the manifest are read on two threads (each reader is
 // single-threaded and they share nothing; on one when no thread can be
-// started); the rules and the reference after.
+// started); the rules, the reference and the model's record after.
 absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_path,
                                                     const std::string& manifest_path,
                                                     const OpenOptions& options) try {
@@ -120,26 +148,101 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
     reference.emplace(*std::move(loaded));
     mapper_options.reference = &*reference;
   }
+  Provenance provenance;
+  provenance.manifest = manifest ? InputSource::kFile : InputSource::kNone;
+  provenance.reference = reference ? InputSource::kFile : InputSource::kNone;
+  std::optional<internal::DecodedRecord> record;
+  if (CarriesRecord(*graph)) {
+    if (!options.use_record || reference) {
+      provenance.record = RecordUse::kIgnored;
+      provenance.note = reference ? "a reference file was named; it replaces the record"
+                                  : "the record was not read, as asked";
+    } else {
+      SEMMAP_ASSIGN_OR_RETURN(record, internal::ReadRecord(*graph, model_path, options.graph));
+    }
+  }
   absl::StatusOr<SemanticMapper> mapper =
-      Create(*std::move(graph), std::move(manifest), mapper_options);
-  if (!mapper.ok() && !options.reference_path.empty() &&
-      absl::IsInvalidArgument(mapper.status())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        model_path, ": reference ", options.reference_path, ": ", mapper.status().message()));
-  }
-  if (absl::IsFailedPrecondition(mapper.status()) && !manifest_path.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        model_path, ": manifest ", manifest_path, " is of another model: ",
-        mapper.status().message()));
-  }
+      record ? MapWithRecord(*graph, manifest, mapper_options, *record, &provenance)
+             : Create(*graph, manifest, mapper_options);
   if (!mapper.ok()) {
-    return absl::Status(mapper.status().code(),
-                        absl::StrCat(model_path, ": ", mapper.status().message()));
+    const std::string manifest_label =
+        !manifest_path.empty() ? manifest_path
+        : provenance.manifest == InputSource::kRecord
+            ? absl::StrCat("(the record's, metadata_props \"", kRecordKey, "\")")
+            : std::string();
+    return OpenError(mapper.status(), model_path, manifest_label, options.reference_path);
   }
   mapper->impl_->owned_rules = std::move(rules);
+  mapper->impl_->provenance = std::move(provenance);
   return mapper;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(model_path, "mapping");
+}
+
+// About 60 lines: the record's verdicts in the order they are reached, each
+// ending in the mapping that follows from it.
+absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
+    const Graph& graph, std::shared_ptr<const Manifest> manifest, const MapperOptions& options,
+    const internal::DecodedRecord& record, Provenance* provenance) {
+  provenance->record_bytes = record.encoded_bytes;
+  provenance->record_generator = record.generator;
+  provenance->record_fingerprint = internal::FingerprintText(record.fingerprint);
+  const bool own_manifest = manifest != nullptr;
+  const bool answers_apply = !own_manifest || internal::SameModules(*manifest, *record.manifest);
+  if (!own_manifest) {
+    manifest = record.manifest;
+    provenance->manifest = InputSource::kRecord;
+  }
+  const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
+  // A rejected record: the model mapped as without it, with the record's
+  // manifest only where it fits (the fit check judges it as any manifest).
+  auto without = [&](std::string why) -> absl::StatusOr<SemanticMapper> {
+    provenance->record = RecordUse::kRejected;
+    provenance->note = std::move(why);
+    if (own_manifest) return Create(graph, manifest, options);
+    absl::StatusOr<SemanticMapper> with_manifest = Create(graph, manifest, options);
+    if (!absl::IsFailedPrecondition(with_manifest.status())) return with_manifest;
+    provenance->manifest = InputSource::kNone;
+    absl::StrAppend(&provenance->note, "; its manifest does not fit the model either: ",
+                    with_manifest.status().message());
+    return Create(graph, nullptr, options);
+  };
+  absl::StatusOr<ReferenceCheck> check =
+      internal::CheckReference(graph, record.source, rules, &record.naming);
+  if (!check.ok()) {
+    return without(absl::StrCat("it was made from another model: ", check.status().message()));
+  }
+  if (check->same_graph) {
+    provenance->record = RecordUse::kSource;
+    return Create(graph, manifest, options);
+  }
+  if (!answers_apply) {
+    provenance->record = RecordUse::kIgnored;
+    provenance->note = "the named manifest lists other modules than the record's";
+    return Create(graph, manifest, options);
+  }
+  if (!check->ancestor()) {
+    return without(absl::StrCat("it was not made from this graph's source: ",
+                                absl::StrJoin(check->warnings, "; ")));
+  }
+  internal::GivenReference given;
+  given.graph = &record.source;
+  given.answers = &record.answers;
+  given.origins = &record.origins;
+  given.naming = &record.naming;
+  absl::StatusOr<SemanticMapper> mapped = Build(graph, manifest, options, &given);
+  if (absl::IsFailedPrecondition(mapped.status()) && !own_manifest) {
+    return without(absl::StrCat("its manifest does not fit the model: ",
+                                mapped.status().message()));
+  }
+  if (!mapped.ok()) return mapped;
+  if (!mapped->referenceCheck().ancestor()) {
+    return without(absl::StrCat("it was not made from this graph's source: ",
+                                absl::StrJoin(mapped->referenceCheck().warnings, "; ")));
+  }
+  provenance->record = RecordUse::kUsed;
+  provenance->reference = InputSource::kRecord;
+  return mapped;
 }
 
 // The pipeline of docs/mapping.md, one step per internal unit: group the
@@ -151,9 +254,16 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
 // About 90 lines: a few per step, in order, so the pipeline reads here
 // whole; steps that share nothing they write run as pairs on two threads
 // (internal::RunBoth) on a large graph.
-absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
-                                                      std::shared_ptr<const Manifest> shared,
-                                                      const MapperOptions& options) try {
+absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph,
+                                                      std::shared_ptr<const Manifest> manifest,
+                                                      const MapperOptions& options) {
+  return Build(std::move(graph), std::move(manifest), options, nullptr);
+}
+
+absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
+                                                     std::shared_ptr<const Manifest> shared,
+                                                     const MapperOptions& options,
+                                                     const internal::GivenReference* given) try {
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
   auto impl = std::make_unique<Impl>(std::move(graph_handle));
   Impl& mapper = *impl;
@@ -178,13 +288,27 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   // the module paths derived from its own scopes, then shared); and the
   // graph on its own evidence, which no carried-over answer overrides when
   // no more confident.
+  // A given reference (a record's) comes with its answers, in the ids of
+  // the manifest passed here.
   std::optional<SemanticMapper> reference, own;
-  if (options.reference != nullptr) {
-    SEMMAP_ASSIGN_OR_RETURN(mapper.reference_check,
-                            internal::CheckReference(graph, *options.reference, rules));
+  const Graph* reference_graph = given != nullptr ? given->graph : options.reference;
+  const std::vector<internal::MappingRecord>* reference_answers = nullptr;
+  const internal::OriginTable* reference_origins = nullptr;
+  if (reference_graph != nullptr) {
+    SEMMAP_ASSIGN_OR_RETURN(
+        mapper.reference_check,
+        internal::CheckReference(graph, *reference_graph, rules,
+                                 given != nullptr ? given->naming : nullptr));
     MapperOptions reference_options = options;
     reference_options.reference = nullptr;
-    SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, shared, reference_options));
+    if (given != nullptr) {
+      reference_answers = given->answers;
+      reference_origins = given->origins;
+    } else {
+      SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, shared, reference_options));
+      reference_answers = &reference->impl_->records;
+      reference_origins = &reference->impl_->origins;
+    }
     reference_options.allow_manifest_mismatch = true;  // a misfit is refused below
     SEMMAP_ASSIGN_OR_RETURN(own, Create(graph, shared, reference_options));
   }
@@ -194,6 +318,8 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
                        : std::make_shared<const Manifest>(
                              Manifest::FromModulePaths(internal::DerivedModulePaths(scopes)));
   }
+  mapper.provenance.manifest = derived ? InputSource::kNone : InputSource::kFile;
+  mapper.provenance.reference = reference_graph != nullptr ? InputSource::kFile : InputSource::kNone;
   mapper.manifest = std::move(shared);
   const Manifest& manifest = *mapper.manifest;
   if (derived) {
@@ -206,14 +332,14 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph_handle,
   internal::ApplyScopeOutcomes(scopes, &mapper.records);
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding.root,
                                          mapper.binding.wrapper);
-  if (reference && !mapper.reference_check.same_graph) {
+  if (reference_answers != nullptr && !mapper.reference_check.same_graph) {
     internal::TransferContext context;
-    context.reference_mappings = &reference->impl_->records;
-    context.reference_origins = &reference->impl_->origins;
+    context.reference_mappings = reference_answers;
+    context.reference_origins = reference_origins;
     context.tensors = &tensors;
     context.origins = &mapper.origins;
     context.check = &mapper.reference_check;
-    internal::TransferFromReference(graph, *options.reference, context, manifest, rules,
+    internal::TransferFromReference(graph, *reference_graph, context, manifest, rules,
                                     &mapper.records, &store);
   }
   // The manifest's fit and the modules' categories only read what is
@@ -319,6 +445,7 @@ std::size_t SemanticMapper::mappedCount() const {
 const RootBinding& SemanticMapper::rootBinding() const { return impl_->binding; }
 const ManifestFit& SemanticMapper::manifestFit() const { return impl_->fit; }
 const ReferenceCheck& SemanticMapper::referenceCheck() const { return impl_->reference_check; }
+const Provenance& SemanticMapper::provenance() const { return impl_->provenance; }
 const Manifest& SemanticMapper::manifest() const { return *impl_->manifest; }
 const std::shared_ptr<const Manifest>& SemanticMapper::sharedManifest() const {
   return impl_->manifest;

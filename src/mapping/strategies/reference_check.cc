@@ -194,16 +194,13 @@ constexpr std::size_t kPairedShare = 4;
 constexpr char kOwnKept[] =
     "answers carried over from it are kept only where the model's own are less confident";
 
-struct Naming {
-  NodeNaming scheme = NodeNaming::kNone;
-  std::size_t scopes = 0;  // distinct scopes named by node names or metadata
-};
-
 // Nodes named by a TorchScript scope ("/a/b/Op") and by the dynamo
 // exporter (a module stack in metadata, or a "node_..." name), and the
 // distinct scopes they name. Tools add nodes (a quantizer's
 // "/a/b/Conv_output_0_QuantizeLinear"), never scopes.
-Naming NamingOf(const Graph& g) {
+}  // namespace
+
+GraphNaming NamingOf(const Graph& g) {
   std::size_t scoped = 0, dynamo = 0;
   absl::flat_hash_set<absl::string_view> name_scopes;  // "/a/b", views into the names
   absl::flat_hash_set<std::string> stack_scopes;       // "a.b"
@@ -217,13 +214,15 @@ Naming NamingOf(const Graph& g) {
     if (scope) name_scopes.insert(n.name.substr(0, n.name.rfind('/')));
     if (metadata && !stack.deepest().empty()) stack_scopes.insert(stack.deepest());
   }
-  Naming out;
+  GraphNaming out;
   out.scopes = name_scopes.size() + stack_scopes.size();
   const std::size_t floor = std::max<std::size_t>(1, g.size() / kSchemeShare);
   if (scoped >= dynamo && scoped >= floor) out.scheme = NodeNaming::kScopes;
   if (dynamo > scoped && dynamo >= floor) out.scheme = NodeNaming::kMetadata;
   return out;
 }
+
+namespace {
 
 // Same nodes in the same order: names, op types, domains, values read and
 // written, and the same initializers.
@@ -274,7 +273,8 @@ std::size_t SharedNames(const Graph& p, const Graph& r) {
 }  // namespace
 
 absl::StatusOr<ReferenceCheck> CheckReference(const Graph& processed, const Graph& reference,
-                                              const Rules& rules) {
+                                              const Rules& rules,
+                                              const GraphNaming* reference_naming) {
   SEMMAP_RETURN_IF_ERROR(CheckSameModel(processed, reference, rules));
   ReferenceCheck c;
   c.checked = true;
@@ -285,8 +285,8 @@ absl::StatusOr<ReferenceCheck> CheckReference(const Graph& processed, const Grap
         "answer is the model's own)");
     return c;
   }
-  const Naming p = NamingOf(processed);
-  const Naming r = NamingOf(reference);
+  const GraphNaming p = NamingOf(processed);
+  const GraphNaming r = reference_naming != nullptr ? *reference_naming : NamingOf(reference);
   c.model_naming = p.scheme;
   c.reference_naming = r.scheme;
   c.model_scopes = p.scopes;

@@ -60,11 +60,22 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
 absl::Status CheckSameModel(const Graph& processed, const Graph& reference,
                             const Rules& rules);
 
+// How a graph's nodes name their modules (ReferenceCheck's namings and
+// scope counts): what the check weighs of each graph.
+struct GraphNaming {
+  NodeNaming scheme = NodeNaming::kNone;
+  std::size_t scopes = 0;  // distinct scopes named by node names or metadata
+};
+GraphNaming NamingOf(const Graph& graph);
+
 // CheckSameModel, then whether R can be P's ancestor (reference_check.h):
 // the same graph, the other exporter's naming, fewer named nodes; each
-// finding worded as a warning.
+// finding worded as a warning. `reference_naming`, when given, is R's
+// naming as measured on the export itself (a record's copy of R keeps no
+// metadata).
 absl::StatusOr<ReferenceCheck> CheckReference(const Graph& processed, const Graph& reference,
-                                              const Rules& rules);
+                                              const Rules& rules,
+                                              const GraphNaming* reference_naming = nullptr);
 
 // How a node of P was paired with R, strongest first.
 enum class MatchRule : std::uint8_t {

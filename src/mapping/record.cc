@@ -1,0 +1,286 @@
+#include "mapping/record.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "graph/weightless_copy.h"
+#include "io/deflate.h"
+#include "io/json_reader.h"
+#include "semmap/strategy.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// JSON parts of a record nest at most this deep ("origins": [[n, [m]]]).
+constexpr int kMaxAnswersDepth = 8;
+
+const absl::string_view* FindLast(const std::vector<MetadataEntry>& metadata,
+                                  absl::string_view key) {
+  const absl::string_view* found = nullptr;
+  for (const MetadataEntry& e : metadata) {
+    if (e.first == key) found = &e.second;
+  }
+  return found;
+}
+
+// "<version>:" after the prefix; the rest of the value in `payload`.
+absl::StatusOr<int> ReadVersion(absl::string_view value, absl::string_view where,
+                                absl::string_view* payload) {
+  if (value.substr(0, kRecordValuePrefix.size()) != kRecordValuePrefix) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": not a semmap record (the value does not start \"",
+                     kRecordValuePrefix, "\")"));
+  }
+  value.remove_prefix(kRecordValuePrefix.size());
+  const std::size_t colon = value.find(':');
+  int version = 0;
+  if (colon == absl::string_view::npos || colon == 0 || colon > 9 ||
+      !absl::SimpleAtoi(value.substr(0, colon), &version) || version < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": the format version after \"", kRecordValuePrefix,
+                     "\" is not a positive integer followed by ':'"));
+  }
+  if (version > kRecordFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": format version ", version, " is newer than this semmap reads (",
+        kRecordFormatVersion, "); upgrade semmap, or map without the record (--no-record)"));
+  }
+  *payload = value.substr(colon + 1);
+  return version;
+}
+
+// {"fingerprint", "nodes", "generator"}.
+absl::Status ReadSource(absl::string_view text, absl::string_view where, std::size_t nodes,
+                        DecodedRecord* out) {
+  SEMMAP_ASSIGN_OR_RETURN(JsonDocument doc,
+                          JsonDocument::Parse(text, where, {text.size() + 1, kMaxAnswersDepth}));
+  const JsonValue root = doc.root();
+  if (!root.is_object()) return root.Error("expected an object");
+  SEMMAP_ASSIGN_OR_RETURN(absl::string_view fingerprint, root.StringField("fingerprint", false));
+  if (fingerprint.size() != 16 || !absl::SimpleHexAtoi(fingerprint, &out->fingerprint)) {
+    return root.ErrorAt("fingerprint", "expected 16 hexadecimal digits");
+  }
+  SEMMAP_ASSIGN_OR_RETURN(JsonValue count, root.Field("nodes"));
+  if (!count.is_integer() || count.is_unsigned() || count.int64() < 0) {
+    return count.Error("expected a non-negative integer");
+  }
+  if (static_cast<std::uint64_t>(count.int64()) != nodes) {
+    return count.Error(absl::StrCat("states ", count.int64(), " nodes, but the record's graph has ",
+                                    nodes, " (an edited or damaged record)"));
+  }
+  SEMMAP_ASSIGN_OR_RETURN(absl::string_view generator, root.StringField("generator", true));
+  out->generator = std::string(generator);
+  SEMMAP_ASSIGN_OR_RETURN(absl::string_view naming, root.StringField("naming", false));
+  if (naming == NodeNamingName(NodeNaming::kScopes)) {
+    out->naming.scheme = NodeNaming::kScopes;
+  } else if (naming == NodeNamingName(NodeNaming::kMetadata)) {
+    out->naming.scheme = NodeNaming::kMetadata;
+  } else if (naming != NodeNamingName(NodeNaming::kNone)) {
+    return root.ErrorAt("naming", "expected \"scopes\", \"metadata\" or \"none\"");
+  }
+  SEMMAP_ASSIGN_OR_RETURN(JsonValue scopes, root.Field("scopes"));
+  if (!scopes.is_integer() || scopes.is_unsigned() || scopes.int64() < 0 ||
+      static_cast<std::uint64_t>(scopes.int64()) > nodes) {
+    return scopes.Error("expected an integer from 0 to the number of nodes");
+  }
+  out->naming.scopes = static_cast<std::size_t>(scopes.int64());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::int64_t> Index(const JsonValue& v, std::int64_t low, std::int64_t high) {
+  if (!v.is_integer() || v.is_unsigned() || v.int64() < low || v.int64() >= high) {
+    return v.Error(absl::StrCat("expected an integer from ", low, " to ", high - 1));
+  }
+  return v.int64();
+}
+
+// An array of exactly `n` elements at `key`.
+absl::StatusOr<JsonValue> ArrayOf(const JsonValue& root, absl::string_view key, std::size_t n) {
+  SEMMAP_ASSIGN_OR_RETURN(JsonValue array, root.Field(key));
+  if (!array.is_array()) return array.Error(absl::StrCat("expected an array, found ", array.type_name()));
+  if (array.size() != n) {
+    return array.Error(absl::StrCat("has ", array.size(), " entries, the record's graph ", n,
+                                    " nodes"));
+  }
+  return array;
+}
+
+absl::Status ReadAnswers(absl::string_view text, absl::string_view where, DecodedRecord* out) {
+  SEMMAP_ASSIGN_OR_RETURN(JsonDocument doc,
+                          JsonDocument::Parse(text, where, {text.size() + 1, kMaxAnswersDepth}));
+  const JsonValue root = doc.root();
+  if (!root.is_object()) return root.Error("expected an object");
+  const std::size_t nodes = out->source.size();
+  const auto modules = static_cast<std::int64_t>(out->manifest->size());
+  SEMMAP_ASSIGN_OR_RETURN(JsonValue names, root.Field("strategies"));
+  if (!names.is_array()) return names.Error("expected an array of strategy names");
+  std::vector<Strategy> strategies;
+  SEMMAP_RETURN_IF_ERROR(names.ForEachElement([&](const JsonValue& name) -> absl::Status {
+    SEMMAP_ASSIGN_OR_RETURN(absl::string_view s, name.AsString(false));
+    Strategy parsed;
+    if (!ParseStrategy(s, &parsed)) return name.Error("not a strategy this semmap knows");
+    strategies.push_back(parsed);
+    return absl::OkStatus();
+  }));
+  out->answers.assign(nodes, MappingRecord{});
+  std::size_t i = 0;
+  SEMMAP_ASSIGN_OR_RETURN(JsonValue module, ArrayOf(root, "module", nodes));
+  SEMMAP_RETURN_IF_ERROR(module.ForEachElement([&](const JsonValue& v) -> absl::Status {
+    SEMMAP_ASSIGN_OR_RETURN(std::int64_t m, Index(v, -1, modules));
+    out->answers[i++].module = static_cast<ModuleId>(m);
+    return absl::OkStatus();
+  }));
+  i = 0;
+  SEMMAP_ASSIGN_OR_RETURN(JsonValue confidence, ArrayOf(root, "confidence", nodes));
+  SEMMAP_RETURN_IF_ERROR(confidence.ForEachElement([&](const JsonValue& v) -> absl::Status {
+    if (!v.is_number() || !(v.number() >= 0.0 && v.number() <= 1.0)) {
+      return v.Error("expected a number from 0 to 1");
+    }
+    out->answers[i++].confidence = v.number();
+    return absl::OkStatus();
+  }));
+  i = 0;
+  SEMMAP_ASSIGN_OR_RETURN(JsonValue strategy, ArrayOf(root, "strategy", nodes));
+  SEMMAP_RETURN_IF_ERROR(strategy.ForEachElement([&](const JsonValue& v) -> absl::Status {
+    SEMMAP_ASSIGN_OR_RETURN(std::int64_t s,
+                            Index(v, 0, static_cast<std::int64_t>(strategies.size())));
+    MappingRecord& r = out->answers[i++];
+    r.strategy = strategies[static_cast<std::size_t>(s)];
+    if (r.mapped() != (r.strategy != Strategy::kUnmapped)) {
+      return v.Error("a node's strategy and module disagree (one says unmapped)");
+    }
+    r.evidence = "the record's answer";  // a literal: the record keeps no evidence text
+    return absl::OkStatus();
+  }));
+  SEMMAP_ASSIGN_OR_RETURN(JsonValue origins, root.Field("origins"));
+  if (!origins.is_array()) return origins.Error("expected an array");
+  return origins.ForEachElement([&](const JsonValue& entry) -> absl::Status {
+    if (!entry.is_array() || entry.size() != 2) return entry.Error("expected [node, [modules]]");
+    std::int64_t node = -1;
+    std::vector<ModuleId> list;
+    std::size_t part = 0;
+    SEMMAP_RETURN_IF_ERROR(entry.ForEachElement([&](const JsonValue& v) -> absl::Status {
+      if (part++ == 0) {
+        SEMMAP_ASSIGN_OR_RETURN(node, Index(v, 0, static_cast<std::int64_t>(nodes)));
+        return absl::OkStatus();
+      }
+      if (!v.is_array() || v.size() < 2) return v.Error("expected two or more module indexes");
+      return v.ForEachElement([&](const JsonValue& m) -> absl::Status {
+        SEMMAP_ASSIGN_OR_RETURN(std::int64_t id, Index(m, 0, modules));
+        list.push_back(static_cast<ModuleId>(id));
+        return absl::OkStatus();
+      });
+    }));
+    out->origins.Set(static_cast<NodeId>(node), std::move(list));
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+bool SameModules(const Manifest& a, const Manifest& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const ModuleInfo& x = a.modules()[i];
+    const ModuleInfo& y = b.modules()[i];
+    if (x.path != y.path || x.qualified_class != y.qualified_class) return false;
+  }
+  return true;
+}
+
+std::string FingerprintText(std::uint64_t fingerprint) {
+  return absl::StrFormat("%016x", fingerprint);
+}
+
+// About 60 lines: the layers of the value peeled in order (prefix and
+// version, base64, zlib, the weightless copy, its three entries), each
+// failure named by the part it is about.
+absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
+                                                        absl::string_view origin,
+                                                        const GraphOptions& graph_options,
+                                                        const RecordLimits& limits) {
+  const absl::string_view* value = FindLast(graph.modelMetadata(), kRecordKey);
+  if (value == nullptr) return std::optional<DecodedRecord>();
+  const std::string where = absl::StrCat(origin, ": metadata_props \"", kRecordKey, "\"");
+  if (value->size() > limits.max_encoded_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", value->size(),
+                                                   " bytes, above the limit of ",
+                                                   limits.max_encoded_bytes));
+  }
+  absl::string_view payload;
+  SEMMAP_RETURN_IF_ERROR(ReadVersion(*value, where, &payload).status());
+  std::string compressed;
+  if (!absl::Base64Unescape(payload, &compressed) || compressed.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": the text after the version is not base64"));
+  }
+  const std::uint64_t bound =
+      std::min<std::uint64_t>(limits.max_inflated_bytes, compressed.size() * kMaxInflationRatio);
+  SEMMAP_ASSIGN_OR_RETURN(std::string bytes, Inflate(compressed, bound, where));
+  compressed.clear();
+  compressed.shrink_to_fit();
+  SEMMAP_ASSIGN_OR_RETURN(Graph copy,
+                          Graph::Parse(bytes, absl::StrCat(where, ": its graph"), graph_options));
+  DecodedRecord record(std::move(copy));
+  record.encoded_bytes = value->size();
+  const std::vector<MetadataEntry>& entries = record.source.modelMetadata();
+  const absl::string_view* source = FindLast(entries, kRecordSourceKey);
+  const absl::string_view* manifest = FindLast(entries, kRecordManifestKey);
+  const absl::string_view* answers = FindLast(entries, kRecordAnswersKey);
+  for (const auto& [part, key] : {std::pair{source, kRecordSourceKey},
+                                  std::pair{manifest, kRecordManifestKey},
+                                  std::pair{answers, kRecordAnswersKey}}) {
+    if (part == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": its graph has no \"", key, "\" entry"));
+    }
+  }
+  SEMMAP_RETURN_IF_ERROR(
+      ReadSource(*source, absl::StrCat(where, ": ", kRecordSourceKey), record.source.size(),
+                 &record));
+  const std::uint64_t actual = GraphFingerprint(record.source);
+  if (actual != record.fingerprint) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": its graph's fingerprint is ", FingerprintText(actual), ", the record states ",
+        FingerprintText(record.fingerprint), " (an edited or damaged record)"));
+  }
+  record.manifest_text = std::string(*manifest);
+  SEMMAP_ASSIGN_OR_RETURN(Manifest parsed,
+                          Manifest::Parse(record.manifest_text,
+                                          absl::StrCat(where, ": ", kRecordManifestKey)));
+  record.manifest = std::make_shared<const Manifest>(std::move(parsed));
+  SEMMAP_RETURN_IF_ERROR(
+      ReadAnswers(*answers, absl::StrCat(where, ": ", kRecordAnswersKey), &record));
+  return std::optional<DecodedRecord>(std::move(record));
+}
+
+}  // namespace internal
+
+absl::string_view InputSourceName(InputSource source) {
+  switch (source) {
+    case InputSource::kFile: return "file";
+    case InputSource::kRecord: return "record";
+    case InputSource::kNone: break;
+  }
+  return "none";
+}
+
+absl::string_view RecordUseName(RecordUse use) {
+  switch (use) {
+    case RecordUse::kUsed: return "used";
+    case RecordUse::kSource: return "source";
+    case RecordUse::kIgnored: return "ignored";
+    case RecordUse::kRejected: return "rejected";
+    case RecordUse::kAbsent: break;
+  }
+  return "absent";
+}
+
+}  // namespace semmap
