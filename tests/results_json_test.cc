@@ -115,7 +115,18 @@ TEST_CASE("The summary JSON adds up", "[results_json][fixture]") {
   semmap::WriteSummaryJson(without, mapper, sources);
   const json k = json::parse(without.str());
   CHECK(k.at("manifest").is_null());
-  CHECK_FALSE(k.contains("manifest_fit"));
+  // The fit is the mapper's: shown whenever a manifest was checked, a named
+  // file's or a provenance record's.
+  CHECK(k.contains("manifest_fit"));
+  CHECK(k.at("provenance").at("manifest") == "file");
+  CHECK(k.at("provenance").at("record") == "absent");
+  auto bare = semmap::SemanticMapper::Create(mapper.graph(), nullptr);
+  REQUIRE(bare.ok());
+  std::ostringstream none;
+  semmap::WriteSummaryJson(none, *bare, sources);
+  const json n = json::parse(none.str());
+  CHECK_FALSE(n.contains("manifest_fit"));
+  CHECK(n.at("provenance").at("manifest") == "none");
 }
 
 TEST_CASE("Node and module lists stream as their dump", "[results_json][fixture]") {

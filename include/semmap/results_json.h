@@ -18,6 +18,7 @@
 #include "semmap/manifest.h"
 #include "semmap/manifest_fit.h"
 #include "semmap/mapper.h"
+#include "semmap/provenance.h"
 #include "semmap/reference_check.h"
 
 namespace semmap {
@@ -47,11 +48,19 @@ SEMMAP_EXPORT std::string ManifestFitJson(const ManifestFit& fit);
 // the struct (namings by NodeNamingName). No final newline.
 SEMMAP_EXPORT std::string ReferenceCheckJson(const ReferenceCheck& check);
 
-// `semmap map --json`: {"confident", "confident_floor", "manifest",
-// "manifest_fit" (with a manifest), "mapped", "model", "modules" (per
-// module holding nodes: class, nodes, path, subtree_nodes), "nodes",
-// "reference" and "reference_check" (ReferenceCheckJson; with a
-// reference), "root_binding", "strategies"}.
+// Provenance as an object: "manifest", "reference" (InputSourceName),
+// "record" (RecordUseName), with a record that was read "record_bytes",
+// "record_generator", "record_fingerprint", and "note" when there is one.
+// No final newline.
+SEMMAP_EXPORT std::string ProvenanceJson(const Provenance& provenance);
+
+// `semmap map --json`: {"confident", "confident_floor", "manifest" (the
+// named file or null), "manifest_fit" (with a manifest, named or from the
+// record), "mapped", "model", "modules" (per module holding nodes: class,
+// nodes, path, subtree_nodes), "nodes", "provenance" (ProvenanceJson),
+// "reference" (with a named reference), "reference_check"
+// (ReferenceCheckJson; with a reference, named or the record's),
+// "root_binding", "strategies"}.
 SEMMAP_EXPORT void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
                                     const JsonSources& sources);
 

@@ -5,6 +5,7 @@
 
 #include "semmap/annotate.h"  // IWYU pragma: export
 #include "semmap/diff.h"  // IWYU pragma: export
+#include "semmap/embed.h"  // IWYU pragma: export
 #include "semmap/extract.h"  // IWYU pragma: export
 #include "semmap/graph.h"  // IWYU pragma: export
 #include "semmap/graphml.h"  // IWYU pragma: export
@@ -17,6 +18,7 @@
 #include "semmap/node_data.h"  // IWYU pragma: export
 #include "semmap/profile.h"  // IWYU pragma: export
 #include "semmap/query.h"  // IWYU pragma: export
+#include "semmap/provenance.h"  // IWYU pragma: export
 #include "semmap/reference_check.h"  // IWYU pragma: export
 #include "semmap/report.h"  // IWYU pragma: export
 #include "semmap/results_json.h"  // IWYU pragma: export

@@ -116,6 +116,23 @@ std::string ManifestFitJson(const ManifestFit& fit) {
   return internal::DumpJson(FitValue(fit));
 }
 
+nlohmann::json ProvenanceValue(const Provenance& p) {
+  nlohmann::json v = {{"manifest", std::string(InputSourceName(p.manifest))},
+                      {"reference", std::string(InputSourceName(p.reference))},
+                      {"record", std::string(RecordUseName(p.record))}};
+  if (p.record != RecordUse::kAbsent && p.record != RecordUse::kIgnored) {
+    v["record_bytes"] = p.record_bytes;
+    v["record_generator"] = p.record_generator;
+    v["record_fingerprint"] = p.record_fingerprint;
+  }
+  if (!p.note.empty()) v["note"] = p.note;
+  return v;
+}
+
+std::string ProvenanceJson(const Provenance& provenance) {
+  return internal::DumpJson(ProvenanceValue(provenance));
+}
+
 std::string ReferenceCheckJson(const ReferenceCheck& check) {
   return internal::DumpJson(ReferenceValue(check));
 }
@@ -143,14 +160,15 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
   small("confident", confident);
   small("confident_floor", kConfidentFloor);
   small("manifest", sources.manifest.empty() ? nlohmann::json() : nlohmann::json(sources.manifest));
-  if (!sources.manifest.empty()) small("manifest_fit", FitValue(mapper.manifestFit()));
+  if (mapper.hasManifest()) small("manifest_fit", FitValue(mapper.manifestFit()));
   small("mapped", mapper.mappedCount());
   small("model", sources.model);
   member("modules");
   AppendModuleCounts(out, manifest, CountModuleNodes(mapper), &text);
   small("nodes", mapper.graph().size());
-  if (!sources.reference.empty()) {
-    small("reference", sources.reference);
+  small("provenance", ProvenanceValue(mapper.provenance()));
+  if (!sources.reference.empty()) small("reference", sources.reference);
+  if (mapper.referenceCheck().checked) {
     small("reference_check", ReferenceValue(mapper.referenceCheck()));
   }
   small("root_binding", {{"root", manifest.module(b.root).path},

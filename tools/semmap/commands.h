@@ -17,6 +17,7 @@ namespace semmap_cli {
 int RunQueryCommand(int argc, char** argv);
 int RunTreeCommand(int argc, char** argv);
 int RunAnnotateCommand(int argc, char** argv);
+int RunEmbedCommand(int argc, char** argv);
 int RunSidecarCommand(int argc, char** argv);
 int RunDiffCommand(int argc, char** argv);
 int RunExtractCommand(int argc, char** argv);

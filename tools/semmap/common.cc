@@ -13,6 +13,7 @@ LoadRequest RequestOf(const Args& args, const std::string& model_path) {
   request.manifest_path = args.option("--manifest");
   request.reference_path = args.option("--reference");
   request.allow_manifest_mismatch = args.has("--allow-manifest-mismatch");
+  request.use_record = !args.has("--no-record");
   request.notes_on_stderr = !args.has("--json");
   return request;
 }
@@ -43,6 +44,7 @@ std::optional<Args> ParseCommandArgs(CommandLine& command_line, int argc, char**
                                      int* exit_code, bool manifest) {
   if (manifest) AddManifestOption(command_line);
   command_line.Input("--reference", "ORIGINAL.onnx", kReferenceHelp);
+  command_line.Flag("--no-record", kNoRecordHelp);
   command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
   command_line.Positionals(1, 1, "expected exactly one MODEL.onnx");
   std::optional<Args> args = command_line.Parse(argc, argv, exit_code);

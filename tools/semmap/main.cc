@@ -5,6 +5,7 @@
 //   semmap query    MODEL.onnx --manifest M (--module P [--subtree] | --layer N ...)
 //   semmap tree     MODEL.onnx --manifest M [--model-specific] [--json]
 //   semmap annotate MODEL.onnx --manifest M -o OUT.onnx
+//   semmap embed    MODEL.onnx --manifest M -o OUT.onnx [--source EXPORT.onnx]
 //   semmap sidecar  MODEL.onnx --manifest M [-o OUT.json]
 //   semmap diff     A.onnx B.onnx --manifest M [--manifest-b MB] [--json]
 //   semmap extract  MODEL.onnx --manifest M --module P -o OUT.onnx
@@ -36,6 +37,8 @@ constexpr char kUsage[] =
     "            modules; low-confidence nodes\n"
     "  tree      module hierarchy with node, op and parameter counts\n"
     "  annotate  copy of the model with module@semmap etc. metadata on every node\n"
+    "  embed     copy of the model carrying its own provenance record, so that\n"
+    "            processed copies map with no other file\n"
     "  sidecar   JSON file with every node's mapping and the module tree\n"
     "  diff      two exports of one model compared module by module\n"
     "  extract   one module's nodes as a standalone ONNX model\n"
@@ -99,6 +102,7 @@ int Dispatch(const std::string& command, int sub_argc, char** sub_argv) {
   if (command == "query") return semmap_cli::RunQueryCommand(sub_argc, sub_argv);
   if (command == "tree") return semmap_cli::RunTreeCommand(sub_argc, sub_argv);
   if (command == "annotate") return semmap_cli::RunAnnotateCommand(sub_argc, sub_argv);
+  if (command == "embed") return semmap_cli::RunEmbedCommand(sub_argc, sub_argv);
   if (command == "sidecar") return semmap_cli::RunSidecarCommand(sub_argc, sub_argv);
   if (command == "diff") return semmap_cli::RunDiffCommand(sub_argc, sub_argv);
   if (command == "extract") return semmap_cli::RunExtractCommand(sub_argc, sub_argv);

@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const LoadRequest& reques
   if (request.manifest_path != nullptr) loaded->manifest_path = *request.manifest_path;
   semmap::SemanticMapper::OpenOptions options;
   options.mapper.allow_manifest_mismatch = request.allow_manifest_mismatch;
+  options.use_record = request.use_record;
   if (request.reference_path != nullptr) {
     loaded->reference_path = *request.reference_path;
     options.reference_path = *request.reference_path;
@@ -98,16 +99,32 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
       << EscapeControls(graph.producerName()) << " " << EscapeControls(graph.producerVersion())
       << ", opset "
       << graph.opset() << ")\n";
-  if (model.manifest_path) {
-    out << "manifest: " << EscapeControls(*model.manifest_path) << " ("
-        << EscapeControls(manifest.modelClass()) << ", "
-        << manifest.size() << " modules)\n";
+  const semmap::Provenance& provenance = mapper.provenance();
+  if (model.manifest_path || provenance.manifest == semmap::InputSource::kRecord) {
+    out << "manifest: "
+        << (model.manifest_path ? EscapeControls(*model.manifest_path)
+                                : std::string("the model's provenance record"))
+        << " (" << EscapeControls(manifest.modelClass()) << ", " << manifest.size()
+        << " modules)\n";
   } else {
     out << "manifest: none (module paths from node names; classes unknown)\n";
   }
-  if (model.reference_path) {
+  if (provenance.record != semmap::RecordUse::kAbsent) {
+    out << "record:   " << semmap::RecordUseName(provenance.record);
+    if (provenance.record != semmap::RecordUse::kIgnored) {
+      out << " (" << provenance.record_bytes << " bytes, "
+          << EscapeControls(provenance.record_generator) << ", made from graph "
+          << provenance.record_fingerprint << ")";
+    }
+    if (!provenance.note.empty()) out << ": " << EscapeControls(provenance.note);
+    out << "\n";
+  }
+  if (model.reference_path || provenance.reference == semmap::InputSource::kRecord) {
     const semmap::ReferenceCheck& check = mapper.referenceCheck();
-    out << "reference: " << EscapeControls(*model.reference_path) << " ("
+    out << "reference: "
+        << (model.reference_path ? EscapeControls(*model.reference_path)
+                                 : std::string("the record's graph"))
+        << " ("
         << counts[static_cast<std::size_t>(semmap::Strategy::kReference)]
         << " nodes carried over, " << check.own_answers_kept << " own answers kept; "
         << (check.same_graph ? "the model itself, not used"
@@ -124,7 +141,7 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
     }
   }
   out << "\n";
-  if (model.manifest_path) {
+  if (mapper.hasManifest()) {
     const semmap::ManifestFit& fit = mapper.manifestFit();
     out << "fit:      " << (fit.checked && !fit.fits ? "DOES NOT FIT" : fit.verdict()) << " ("
         << EscapeControls(fit.evidence) << ")\n";
@@ -161,6 +178,12 @@ void PrintFitNotes(const LoadedModel& loaded) {
                 << " fits with notes: " << EscapeControls(note.text) << "\n";
     }
   }
+  const semmap::Provenance& provenance = loaded.mapper->provenance();
+  if (provenance.record == semmap::RecordUse::kRejected) {
+    std::cerr << "semmap: warning: " << EscapeControls(loaded.model_path)
+              << ": its provenance record is not used: " << EscapeControls(provenance.note)
+              << "\n";
+  }
   if (loaded.reference_path) {
     for (const std::string& warning : loaded.mapper->referenceCheck().warnings) {
       std::cerr << "semmap: warning: reference " << EscapeControls(*loaded.reference_path) << ": "
@@ -174,7 +197,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
   CommandLine command_line(
       tool,
       absl::StrCat(tool, " MODEL.onnx [--manifest MANIFEST.json] [--node NAME]\n", "       ",
-                   pad, " [--reference ORIGINAL.onnx] [--depth N] [--json]"),
+                   pad, " [--reference ORIGINAL.onnx] [--no-record] [--depth N] [--json]"),
       "Maps every node of MODEL.onnx to the module that produced it.\n",
       "Exit codes: 0 ok, 1 no such node, 2 bad usage or input.\n");
   command_line.Value("--manifest", "MANIFEST.json",
@@ -182,6 +205,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
                      "without it, module paths come from the node names alone");
   command_line.Value("--node", "NAME", "print the mapping of one node (its name or semmap id)");
   command_line.Value("--reference", "ORIGINAL.onnx", kReferenceHelp);
+  command_line.Flag("--no-record", kNoRecordHelp);
   command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
   command_line.Value("--depth", "N", "module tree depth in the summary (default 3, 0 = no tree)");
   command_line.Flag("--json", "machine-readable output");
@@ -201,6 +225,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
   request.manifest_path = args->option("--manifest");
   request.reference_path = args->option("--reference");
   request.allow_manifest_mismatch = args->has("--allow-manifest-mismatch");
+  request.use_record = !args->has("--no-record");
   auto model = load(request);
   if (!model.ok()) return Fail(tool.c_str(), model.status());
   const semmap::Graph& graph = *(*model)->graph;

@@ -33,6 +33,7 @@ struct LoadRequest {
   const std::string* manifest_path = nullptr;
   const std::string* reference_path = nullptr;  // --reference
   bool allow_manifest_mismatch = false;         // --allow-manifest-mismatch
+  bool use_record = true;                       // not --no-record
   // Print the fit's notes on stderr once loaded (text output; LoadModel
   // leaves that to its caller).
   bool notes_on_stderr = false;
@@ -47,6 +48,12 @@ inline constexpr char kAllowMismatchHelp[] =
     "map even when the manifest does not fit the model\n"
     "(by default that is refused with exit 2: its answers\n"
     "would look complete and be wrong)";
+
+// The --no-record option as every mapping command describes it.
+inline constexpr char kNoRecordHelp[] =
+    "map as if MODEL.onnx carried no provenance record\n"
+    "(semmap embed); by default a record is used when no\n"
+    "--manifest or --reference is named";
 
 // The --reference option as every mapping command describes it.
 inline constexpr char kReferenceHelp[] =

@@ -15,6 +15,7 @@ namespace {
 
 constexpr char kAnnotateTool[] = "semmap annotate";
 constexpr char kSidecarTool[] = "semmap sidecar";
+constexpr char kEmbedTool[] = "semmap embed";
 std::string DirectoryOf(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -172,6 +173,69 @@ int RunSidecarCommand(int argc, char** argv) {
   if (!written.ok()) return Fail(kSidecarTool, written);
   std::cout << *output << ": sidecar with " << (*model)->graph->size() << " nodes, "
             << (*model)->mapper->mappedCount() << " mapped\n";
+  return kExitOk;
+}
+
+int RunEmbedCommand(int argc, char** argv) {
+  CommandLine command_line(
+      kEmbedTool,
+      "semmap embed MODEL.onnx [--manifest MANIFEST.json] [--source EXPORT.onnx]\n"
+      "                    -o OUT.onnx [--allow-overwrite] [--json]",
+      "Writes a copy of MODEL.onnx that carries its own provenance record: the\n"
+      "manifest, a weightless copy of the export's graph and its mapping, in one\n"
+      "model-level metadata_props entry (semmap.record; share/doc/semmap/record.md).\n"
+      "The deployment tools keep model metadata: a copy processed by onnxslim, ONNX\n"
+      "Runtime, a quantizer or an fp16 converter then maps with no other file\n"
+      "(`semmap map OUT_processed.onnx`). Embed right after exporting; or give the\n"
+      "export a processed MODEL.onnx was made from as --source.\n",
+      "Exit codes: 0 ok, 2 bad usage or input, no manifest, MODEL not a processed\n"
+      "copy of --source, OUT not writable, or OUT an input without --allow-overwrite.\n");
+  command_line.Value("-o,--output", "OUT.onnx", "the model with its record (written atomically)")
+      ->required();
+  command_line.Input("--manifest", "MANIFEST.json",
+                     "the manifest of the model (python -m semmap.manifest);\n"
+                     "without it, the one of the record the export carries");
+  command_line.Input("--source", "EXPORT.onnx",
+                     "the unprocessed export MODEL.onnx was made from: the\n"
+                     "record describes it (default: MODEL.onnx itself)");
+  command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
+  command_line.Flag("--allow-overwrite", "allow OUT to be an input (MODEL.onnx, the manifest, ...)");
+  command_line.Flag("--json", "print the result as JSON");
+  command_line.Positionals(1, 1, "expected exactly one MODEL.onnx");
+  int exit_code = 0;
+  std::optional<Args> args = command_line.Parse(argc, argv, &exit_code);
+  if (!args) return exit_code;
+  const std::string& target = args->positional[0];
+  const std::string* source_option = args->option("--source");
+  const std::string source = source_option != nullptr ? *source_option : target;
+  LoadRequest request;
+  request.model_path = source;
+  request.manifest_path = args->option("--manifest");
+  request.allow_manifest_mismatch = args->has("--allow-manifest-mismatch");
+  request.notes_on_stderr = !args->has("--json");
+  auto model = LoadWithProgress(request);
+  if (!model.ok()) return Fail(kEmbedTool, model.status());
+  semmap::EmbedOptions options;
+  if (request.manifest_path != nullptr) options.manifest_path = *request.manifest_path;
+  options.allow_overwrite = args->has("--allow-overwrite");
+  options.protected_paths = args->inputs;
+  const std::string& output = *args->option("--output");
+  absl::StatusOr<semmap::EmbedResult> result;
+  {
+    Progress progress("writing " + output);
+    result = semmap::Embed(*(*model)->mapper, source, target, output, options);
+  }
+  if (!result.ok()) return Fail(kEmbedTool, result.status());
+  if (args->has("--json")) {
+    std::cout << semmap::EmbedResultJson(*result, target, output) << "\n";
+    return kExitOk;
+  }
+  std::cout << output << ": record of " << result->nodes << " nodes, " << result->record_bytes
+            << " bytes (graph " << result->graph_bytes << " and manifest "
+            << result->manifest_bytes << " bytes before compression), from graph "
+            << result->fingerprint;
+  if (result->replaced > 0) std::cout << "; replaced the record it carried";
+  std::cout << "\n";
   return kExitOk;
 }
 

@@ -1,0 +1,201 @@
+#include "semmap/embed.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "graph/model_metadata_edit.h"
+#include "graph/weightless_copy.h"
+#include "graph/wire_writer.h"
+#include "graph/onnx_fields.h"
+#include "io/atomic_write.h"
+#include "io/deflate.h"
+#include "io/file_io.h"
+#include "io/json_writer.h"
+#include "io/mapped_file.h"
+#include "mapping/record.h"
+#include "mapping/strategies/reference_transfer.h"
+#include "semmap/version.h"
+
+namespace semmap {
+namespace {
+
+// "semmap.answers" (mapping/record.h): per node a module index, a
+// confidence and a strategy index, and the origins of fused nodes.
+std::string AnswersJson(const SemanticMapper& mapper) {
+  const std::size_t n = mapper.graph().size();
+  std::string out = "{\"strategies\":[";
+  for (std::size_t s = 0; s < kStrategyCount; ++s) {
+    absl::StrAppend(&out, s == 0 ? "" : ",", "\"", StrategyName(static_cast<Strategy>(s)), "\"");
+  }
+  out += "],\"module\":[";
+  for (std::size_t i = 0; i < n; ++i) {
+    const Mapping m = mapper.moduleFor(static_cast<NodeId>(i));
+    absl::StrAppend(&out, i == 0 ? "" : ",", m.mapped() ? m.module : -1);
+  }
+  out += "],\"confidence\":[";
+  for (std::size_t i = 0; i < n; ++i) {
+    out += i == 0 ? "" : ",";
+    internal::AppendJsonNumber(mapper.moduleFor(static_cast<NodeId>(i)).confidence, &out);
+  }
+  out += "],\"strategy\":[";
+  for (std::size_t i = 0; i < n; ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ",",
+                    static_cast<int>(mapper.moduleFor(static_cast<NodeId>(i)).strategy));
+  }
+  out += "],\"origins\":[";
+  bool first = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const absl::Span<const ModuleId> origins = mapper.originsOf(static_cast<NodeId>(i));
+    if (origins.empty()) continue;
+    absl::StrAppend(&out, first ? "" : ",", "[", i, ",[", absl::StrJoin(origins, ","), "]]");
+    first = false;
+  }
+  out += "]}";
+  return out;
+}
+
+// The manifest text the record stores: the named file's, or the one of the
+// record the source mapper read it from. Either must list the mapper's
+// modules.
+absl::StatusOr<std::string> ManifestText(const SemanticMapper& source,
+                                         const std::string& source_path,
+                                         const EmbedOptions& options) {
+  std::string text;
+  std::string origin = options.manifest_path;
+  if (!options.manifest_path.empty()) {
+    SEMMAP_ASSIGN_OR_RETURN(text, internal::ReadFile(options.manifest_path,
+                                                     ManifestOptions().max_file_bytes));
+  } else if (source.provenance().manifest == InputSource::kRecord) {
+    SEMMAP_ASSIGN_OR_RETURN(std::optional<internal::DecodedRecord> record,
+                            internal::ReadRecord(source.graph(), source_path, GraphOptions()));
+    if (!record) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(source_path, ": its record is gone; was the file changed?"));
+    }
+    text = std::move(record->manifest_text);
+    origin = absl::StrCat(source_path, "'s record");
+  } else {
+    return absl::FailedPreconditionError(absl::StrCat(
+        source_path, ": embedding a record needs the model's manifest (none was given)"));
+  }
+  SEMMAP_ASSIGN_OR_RETURN(Manifest parsed, Manifest::Parse(text, origin));
+  if (!internal::SameModules(parsed, source.manifest())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        origin, ": lists other modules than the manifest the model was mapped with; was it "
+                "changed?"));
+  }
+  return text;
+}
+
+}  // namespace
+
+// About 75 lines: the record built (manifest, weightless copy, answers),
+// checked against what it describes and where it goes, then written.
+absl::StatusOr<EmbedResult> Embed(const SemanticMapper& source, const std::string& source_path,
+                                  const std::string& target_path, const std::string& output,
+                                  const EmbedOptions& options) {
+  std::vector<std::string> others = options.protected_paths;
+  others.push_back(source_path);
+  SEMMAP_RETURN_IF_ERROR(internal::CheckOutputFor(
+      output, {{target_path, "the input model"}, {options.manifest_path, "the manifest"}}, others,
+      options.allow_overwrite));
+  if (!source.hasManifest()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        source_path, ": embedding a record needs the model's manifest (none was given)"));
+  }
+  EmbedResult result;
+  SEMMAP_ASSIGN_OR_RETURN(const std::string manifest_text,
+                          ManifestText(source, source_path, options));
+  result.manifest_bytes = manifest_text.size();
+  // The weightless copy of the source, which must be the graph mapped.
+  std::string copy;
+  {
+    SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
+                            internal::MappedFile::Open(source_path, options.max_file_bytes));
+    SEMMAP_ASSIGN_OR_RETURN(copy, internal::WeightlessCopy(file.bytes(), source_path,
+                                                           options.max_subgraph_depth));
+  }
+  const std::uint64_t fingerprint = internal::GraphFingerprint(source.graph());
+  {
+    GraphOptions graph_options;
+    graph_options.max_subgraph_depth = options.max_subgraph_depth;
+    SEMMAP_ASSIGN_OR_RETURN(Graph reread, Graph::Parse(copy, source_path, graph_options));
+    if (internal::GraphFingerprint(reread) != fingerprint) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          source_path, ": is not the graph that was mapped; was the file changed?"));
+    }
+  }
+  result.nodes = source.graph().size();
+  result.fingerprint = internal::FingerprintText(fingerprint);
+  result.graph_bytes = copy.size();
+  const internal::GraphNaming naming = internal::NamingOf(source.graph());
+  const std::string source_json = absl::StrCat(
+      "{\"fingerprint\":\"", result.fingerprint, "\",\"nodes\":", result.nodes,
+      ",\"generator\":\"semmap ", SEMMAP_VERSION_STRING, "\",\"naming\":\"",
+      NodeNamingName(naming.scheme), "\",\"scopes\":", naming.scopes, "}");
+  for (const auto& [key, value] :
+       {std::pair<absl::string_view, absl::string_view>{internal::kRecordSourceKey, source_json},
+        {internal::kRecordManifestKey, manifest_text}}) {
+    std::string entry;
+    internal::AppendLenField(&entry, internal::kEntryKey, key);
+    internal::AppendLenField(&entry, internal::kEntryValue, value);
+    internal::AppendLenField(&copy, internal::model_field::kMetadataProps, entry);
+  }
+  {
+    const std::string answers = AnswersJson(source);
+    std::string entry;
+    internal::AppendLenField(&entry, internal::kEntryKey, internal::kRecordAnswersKey);
+    internal::AppendLenField(&entry, internal::kEntryValue, answers);
+    internal::AppendLenField(&copy, internal::model_field::kMetadataProps, entry);
+  }
+  SEMMAP_ASSIGN_OR_RETURN(std::string compressed, internal::Deflate(copy));
+  copy = std::string();
+  std::string value = absl::StrCat(internal::kRecordValuePrefix, kRecordFormatVersion, ":");
+  value += absl::Base64Escape(compressed);
+  result.record_bytes = value.size();
+
+  // The target, and whether the record describes its source.
+  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile target,
+                          internal::MappedFile::Open(target_path, options.max_file_bytes));
+  if (target_path != source_path) {
+    GraphOptions graph_options;
+    graph_options.max_subgraph_depth = options.max_subgraph_depth;
+    SEMMAP_ASSIGN_OR_RETURN(Graph target_graph,
+                            Graph::Parse(target.bytes(), target_path, graph_options));
+    absl::StatusOr<ReferenceCheck> check =
+        internal::CheckReference(target_graph, source.graph(), source.rules());
+    if (!check.ok() || !check->ancestor()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          target_path, ": is not a processed copy of ", source_path, ": ",
+          check.ok() ? absl::StrJoin(check->warnings, "; ") : check.status().message()));
+    }
+  }
+  SEMMAP_ASSIGN_OR_RETURN(
+      internal::ModelMetadataEdit edit,
+      internal::PlanModelMetadataEdit(target.bytes(), target_path, kRecordKey,
+                                      {{std::string(kRecordKey), std::move(value)}}));
+  result.replaced = edit.removed;
+  SEMMAP_RETURN_IF_ERROR(
+      internal::WriteMappedPiecesAtomically(output, edit.pieces, target, target_path));
+  result.bytes_written = edit.size;
+  return result;
+}
+
+std::string EmbedResultJson(const EmbedResult& result, const std::string& model,
+                            const std::string& output) {
+  return internal::DumpJson({{"bytes", result.bytes_written},
+                             {"fingerprint", result.fingerprint},
+                             {"graph_bytes", result.graph_bytes},
+                             {"manifest_bytes", result.manifest_bytes},
+                             {"model", model},
+                             {"nodes", result.nodes},
+                             {"output", output},
+                             {"record_bytes", result.record_bytes},
+                             {"replaced", result.replaced}});
+}
+
+}  // namespace semmap

@@ -1,0 +1,382 @@
+// The provenance record (semmap embed, provenance.h, docs/record.md): what
+// it writes, that a processed copy carrying it maps as `--reference` to its
+// source would, that a record of another graph is rejected, and that every
+// malformed record is a typed error naming the key and the cause.
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "catch2/catch.hpp"
+#include "graph/model_metadata_edit.h"
+#include "graph/weightless_copy.h"
+#include "io/atomic_write.h"
+#include "io/deflate.h"
+#include "mapping/record.h"
+#include "nlohmann/json.hpp"
+#include "onnx/onnx_pb.h"
+#include "semmap/semmap.h"
+#include "temp_dir.h"
+#include "test_util.h"
+
+using semmap::Graph;
+using semmap::InputSource;
+using semmap::RecordUse;
+using semmap::SemanticMapper;
+using semmap_test::Fixture;
+using semmap_test::ReadBytes;
+using semmap_test::TempDir;
+
+namespace {
+
+const std::string kSlice = "torch-2.15/";
+
+// `dir`'s model with the record of `source` (dir itself when empty) embedded.
+std::string Embedded(const TempDir& tmp, const std::string& dir, const std::string& source = "") {
+  const std::string src = source.empty() ? dir : source;
+  auto mapper = SemanticMapper::Open(Fixture(src, "model.onnx"), Fixture(src, "manifest.json"));
+  REQUIRE(mapper.ok());
+  semmap::EmbedOptions options;
+  options.manifest_path = Fixture(src, "manifest.json");
+  const std::string out = tmp.file("embedded.onnx");
+  auto result = semmap::Embed(*mapper, Fixture(src, "model.onnx"), Fixture(dir, "model.onnx"), out,
+                              options);
+  REQUIRE(result.ok());
+  return out;
+}
+
+// The record's value in `path`.
+std::string RecordValue(const std::string& path) {
+  auto graph = Graph::Load(path);
+  REQUIRE(graph.ok());
+  std::string value;
+  int found = 0;
+  for (const auto& [key, v] : graph->modelMetadata()) {
+    if (key == semmap::kRecordKey) {
+      value = std::string(v);
+      ++found;
+    }
+  }
+  REQUIRE(found == 1);
+  return value;
+}
+
+// `model` with its record replaced by `value`, written to `out`.
+void WithRecord(const std::string& model, const std::string& value, const std::string& out) {
+  const std::string bytes = ReadBytes(model);
+  auto edit = semmap::internal::PlanModelMetadataEdit(bytes, model, semmap::kRecordKey,
+                                                      {{semmap::kRecordKey, value}});
+  REQUIRE(edit.ok());
+  REQUIRE(semmap::internal::WritePiecesAtomically(out, edit->pieces).ok());
+}
+
+// The record's weightless model, decoded.
+onnx::ModelProto Decode(const std::string& value) {
+  const std::string prefix = "semmap-record/1:";
+  REQUIRE(value.substr(0, prefix.size()) == prefix);
+  std::string compressed;
+  REQUIRE(absl::Base64Unescape(value.substr(prefix.size()), &compressed));
+  auto bytes = semmap::internal::Inflate(compressed, std::size_t{1} << 30, "test");
+  REQUIRE(bytes.ok());
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromString(*bytes));
+  return model;
+}
+
+std::string Encode(const onnx::ModelProto& model) {
+  auto compressed = semmap::internal::Deflate(model.SerializeAsString());
+  REQUIRE(compressed.ok());
+  return "semmap-record/1:" + absl::Base64Escape(*compressed);
+}
+
+std::string* Entry(onnx::ModelProto* model, const std::string& key) {
+  for (auto& e : *model->mutable_metadata_props()) {
+    if (e.key() == key) return e.mutable_value();
+  }
+  FAIL("no entry " << key);
+  return nullptr;
+}
+
+// Module path, strategy and confidence of every node.
+std::vector<std::string> Answers(const SemanticMapper& mapper) {
+  std::vector<std::string> out;
+  for (const semmap::Mapping& m : mapper.mapAll()) {
+    out.push_back(absl::StrCat(m.module_path, " ", semmap::StrategyName(m.strategy), " ",
+                               m.confidence));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("deflate round trip, bounded inflation and truncation", "[record]") {
+  const std::string text(100000, 'x');
+  auto z = semmap::internal::Deflate(text);
+  REQUIRE(z.ok());
+  CHECK(z->size() < 1000);
+  auto back = semmap::internal::Inflate(*z, text.size(), "t");
+  REQUIRE(back.ok());
+  CHECK(*back == text);
+  auto bounded = semmap::internal::Inflate(*z, text.size() - 1, "t");
+  CHECK(absl::IsInvalidArgument(bounded.status()));
+  CHECK(absl::StrContains(bounded.status().message(), "limit"));
+  auto cut = semmap::internal::Inflate(z->substr(0, z->size() / 2), text.size(), "t");
+  CHECK(absl::IsDataLoss(cut.status()));
+  auto trailing = semmap::internal::Inflate(*z + "junk", text.size(), "t");
+  CHECK(absl::IsInvalidArgument(trailing.status()));
+  CHECK(absl::IsInvalidArgument(semmap::internal::Inflate("not zlib", 100, "t").status()));
+}
+
+TEST_CASE("the weightless copy loads as the same graph without the weights", "[record]") {
+  for (const std::string dir : {"bert-seqcls.torchscript", "torch-2.15/bert-seqcls.dynamo",
+                                "torch-2.15/tv-googlenet.dynamo"}) {
+    CAPTURE(dir);
+    const std::string bytes = ReadBytes(Fixture(dir, "model.onnx"));
+    auto copy = semmap::internal::WeightlessCopy(bytes, dir, 64);
+    REQUIRE(copy.ok());
+    CHECK(copy->size() < bytes.size());
+    auto original = Graph::Load(Fixture(dir, "model.onnx"));
+    auto reread = Graph::Parse(*copy, "copy");
+    REQUIRE(original.ok());
+    REQUIRE(reread.ok());
+    CHECK(semmap::internal::GraphFingerprint(*reread) ==
+          semmap::internal::GraphFingerprint(*original));
+    REQUIRE(reread->size() == original->size());
+    for (std::size_t i = 0; i < original->size(); ++i) {
+      CHECK(reread->node(static_cast<semmap::NodeId>(i)).id ==
+            original->node(static_cast<semmap::NodeId>(i)).id);
+      CHECK(reread->node(static_cast<semmap::NodeId>(i)).metadata.empty());
+    }
+    onnx::ModelProto parsed;
+    REQUIRE(parsed.ParseFromString(*copy));
+    for (const auto& t : parsed.graph().initializer()) {
+      CHECK(t.raw_data().empty());
+      CHECK(t.float_data_size() == 0);
+    }
+  }
+}
+
+TEST_CASE("embed writes one record and leaves every other byte", "[record]") {
+  TempDir tmp;
+  const std::string dir = "bert-seqcls.torchscript";
+  const std::string out = Embedded(tmp, dir);
+  const std::string before = ReadBytes(Fixture(dir, "model.onnx"));
+  const std::string after = ReadBytes(out);
+  REQUIRE(after.size() > before.size());
+  CHECK(after.compare(0, before.size(), before) == 0);  // appended, nothing else changed
+  const std::string value = RecordValue(out);
+  CHECK(absl::StartsWith(value, "semmap-record/1:"));
+  // Embedding again replaces the record: the same bytes.
+  auto again_mapper = SemanticMapper::Open(out, Fixture(dir, "manifest.json"));
+  REQUIRE(again_mapper.ok());
+  semmap::EmbedOptions options;
+  options.manifest_path = Fixture(dir, "manifest.json");
+  auto again = semmap::Embed(*again_mapper, out, out, tmp.file("twice.onnx"), options);
+  REQUIRE(again.ok());
+  CHECK(again->replaced == 1);
+  CHECK(ReadBytes(tmp.file("twice.onnx")) == after);
+  // The record of a model that carried one, taken from that record.
+  auto from_record = SemanticMapper::Open(out, "");
+  REQUIRE(from_record.ok());
+  auto third = semmap::Embed(*from_record, out, out, tmp.file("third.onnx"), {});
+  REQUIRE(third.ok());
+  CHECK(ReadBytes(tmp.file("third.onnx")) == after);
+  // Never over an input without leave.
+  auto over = semmap::Embed(*again_mapper, out, out, out, options);
+  CHECK(absl::IsInvalidArgument(over.status()));
+  CHECK(ReadBytes(out) == after);
+}
+
+TEST_CASE("a model carrying its record maps as with its manifest", "[record]") {
+  TempDir tmp;
+  for (const std::string dir : {"bert-seqcls.torchscript", "torch-2.15/bert-seqcls.dynamo"}) {
+    CAPTURE(dir);
+    const std::string out = Embedded(tmp, dir);
+    auto plain = SemanticMapper::Open(Fixture(dir, "model.onnx"), Fixture(dir, "manifest.json"));
+    auto embedded = SemanticMapper::Open(out, "");
+    REQUIRE(plain.ok());
+    REQUIRE(embedded.ok());
+    CHECK(embedded->provenance().manifest == InputSource::kRecord);
+    CHECK(embedded->provenance().record == RecordUse::kSource);
+    CHECK(embedded->provenance().record_fingerprint.size() == 16);
+    CHECK(embedded->hasManifest());
+    CHECK(Answers(*embedded) == Answers(*plain));
+    CHECK(plain->provenance().record == RecordUse::kAbsent);
+    CHECK(plain->provenance().manifest == InputSource::kFile);
+  }
+}
+
+TEST_CASE("a processed copy with its source's record maps as with --reference", "[record]") {
+  TempDir tmp;
+  for (const std::string variant : {"onnxslim", "ort-session", "quantized", "stripped"}) {
+    const std::string source = kSlice + "bert-seqcls.dynamo";
+    const std::string dir = source + "." + variant;
+    CAPTURE(dir);
+    const std::string out = Embedded(tmp, dir, source);
+    SemanticMapper::OpenOptions reference;
+    reference.reference_path = Fixture(source, "model.onnx");
+    auto with_reference =
+        SemanticMapper::Open(Fixture(dir, "model.onnx"), Fixture(source, "manifest.json"), reference);
+    auto with_record = SemanticMapper::Open(out, "");
+    REQUIRE(with_reference.ok());
+    REQUIRE(with_record.ok());
+    const semmap::Provenance& p = with_record->provenance();
+    CHECK(p.record == RecordUse::kUsed);
+    CHECK(p.manifest == InputSource::kRecord);
+    CHECK(p.reference == InputSource::kRecord);
+    CHECK(with_record->referenceCheck().ancestor());
+    CHECK(Answers(*with_record) == Answers(*with_reference));
+    // Named files win.
+    SemanticMapper::OpenOptions no_record;
+    no_record.use_record = false;
+    auto ignored = SemanticMapper::Open(out, Fixture(source, "manifest.json"), no_record);
+    REQUIRE(ignored.ok());
+    CHECK(ignored->provenance().record == RecordUse::kIgnored);
+    CHECK(ignored->provenance().reference == InputSource::kNone);
+    auto named = SemanticMapper::Open(out, Fixture(source, "manifest.json"), reference);
+    REQUIRE(named.ok());
+    CHECK(named->provenance().record == RecordUse::kIgnored);
+    CHECK(named->provenance().reference == InputSource::kFile);
+    auto own_manifest = SemanticMapper::Open(out, Fixture(source, "manifest.json"));
+    REQUIRE(own_manifest.ok());
+    CHECK(own_manifest->provenance().manifest == InputSource::kFile);
+    CHECK(own_manifest->provenance().record == RecordUse::kUsed);
+    CHECK(Answers(*own_manifest) == Answers(*with_reference));
+  }
+}
+
+TEST_CASE("a record of another graph is rejected and changes nothing", "[record]") {
+  TempDir tmp;
+  const std::string model = Fixture(kSlice + "bert-seqcls.dynamo.onnxslim", "model.onnx");
+  auto without = SemanticMapper::Open(model, "");
+  REQUIRE(without.ok());
+  // Another architecture's; the same model exported by the other exporter;
+  // the same architecture built at another size (the first slice's).
+  for (const std::string other : {kSlice + "clip.dynamo", kSlice + "bert-seqcls.torchscript",
+                                  std::string("bert-seqcls.dynamo")}) {
+    CAPTURE(other);
+    const std::string value = RecordValue(Embedded(tmp, other));
+    WithRecord(model, value, tmp.file("foreign.onnx"));
+    auto mapped = SemanticMapper::Open(tmp.file("foreign.onnx"), "");
+    REQUIRE(mapped.ok());
+    CHECK(mapped->provenance().record == RecordUse::kRejected);
+    CHECK(mapped->provenance().reference == InputSource::kNone);
+    CHECK_FALSE(mapped->provenance().note.empty());
+    CHECK(mapped->strategyCounts()[static_cast<std::size_t>(semmap::Strategy::kReference)] == 0);
+    if (mapped->provenance().manifest == InputSource::kNone) {
+      CHECK(Answers(*mapped) == Answers(*without));
+    }
+  }
+  // Embed itself refuses to give a file a record of another model.
+  auto clip = SemanticMapper::Open(Fixture(kSlice + "clip.dynamo", "model.onnx"),
+                                   Fixture(kSlice + "clip.dynamo", "manifest.json"));
+  REQUIRE(clip.ok());
+  auto refused = semmap::Embed(*clip, Fixture(kSlice + "clip.dynamo", "model.onnx"), model,
+                               tmp.file("refused.onnx"), {});
+  CHECK(absl::IsFailedPrecondition(refused.status()));
+  CHECK_FALSE(std::ifstream(tmp.file("refused.onnx")).good());
+}
+
+TEST_CASE("a malformed record is an error naming the key and the cause", "[record]") {
+  TempDir tmp;
+  const std::string dir = kSlice + "bert-seqcls.dynamo";
+  const std::string good = RecordValue(Embedded(tmp, dir));
+  const onnx::ModelProto decoded = Decode(good);
+  auto edited = [&](const std::function<void(onnx::ModelProto*)>& edit) {
+    onnx::ModelProto m = decoded;
+    edit(&m);
+    return Encode(m);
+  };
+  auto answers = [&](const std::function<void(nlohmann::json*)>& edit) {
+    return edited([&](onnx::ModelProto* m) {
+      std::string* text = Entry(m, "semmap.answers");
+      nlohmann::json j = nlohmann::json::parse(*text);
+      edit(&j);
+      *text = j.dump();
+    });
+  };
+  std::string bomb;
+  {
+    auto z = semmap::internal::Deflate(std::string(std::size_t{64} << 20, '\0'));
+    REQUIRE(z.ok());
+    bomb = "semmap-record/1:" + absl::Base64Escape(*z);
+  }
+  std::string truncated = absl::Base64Escape(
+      Decode(good).SerializeAsString().substr(0, 10));  // not even zlib
+  struct Case {
+    std::string name;
+    std::string value;
+    absl::StatusCode code;
+    std::string cause;
+  };
+  const std::vector<Case> cases = {
+      {"other prefix", "hello", absl::StatusCode::kInvalidArgument, "not a semmap record"},
+      {"newer version", "semmap-record/2:AAAA", absl::StatusCode::kFailedPrecondition, "newer"},
+      {"bad version", "semmap-record/x:AAAA", absl::StatusCode::kInvalidArgument, "version"},
+      {"not base64", "semmap-record/1:@@@@", absl::StatusCode::kInvalidArgument, "base64"},
+      {"not zlib", "semmap-record/1:" + truncated, absl::StatusCode::kInvalidArgument, "zlib"},
+      {"truncated zlib", good.substr(0, good.size() / 2 / 4 * 4), absl::StatusCode::kDataLoss,
+       "truncated"},
+      {"inflates without end", bomb, absl::StatusCode::kInvalidArgument, "limit"},
+      {"no answers", edited([](onnx::ModelProto* m) { m->mutable_metadata_props()->RemoveLast(); }),
+       absl::StatusCode::kInvalidArgument, "no \"semmap.answers\""},
+      {"answers not JSON", edited([](onnx::ModelProto* m) { *Entry(m, "semmap.answers") = "{"; }),
+       absl::StatusCode::kInvalidArgument, "semmap.answers"},
+      {"answers too deep",
+       edited([](onnx::ModelProto* m) {
+         *Entry(m, "semmap.answers") = std::string(100, '[') + std::string(100, ']');
+       }),
+       absl::StatusCode::kInvalidArgument, "semmap.answers"},
+      {"module out of range", answers([](nlohmann::json* j) { (*j)["module"][0] = 100000; }),
+       absl::StatusCode::kInvalidArgument, "/module/0"},
+      {"module of wrong type", answers([](nlohmann::json* j) { (*j)["module"][3] = "x"; }),
+       absl::StatusCode::kInvalidArgument, "/module/3"},
+      {"confidence above 1", answers([](nlohmann::json* j) { (*j)["confidence"][1] = 2; }),
+       absl::StatusCode::kInvalidArgument, "/confidence/1"},
+      {"too few answers", answers([](nlohmann::json* j) { (*j)["strategy"].erase(0); }),
+       absl::StatusCode::kInvalidArgument, "/strategy"},
+      {"unknown strategy", answers([](nlohmann::json* j) { (*j)["strategies"][0] = "magic"; }),
+       absl::StatusCode::kInvalidArgument, "/strategies/0"},
+      {"bad origins", answers([](nlohmann::json* j) { (*j)["origins"] = {{0, {1}}}; }),
+       absl::StatusCode::kInvalidArgument, "/origins/0/1"},
+      {"manifest not JSON",
+       edited([](onnx::ModelProto* m) { *Entry(m, "semmap.manifest") = "nope"; }),
+       absl::StatusCode::kInvalidArgument, "semmap.manifest"},
+      {"edited graph",
+       edited([](onnx::ModelProto* m) { m->mutable_graph()->mutable_node(0)->set_name("x"); }),
+       absl::StatusCode::kInvalidArgument, "fingerprint"},
+      {"fingerprint forged",
+       edited([](onnx::ModelProto* m) {
+         std::string* source = Entry(m, "semmap.source");
+         nlohmann::json j = nlohmann::json::parse(*source);
+         j["fingerprint"] = "0123456789abcdef";
+         *source = j.dump();
+       }),
+       absl::StatusCode::kInvalidArgument, "fingerprint"},
+      {"node count", edited([](onnx::ModelProto* m) {
+         std::string* source = Entry(m, "semmap.source");
+         nlohmann::json j = nlohmann::json::parse(*source);
+         j["nodes"] = 7;
+         *source = j.dump();
+       }),
+       absl::StatusCode::kInvalidArgument, "/nodes"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    WithRecord(Fixture(dir, "model.onnx"), c.value, tmp.file("bad.onnx"));
+    auto mapped = SemanticMapper::Open(tmp.file("bad.onnx"), "");
+    REQUIRE_FALSE(mapped.ok());
+    CAPTURE(mapped.status().message());
+    CHECK(mapped.status().code() == c.code);
+    CHECK(absl::StrContains(mapped.status().message(), "metadata_props \"semmap.record\""));
+    CHECK(absl::StrContains(mapped.status().message(), c.cause));
+    // The caller can still map the file without it.
+    SemanticMapper::OpenOptions no_record;
+    no_record.use_record = false;
+    CHECK(SemanticMapper::Open(tmp.file("bad.onnx"), "", no_record).ok());
+  }
+}
