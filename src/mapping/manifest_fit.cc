@@ -455,6 +455,9 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     }
     ++fit->matched_tensors;
     Touch(manifest, owner, touched);
+    // A tensor named after a parameter with a quantizer's suffix is derived
+    // from it (its scale, zero point, packed blocks): its shape is its own.
+    if (name.size() != t.name.size()) continue;
     const TensorSpec* spec = FindSpec(manifest.module(owner), name.substr(name.rfind('.') + 1));
     if (spec == nullptr || t.dims.empty()) continue;  // scalar or unknown shape
     const std::int64_t have = ElementCount(t.dims);
@@ -512,7 +515,12 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
     if (library[m] < 0) library[m] = !info.parameters.empty() && internal::RuleQueries(rules).isLibraryModule(info);
     if (library[m] == 0) continue;
     const Node& node = graph.node(static_cast<NodeId>(n));
-    for (ValueId input : node.input_values) {
+    // A library op reads its weight as one of its first two operands (the
+    // embedding table of a Gather, the B of a MatMul, the W of a Conv);
+    // later ones are biases, scales and zero points (a 4-bit MatMulNBits'
+    // block scales), whose sizes are their own.
+    const std::size_t operands = std::min<std::size_t>(node.input_values.size(), 2);
+    for (ValueId input : node.input_values.first(operands)) {
       const TensorInfo* t = InitializerBehind(graph, ops, input);
       if (t == nullptr) continue;
       const std::int64_t have = ElementCount(t->dims);
