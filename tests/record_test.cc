@@ -380,3 +380,116 @@ TEST_CASE("a malformed record is an error naming the key and the cause", "[recor
     CHECK(SemanticMapper::Open(tmp.file("bad.onnx"), "", no_record).ok());
   }
 }
+
+namespace {
+
+struct IndexEntry {
+  std::string dir;
+  std::string name;
+  std::string exporter;
+  std::string source;  // "" for a plain export
+};
+
+std::vector<IndexEntry> SliceIndex(const std::string& slice) {
+  std::ifstream in(std::string(SEMMAP_FIXTURES_DIR) + "/" + slice + "index.json");
+  REQUIRE(in.good());
+  const nlohmann::json index = nlohmann::json::parse(in);
+  std::vector<IndexEntry> out;
+  for (const auto& f : index.at("fixtures")) {
+    IndexEntry e;
+    e.dir = slice + f.at("dir").get<std::string>();
+    e.name = f.at("name").get<std::string>();
+    e.exporter = f.value("exporter", "");
+    if (f.contains("source") && f["source"].is_string()) e.source = slice + f["source"].get<std::string>();
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::size_t Correct(const SemanticMapper& mapper, const std::string& dir) {
+  std::ifstream in(Fixture(dir, "truth.json"));
+  REQUIRE(in.good());
+  const nlohmann::json truth = nlohmann::json::parse(in).at("nodes");
+  std::size_t correct = 0;
+  const Graph& g = mapper.graph();
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(g.size()); ++i) {
+    auto t = truth.find(std::string(g.node(i).id));
+    if (t == truth.end() || !t->is_string()) continue;
+    const semmap::Mapping m = mapper.moduleFor(i);
+    correct += m.mapped() && m.module_path == t->get<std::string>();
+  }
+  return correct;
+}
+
+}  // namespace
+
+// The negative set: every processed fixture of the torch 2.15 slice given
+// the record of another file (another architecture exported the same way,
+// which for timm's two ViTs is the same model two blocks deeper; the same
+// model from the other exporter; the same architecture at the first
+// slice's size). Each record is rejected and the file maps exactly as
+// without it, except where the two exports are one graph up to names
+// (torchvision's SqueezeNet, names stripped).
+TEST_CASE("negative set: records of other files are rejected", "[record][fixture]") {
+  TempDir tmp;
+  const std::vector<IndexEntry> slice = SliceIndex(kSlice);
+  std::map<std::string, std::string> records;  // plain dir -> record value
+  auto record_of = [&](const std::string& dir) -> const std::string& {
+    auto it = records.find(dir);
+    if (it != records.end()) return it->second;
+    TempDir one;
+    return records[dir] = RecordValue(Embedded(one, dir));
+  };
+  std::map<std::pair<std::string, std::string>, std::string> plain;  // (name, exporter) -> dir
+  for (const IndexEntry& e : slice) {
+    if (e.source.empty() && (e.exporter == "dynamo" || e.exporter == "torchscript")) {
+      plain[{e.name, e.exporter}] = e.dir;
+    }
+  }
+  std::size_t tried = 0, rejected = 0, accepted_twins = 0;
+  for (const IndexEntry& e : slice) {
+    if (e.source.empty() || !plain.count({e.name, e.exporter})) continue;
+    std::vector<std::string> others;
+    // Another architecture exported the same way: the next one in the index.
+    for (auto it = plain.upper_bound({e.name, e.exporter}); it != plain.end(); ++it) {
+      if (it->first.second == e.exporter && it->first.first != e.name) {
+        others.push_back(it->second);
+        break;
+      }
+    }
+    const auto other_exporter =
+        plain.find({e.name, e.exporter == "dynamo" ? "torchscript" : "dynamo"});
+    if (other_exporter != plain.end()) others.push_back(other_exporter->second);
+    const std::string first_slice = e.name + "." + e.exporter;
+    if (std::ifstream(Fixture(first_slice, "manifest.json")).good()) others.push_back(first_slice);
+    auto without = SemanticMapper::Open(Fixture(e.dir, "model.onnx"), "");
+    REQUIRE(without.ok());
+    const std::size_t baseline = Correct(*without, e.dir);
+    for (const std::string& other : others) {
+      CAPTURE(e.dir, other);
+      WithRecord(Fixture(e.dir, "model.onnx"), record_of(other), tmp.file("negative.onnx"));
+      auto mapped = SemanticMapper::Open(tmp.file("negative.onnx"), "");
+      REQUIRE(mapped.ok());
+      ++tried;
+      const bool was_rejected = mapped->provenance().record == RecordUse::kRejected;
+      rejected += was_rejected;
+      CHECK(Correct(*mapped, e.dir) >= baseline);
+      if (was_rejected) {
+        CHECK(Answers(*mapped) == Answers(*without));
+        continue;
+      }
+      // Accepted: only the same model's other export, where the two graphs
+      // are the same up to names (nothing tells them apart once names are
+      // stripped), and its answers must then be right where the file's own
+      // are.
+      const std::string other_name = other.substr(other.find('/') + 1);
+      CHECK(other_name.substr(0, other_name.rfind('.')) == e.name);
+      CHECK(mapped->referenceCheck().paired_nodes * 20 >= mapped->graph().size() * 19);
+      ++accepted_twins;
+    }
+  }
+  CAPTURE(tried, rejected, accepted_twins);
+  CHECK(tried >= 150);
+  CHECK(rejected + accepted_twins == tried);
+  CHECK(accepted_twins <= 2);
+}

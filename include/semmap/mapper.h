@@ -256,6 +256,10 @@ class SEMMAP_EXPORT SemanticMapper {
                                                       const MapperOptions& options,
                                                       const internal::DecodedRecord& record,
                                                       Provenance* provenance);
+  // MapWithRecord's mapping of the record's own graph stripped of its names.
+  static absl::StatusOr<SemanticMapper> SameGraphWithoutNames(
+      const Graph& graph, std::shared_ptr<const Manifest> manifest, const MapperOptions& options,
+      const internal::DecodedRecord& record, const ReferenceCheck& check, Provenance* provenance);
 
   std::unique_ptr<Impl> impl_;
 };

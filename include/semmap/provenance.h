@@ -49,7 +49,8 @@ enum class RecordUse {
               // manifest is used, nothing needs carrying over
   kIgnored,   // not read: the caller named its own files, or asked so
   kRejected,  // read, but made from another graph or with another model's
-              // manifest: not trusted, the model is mapped without it
+              // manifest: not trusted, the model is mapped exactly as
+              // without it (its manifest is not used either)
 };
 // "absent", "used", "source", "ignored", "rejected".
 SEMMAP_EXPORT absl::string_view RecordUseName(RecordUse use);

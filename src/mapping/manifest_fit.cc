@@ -543,6 +543,14 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
 
 }  // namespace
 
+std::size_t UnusedRepeatedItems(const Manifest& manifest, absl::Span<const ModuleId> node_modules,
+                                ModuleId* container, std::size_t* items) {
+  std::vector<bool> touched(manifest.size(), false);
+  for (ModuleId m : node_modules) Touch(manifest, m, &touched);
+  NoteTally notes;
+  return UnusedTrailingItems(manifest, touched, container, items, &notes);
+}
+
 // Long (about 90 lines): the counting steps are helpers (CheckScopes,
 // CheckTensors, UnusedTrailingItems); what stays is the verdict, whose
 // thresholds and one-line evidence depend on all the counts at once and

@@ -45,6 +45,14 @@ ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>
                               const Manifest& manifest, const Rules& rules, const OpTraits& ops,
                               const RootBinding& binding, const TensorEvidence& tensors);
 
+// The trailing items of a repeated container no node of `node_modules`
+// (per node, its module or kNoModule) reaches, when they are a quarter of
+// the container's items or more: the manifest is of a deeper model than the
+// graph. 0 otherwise; `container` and `items` name the worst container.
+// The fit's own test (ManifestFit::unused_items), on a finished mapping.
+std::size_t UnusedRepeatedItems(const Manifest& manifest, absl::Span<const ModuleId> node_modules,
+                                ModuleId* container, std::size_t* items);
+
 }  // namespace internal
 }  // namespace semmap
 

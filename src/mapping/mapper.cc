@@ -99,6 +99,19 @@ absl::Status OpenError(const absl::Status& status, const std::string& model_path
   return absl::Status(status.code(), absl::StrCat(model_path, ": ", status.message()));
 }
 
+// The modules owning the parameter-named initializers of `graph` (a
+// quantizer's suffixes stripped), one entry per initializer.
+std::vector<ModuleId> WeightOwners(const Graph& graph, const Manifest& manifest,
+                                   const Rules& rules) {
+  const internal::RuleQueries queries(rules);
+  std::vector<ModuleId> owners;
+  for (const TensorInfo& t : graph.initializers()) {
+    const ModuleId owner = manifest.ownerOfTensor(queries.stripValueSuffixes(t.name));
+    if (owner != kNoModule) owners.push_back(owner);
+  }
+  return owners;
+}
+
 bool CarriesRecord(const Graph& graph) {
   for (const MetadataEntry& e : graph.modelMetadata()) {
     if (e.first == kRecordKey) return true;
@@ -179,6 +192,34 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
   return internal::OutOfMemory(model_path, "mapping");
 }
 
+// The record's graph is the model's, but the model lost the names or the
+// metadata the export had (a tool that drops node metadata and changes
+// nothing else, such as ONNX's version converter): each node takes the
+// record's answer for it where that is more confident than its own.
+absl::StatusOr<SemanticMapper> SemanticMapper::SameGraphWithoutNames(
+    const Graph& graph, std::shared_ptr<const Manifest> manifest, const MapperOptions& options,
+    const internal::DecodedRecord& record, const ReferenceCheck& check, Provenance* provenance) {
+  absl::StatusOr<SemanticMapper> mapped = Create(graph, manifest, options);
+  if (!mapped.ok()) return mapped;
+  Impl& impl = *mapped->impl_;
+  for (std::size_t i = 0; i < impl.records.size() && i < record.answers.size(); ++i) {
+    const internal::MappingRecord& answer = record.answers[i];
+    internal::MappingRecord& own = impl.records[i];
+    if (!answer.mapped() || (own.mapped() && own.confidence >= answer.confidence)) continue;
+    own.module = answer.module;
+    own.confidence = answer.confidence;
+    own.strategy = Strategy::kReference;
+    own.evidence = "the record's answer for this node (the record's graph, without its names)";
+    const absl::Span<const ModuleId> origins = record.origins.Of(static_cast<NodeId>(i));
+    impl.origins.Set(static_cast<NodeId>(i), std::vector<ModuleId>(origins.begin(), origins.end()));
+  }
+  impl.reference_check = check;
+  impl.reference_check.warnings.clear();  // the model's own graph, but nameless
+  provenance->record = RecordUse::kUsed;
+  provenance->reference = InputSource::kRecord;
+  return mapped;
+}
+
 // About 60 lines: the record's verdicts in the order they are reached, each
 // ending in the mapping that follows from it.
 absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
@@ -194,17 +235,14 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
     provenance->manifest = InputSource::kRecord;
   }
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
-  // A rejected record: the model mapped as without it, with the record's
-  // manifest only where it fits (the fit check judges it as any manifest).
+  // A rejected record: the model mapped exactly as without it (with the
+  // caller's manifest, or none), so that a record can never make a file map
+  // worse than it would alone.
   auto without = [&](std::string why) -> absl::StatusOr<SemanticMapper> {
     provenance->record = RecordUse::kRejected;
     provenance->note = std::move(why);
     if (own_manifest) return Create(graph, manifest, options);
-    absl::StatusOr<SemanticMapper> with_manifest = Create(graph, manifest, options);
-    if (!absl::IsFailedPrecondition(with_manifest.status())) return with_manifest;
     provenance->manifest = InputSource::kNone;
-    absl::StrAppend(&provenance->note, "; its manifest does not fit the model either: ",
-                    with_manifest.status().message());
     return Create(graph, nullptr, options);
   };
   absl::StatusOr<ReferenceCheck> check =
@@ -212,14 +250,17 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   if (!check.ok()) {
     return without(absl::StrCat("it was made from another model: ", check.status().message()));
   }
-  if (check->same_graph) {
-    provenance->record = RecordUse::kSource;
-    return Create(graph, manifest, options);
-  }
   if (!answers_apply) {
     provenance->record = RecordUse::kIgnored;
     provenance->note = "the named manifest lists other modules than the record's";
     return Create(graph, manifest, options);
+  }
+  if (check->same_graph) {
+    if (internal::NamingOf(graph).scopes >= record.naming.scopes) {
+      provenance->record = RecordUse::kSource;
+      return Create(graph, manifest, options);
+    }
+    return SameGraphWithoutNames(graph, manifest, options, record, *check, provenance);
   }
   if (!check->ancestor()) {
     return without(absl::StrCat("it was not made from this graph's source: ",
@@ -239,6 +280,26 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   if (!mapped->referenceCheck().ancestor()) {
     return without(absl::StrCat("it was not made from this graph's source: ",
                                 absl::StrJoin(mapped->referenceCheck().warnings, "; ")));
+  }
+  // A processed copy keeps its source's weights (renamed at most by a
+  // quantizer's suffix, or a few fused): its weights reach every item of a
+  // repeated container the source's reach. A record of a deeper model
+  // names layers this graph does not have, which its names and structure
+  // may still pair with (the next layer's first node answering for this
+  // one's final norm).
+  ModuleId container = kNoModule;
+  std::size_t items = 0;
+  const std::size_t unused_here = internal::UnusedRepeatedItems(
+      *manifest, WeightOwners(graph, *manifest, rules), &container, &items);
+  ModuleId source_container = kNoModule;
+  std::size_t source_items = 0;
+  const std::size_t unused_there = internal::UnusedRepeatedItems(
+      *manifest, WeightOwners(record.source, *manifest, rules), &source_container, &source_items);
+  if (unused_here > unused_there) {
+    return without(absl::StrCat(
+        "it was made from a deeper model: its weights reach ", items - unused_there, " items of \"",
+        internal::Abbreviate(manifest->module(container).path, 80), "\", this graph's ",
+        items - unused_here));
   }
   provenance->record = RecordUse::kUsed;
   provenance->reference = InputSource::kRecord;

@@ -127,7 +127,9 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
         << " ("
         << counts[static_cast<std::size_t>(semmap::Strategy::kReference)]
         << " nodes carried over, " << check.own_answers_kept << " own answers kept; "
-        << (check.same_graph ? "the model itself, not used"
+        << (check.same_graph && provenance.reference == semmap::InputSource::kRecord
+                ? "the model's own graph, without its names"
+            : check.same_graph ? "the model itself, not used"
                              : check.ancestor() ? "looks like its source" : "NOT its source")
         << ")\n";
   }
