@@ -105,6 +105,7 @@ def load(
     reference: PathLike | None = None,
     rules: PathLike | None = None,
     allow_manifest_mismatch: bool = False,
+    use_record: bool = True,
 ) -> "MappedModel":
     """Loads an ONNX model and maps every node to its module.
 
@@ -114,7 +115,10 @@ def load(
     quantize_dynamic, name stripping), or None. rules: a rule file replacing
     the built-in rules (docs/rules.md), or None. allow_manifest_mismatch: map
     even with a manifest that does not fit the graph (refused by default: its
-    answers would look complete and be wrong).
+    answers would look complete and be wrong). use_record: use the
+    provenance record the model carries (:func:`embed`, docs/record.md) when
+    neither a manifest nor a reference is given; ``MappedModel.provenance``
+    says what was used.
 
     The model and the manifest are read on two threads with the GIL
     released. Raises FileNotFoundError for a missing file and ValueError for
@@ -127,8 +131,38 @@ def load(
         _core_path(reference),
         _core_path(rules),
         allow_manifest_mismatch,
+        use_record,
     )
     return MappedModel(core)
+
+
+def embed(
+    model: "MappedModel | PathLike",
+    out_path: PathLike,
+    *,
+    manifest: PathLike | None = None,
+    source: "MappedModel | PathLike | None" = None,
+    allow_overwrite: bool = False,
+) -> dict[str, Any]:
+    """Writes a copy of `model` that carries its own provenance record (`semmap embed`).
+
+    The record holds the manifest, a weightless copy of the export's graph and its
+    mapping, in one model-level metadata entry that onnxslim, ONNX Runtime's
+    optimizers and quantizers and fp16 converters keep: a processed copy of the
+    written file then maps with no other file (``semmap.load(processed)``).
+    model: the plain export (a path, mapped with `manifest`, or a MappedModel
+    loaded with its manifest). source: the export a processed `model` was made
+    from, when the record should describe that one instead (a path mapped with
+    `manifest`, or a MappedModel). Returns the counts (``record_bytes``,
+    ``nodes``, ``fingerprint``...). Never overwrites an input unless
+    allow_overwrite; ValueError when there is no manifest or `model` is not a
+    processed copy of `source`.
+    """
+    target = model.path if isinstance(model, MappedModel) else _path(model)
+    described = _as_model(source if source is not None else model, manifest)
+    result = json.loads(described._core.embed(_core_path(target), _core_path(out_path),
+                                              allow_overwrite))
+    return result
 
 
 class MappedModel:
@@ -316,6 +350,15 @@ class MappedModel:
         return json.loads(self._core.manifest_fit_json)
 
     @property
+    def provenance(self) -> dict[str, Any]:
+        """Where the manifest and the reference came from (``"file"``, ``"record"``,
+        ``"none"``) and what became of the model's provenance record
+        (``record``: ``"absent"``, ``"used"``, ``"source"``, ``"ignored"``,
+        ``"rejected"``, with ``note`` saying why), as ``semmap map --json``'s
+        ``provenance``."""
+        return json.loads(self._core.provenance_json)
+
+    @property
     def reference_check(self) -> dict[str, Any] | None:
         """What the reference export (``reference=``) is to the model, or None
         without one (``semmap map --json``'s ``reference_check``).
@@ -350,6 +393,7 @@ def export(
     opset: int | None = None,
     dynamic: bool = True,
     vmap_free_masks: bool | None = None,
+    record: bool = True,
 ) -> MappedModel:
     """Exports a PyTorch model to ONNX, writes its manifest, and returns it mapped.
 
@@ -366,6 +410,9 @@ def export(
     Optimum's vmap-free attention masks while exporting; None (default)
     retries with them when a transformers model's export fails where the
     installed transformers needs them (4.53 to 4.x: causal LMs, Whisper) and Optimum is installed.
+    record: also write the provenance record into the ONNX file (:func:`embed`), so
+    that copies processed by onnxslim, ONNX Runtime or a quantizer map with no
+    other file.
 
     Both files are written atomically: a failed export leaves them as they
     were, and the manifest is written only after the export succeeded. The
@@ -387,6 +434,11 @@ def export(
         dynamic=dynamic,
         vmap_free_masks=vmap_free_masks,
     )
+    mapped = load(path, manifest_path)
+    if not record:
+        return mapped
+    # The export just written gets its record in place (atomically).
+    mapped._core.embed(b"", _core_path(path), True)
     return load(path, manifest_path)
 
 

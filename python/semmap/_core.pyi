@@ -142,6 +142,11 @@ class Model:
 
     def annotate(self, output: bytes, allow_overwrite: bool, write_namespace: bool, overwrite_namespace: bool, doc_string: bool, scoped_names: bool, min_confidence: float) -> dict[str, int | bytes]: ...
 
+    def embed(self, target: bytes, output: bytes, allow_overwrite: bool) -> str:
+        """
+        Writes `target` (this model's file when empty) with this model's record; the result as JSON (`semmap embed --json`).
+        """
+
     def write_report(self, output: bytes, allow_overwrite: bool) -> None: ...
 
     def columns(self) -> dict[str, list[Any]]: ...
@@ -175,6 +180,9 @@ class Model:
 
     @property
     def manifest_fit_json(self) -> str: ...
+
+    @property
+    def provenance_json(self) -> str: ...
 
     @property
     def reference_check_json(self) -> str: ...

@@ -52,9 +52,10 @@ class Model {
  public:
   static std::unique_ptr<Model> Load(const nb::bytes& model_path, const nb::bytes& manifest_path,
                                      const nb::bytes& reference_path, const nb::bytes& rules_path,
-                                     bool allow_manifest_mismatch) {
+                                     bool allow_manifest_mismatch, bool use_record) {
     auto model = std::make_unique<Model>();
     model->allow_manifest_mismatch_ = allow_manifest_mismatch;
+    model->use_record_ = use_record;
     model->model_path_ = PathOf(model_path);
     model->manifest_path_ = PathOf(manifest_path);
     model->reference_path_ = PathOf(reference_path);
@@ -149,6 +150,7 @@ class Model {
   absl::Status Open() {
     semmap::SemanticMapper::OpenOptions options;
     options.mapper.allow_manifest_mismatch = allow_manifest_mismatch_;
+    options.use_record = use_record_;
     options.reference_path = reference_path_;
     options.rules_path = rules_path_;
     absl::StatusOr<semmap::SemanticMapper> mapper =
@@ -160,6 +162,7 @@ class Model {
 
   std::string model_path_, manifest_path_, reference_path_, rules_path_;
   bool allow_manifest_mismatch_ = false;
+  bool use_record_ = true;
   std::optional<semmap::SemanticMapper> mapper_;
   std::unique_ptr<semmap::SemanticQuery> query_;  // built on the first query
   std::vector<nb::object> node_ids_;
@@ -251,6 +254,26 @@ nb::dict Columns(Model& m) {
   d["strategy"] = strategy;
   d["evidence"] = evidence;
   return d;
+}
+
+// semmap embed: the record of `m` (the export, mapped with its manifest)
+// written into a copy of `target` (m's own file when empty).
+std::string EmbedModel(Model& m, const nb::bytes& target_path, const nb::bytes& output_path,
+                       bool allow_overwrite) {
+  const std::string output = PathOf(output_path);
+  std::string target = PathOf(target_path);
+  if (target.empty()) target = m.modelPath();
+  semmap::EmbedOptions options;
+  options.allow_overwrite = allow_overwrite;
+  options.manifest_path = m.manifestPath();
+  options.protected_paths = m.otherInputs();
+  absl::StatusOr<semmap::EmbedResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = semmap::Embed(m.mapper(), m.modelPath(), target, output, options);
+  }
+  ThrowIfError(r.status());
+  return semmap::EmbedResultJson(*r, target, output);
 }
 
 nb::dict AnnotateModel(Model& m, const nb::bytes& output_path, bool allow_overwrite,
@@ -402,7 +425,7 @@ void BindMapping(nb::module_& mod) {
 void BindModel(nb::module_& mod) {
   nb::class_<Model>(mod, "Model", "A mapped ONNX model (see semmap.MappedModel).")
       .def_static("load", &Model::Load, "model"_a, "manifest"_a = "", "reference"_a = "",
-                  "rules"_a = "", "allow_manifest_mismatch"_a = false,
+                  "rules"_a = "", "allow_manifest_mismatch"_a = false, "use_record"_a = true,
                   "Loads and maps; '' means none. The GIL is released meanwhile.")
       .def("__len__", &Model::size)
       .def("__iter__",
@@ -521,6 +544,10 @@ void BindModel(nb::module_& mod) {
            nb::sig("def annotate(self, output: bytes, allow_overwrite: bool, "
                    "write_namespace: bool, overwrite_namespace: bool, doc_string: bool, "
                    "scoped_names: bool, min_confidence: float) -> dict[str, int | bytes]"))
+      .def("embed", &EmbedModel, "target"_a, "output"_a, "allow_overwrite"_a,
+           nb::sig("def embed(self, target: bytes, output: bytes, allow_overwrite: bool) -> str"),
+           "Writes `target` (this model's file when empty) with this model's record; the "
+           "result as JSON (`semmap embed --json`).")
       .def("write_report",
            [](Model& m, const nb::bytes& output, bool allow_overwrite) {
              semmap::ReportOptions options;
@@ -549,6 +576,8 @@ void BindModel(nb::module_& mod) {
                    nb::sig("def strategy_counts(self) -> dict[semmap._strategy.Strategy, int]"))
       .def_prop_ro("manifest_fit_json",
                    [](Model& m) { return semmap::ManifestFitJson(m.mapper().manifestFit()); })
+      .def_prop_ro("provenance_json",
+                   [](Model& m) { return semmap::ProvenanceJson(m.mapper().provenance()); })
       .def_prop_ro("reference_check_json",
                    [](Model& m) {
                      return semmap::ReferenceCheckJson(m.mapper().referenceCheck());
