@@ -43,7 +43,9 @@ constexpr char kUsage[] =
     "  graphml   GraphML with modules as nested graphs (yEd, Gephi, networkx)\n"
     "  node-data Model Explorer node data: confidence or profiled time per node\n"
     "Run `semmap COMMAND --help` (or `semmap help COMMAND`) for a command's options;\n"
-    "`semmap --version` (-V) prints the version. Documentation: share/doc/semmap.\n"
+    "`semmap --version` (-V) prints the version. Documentation: share/doc/semmap\n"
+    "under the installation's prefix (for pip, the environment's: python -c\n"
+    "'import sys; print(sys.prefix)').\n"
     "Exit codes: 0 ok, 1 not found, 2 bad usage or input.\n";
 
 int RunCommand(int argc, char** argv);
