@@ -184,7 +184,7 @@ def main():
         # With a real ONNX Runtime profile: a time column in the tree and the
         # node table, the root's time being the attributed kernel time.
         profile = tmp / "profile.json"
-        subprocess.run([sys.executable, str(Path(__file__).resolve().parent / "make_ort_profile.py"),
+        subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "ort-profile"),
                         str(d / "model.onnx"), str(profile), "--runs", "5"], check=True)
         timed_html = tmp / "timed.html"
         run(str(Path(binary).resolve()), "report", *rel, "--ort-profile", str(profile), "-o",

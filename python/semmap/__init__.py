@@ -289,9 +289,16 @@ class MappedModel:
         result["output"] = os.fsdecode(result["output"])
         return result
 
-    def report(self, path: PathLike, *, allow_overwrite: bool = False) -> None:
-        """Writes the self-contained HTML report (`semmap report`) to `path`."""
+    def report(self, path: PathLike, *, allow_overwrite: bool = False) -> dict[str, int | str]:
+        """Writes the self-contained HTML report (`semmap report`) to `path`; returns
+        what `semmap report` prints, as annotate() does: output, modules, nodes, mapped."""
         self._core.write_report(_core_path(path), allow_overwrite)
+        return {
+            "output": os.fsdecode(path),
+            "modules": len(self.tree()["modules"]),
+            "nodes": len(self),
+            "mapped": self.mapped_count,
+        }
 
     def to_pandas(self) -> "pandas.DataFrame":
         """One row per node: node, op_type, module, class_name, qualified_class,

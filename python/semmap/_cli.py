@@ -1,5 +1,6 @@
-"""The console scripts: `semmap` runs the C++ tool shipped inside the package;
-`semmap-manifest` is semmap.manifest's command, which needs PyTorch."""
+"""The console scripts: `semmap` and `semmap-eval` run the C++ tools shipped
+inside the package; `semmap-manifest` is semmap.manifest's command, which
+needs PyTorch."""
 
 from __future__ import annotations
 
@@ -8,20 +9,29 @@ import sys
 from pathlib import Path
 
 
-def tool_path() -> Path:
-    """The `semmap` executable installed with this package."""
-    return Path(__file__).resolve().parent / "_bin" / "semmap"
+def tool_path(name: str = "semmap") -> Path:
+    """The executable NAME (`semmap`, `semmap-eval`) installed with this package."""
+    return Path(__file__).resolve().parent / "_bin" / name
 
 
-def main() -> None:
-    tool = tool_path()
+def run_tool(name: str) -> None:
+    tool = tool_path(name)
     if not os.access(tool, os.X_OK):
-        sys.stderr.write(f"semmap: the semmap tool is missing from this installation ({tool})\n")
+        sys.stderr.write(f"{name}: the {name} tool is missing from this installation ({tool})\n")
         raise SystemExit(2)
     argv = [str(tool), *sys.argv[1:]]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(argv[0], argv)
+
+
+def main() -> None:
+    run_tool("semmap")
+
+
+def eval_main() -> None:
+    """`semmap-eval`: semmap's answers against a ground-truth file."""
+    run_tool("semmap-eval")
 
 
 def manifest_main() -> None:

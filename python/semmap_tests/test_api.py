@@ -291,7 +291,9 @@ def test_scoped_names_never_below_the_confident_floor(bert, tmp_path):
 
 
 def test_report_and_write_sidecar(bert, tmp_path):
-    bert.report(tmp_path / "bert.html")
+    # what `semmap report` prints: "bert.html: report of 51 modules, 237 nodes (237 mapped)"
+    assert bert.report(tmp_path / "bert.html") == {
+        "output": str(tmp_path / "bert.html"), "modules": 51, "nodes": 237, "mapped": 237}
     html = (tmp_path / "bert.html").read_text()
     assert 'id="semmap-data"' in html
     bert.write_sidecar(tmp_path / "bert.semmap.json")

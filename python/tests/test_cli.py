@@ -26,6 +26,9 @@ def test_export_writes_manifest_and_model(tmp_path: Path) -> None:
             "--config", json.dumps({**TINY_BERT, "num_hidden_layers": 1}), "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "model.onnx"]
+    # says what it wrote, file by file
+    assert f"{out / 'manifest.json'}: manifest of BertForSequenceClassification, " in r.stderr
+    assert f"{out / 'model.onnx'}: ONNX export (" in r.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["model"]["class"] == "BertForSequenceClassification"
     # the export's example inputs ran once: forward signatures, schema version 2

@@ -16,13 +16,12 @@
 //
 // Exit codes: 0 ok, 1 not found (node, module, class, layer), 2 bad usage
 // or input.
-#include <cerrno>
-#include <cstring>
 #include <iostream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "standard_output.h"
 #include "semmap/version.h"
 
 namespace {
@@ -47,28 +46,22 @@ constexpr char kUsage[] =
     "  graphml   GraphML with modules as nested graphs (yEd, Gephi, networkx)\n"
     "  node-data Model Explorer node data: confidence or profiled time per node\n"
     "Run `semmap COMMAND --help` (or `semmap help COMMAND`) for a command's options;\n"
-    "`semmap --version` (-V) prints the version. Documentation: share/doc/semmap.\n"
+    "`semmap --version` (-V) prints the version. Documentation: share/doc/semmap\n"
+    "under the installation's prefix (for pip, the environment's: python -c\n"
+    "'import sys; print(sys.prefix)').\n"
     "Exit codes: 0 ok, 1 not found, 2 bad usage or input.\n";
 
 int RunCommand(int argc, char** argv);
-
-// A command's output is its result: a write that failed or was cut short
-// (a full disk, /dev/full, a closed file) must not exit 0.
-int CheckStdout(int exit_code) {
-  errno = 0;
-  std::cout.flush();
-  if (std::cout) return exit_code;
-  const int err = errno;
-  std::cerr << "semmap: cannot write the output to standard output"
-            << (err != 0 ? std::string(": ") + std::strerror(err) : std::string()) << "\n";
-  return semmap_cli::kExitBadInput;
-}
 
 int Dispatch(const std::string& command, int sub_argc, char** sub_argv);
 
 }  // namespace
 
-int main(int argc, char** argv) { return CheckStdout(RunCommand(argc, argv)); }
+// A command's output is its result: a failed write must not exit 0, but a
+// reader that went away (`| head`) ends the tool quietly (standard_output.h).
+int main(int argc, char** argv) {
+  return semmap_cli::RunWithStandardOutput("semmap", RunCommand, argc, argv);
+}
 
 namespace {
 

@@ -20,6 +20,7 @@
 #include "cli_util.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
+#include "standard_output.h"
 
 namespace {
 
@@ -157,9 +158,7 @@ void PrintText(const Tally& t) {
   for (const std::string& e : t.errors) std::cout << "wrong: " << e << "\n";
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int RunEval(int argc, char** argv) {
   semmap_cli::CommandLine command_line(
       kTool,
       "semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json\n"
@@ -220,4 +219,10 @@ int main(int argc, char** argv) {
     PrintText(tally);
   }
   return semmap_cli::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return semmap_cli::RunWithStandardOutput(kTool, RunEval, argc, argv);
 }

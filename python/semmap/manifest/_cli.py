@@ -135,7 +135,8 @@ def _build(args: argparse.Namespace, config: dict[str, Any]) -> Any:
     )
 
 
-def _run(args: argparse.Namespace) -> None:
+def _run(args: argparse.Namespace) -> list[str]:
+    """Writes what the command makes; returns one line per file written."""
     from semmap.manifest._build import build_manifest
     from semmap.manifest._atomic import write_json
     from semmap.manifest._models import example_inputs
@@ -167,12 +168,17 @@ def _run(args: argparse.Namespace) -> None:
                 dynamic=not args.static,
             )
     write_json(out_dir / "manifest.json", manifest)
+    written = [f"{out_dir / 'manifest.json'}: manifest of {manifest['model']['class']}, "
+               f"{len(manifest['modules'])} modules, schema version {manifest['schema_version']}"]
+    if args.command == "export":
+        written.append(f"{out_dir / 'model.onnx'}: ONNX export ({args.exporter} exporter)")
+    return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        _run(args)
+        written = _run(args)
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # report the underlying error, not a bare traceback
@@ -183,5 +189,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if cause is not None and str(cause) not in str(e):
             print(f"  caused by {type(cause).__name__}: {cause}", file=sys.stderr)
         return 1
-    print(f"wrote {args.output_dir}", file=sys.stderr)
+    for line in written:
+        print(line, file=sys.stderr)
     return 0
