@@ -48,9 +48,12 @@ enum class RecordUse {
   kSource,    // the model is the graph the record was made from: its
               // manifest is used, nothing needs carrying over
   kIgnored,   // not read: the caller named its own files, or asked so
-  kRejected,  // read, but made from another graph or with another model's
-              // manifest: not trusted, the model is mapped exactly as
-              // without it (its manifest is not used either)
+  kRejected,  // read, but not made from this graph's source: nothing is
+              // carried over. A record of another model (other weights, a
+              // deeper model, a manifest that does not fit) is ignored
+              // whole: the model maps exactly as without it. One of this
+              // model whose graph does not pair (the other exporter's)
+              // still gives its manifest where the manifest fits.
 };
 // "absent", "used", "source", "ignored", "rejected".
 SEMMAP_EXPORT absl::string_view RecordUseName(RecordUse use);

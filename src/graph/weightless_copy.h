@@ -39,7 +39,8 @@ namespace internal {
 absl::StatusOr<std::string> WeightlessCopy(absl::string_view model, absl::string_view origin,
                                            int max_subgraph_depth);
 
-// A 64-bit digest (FNV-1a) of what identifies a graph for mapping: every
+// A 64-bit digest (FNV-1a over 64-bit little-endian words, each string
+// preceded by its length) of what identifies a graph for mapping: every
 // node's name, op type, domain, subgraph, inputs and outputs in order, the
 // graph inputs and outputs, and every initializer's name, type and dims.
 // Stable across runs, builds and platforms. Not a cryptographic hash: it

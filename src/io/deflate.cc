@@ -20,7 +20,7 @@ constexpr std::size_t kChunk = std::size_t{1} << 20;
 
 absl::StatusOr<std::string> Deflate(absl::string_view bytes) {
   z_stream z{};
-  if (deflateInit(&z, Z_BEST_COMPRESSION) != Z_OK) {
+  if (deflateInit(&z, Z_DEFAULT_COMPRESSION) != Z_OK) {
     return absl::ResourceExhaustedError("out of memory starting a zlib stream");
   }
   std::string out;
@@ -55,6 +55,12 @@ absl::StatusOr<std::string> Deflate(absl::string_view bytes) {
 
 absl::StatusOr<std::string> Inflate(absl::string_view stream, std::size_t max_bytes,
                                     absl::string_view origin) {
+  return InflatePrefix(stream, max_bytes, origin, nullptr);
+}
+
+absl::StatusOr<std::string> InflatePrefix(
+    absl::string_view stream, std::size_t max_bytes, absl::string_view origin,
+    const std::function<bool(absl::string_view inflated)>& enough) {
   z_stream z{};
   if (inflateInit(&z) != Z_OK) {
     return absl::ResourceExhaustedError(absl::StrCat(origin, ": out of memory starting zlib"));
@@ -96,6 +102,10 @@ absl::StatusOr<std::string> Inflate(absl::string_view stream, std::size_t max_by
       // Z_BUF_ERROR: no progress possible with what is left; the loop
       // feeds more input or ends on a truncated stream.
       if (rc == Z_BUF_ERROR && z.avail_in == 0 && in_at == stream.size()) break;
+      if (rc != Z_STREAM_END && enough && enough(out)) {
+        inflateEnd(&z);
+        return out;
+      }
     }
   } catch (const std::bad_alloc&) {
     inflateEnd(&z);

@@ -6,6 +6,7 @@
 #define SEMMAP_SRC_IO_DEFLATE_H_
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -14,7 +15,8 @@
 namespace semmap {
 namespace internal {
 
-// `bytes` as one zlib stream at the best compression. ResourceExhausted
+// `bytes` as one zlib stream at zlib's default level (6: within a few per
+// cent of the best size, several times faster to write). ResourceExhausted
 // when memory runs out; no other error.
 absl::StatusOr<std::string> Deflate(absl::string_view bytes);
 
@@ -25,6 +27,14 @@ absl::StatusOr<std::string> Deflate(absl::string_view bytes);
 //   DataLoss         the stream ends early (truncated)
 absl::StatusOr<std::string> Inflate(absl::string_view stream, std::size_t max_bytes,
                                     absl::string_view origin);
+
+// The beginning of the zlib stream's bytes: inflates piece by piece until
+// `enough` (called on what is inflated so far, after each piece) says so,
+// or the stream ends. The errors of Inflate, but bytes after the stream's
+// end are not looked for unless it was inflated to its end.
+absl::StatusOr<std::string> InflatePrefix(
+    absl::string_view stream, std::size_t max_bytes, absl::string_view origin,
+    const std::function<bool(absl::string_view inflated)>& enough);
 
 }  // namespace internal
 }  // namespace semmap

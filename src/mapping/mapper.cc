@@ -235,25 +235,44 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
     provenance->manifest = InputSource::kRecord;
   }
   const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
-  // A rejected record: the model mapped exactly as without it (with the
-  // caller's manifest, or none), so that a record can never make a file map
-  // worse than it would alone.
-  auto without = [&](std::string why) -> absl::StatusOr<SemanticMapper> {
+  // A rejected record. Of another model (its weights are not this graph's,
+  // a deeper model, a manifest that does not fit): the model is mapped
+  // exactly as without it. Of this model (the weights are this graph's but
+  // its graph does not pair: the other exporter's, or a copy whose names
+  // and structure both changed): its manifest still serves where it fits,
+  // as a named manifest would; its answers are not carried over.
+  auto without = [&](std::string why, bool this_model) -> absl::StatusOr<SemanticMapper> {
     provenance->record = RecordUse::kRejected;
     provenance->note = std::move(why);
     if (own_manifest) return Create(graph, manifest, options);
+    if (this_model) {
+      absl::StatusOr<SemanticMapper> with_manifest = Create(graph, manifest, options);
+      if (!absl::IsFailedPrecondition(with_manifest.status())) return with_manifest;
+    }
     provenance->manifest = InputSource::kNone;
     return Create(graph, nullptr, options);
   };
-  absl::StatusOr<ReferenceCheck> check =
-      internal::CheckReference(graph, record.source, rules, &record.naming);
-  if (!check.ok()) {
-    return without(absl::StrCat("it was made from another model: ", check.status().message()));
-  }
   if (!answers_apply) {
     provenance->record = RecordUse::kIgnored;
     provenance->note = "the named manifest lists other modules than the record's";
     return Create(graph, manifest, options);
+  }
+  if (!record.source) {  // a record of this very graph (record.h)
+    if (record.naming.scheme != NodeNaming::kMetadata ||
+        internal::NamingOf(graph).scopes >= record.naming.scopes) {
+      provenance->record = RecordUse::kSource;
+      return Create(graph, manifest, options);
+    }
+    ReferenceCheck same;
+    same.checked = true;
+    same.same_graph = true;
+    return SameGraphWithoutNames(graph, manifest, options, record, same, provenance);
+  }
+  absl::StatusOr<ReferenceCheck> check =
+      internal::CheckReference(graph, *record.source, rules, &record.naming);
+  if (!check.ok()) {
+    return without(absl::StrCat("it was made from another model: ", check.status().message()),
+                   false);
   }
   if (check->same_graph) {
     if (internal::NamingOf(graph).scopes >= record.naming.scopes) {
@@ -264,22 +283,25 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   }
   if (!check->ancestor()) {
     return without(absl::StrCat("it was not made from this graph's source: ",
-                                absl::StrJoin(check->warnings, "; ")));
+                                absl::StrJoin(check->warnings, "; ")),
+                   true);
   }
   internal::GivenReference given;
-  given.graph = &record.source;
+  given.graph = &*record.source;
   given.answers = &record.answers;
   given.origins = &record.origins;
   given.naming = &record.naming;
   absl::StatusOr<SemanticMapper> mapped = Build(graph, manifest, options, &given);
   if (absl::IsFailedPrecondition(mapped.status()) && !own_manifest) {
     return without(absl::StrCat("its manifest does not fit the model: ",
-                                mapped.status().message()));
+                                mapped.status().message()),
+                   false);
   }
   if (!mapped.ok()) return mapped;
   if (!mapped->referenceCheck().ancestor()) {
     return without(absl::StrCat("it was not made from this graph's source: ",
-                                absl::StrJoin(mapped->referenceCheck().warnings, "; ")));
+                                absl::StrJoin(mapped->referenceCheck().warnings, "; ")),
+                   true);
   }
   // A processed copy keeps its source's weights (renamed at most by a
   // quantizer's suffix, or a few fused): its weights reach every item of a
@@ -294,12 +316,13 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   ModuleId source_container = kNoModule;
   std::size_t source_items = 0;
   const std::size_t unused_there = internal::UnusedRepeatedItems(
-      *manifest, WeightOwners(record.source, *manifest, rules), &source_container, &source_items);
+      *manifest, WeightOwners(*record.source, *manifest, rules), &source_container, &source_items);
   if (unused_here > unused_there) {
     return without(absl::StrCat(
         "it was made from a deeper model: its weights reach ", items - unused_there, " items of \"",
         internal::Abbreviate(manifest->module(container).path, 80), "\", this graph's ",
-        items - unused_here));
+        items - unused_here),
+        false);
   }
   provenance->record = RecordUse::kUsed;
   provenance->reference = InputSource::kRecord;

@@ -1,6 +1,7 @@
 #include "mapping/record.h"
 
 #include <cmath>
+#include <map>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -9,7 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "graph/onnx_fields.h"
 #include "graph/weightless_copy.h"
+#include "graph/wire_reader.h"
 #include "io/deflate.h"
 #include "io/json_reader.h"
 #include "semmap/strategy.h"
@@ -112,12 +115,12 @@ absl::StatusOr<JsonValue> ArrayOf(const JsonValue& root, absl::string_view key, 
   return array;
 }
 
-absl::Status ReadAnswers(absl::string_view text, absl::string_view where, DecodedRecord* out) {
+absl::Status ReadAnswers(absl::string_view text, absl::string_view where, std::size_t nodes,
+                         DecodedRecord* out) {
   SEMMAP_ASSIGN_OR_RETURN(JsonDocument doc,
                           JsonDocument::Parse(text, where, {text.size() + 1, kMaxAnswersDepth}));
   const JsonValue root = doc.root();
   if (!root.is_object()) return root.Error("expected an object");
-  const std::size_t nodes = out->source.size();
   const auto modules = static_cast<std::int64_t>(out->manifest->size());
   SEMMAP_ASSIGN_OR_RETURN(JsonValue names, root.Field("strategies"));
   if (!names.is_array()) return names.Error("expected an array of strategy names");
@@ -183,6 +186,46 @@ absl::Status ReadAnswers(absl::string_view text, absl::string_view where, Decode
   });
 }
 
+
+// The manifest entry, and the answers for `nodes` nodes when asked.
+absl::Status ReadManifestAndAnswers(absl::string_view manifest, absl::string_view answers,
+                                    absl::string_view where, std::size_t nodes, bool with_answers,
+                                    DecodedRecord* record) {
+  record->manifest_text = std::string(manifest);
+  SEMMAP_ASSIGN_OR_RETURN(Manifest parsed,
+                          Manifest::Parse(record->manifest_text,
+                                          absl::StrCat(where, ": ", kRecordManifestKey)));
+  record->manifest = std::make_shared<const Manifest>(std::move(parsed));
+  if (!with_answers) return absl::OkStatus();
+  return ReadAnswers(answers, absl::StrCat(where, ": ", kRecordAnswersKey), nodes, record);
+}
+
+// The model-level metadata entries at the beginning of a serialized
+// ModelProto (a record writes them before its graph), by key, as far as
+// they are complete in `bytes`. True once a field other than an entry
+// follows them, or all three of the record's are there.
+bool LeadingEntries(absl::string_view bytes, std::map<std::string, absl::string_view>* out) {
+  out->clear();
+  WireReader r(bytes);
+  WireField f;
+  while (r.Next(&f)) {
+    if (f.number != model_field::kMetadataProps || !IsLen(f)) return true;
+    WireReader entry(f.bytes);
+    WireField e;
+    absl::string_view key, value;
+    while (entry.Next(&e)) {
+      if (e.number == kEntryKey && IsLen(e)) key = e.bytes;
+      if (e.number == kEntryValue && IsLen(e)) value = e.bytes;
+    }
+    (*out)[std::string(key)] = value;
+    if (out->count(std::string(kRecordSourceKey)) && out->count(std::string(kRecordManifestKey)) &&
+        out->count(std::string(kRecordAnswersKey))) {
+      return true;
+    }
+  }
+  return false;  // ends inside a field, or the bytes end: more is needed
+}
+
 }  // namespace
 
 bool SameModules(const Manifest& a, const Manifest& b) {
@@ -216,48 +259,84 @@ absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
   }
   absl::string_view payload;
   SEMMAP_RETURN_IF_ERROR(ReadVersion(*value, where, &payload).status());
+  const std::size_t colon = payload.find(':');
+  std::uint64_t stated = 0;
+  if (colon == absl::string_view::npos || colon == 0 || colon > 20 ||
+      !absl::SimpleAtoi(payload.substr(0, colon), &stated)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": the version is not followed by the stream's length in bytes and ':'"));
+  }
   std::string compressed;
-  if (!absl::Base64Unescape(payload, &compressed) || compressed.empty()) {
+  if (!absl::Base64Unescape(payload.substr(colon + 1), &compressed) || compressed.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": the text after the version is not base64"));
+        absl::StrCat(where, ": the text after the length is not base64"));
+  }
+  if (compressed.size() != stated) {
+    return absl::DataLossError(absl::StrCat(where, ": truncated or padded: it states ", stated,
+                                            " bytes of zlib stream, ", compressed.size(),
+                                            " are there"));
   }
   const std::uint64_t bound =
       std::min<std::uint64_t>(limits.max_inflated_bytes, compressed.size() * kMaxInflationRatio);
+  // The entries first: a record made from this very graph needs no more.
+  std::map<std::string, absl::string_view> leading;
+  SEMMAP_ASSIGN_OR_RETURN(
+      std::string prefix,
+      InflatePrefix(compressed, bound, where,
+                    [&leading](absl::string_view so_far) { return LeadingEntries(so_far, &leading); }));
+  LeadingEntries(prefix, &leading);
+  const auto source = leading.find(std::string(kRecordSourceKey));
+  const auto manifest = leading.find(std::string(kRecordManifestKey));
+  const auto answers = leading.find(std::string(kRecordAnswersKey));
+  if (source != leading.end() && manifest != leading.end() && answers != leading.end()) {
+    DecodedRecord record;
+    record.encoded_bytes = value->size();
+    const std::string source_where = absl::StrCat(where, ": ", kRecordSourceKey);
+    // A source entry that does not parse, or another graph's: the full
+    // reading below says what is wrong, or reads the copy.
+    DecodedRecord probe;
+    if (ReadSource(source->second, source_where, graph.size(), &probe).ok() &&
+        probe.fingerprint == GraphFingerprint(graph)) {
+      record.fingerprint = probe.fingerprint;
+      record.generator = std::move(probe.generator);
+      record.naming = probe.naming;
+      SEMMAP_RETURN_IF_ERROR(ReadManifestAndAnswers(
+          manifest->second, answers->second, where, graph.size(),
+          /*with_answers=*/record.naming.scheme == NodeNaming::kMetadata, &record));
+      return std::optional<DecodedRecord>(std::move(record));
+    }
+  }
+  // A record of another graph, or written in another order: all of it.
+  prefix = std::string();
   SEMMAP_ASSIGN_OR_RETURN(std::string bytes, Inflate(compressed, bound, where));
-  compressed.clear();
-  compressed.shrink_to_fit();
-  SEMMAP_ASSIGN_OR_RETURN(Graph copy,
-                          Graph::Parse(bytes, absl::StrCat(where, ": its graph"), graph_options));
-  DecodedRecord record(std::move(copy));
+  compressed = std::string();
+  DecodedRecord record;
   record.encoded_bytes = value->size();
-  const std::vector<MetadataEntry>& entries = record.source.modelMetadata();
-  const absl::string_view* source = FindLast(entries, kRecordSourceKey);
-  const absl::string_view* manifest = FindLast(entries, kRecordManifestKey);
-  const absl::string_view* answers = FindLast(entries, kRecordAnswersKey);
-  for (const auto& [part, key] : {std::pair{source, kRecordSourceKey},
-                                  std::pair{manifest, kRecordManifestKey},
-                                  std::pair{answers, kRecordAnswersKey}}) {
+  SEMMAP_ASSIGN_OR_RETURN(record.source,
+                          Graph::Parse(bytes, absl::StrCat(where, ": its graph"), graph_options));
+  const Graph& copy = *record.source;
+  const std::vector<MetadataEntry>& entries = copy.modelMetadata();
+  const absl::string_view* source_entry = FindLast(entries, kRecordSourceKey);
+  const absl::string_view* manifest_entry = FindLast(entries, kRecordManifestKey);
+  const absl::string_view* answers_entry = FindLast(entries, kRecordAnswersKey);
+  for (const auto& [part, key] : {std::pair{source_entry, kRecordSourceKey},
+                                  std::pair{manifest_entry, kRecordManifestKey},
+                                  std::pair{answers_entry, kRecordAnswersKey}}) {
     if (part == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": its graph has no \"", key, "\" entry"));
     }
   }
-  SEMMAP_RETURN_IF_ERROR(
-      ReadSource(*source, absl::StrCat(where, ": ", kRecordSourceKey), record.source.size(),
-                 &record));
-  const std::uint64_t actual = GraphFingerprint(record.source);
+  SEMMAP_RETURN_IF_ERROR(ReadSource(*source_entry, absl::StrCat(where, ": ", kRecordSourceKey),
+                                    copy.size(), &record));
+  const std::uint64_t actual = GraphFingerprint(copy);
   if (actual != record.fingerprint) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": its graph's fingerprint is ", FingerprintText(actual), ", the record states ",
         FingerprintText(record.fingerprint), " (an edited or damaged record)"));
   }
-  record.manifest_text = std::string(*manifest);
-  SEMMAP_ASSIGN_OR_RETURN(Manifest parsed,
-                          Manifest::Parse(record.manifest_text,
-                                          absl::StrCat(where, ": ", kRecordManifestKey)));
-  record.manifest = std::make_shared<const Manifest>(std::move(parsed));
-  SEMMAP_RETURN_IF_ERROR(
-      ReadAnswers(*answers, absl::StrCat(where, ": ", kRecordAnswersKey), &record));
+  SEMMAP_RETURN_IF_ERROR(ReadManifestAndAnswers(*manifest_entry, *answers_entry, where,
+                                                copy.size(), /*with_answers=*/true, &record));
   return std::optional<DecodedRecord>(std::move(record));
 }
 

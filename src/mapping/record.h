@@ -2,10 +2,10 @@
 // model's metadata, and the pieces its writer (output/embed.cc) shares.
 //
 // The value of the model-level metadata entry kRecordKey is
-//   "semmap-record/1:" + base64(zlib(R))
+//   "semmap-record/1:" + <bytes of zlib(R), decimal> + ":" + base64(zlib(R))
 // where R is a serialized ONNX ModelProto: the weightless copy of the
 // source export's graph (graph/weightless_copy.h) whose own model-level
-// metadata_props hold
+// metadata_props, written before its graph, hold
 //   "semmap.source"   JSON {"fingerprint": 16 hex digits, "nodes": N,
 //                     "generator": "semmap X.Y.Z", "naming": "scopes" |
 //                     "metadata" | "none", "scopes": S} (how the export
@@ -57,12 +57,15 @@ struct RecordLimits {
 inline constexpr std::uint64_t kMaxInflationRatio = 256;
 
 struct DecodedRecord {
-  explicit DecodedRecord(Graph copy) : source(std::move(copy)) {}
-
-  Graph source;  // the weightless copy of the source export
+  // The weightless copy of the source export; not read (nullopt) when the
+  // record states the fingerprint of the very graph that carries it: the
+  // record was made from this graph, which is then its own copy.
+  std::optional<Graph> source;
   std::shared_ptr<const Manifest> manifest;
   std::string manifest_text;  // as stored, for writing the record again
-  std::vector<MappingRecord> answers;  // per node of `source`
+  // Per node of `source` (of the graph itself without one); empty when not
+  // needed: the graph itself, named as the export was.
+  std::vector<MappingRecord> answers;
   OriginTable origins;                 // of `source`'s nodes
   std::uint64_t fingerprint = 0;
   std::string generator;
@@ -71,8 +74,11 @@ struct DecodedRecord {
 };
 
 // The record `graph` carries, or nullopt when it has none (the last entry
-// counts when the key repeats). Errors (messages start with `origin` and
-// the key):
+// counts when the key repeats). A record that states `graph`'s own
+// fingerprint is read only as far as its entries (written first): its
+// manifest, and its answers only when the export named its modules by
+// metadata (which the graph may have lost). Errors (messages start with
+// `origin` and the key):
 //   FailedPrecondition  a format version newer than this build reads
 //   InvalidArgument     a value that is not a record (prefix, base64,
 //                       zlib, the copy, the manifest, the answers, each

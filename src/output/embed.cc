@@ -137,24 +137,29 @@ absl::StatusOr<EmbedResult> Embed(const SemanticMapper& source, const std::strin
       "{\"fingerprint\":\"", result.fingerprint, "\",\"nodes\":", result.nodes,
       ",\"generator\":\"semmap ", SEMMAP_VERSION_STRING, "\",\"naming\":\"",
       NodeNamingName(naming.scheme), "\",\"scopes\":", naming.scopes, "}");
-  for (const auto& [key, value] :
-       {std::pair<absl::string_view, absl::string_view>{internal::kRecordSourceKey, source_json},
-        {internal::kRecordManifestKey, manifest_text}}) {
-    std::string entry;
-    internal::AppendLenField(&entry, internal::kEntryKey, key);
-    internal::AppendLenField(&entry, internal::kEntryValue, value);
-    internal::AppendLenField(&copy, internal::model_field::kMetadataProps, entry);
-  }
+  // The entries first: a reader of the file the record was made from needs
+  // them and not the copy, and stops inflating once it has them.
+  std::string record_model;
   {
     const std::string answers = AnswersJson(source);
-    std::string entry;
-    internal::AppendLenField(&entry, internal::kEntryKey, internal::kRecordAnswersKey);
-    internal::AppendLenField(&entry, internal::kEntryValue, answers);
-    internal::AppendLenField(&copy, internal::model_field::kMetadataProps, entry);
+    for (const auto& [key, value] : {std::pair<absl::string_view, absl::string_view>{
+                                         internal::kRecordSourceKey, source_json},
+                                     {internal::kRecordManifestKey, manifest_text},
+                                     {internal::kRecordAnswersKey, answers}}) {
+      std::string entry;
+      internal::AppendLenField(&entry, internal::kEntryKey, key);
+      internal::AppendLenField(&entry, internal::kEntryValue, value);
+      internal::AppendLenField(&record_model, internal::model_field::kMetadataProps, entry);
+    }
   }
-  SEMMAP_ASSIGN_OR_RETURN(std::string compressed, internal::Deflate(copy));
+  record_model += copy;
   copy = std::string();
-  std::string value = absl::StrCat(internal::kRecordValuePrefix, kRecordFormatVersion, ":");
+  SEMMAP_ASSIGN_OR_RETURN(std::string compressed, internal::Deflate(record_model));
+  record_model = std::string();
+  // "semmap-record/1:<zlib stream bytes>:<base64>": the length tells a
+  // value cut short from a whole one without inflating all of it.
+  std::string value = absl::StrCat(internal::kRecordValuePrefix, kRecordFormatVersion, ":",
+                                   compressed.size(), ":");
   value += absl::Base64Escape(compressed);
   result.record_bytes = value.size();
 
