@@ -396,3 +396,17 @@ def test_fused_node_names_its_origins():
     assert conv.origins == ["layer1.0.conv1", "layer1.0.bn1"]
     assert conv.as_dict()["origins"] == conv.origins
     assert m.module_for("node_relu_1").origins == []
+
+
+def test_embed_needs_a_manifest_and_never_overwrites(tmp_path):
+    model = BERT / "model.onnx"
+    with pytest.raises(ValueError, match="needs the model's manifest"):
+        semmap.embed(model, tmp_path / "out.onnx")
+    assert not (tmp_path / "out.onnx").exists()
+    result = semmap.embed(model, tmp_path / "out.onnx", manifest=BERT / "manifest.json")
+    assert result["nodes"] == len(semmap.load(model)) and result["record_bytes"] > 0
+    with pytest.raises(ValueError):
+        semmap.embed(tmp_path / "out.onnx", tmp_path / "out.onnx", manifest=BERT / "manifest.json")
+    m = semmap.load(tmp_path / "out.onnx")
+    assert m.provenance["record"] == "source" and m.provenance["record_bytes"] == result["record_bytes"]
+    assert semmap.load(model).provenance == {"manifest": "none", "record": "absent", "reference": "none"}

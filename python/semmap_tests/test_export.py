@@ -74,6 +74,19 @@ def test_export_writes_model_and_manifest_and_maps_them(bert, tmp_path, exporter
         assert {m[n].class_name for n in nodes} == {"Linear"}
         assert any(m[n].op_type in ("MatMul", "Gemm") for n in nodes)
     assert set(m.layer(1)) <= set(m.nodes(module="bert.encoder.layer.1", subtree=True))
+    # The export carries its record: the file alone maps as with its manifest.
+    alone = semmap.load(path)
+    assert alone.provenance["record"] == "source" and alone.provenance["manifest"] == "record"
+    assert [x.module for x in alone] == [x.module for x in m]
+
+
+def test_export_without_record(bert, tmp_path):
+    import onnx
+
+    path = tmp_path / "model.onnx"
+    semmap.export(bert, _inputs(), path, exporter="torchscript", record=False)
+    assert not [p for p in onnx.load(str(path)).metadata_props if p.key == "semmap.record"]
+    assert semmap.load(path).provenance["record"] == "absent"
 
 
 def test_positional_inputs_and_a_plain_module(tmp_path):

@@ -77,3 +77,20 @@ def test_no_manifest(fixture, tmp_path, monkeypatch):
     assert all(mp.confidence <= 0.8 for mp in m)
     assert len(scope["modules"]) > 10
     assert set(scope["unsure"]) == {mp.node for mp in m if mp.confidence < 0.5}
+
+
+def test_one_file_after_quantization(bert_dir, monkeypatch):
+    import semmap
+
+    scope = run("one-file-after-quantization", bert_dir, monkeypatch)
+    m = scope["m"]
+    assert m.provenance["record"] == "used"
+    assert m.provenance["manifest"] == "record" and m.provenance["reference"] == "record"
+    assert m.has_manifest and m.manifest_path is None
+    # The record gives what the manifest and the export as reference give.
+    named = semmap.load(bert_dir / "model.int8.onnx", bert_dir / "manifest.json",
+                        reference=bert_dir / "model.onnx")
+    assert [x.module for x in m] == [x.module for x in named]
+    assert m.mapped_count == len(m)
+    ignored = semmap.load(bert_dir / "model.int8.onnx", use_record=False)
+    assert ignored.provenance["record"] == "ignored" and not ignored.has_manifest
