@@ -1,6 +1,7 @@
 // Forward signatures (mapping/strategies/forward_signature.h): the
 // operations expected between two anchored modules, and their matching with
 // a gap's nodes by op type.
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -232,6 +233,121 @@ TEST_CASE("Between gives up on a manifest whose calls double at every level") {
     CHECK_FALSE(
         ForwardSignatures(*deep, Rules::Default()).Between(deep->find("a"), deep->find("b"), &ops));
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A manifest JSON of (path, parameters, forward) entries; each parent is
+// the path without its last atom and lists its children in entry order.
+struct Entry {
+  std::string path;
+  bool weight = false;
+  std::string forward;  // a JSON array
+};
+
+std::string ManifestOfEntries(const std::vector<Entry>& entries) {
+  std::string json = R"({"format":"semmap.manifest","schema_version":2,)"
+                     R"("model":{"class":"M","qualified_class":"t.M"},"modules":[)";
+  auto parent_of = [](const std::string& path) {
+    const std::size_t dot = path.rfind('.');
+    return dot == std::string::npos ? std::string() : path.substr(0, dot);
+  };
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const Entry& e = entries[i];
+    std::string children;
+    for (const Entry& c : entries) {
+      if (!c.path.empty() && c.path != e.path && parent_of(c.path) == e.path) {
+        children += (children.empty() ? "\"" : ",\"") + c.path + "\"";
+      }
+    }
+    json += (i ? "," : "") + std::string(R"({"path":")") + e.path +
+            R"(","class":"C","qualified_class":"t.C","parent":)" +
+            (i == 0 ? std::string("null") : "\"" + parent_of(e.path) + "\"") +
+            R"(,"children":[)" + children + R"(],"parameters":[)" +
+            (e.weight ? R"({"name":"w","shape":[2,2],"dtype":"float32"})" : "") +
+            R"(],"buffers":[],"forward":)" + e.forward + "}";
+  }
+  return json + "]}";
+}
+
+// `n` copies of `event` as a JSON array's elements, then `last`.
+std::string Repeated(const std::string& event, int n, const std::string& last = "") {
+  std::string out = "[";
+  for (int i = 0; i < n; ++i) out += (i ? "," : "") + event;
+  if (!last.empty()) out += (n ? "," : "") + last;
+  return out + "]";
+}
+
+TEST_CASE("Between looks calls up in tables: no forward is scanned per gap") {
+  // a lies 50 modules deep, each of whose forwards runs 9,999 adds before
+  // its call toward a; b is the root's next call. Finding the call toward
+  // a scanned all 50 forwards for every gap (5 * 10^5 events).
+  std::vector<Entry> entries = {{"", false, R"([{"call":"c"},{"call":"b"}])"}};
+  std::string path = "c";
+  for (int depth = 0; depth < 50; ++depth) {
+    const std::string next = depth + 1 < 50 ? path + ".c" : path + ".a";
+    entries.push_back({path, false, Repeated(R"({"op":"add"})", 9999, R"({"call":")" + next + "\"}")});
+    path = next;
+  }
+  entries.push_back({path, true, R"([{"op":"matmul","reads":["w"]}])"});
+  entries.push_back({"b", true, R"([{"op":"matmul","reads":["w"]}])"});
+  auto m = Manifest::Parse(ManifestOfEntries(entries), "deep.json");
+  REQUIRE(m.ok());
+  const ModuleId a = m->find(path), b = m->find("b");
+  // A graph large enough that its budget never binds here.
+  const ForwardSignatures signatures(*m, Rules::Default(), 1'000'000'000);
+  std::vector<ExpectedOp> ops;
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t answered = 0;
+  for (int gap = 0; gap < 20000; ++gap) {
+    if (signatures.Between(a, b, &ops) && Describe(*m, ops) == std::vector<std::string>{path + ":matmul", "b:matmul"}) {
+      ++answered;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(seconds);
+  CHECK(answered == 20000);
+  CHECK(seconds < 3.0);  // 10^10 events scanned before
+}
+
+TEST_CASE("Between's visits are budgeted per graph as well as per gap") {
+  // The root calls a, ten relays that each call an empty module 10,000
+  // times, then b, c and d. Between a and b expands 10^5 calls: past the
+  // gap's budget, it fails, and spends that much of the graph's.
+  std::vector<Entry> entries = {{"", false, ""}, {"a", true, R"([{"op":"matmul","reads":["w"]}])"},
+                                {"e", false, "[]"}};
+  std::string root = R"([{"call":"a"})";
+  for (int r = 0; r < 10; ++r) {
+    const std::string relay = "r" + std::to_string(r);
+    entries.push_back({relay, false, Repeated(R"({"call":"e"})", 10000)});
+    root += R"(,{"call":")" + relay + "\"}";
+  }
+  for (const char* leaf : {"b", "c", "d"}) {
+    entries.push_back({leaf, true, R"([{"op":"matmul","reads":["w"]}])"});
+    root += std::string(R"(,{"call":")") + leaf + "\"}";
+  }
+  entries[0].forward = root + "]";
+  auto m = Manifest::Parse(ManifestOfEntries(entries), "calls.json");
+  REQUIRE(m.ok());
+  const ModuleId a = m->find("a"), b = m->find("b"), c = m->find("c"), d = m->find("d");
+  std::vector<ExpectedOp> ops;
+  // A small graph: a hundred expensive gaps spend its budget, after which
+  // even a gap of one operation is left open.
+  const ForwardSignatures small(*m, Rules::Default(), 1000);
+  REQUIRE(small.Between(c, d, &ops));
+  CHECK(Describe(*m, ops) == std::vector<std::string>{"c:matmul", "d:matmul"});
+  const auto start = std::chrono::steady_clock::now();
+  for (int gap = 0; gap < 100; ++gap) CHECK_FALSE(small.Between(a, b, &ops));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(seconds);
+  CHECK_FALSE(small.Between(c, d, &ops));
+  CHECK(seconds < 1.0);
+  // The budget grows with the graph: a large one still answers.
+  const ForwardSignatures large(*m, Rules::Default(), 100'000'000);
+  for (int gap = 0; gap < 100; ++gap) CHECK_FALSE(large.Between(a, b, &ops));
+  CHECK(large.Between(c, d, &ops));
 }
 
 }  // namespace
