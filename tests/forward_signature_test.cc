@@ -8,8 +8,10 @@
 #include "absl/strings/string_view.h"
 #include "catch2/catch.hpp"
 #include "mapping/strategies/forward_signature.h"
+#include "nlohmann/json.hpp"
 #include "semmap/manifest.h"
 #include "semmap/rules.h"
+#include "test_util.h"
 
 namespace {
 
@@ -247,29 +249,21 @@ struct Entry {
   std::string forward;  // a JSON array
 };
 
+// Entries in manifest order, the root first; the manifest of test_util.h
+// over their paths, at version 2 with their weights and forwards.
 std::string ManifestOfEntries(const std::vector<Entry>& entries) {
-  std::string json = R"({"format":"semmap.manifest","schema_version":2,)"
-                     R"("model":{"class":"M","qualified_class":"t.M"},"modules":[)";
-  auto parent_of = [](const std::string& path) {
-    const std::size_t dot = path.rfind('.');
-    return dot == std::string::npos ? std::string() : path.substr(0, dot);
-  };
+  std::vector<std::string> paths;
+  for (std::size_t i = 1; i < entries.size(); ++i) paths.push_back(entries[i].path);
+  nlohmann::json doc = nlohmann::json::parse(semmap_test::ManifestJson(paths));
+  doc["schema_version"] = 2;
   for (std::size_t i = 0; i < entries.size(); ++i) {
-    const Entry& e = entries[i];
-    std::string children;
-    for (const Entry& c : entries) {
-      if (!c.path.empty() && c.path != e.path && parent_of(c.path) == e.path) {
-        children += (children.empty() ? "\"" : ",\"") + c.path + "\"";
-      }
+    nlohmann::json& module = doc["modules"][i];
+    if (entries[i].weight) {
+      module["parameters"] = {{{"name", "w"}, {"shape", {2, 2}}, {"dtype", "float32"}}};
     }
-    json += (i ? "," : "") + std::string(R"({"path":")") + e.path +
-            R"(","class":"C","qualified_class":"t.C","parent":)" +
-            (i == 0 ? std::string("null") : "\"" + parent_of(e.path) + "\"") +
-            R"(,"children":[)" + children + R"(],"parameters":[)" +
-            (e.weight ? R"({"name":"w","shape":[2,2],"dtype":"float32"})" : "") +
-            R"(],"buffers":[],"forward":)" + e.forward + "}";
+    module["forward"] = nlohmann::json::parse(entries[i].forward);
   }
-  return json + "]}";
+  return doc.dump();
 }
 
 // `n` copies of `event` as a JSON array's elements, then `last`.

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -41,7 +40,7 @@ def test_inputs_of_the_wrong_kind(tmp_path):
         semmap.load(MODEL, MODEL)
     with pytest.raises(ValueError, match="manifest.json"):
         semmap.load(MODEL, MANIFEST, rules=MANIFEST)
-    with pytest.raises(ValueError, match="not a regular file"):
+    with pytest.raises((ValueError, OSError), match="is a directory"):
         semmap.load(tmp_path)
 
 
@@ -94,39 +93,21 @@ def test_a_rule_file_cannot_make_guesses_certain(tmp_path):
     assert guesses and max(x.confidence for x in guesses) < semmap.CONFIDENT_FLOOR
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
-def test_a_write_into_a_read_only_directory_is_a_permission_error(bert, tmp_path):
-    read_only = tmp_path / "ro"
-    read_only.mkdir()
-    read_only.chmod(0o555)
-    try:
-        for write in (bert.annotate, bert.report, bert.write_sidecar):
-            with pytest.raises(PermissionError, match="ro"):
-                write(read_only / "out")
-        assert list(read_only.iterdir()) == []
-    finally:
-        read_only.chmod(0o755)
+def test_a_write_into_a_read_only_directory_is_a_permission_error(bert, read_only_dir):
+    for write in (bert.annotate, bert.report, bert.write_sidecar):
+        with pytest.raises(PermissionError, match="ro"):
+            write(read_only_dir / "out")
+    assert list(read_only_dir.iterdir()) == []
 
 
 def test_two_threads_mapping_at_once_give_the_answers_of_one(tmp_path):
-    alone = [(x.node, x.module, x.confidence, str(x.strategy)) for x in semmap.load(MODEL, MANIFEST)]
-    results: list[list[tuple]] = [[], []]
-    errors: list[BaseException] = []
+    def answers(k: int) -> list[tuple]:
+        m = semmap.load(MODEL, MANIFEST)
+        m.write_sidecar(tmp_path / f"s{k % 2}.json")
+        return [(x.node, x.module, x.confidence, str(x.strategy)) for x in m]
 
-    def work(k: int) -> None:
-        try:
-            for _ in range(3):
-                m = semmap.load(MODEL, MANIFEST)
-                results[k] = [(x.node, x.module, x.confidence, str(x.strategy)) for x in m]
-                m.write_sidecar(tmp_path / f"s{k}.json")
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
-    assert results[0] == alone and results[1] == alone
+    alone = answers(0)
+    with ThreadPoolExecutor(2) as pool:  # an exception in a thread is raised here
+        together = list(pool.map(answers, range(6)))
+    assert all(result == alone for result in together)
     assert json.loads((tmp_path / "s0.json").read_text()) == json.loads((tmp_path / "s1.json").read_text())
