@@ -183,7 +183,7 @@ with tempfile.TemporaryDirectory() as tmp:
         # Redirected to a file, standard output gets the same bytes.
         redirected = t(f"{args[0]}.redirected")
         with open(redirected, "wb") as f:
-            check(f"6 {args[0]} -o - > FILE", run(*args, "-o", "-", stdout=f), 0)
+            check(f"6 {args[0]} -o - > FILE", run(*args, "-o", "-", stdout=f, cwd=cwd), 0)
         with open(redirected, "rb") as f, open(to_file, "rb") as g:
             if f.read() != g.read():
                 failures.append(f"6 {args[0]} -o - > FILE differs from -o FILE")
