@@ -187,6 +187,25 @@ with tempfile.TemporaryDirectory() as tmp:
         with open(redirected, "rb") as f, open(to_file, "rb") as g:
             if f.read() != g.read():
                 failures.append(f"6 {args[0]} -o - > FILE differs from -o FILE")
+    # Appended to (>>), a file would be replaced whole: refused, the file
+    # kept; the sidecar is printed, and appends.
+    kept = write(t("kept.txt"), "earlier output\n")
+    for args in writers:
+        with open(kept, "ab") as f:
+            done = run(*args, "-o", "-", stdout=f)
+        if args[0] == "sidecar":
+            check("6 sidecar -o - >> FILE", done, 0)
+            with open(kept) as f:
+                appended = f.read()
+            if not appended.startswith("earlier output\n{"):
+                failures.append(f"6 sidecar -o - >> FILE did not append: {appended[:40]!r}")
+            write(kept, "earlier output\n")
+            continue
+        check(f"6 {args[0]} -o - >> FILE", done, 2, "appends to a file")
+        with open(kept) as f:
+            if f.read() != "earlier output\n":
+                failures.append(f"6 {args[0]} -o - >> FILE changed the file")
+                write(kept, "earlier output\n")
     cwd = tempfile.mkdtemp(dir=tmp)
     check("6 extract --stages -o -",
           run("extract", bert_model, "--manifest", bert_manifest, "--stages", "2", "-o", "-",

@@ -93,6 +93,9 @@ int RunExtractCommand(int argc, char** argv) {
   }
   const std::string* module = args->option("--module");
   const std::string* output = args->option("--output");
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kTool, target);
+  }
   const std::string& input = args->positional[0];
   semmap::ExtractOptions options;
   options.allow_overwrite = args->has("--allow-overwrite");

@@ -48,6 +48,9 @@ int RunGraphmlCommand(int argc, char** argv) {
   if (!args) return exit_code;
   const std::string* output = args->option("--output");
   semmap::GraphmlOptions options;
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kTool, target);
+  }
   if (const std::string* d = args->option("--depth")) {
     if (!absl::SimpleAtoi(*d, &options.max_depth) || options.max_depth < 1 ||
         options.max_depth > 10000) {

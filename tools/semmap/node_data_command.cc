@@ -58,6 +58,9 @@ int RunNodeDataCommand(int argc, char** argv) {
   if (!args) return exit_code;
   const std::string* output = args->option("--output");
   semmap::NodeDataOptions options;
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kTool, target);
+  }
   const std::string* value = args->option("--value");
   const std::string* profile_path = args->option("--ort-profile");
   if (value == nullptr || *value == "confidence") {

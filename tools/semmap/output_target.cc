@@ -1,5 +1,6 @@
 #include "output_target.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,21 @@ namespace semmap_cli {
 
 std::string OutputPath(const std::string& output) {
   return IsStandardOutput(output) ? std::string("/dev/stdout") : output;
+}
+
+absl::Status CheckStandardOutputTarget(const std::string& output) {
+  struct stat out;
+  if (!IsStandardOutput(output) || fstat(STDOUT_FILENO, &out) != 0 || !S_ISREG(out.st_mode)) {
+    return absl::OkStatus();
+  }
+  const int flags = fcntl(STDOUT_FILENO, F_GETFL);
+  const off_t offset = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+  if ((flags != -1 && (flags & O_APPEND) != 0) || offset > 0) {
+    return absl::InvalidArgumentError(
+        "-o -: standard output appends to a file, which this command would replace whole; "
+        "redirect with > or give -o FILE");
+  }
+  return absl::OkStatus();
 }
 
 std::ostream& SummaryStream(const std::string& output) {

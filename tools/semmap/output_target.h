@@ -20,6 +20,11 @@ inline bool IsStandardOutput(const std::string& output) { return output == "-"; 
 // file, after the same check against the inputs), else `output` itself.
 std::string OutputPath(const std::string& output);
 
+// OK unless `output` is `-` and standard output appends to a regular file
+// (`>>`, or an offset past its start): the library replaces a file whole,
+// which would lose what the file held. InvalidArgument then, before any work.
+absl::Status CheckStandardOutputTarget(const std::string& output);
+
 // Where a writer prints what it wrote: standard error when the output
 // itself goes to standard output, else standard output.
 std::ostream& SummaryStream(const std::string& output);

@@ -42,6 +42,9 @@ int RunReportCommand(int argc, char** argv) {
   if (!args) return exit_code;
   const std::string* output = args->option("--output");
   semmap::ReportOptions options;
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kTool, target);
+  }
   options.model_path = args->positional[0];
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
   options.allow_overwrite = args->has("--allow-overwrite");

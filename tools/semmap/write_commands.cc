@@ -106,6 +106,9 @@ int RunAnnotateCommand(int argc, char** argv) {
   const std::string* output = args->option("--output");
   const std::string& input = args->positional[0];
   semmap::AnnotateOptions options;
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kAnnotateTool, target);
+  }
   options.allow_overwrite = args->has("--allow-overwrite");
   options.protected_paths = args->inputs;
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
