@@ -4,7 +4,10 @@
 //     precedes it, lists it among its children, and depth = parent's + 1;
 //   - find(path) returns each module's own index, withVariableName() lists
 //     it, and the lowest common ancestor of two modules is an ancestor of
-//     both.
+//     both;
+//   - forward signatures (schema version 2, and only there) hold at most
+//     10,000 events; each call names a module other than the caller and
+//     the root, each read one of the module's own tensors, once.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -51,6 +54,29 @@ void CheckManifest(const semmap::Manifest& m) {
       }
     }
   }
+  bool traced = false;
+  for (semmap::ModuleId i = 0; i < n; ++i) {
+    const semmap::ModuleInfo& info = m.module(i);
+    traced |= info.traced;
+    SEMMAP_FUZZ_CHECK(info.traced || info.forward.empty());
+    SEMMAP_FUZZ_CHECK(info.forward.size() <= 10000);
+    for (const semmap::ForwardEvent& e : info.forward) {
+      if (e.call != semmap::kNoModule) {
+        SEMMAP_FUZZ_CHECK(e.call > 0 && e.call < n && e.call != i && e.op.empty() && e.reads.empty());
+        continue;
+      }
+      SEMMAP_FUZZ_CHECK(!e.op.empty());
+      for (std::size_t r = 0; r < e.reads.size(); ++r) {
+        bool own = false;
+        for (const auto* list : {&info.parameters, &info.buffers}) {
+          for (const semmap::TensorSpec& t : *list) own |= t.name == e.reads[r];
+        }
+        SEMMAP_FUZZ_CHECK(own);
+        for (std::size_t q = 0; q < r; ++q) SEMMAP_FUZZ_CHECK(e.reads[q] != e.reads[r]);
+      }
+    }
+  }
+  SEMMAP_FUZZ_CHECK(traced == (m.schemaVersion() == 2));
   SEMMAP_FUZZ_CHECK(m.lowestCommonAncestor(semmap::kNoModule, 0) == semmap::kNoModule);
   SEMMAP_FUZZ_CHECK(!m.isAncestorOrSelf(semmap::kNoModule, 0));
 }

@@ -4,7 +4,9 @@
 //   - an error names the origin and is InvalidArgument or FailedPrecondition;
 //   - parsed rules answer every query, matching their patterns against the
 //     input text itself (a long, hostile subject);
-//   - stripValueSuffixes() returns a prefix of its argument.
+//   - stripValueSuffixes() returns a prefix of its argument;
+//   - the calibration reports confidences in (0, 1] never decreasing in the
+//     raw one, and below kConfidentFloor for every inferred strategy.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,6 +18,7 @@
 #include "manifest/rule_queries.h"
 #include "semmap/manifest.h"
 #include "semmap/rules.h"
+#include "semmap/strategy.h"
 
 namespace {
 
@@ -63,5 +66,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)rules->categoryOf(m, i);
   }
   SEMMAP_FUZZ_CHECK(rules->categoryOf(m, semmap::kNoModule).empty());
+  const semmap::internal::RuleQueries queries(*rules);
+  for (std::size_t s = 1; s < semmap::kStrategyCount; ++s) {
+    const auto strategy = static_cast<semmap::Strategy>(s);
+    double last = 0.0;
+    for (int step = 0; step <= 100; ++step) {
+      const double reported = queries.calibrated(strategy, step / 100.0);
+      SEMMAP_FUZZ_CHECK(reported >= last && reported <= 1.0);
+      SEMMAP_FUZZ_CHECK(!semmap::IsInferred(strategy) || reported < semmap::kConfidentFloor);
+      last = reported;
+    }
+  }
   return 0;
 }

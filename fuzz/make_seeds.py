@@ -138,6 +138,69 @@ def write(path: pathlib.Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+def signature_seeds(fixtures: pathlib.Path, out: pathlib.Path, stripped_model: bytes) -> None:
+    """Manifest schema version 2 (forward signatures) and the rule file's
+    calibration: a real signed manifest alone and after a stripped model
+    (the structural step's gaps), small manifests the reader refuses (calls
+    of the caller, the root, in a cycle; reads on a call, of no tensor,
+    twice; forward in version 1, version 2 without forward; 10,001 events
+    would not fit -max_len: the catalogue has them), and calibration tables valid and refused (decreasing, an
+    inferred strategy at the confident floor, a table for "unmapped")."""
+    signed = json.loads((fixtures / "bert-seqcls.torchscript" / "manifest.json").read_text())
+    assert signed["schema_version"] == 2, "the seed needs forward signatures"
+    text = json.dumps(signed, separators=(",", ":")).encode()
+    write(out / "fuzz_manifest" / "bert-seqcls.v2.json", text)
+    if len(stripped_model) + len(SEPARATOR) + len(text) <= MAX_PIPELINE_BYTES:
+        write(out / "fuzz_pipeline" / "bert-seqcls.dynamo.stripped.v2",
+              stripped_model + SEPARATOR + text)
+
+    def small(version=2):
+        mod = lambda path, parent, children, params=(): {
+            "path": path, "class": "C", "qualified_class": "t.C", "parent": parent,
+            "children": children, "buffers": [],
+            "parameters": [{"name": p, "shape": [2, 2], "dtype": "float32"} for p in params]}
+        doc = {"format": "semmap.manifest", "schema_version": version,
+               "model": {"class": "M", "qualified_class": "t.M"},
+               "modules": [mod("", None, ["a"]), mod("a", "", ["a.b"]), mod("a.b", "a", [], ["weight"])]}
+        if version == 2:
+            doc["modules"][0]["forward"] = [{"call": "a"}]
+            doc["modules"][1]["forward"] = [{"call": "a.b"}, {"op": "relu"}]
+            doc["modules"][2]["forward"] = [{"op": "linear", "reads": ["weight"]}]
+        return doc
+
+    variants = {
+        "v2_small": [],
+        "v2_self_call": [(2, 0, {"call": "a.b"})],
+        "v2_root_call": [(1, 1, {"call": ""})],
+        "v2_call_cycle": [(2, 0, {"call": "a"})],
+        "v2_reads_on_call": [(1, 0, {"call": "a.b", "reads": ["weight"]})],
+        "v2_unknown_read": [(2, 0, {"op": "linear", "reads": ["weight", "bias"]})],
+        "v2_repeated_read": [(2, 0, {"op": "linear", "reads": ["weight", "weight"]})],
+    }
+    for name, edits in variants.items():
+        doc = small()
+        for module, event, value in edits:
+            doc["modules"][module]["forward"][event] = value
+        write(out / "fuzz_manifest" / f"{name}.json", json.dumps(doc).encode())
+    doc = small(1)
+    write(out / "fuzz_manifest" / "v2_without_forward.json",
+          json.dumps(doc | {"schema_version": 2}).encode())
+    doc["modules"][1]["forward"] = [{"op": "relu"}]
+    write(out / "fuzz_manifest" / "v1_with_forward.json", json.dumps(doc).encode())
+
+    tables = {
+        "calibration": {"structure": [[0.4, 0.5], [0.8, 0.7]], "exact_scope": [[0.5, 1.0]]},
+        "calibration_decreasing": {"op_rule": [[0.0, 0.8], [1.0, 0.01]]},
+        "calibration_inferred_certain": {s: [[0.0, 1.0]] for s in
+                                         ("tensor_names", "scope_prefix", "op_rule",
+                                          "neighbourhood", "structure", "reference")},
+        "calibration_unmapped": {"unmapped": [[0.5, 0.5]]},
+    }
+    for name, table in tables.items():
+        doc = {"format": "semmap.rules", "version": 1, "calibration": table}
+        write(out / "fuzz_rules" / f"{name}.json", json.dumps(doc).encode())
+
+
 def main() -> None:
     root = pathlib.Path(__file__).resolve().parent.parent
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -149,6 +212,7 @@ def main() -> None:
         shutil.rmtree(args.out / target, ignore_errors=True)
 
     names: set[str] = set()
+    stripped = b""
     for d in sorted(p for p in args.fixtures.iterdir() if (p / "model.onnx").is_file()):
         model = onnx.load(str(d / "model.onnx"), load_external_data=False)
         if node_count(model.graph) >= MAX_NODES:
@@ -174,6 +238,10 @@ def main() -> None:
         if len(manifest) <= MAX_SEED_BYTES and base in MANIFESTS:
             write(args.out / "fuzz_manifest" / f"{base}.json", manifest)
 
+        if d.name == "bert-seqcls.dynamo.stripped":
+            stripped = data
+
+    signature_seeds(args.fixtures, args.out, stripped)
     for name, data in hand_made_models().items():
         write(args.out / "fuzz_onnx_load" / f"{name}.onnx", data)
         write(args.out / "fuzz_pipeline" / name, data)

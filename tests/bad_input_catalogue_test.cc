@@ -532,6 +532,24 @@ std::string Edited(const std::string& pointer, const nlohmann::json& value, bool
 
 std::string Removed(const std::string& pointer) { return Edited(pointer, nullptr, true); }
 
+// The same manifest at schema version 2: a.b holds a weight; the root calls
+// a, a calls a.b then runs a relu, a.b runs a linear reading its weight.
+nlohmann::json TracedDoc() {
+  nlohmann::json doc = nlohmann::json::parse(semmap_test::ManifestJson({"a", "a.b"}));
+  doc["schema_version"] = 2;
+  doc["modules"][2]["parameters"] = {{{"name", "weight"}, {"shape", {2, 2}}, {"dtype", "float32"}}};
+  doc["modules"][0]["forward"] = {{{"call", "a"}}};
+  doc["modules"][1]["forward"] = {{{"call", "a.b"}}, {{"op", "relu"}}};
+  doc["modules"][2]["forward"] = {{{"op", "linear"}, {"reads", {"weight"}}}};
+  return doc;
+}
+
+std::string EditedTraced(const std::string& pointer, const nlohmann::json& value) {
+  nlohmann::json doc = TracedDoc();
+  doc[nlohmann::json::json_pointer(pointer)] = value;
+  return doc.dump();
+}
+
 // `text` with its first "@" replaced by `raw` (bytes JSON cannot carry).
 std::string WithRawBytes(std::string text, const std::string& raw) {
   return text.replace(text.find('@'), 1, raw);
@@ -634,6 +652,45 @@ std::vector<BadManifest> BadManifests() {
        Code::kInvalidArgument, "/modules/1/path: duplicate module path \"\""},
       {"a child listed twice", ManifestOf({{"", null, {"a", "a"}}, {"a", "", none}}),
        Code::kInvalidArgument, "/modules/0/children/1: child \"a\" is listed twice"},
+      // What the schema forbids, refused as it does (item 5 of the fourth
+      // audit; tests/check_manifest_schema.py runs the JSON Schema on the
+      // same kinds of file).
+      {"an unknown module field", Edited("/modules/1/future_field", {{"x", 1}}),
+       Code::kInvalidArgument, "/modules/1/future_field: unknown field \"future_field\""},
+      {"an unknown tensor field", EditedTraced("/modules/2/parameters/0/grad", true),
+       Code::kInvalidArgument, "/modules/2/parameters/0/grad: unknown field"},
+      {"an unknown event field", EditedTraced("/modules/2/forward/0/time", 1),
+       Code::kInvalidArgument, "/modules/2/forward/0/time: unknown field"},
+      {"a generator version that is a number", Edited("/generator", {{"torch", 2}}),
+       Code::kInvalidArgument, "/generator/torch: expected a string"},
+      {"a config value that is a list", Edited("/model/config", {{"sizes", {1, 2}}}),
+       Code::kInvalidArgument, "/model/config/sizes: expected a string, number, boolean or null"},
+      {"a model_type that is a number", Edited("/model/model_type", 5), Code::kInvalidArgument,
+       "/model/model_type: expected a string or null"},
+      {"10,001 events on one module",
+       EditedTraced("/modules/1/forward", std::vector<nlohmann::json>(10001, {{"op", "add"}})),
+       Code::kInvalidArgument, "/modules/1/forward: 10001 events, above the schema's limit of 10000"},
+      {"reads on a call", EditedTraced("/modules/1/forward/0", {{"call", "a.b"}, {"reads", {"weight"}}}),
+       Code::kInvalidArgument, "/modules/1/forward/0/reads: \"reads\" goes with an \"op\""},
+      {"reads of numbers on a call", EditedTraced("/modules/1/forward/0", {{"call", "a.b"}, {"reads", {1}}}),
+       Code::kInvalidArgument, "/modules/1/forward/0/reads: \"reads\" goes with an \"op\""},
+      {"a name read that is no tensor of the module",
+       EditedTraced("/modules/2/forward/0/reads", {"weight", "bias"}), Code::kInvalidArgument,
+       "/modules/2/forward/0/reads/1: \"bias\" is not a parameter or buffer of this module"},
+      {"a name read twice", EditedTraced("/modules/2/forward/0/reads", {"weight", "weight"}),
+       Code::kInvalidArgument, "/modules/2/forward/0/reads/1: \"weight\" is listed twice"},
+      {"reads empty", EditedTraced("/modules/2/forward/0/reads", none), Code::kInvalidArgument,
+       "/modules/2/forward/0/reads: must not be empty"},
+      {"version 2 without any forward", Edited("/schema_version", 2), Code::kInvalidArgument,
+       "/schema_version: version 2 needs a \"forward\" on at least one module"},
+      {"a forward in a version-1 file", EditedTraced("/schema_version", 1), Code::kInvalidArgument,
+       "/modules/0/forward: a forward signature needs schema_version 2"},
+      {"a module calling itself", EditedTraced("/modules/2/forward/0", {{"call", "a.b"}}),
+       Code::kInvalidArgument, "/modules/2/forward/0/call: a module cannot call itself"},
+      {"a module calling the root", EditedTraced("/modules/1/forward/1", {{"call", ""}}),
+       Code::kInvalidArgument, "/modules/1/forward/1/call: no module calls the root"},
+      {"a cycle of calls", EditedTraced("/modules/2/forward/0", {{"call", "a"}}),
+       Code::kInvalidArgument, "/modules/2/forward/0/call: calls \"a\", which is already being called"},
       // Not JSON at all (manifest_test.cc: binary, cut JSON, an array).
       {"non-UTF-8 in a string", WithRawBytes(Edited("/modules/1/path", "@"), "a\xff\xfe"),
        Code::kInvalidArgument, "not valid JSON"},
@@ -679,10 +736,15 @@ TEST_CASE("Catalogue: manifest limits and tolerated oddities", "[catalogue][mani
     CheckError(Manifest::Load(path, options).status(), absl::StatusCode::kInvalidArgument, path,
                "above the limit of 10 bytes");
   }
-  SECTION("unknown fields are ignored (forward compatible)") {
-    auto m = Manifest::Parse(Edited("/modules/1/future_field", {{"x", 1}}), "extra.json");
+  SECTION("unknown fields are ignored where the schema allows them") {
+    // At the top level and in "model"; a module's are refused (above).
+    auto m = Manifest::Parse(Edited("/future_field", {{"x", 1}}), "extra.json");
     REQUIRE(m.ok());
     CHECK(m->size() == 3);
+    CHECK(Manifest::Parse(Edited("/model/future_field", {1, 2}), "extra.json").ok());
+    auto traced = Manifest::Parse(TracedDoc().dump(), "traced.json");
+    REQUIRE(traced.ok());
+    CHECK(traced->module(2).forward.front().reads == std::vector<std::string>{"weight"});
   }
   SECTION("10^5 modules under one parent load in linear time") {
     // Checking each module against its parent's children list was

@@ -1,14 +1,17 @@
 // Forward signatures (mapping/strategies/forward_signature.h): the
 // operations expected between two anchored modules, and their matching with
 // a gap's nodes by op type.
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "catch2/catch.hpp"
 #include "mapping/strategies/forward_signature.h"
+#include "nlohmann/json.hpp"
 #include "semmap/manifest.h"
 #include "semmap/rules.h"
+#include "test_util.h"
 
 namespace {
 
@@ -232,6 +235,113 @@ TEST_CASE("Between gives up on a manifest whose calls double at every level") {
     CHECK_FALSE(
         ForwardSignatures(*deep, Rules::Default()).Between(deep->find("a"), deep->find("b"), &ops));
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A manifest JSON of (path, parameters, forward) entries; each parent is
+// the path without its last atom and lists its children in entry order.
+struct Entry {
+  std::string path;
+  bool weight = false;
+  std::string forward;  // a JSON array
+};
+
+// Entries in manifest order, the root first; the manifest of test_util.h
+// over their paths, at version 2 with their weights and forwards.
+std::string ManifestOfEntries(const std::vector<Entry>& entries) {
+  std::vector<std::string> paths;
+  for (std::size_t i = 1; i < entries.size(); ++i) paths.push_back(entries[i].path);
+  nlohmann::json doc = nlohmann::json::parse(semmap_test::ManifestJson(paths));
+  doc["schema_version"] = 2;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    nlohmann::json& module = doc["modules"][i];
+    if (entries[i].weight) {
+      module["parameters"] = {{{"name", "w"}, {"shape", {2, 2}}, {"dtype", "float32"}}};
+    }
+    module["forward"] = nlohmann::json::parse(entries[i].forward);
+  }
+  return doc.dump();
+}
+
+// `n` copies of `event` as a JSON array's elements, then `last`.
+std::string Repeated(const std::string& event, int n, const std::string& last = "") {
+  std::string out = "[";
+  for (int i = 0; i < n; ++i) out += (i ? "," : "") + event;
+  if (!last.empty()) out += (n ? "," : "") + last;
+  return out + "]";
+}
+
+TEST_CASE("Between looks calls up in tables: no forward is scanned per gap") {
+  // a lies 50 modules deep, each of whose forwards runs 9,999 adds before
+  // its call toward a; b is the root's next call. Finding the call toward
+  // a scanned all 50 forwards for every gap (5 * 10^5 events).
+  std::vector<Entry> entries = {{"", false, R"([{"call":"c"},{"call":"b"}])"}};
+  std::string path = "c";
+  for (int depth = 0; depth < 50; ++depth) {
+    const std::string next = depth + 1 < 50 ? path + ".c" : path + ".a";
+    entries.push_back({path, false, Repeated(R"({"op":"add"})", 9999, R"({"call":")" + next + "\"}")});
+    path = next;
+  }
+  entries.push_back({path, true, R"([{"op":"matmul","reads":["w"]}])"});
+  entries.push_back({"b", true, R"([{"op":"matmul","reads":["w"]}])"});
+  auto m = Manifest::Parse(ManifestOfEntries(entries), "deep.json");
+  REQUIRE(m.ok());
+  const ModuleId a = m->find(path), b = m->find("b");
+  // A graph large enough that its budget never binds here.
+  const ForwardSignatures signatures(*m, Rules::Default(), 1'000'000'000);
+  std::vector<ExpectedOp> ops;
+  const auto start = std::chrono::steady_clock::now();
+  std::size_t answered = 0;
+  for (int gap = 0; gap < 20000; ++gap) {
+    if (signatures.Between(a, b, &ops) && Describe(*m, ops) == std::vector<std::string>{path + ":matmul", "b:matmul"}) {
+      ++answered;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(seconds);
+  CHECK(answered == 20000);
+  CHECK(seconds < 3.0);  // 10^10 events scanned before
+}
+
+TEST_CASE("Between's visits are budgeted per graph as well as per gap") {
+  // The root calls a, ten relays that each call an empty module 10,000
+  // times, then b, c and d. Between a and b expands 10^5 calls: past the
+  // gap's budget, it fails, and spends that much of the graph's.
+  std::vector<Entry> entries = {{"", false, ""}, {"a", true, R"([{"op":"matmul","reads":["w"]}])"},
+                                {"e", false, "[]"}};
+  std::string root = R"([{"call":"a"})";
+  for (int r = 0; r < 10; ++r) {
+    const std::string relay = "r" + std::to_string(r);
+    entries.push_back({relay, false, Repeated(R"({"call":"e"})", 10000)});
+    root += R"(,{"call":")" + relay + "\"}";
+  }
+  for (const char* leaf : {"b", "c", "d"}) {
+    entries.push_back({leaf, true, R"([{"op":"matmul","reads":["w"]}])"});
+    root += std::string(R"(,{"call":")") + leaf + "\"}";
+  }
+  entries[0].forward = root + "]";
+  auto m = Manifest::Parse(ManifestOfEntries(entries), "calls.json");
+  REQUIRE(m.ok());
+  const ModuleId a = m->find("a"), b = m->find("b"), c = m->find("c"), d = m->find("d");
+  std::vector<ExpectedOp> ops;
+  // A small graph: a hundred expensive gaps spend its budget, after which
+  // even a gap of one operation is left open.
+  const ForwardSignatures small(*m, Rules::Default(), 1000);
+  REQUIRE(small.Between(c, d, &ops));
+  CHECK(Describe(*m, ops) == std::vector<std::string>{"c:matmul", "d:matmul"});
+  const auto start = std::chrono::steady_clock::now();
+  for (int gap = 0; gap < 100; ++gap) CHECK_FALSE(small.Between(a, b, &ops));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(seconds);
+  CHECK_FALSE(small.Between(c, d, &ops));
+  CHECK(seconds < 1.0);
+  // The budget grows with the graph: a large one still answers.
+  const ForwardSignatures large(*m, Rules::Default(), 100'000'000);
+  for (int gap = 0; gap < 100; ++gap) CHECK_FALSE(large.Between(a, b, &ops));
+  CHECK(large.Between(c, d, &ops));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // module is found beside its Conv, and the origins and primary answers on
 // real exports against their truth.
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -154,6 +155,36 @@ TEST_CASE("RecordFoldedNeighbours: a BatchNorm left without a node beside its Co
   SECTION("a BatchNorm with a node of its own was not folded") {
     CHECK(origins_with(FoldedManifest(4), {"block.conv", "block.conv", "block.bn"}).size() == 0);
   }
+}
+
+TEST_CASE("RecordFoldedNeighbours walks each parent's children once") {
+  // 200,000 modules with a weight under the root: searching the siblings
+  // for each module took 7.8 s.
+  constexpr int kModules = 200000;
+  std::string children, modules;
+  for (int i = 0; i < kModules; ++i) {
+    const std::string path = "m" + std::to_string(i);
+    children += (i ? ",\"" : "\"") + path + "\"";
+    modules += R"(,{"path":")" + path +
+               R"(","class":"Linear","qualified_class":"t.Linear","parent":"","children":[],)"
+               R"("parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}],"buffers":[]})";
+  }
+  auto m = Manifest::Parse(
+      R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},)"
+      R"("modules":[{"path":"","class":"M","qualified_class":"t.M","parent":null,"children":[)" +
+          children + R"(],"parameters":[],"buffers":[]})" + modules + "]}",
+      "flat.json");
+  REQUIRE(m.ok());
+  const Graph g = FoldedGraph();
+  const OpTraits ops(g, semmap::Rules::Default());
+  std::vector<MappingRecord> records(g.size());
+  OriginTable origins;
+  const auto start = std::chrono::steady_clock::now();
+  RecordFoldedNeighbours(g, *m, ops, records, &origins);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(seconds);
+  CHECK(seconds < 1.0);
+  CHECK(origins.size() == 0);  // no sibling holds running statistics
 }
 
 // Every fused node of the truth, on a real export: the mapper's primary

@@ -113,15 +113,22 @@ TEST_CASE("User rules extend the behaviour without code", "[rules]") {
 
 TEST_CASE("A rule file's calibration maps raw confidences per strategy", "[rules]") {
   auto rules = Rules::Parse(
-      RulesWith(R"("calibration":{"description":"x","structure":[[0.4,0.7],[0.8,0.5]]})"),
+      RulesWith(R"("calibration":{"description":"x","structure":[[0.4,0.5],[0.8,0.7]],)"
+                R"("exact_scope":[[0.5,1.0]]})"),
       "calibrated.json");
   REQUIRE(rules.ok());
   const semmap::internal::RuleQueries q(*rules);
   using semmap::Strategy;
   CHECK(q.calibrated(Strategy::kStructure, 0.6) == Approx(0.6));  // interpolated
-  CHECK(q.calibrated(Strategy::kStructure, 0.1) == Approx(0.7));  // clamped below
-  CHECK(q.calibrated(Strategy::kStructure, 0.9) == Approx(0.5));  // and above
+  CHECK(q.calibrated(Strategy::kStructure, 0.1) == Approx(0.5));  // clamped below
+  CHECK(q.calibrated(Strategy::kStructure, 0.9) == Approx(0.7));  // and above
   CHECK(q.calibrated(Strategy::kTensorNames, 0.33) == Approx(0.33));  // not calibrated
+  // Evidence may be reported certain; inference stays below the floor even
+  // where no table speaks for it (a produced parameter's raw 0.9).
+  CHECK(q.calibrated(Strategy::kExactScope, 0.6) == 1.0);
+  CHECK(q.calibrated(Strategy::kExporterMetadata, 1.0) == 1.0);
+  CHECK(q.calibrated(Strategy::kTensorNames, 0.9) < semmap::kConfidentFloor);
+  CHECK(q.calibrated(Strategy::kNeighbourhood, 1.0) < semmap::kConfidentFloor);
   // The shipped rules calibrate inference only, and keep it below the floor.
   const semmap::internal::RuleQueries d(Rules::Default());
   CHECK(d.calibrated(Strategy::kExactScope, 1.0) == 1.0);
@@ -153,6 +160,21 @@ TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
        absl::StatusCode::kInvalidArgument, "/calibration/guessing: not a strategy name"},
       {RulesWith(R"("calibration":{"structure":[[0.5,0.6],[0.4,0.7]]})"),
        absl::StatusCode::kInvalidArgument, "/calibration/structure/1: raw confidences must increase"},
+      // Inference never reaches the confident floor, whatever the table says,
+      // and a more confident raw answer is never reported as less so.
+      {RulesWith(R"("calibration":{"structure":[[0.4,1.0]]})"), absl::StatusCode::kInvalidArgument,
+       "/calibration/structure/0: structure infers its answers: reported confidences must stay "
+       "below the confident floor 0.9, got 1"},
+      {RulesWith(R"("calibration":{"tensor_names":[[0.2,0.5],[0.8,0.9]]})"),
+       absl::StatusCode::kInvalidArgument, "/calibration/tensor_names/1: tensor_names infers"},
+      {RulesWith(R"("calibration":{"op_rule":[[0.0,0.8],[1.0,0.01]]})"),
+       absl::StatusCode::kInvalidArgument,
+       "/calibration/op_rule/1: calibrated confidences must not decrease as raw ones increase "
+       "(0.01 after 0.8)"},
+      {RulesWith(R"("calibration":{"exact_scope":[[0.0,1.0],[1.0,0.01]]})"),
+       absl::StatusCode::kInvalidArgument, "/calibration/exact_scope/1: calibrated confidences must not decrease"},
+      {RulesWith(R"("calibration":{"unmapped":[[0.5,0.5]]})"), absl::StatusCode::kInvalidArgument,
+       "/calibration/unmapped: an unmapped node's confidence is always 0"},
       {RulesWith(R"("calibration":{"structure":[[0.5,0]]})"),
        absl::StatusCode::kInvalidArgument, "calibrated in (0, 1]"},
       {RulesWith(R"("calibration":{"structure":[[0.5]]})"),

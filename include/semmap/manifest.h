@@ -99,9 +99,14 @@ class SEMMAP_EXPORT Manifest {
   // file name): NotFound (missing file), InvalidArgument (not valid JSON,
   // with the byte and the cause: syntax, UTF-8, nesting deeper than 256, an
   // integer outside 64 bits; not a manifest; a field of the wrong type or
-  // missing, with its JSON pointer; duplicate paths; a parent/children
-  // inconsistency; above a limit of `options`), FailedPrecondition (a
-  // schema version this build does not read). The whole file is validated
+  // missing, or one the schema does not define for a module, a tensor or a
+  // forward event, with its JSON pointer; duplicate paths; a
+  // parent/children inconsistency; a forward signature the schema forbids
+  // (in version 1, more than 10,000 events, reads on a call or of a tensor
+  // the module does not hold) or version 2 without one; a call of the
+  // caller, of the root or closing a cycle of calls; above a limit of
+  // `options`), FailedPrecondition (a schema version this build does not
+  // read). docs/manifest.md, "What the reader checks". The whole file is validated
   // as JSON before any field is read; a key given twice keeps its last value.
   static absl::StatusOr<Manifest> Load(const std::string& path,
                                        const ManifestOptions& options = {});

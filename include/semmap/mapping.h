@@ -13,11 +13,8 @@
 
 namespace semmap {
 
-// Confidence at and above which an answer counts as confident. Measured on
-// the fixture corpus (every toolchain, exporter and pipeline, held-out
-// architectures included): no answer at or above it has been wrong; below
-// it, about one in eight is (docs/mapping.md, "Confidence").
-inline constexpr double kConfidentFloor = 0.9;
+// kConfidentFloor (strategy.h, beside the strategies that never reach it):
+// the confidence at and above which an answer counts as confident.
 
 struct SEMMAP_EXPORT Mapping {
   ModuleId module = kNoModule;

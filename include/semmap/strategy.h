@@ -42,6 +42,20 @@ SEMMAP_EXPORT absl::string_view StrategyName(Strategy s);
 // Inverse of StrategyName; false when `name` is unknown.
 SEMMAP_EXPORT bool ParseStrategy(absl::string_view name, Strategy* out);
 
+// Confidence at and above which an answer counts as confident. Measured on
+// the fixture corpus (every toolchain, exporter and pipeline, held-out
+// architectures included): no answer at or above it has been wrong; below
+// it, about one in eight is (docs/mapping.md, "Confidence").
+inline constexpr double kConfidentFloor = 0.9;
+
+// True for the strategies that infer an answer rather than read it from
+// the node's own scope or metadata or carry it from a reference:
+// kTensorNames, kScopePrefix, kOpRule, kNeighbourhood, kStructure. Their
+// answers measurably fail, so they stay below kConfidentFloor (above)
+// whatever a rule file's calibration says: a table that would report
+// them at or above it is refused.
+SEMMAP_EXPORT bool IsInferred(Strategy s);
+
 }  // namespace semmap
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_STRATEGY_H_

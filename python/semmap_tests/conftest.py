@@ -70,3 +70,16 @@ def bert():
     import semmap
 
     return semmap.load(BERT / "model.onnx", BERT / "manifest.json")
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """An empty directory this user cannot write into (not as root, which
+    writes anywhere: skipped then); writable again afterwards."""
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories")
+    path = tmp_path / "ro"
+    path.mkdir()
+    path.chmod(0o555)
+    yield path
+    path.chmod(0o755)

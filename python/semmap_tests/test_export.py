@@ -8,6 +8,7 @@ own venv, which has no torch, does not collect it.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,28 @@ def test_causal_lm_masks_are_a_fallback_where_transformers_needs_them(tmp_path):
     assert m.manifest_fit["fits"] and m.model_class == "GPT2LMHeadModel"
     for layer in (0, 1):
         assert m.nodes(module=f"transformer.h.{layer}.attn", subtree=True)
+
+
+def test_the_bad_input_catalogue_through_export(bert, tmp_path):
+    # NUL bytes in the model's or the manifest's path, inputs and models of
+    # the wrong kind: refused before anything is written or run.
+    for kwargs in ({"path": str(tmp_path / "a.onnx") + "\0"},
+                   {"path": tmp_path / "a.onnx", "manifest": bytes(tmp_path / "m.json") + b"\0"}):
+        path = kwargs.pop("path")
+        with pytest.raises(ValueError, match="null byte"):
+            semmap.export(bert, _inputs(), path, **kwargs)
+    with pytest.raises(TypeError, match="inputs must be"):
+        semmap.export(bert, 42, tmp_path / "b.onnx")
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        semmap.export("not a model", _inputs(), tmp_path / "c.onnx")
+    assert list(tmp_path.iterdir()) == []
+    # A name in no encoding is written as given, and maps.
+    raw = bytes(tmp_path) + b"/m\xff.onnx"
+    m = semmap.export(bert, _inputs(), raw, exporter="torchscript")
+    assert os.path.exists(raw) and len(m) > 0
+
+
+def test_export_into_a_read_only_directory_is_a_permission_error(bert, read_only_dir):
+    with pytest.raises(PermissionError):
+        semmap.export(bert, _inputs(), read_only_dir / "model.onnx", exporter="torchscript")
+    assert list(read_only_dir.iterdir()) == []

@@ -25,4 +25,17 @@ bool ParseStrategy(absl::string_view name, Strategy* out) {
   return false;
 }
 
+bool IsInferred(Strategy s) {
+  switch (s) {
+    case Strategy::kTensorNames:
+    case Strategy::kScopePrefix:
+    case Strategy::kOpRule:
+    case Strategy::kNeighbourhood:
+    case Strategy::kStructure:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace semmap

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +24,9 @@ namespace {
 using internal::JsonValue;
 
 constexpr int kMaxJsonNesting = 256;
+// A module's forward events (schema "maxItems"): the writer leaves a longer
+// forward out rather than write it.
+constexpr std::size_t kMaxForwardEvents = 10000;
 
 bool IsNumericAtom(absl::string_view atom) {
   if (atom.empty()) return false;
@@ -62,16 +66,39 @@ struct Links {
   std::vector<Call> calls;
 };
 
+// The schema lets a module, a tensor and a forward event hold only the
+// fields it names (additionalProperties: false): anything else is refused.
+absl::Status OnlyFields(const JsonValue& object, absl::Span<const absl::string_view> keys) {
+  return object.ForEachField([&](absl::string_view key, const JsonValue&) -> absl::Status {
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) return absl::OkStatus();
+    return object.ErrorAt(key, absl::StrCat("unknown field \"", internal::Abbreviate(std::string(key)),
+                                            "\" (the schema allows no other fields here)"));
+  });
+}
+
 // A module's "forward" events (schema version 2): {"call": path} or
-// {"op": name, "reads": [names]}. Callees are resolved once every module
-// is known (links->calls).
+// {"op": name, "reads": [names]}, at most kMaxForwardEvents of them; each
+// name read is one of the module's own parameters or buffers (read before
+// this), once. Callees are resolved once every module is known
+// (links->calls).
 absl::Status ReadForward(const JsonValue& list, std::size_t i, ModuleInfo* info, Links* links) {
   if (!list.is_array()) return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
+  if (list.size() > kMaxForwardEvents) {
+    return list.Error(absl::StrCat(list.size(), " events, above the schema's limit of ",
+                                   kMaxForwardEvents, " (the writer leaves such a forward out)"));
+  }
   info->traced = true;
   info->forward.reserve(list.size());
+  // The module's own tensors, for the names its operations read.
+  absl::flat_hash_set<absl::string_view> own;
+  for (const auto* tensors : {&info->parameters, &info->buffers}) {
+    for (const TensorSpec& t : *tensors) own.insert(t.name);
+  }
+  absl::flat_hash_set<absl::string_view> seen;
   return list.ForEachElement([&](const JsonValue& e) -> absl::Status {
     if (!e.is_object()) return e.Error("expected an object");
     static constexpr absl::string_view kKeys[] = {"call", "op", "reads"};
+    SEMMAP_RETURN_IF_ERROR(OnlyFields(e, kKeys));
     std::optional<JsonValue> f[3];
     e.Lookup(kKeys, absl::MakeSpan(f));
     if (f[0].has_value() == f[1].has_value()) {
@@ -79,15 +106,27 @@ absl::Status ReadForward(const JsonValue& list, std::size_t i, ModuleInfo* info,
     }
     ForwardEvent event;
     if (f[0]) {
+      if (f[2]) return f[2]->Error("\"reads\" goes with an \"op\", not a \"call\"");
       SEMMAP_ASSIGN_OR_RETURN(absl::string_view callee, f[0]->AsString(/*allow_empty=*/true));
       links->calls.push_back({i, info->forward.size(), callee});
     } else {
       SEMMAP_ASSIGN_OR_RETURN(absl::string_view op, f[1]->AsString(/*allow_empty=*/false));
       event.op.assign(op.data(), op.size());
       if (f[2]) {
-        if (!f[2]->is_array()) return f[2]->Error("expected an array");
-        SEMMAP_RETURN_IF_ERROR(f[2]->ForEachElement([&event](const JsonValue& r) -> absl::Status {
+        const JsonValue& reads = *f[2];
+        if (!reads.is_array()) return reads.Error("expected an array");
+        if (reads.size() == 0) return reads.Error("must not be empty (left out when nothing is read)");
+        seen.clear();
+        SEMMAP_RETURN_IF_ERROR(reads.ForEachElement([&](const JsonValue& r) -> absl::Status {
           SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, r.AsString(/*allow_empty=*/false));
+          if (!own.contains(name)) {
+            return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
+                                        "\" is not a parameter or buffer of this module"));
+          }
+          if (!seen.insert(name).second) {
+            return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
+                                        "\" is listed twice"));
+          }
           event.reads.emplace_back(name);
           return absl::OkStatus();
         }));
@@ -109,6 +148,7 @@ absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
   return list.ForEachElement([out](const JsonValue& t) -> absl::Status {
     if (!t.is_object()) return t.Error("expected an object");
     static constexpr absl::string_view kKeys[] = {"name", "dtype", "shape"};
+    SEMMAP_RETURN_IF_ERROR(OnlyFields(t, kKeys));
     std::optional<JsonValue> f[3];
     t.Lookup(kKeys, absl::MakeSpan(f));
     TensorSpec spec;
@@ -144,6 +184,7 @@ absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ModuleIn
   static constexpr absl::string_view kKeys[] = {"path",     "class",      "qualified_class",
                                                 "parent",   "children",   "parameters",
                                                 "buffers",  "forward"};
+  SEMMAP_RETURN_IF_ERROR(OnlyFields(m, kKeys));
   std::optional<JsonValue> f[8];
   m.Lookup(kKeys, absl::MakeSpan(f));
   absl::string_view text[3];
@@ -179,7 +220,13 @@ absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ModuleIn
   links->first_child.push_back(links->children.size());
   SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "parameters", f[5], &info->parameters));
   SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "buffers", f[6], &info->buffers));
-  if (version >= 2 && f[7]) SEMMAP_RETURN_IF_ERROR(ReadForward(*f[7], i, info, links));
+  if (f[7]) {
+    if (version < 2) {
+      return f[7]->Error(
+          "a forward signature needs schema_version 2 (this file says 1, whose readers ignore it)");
+    }
+    SEMMAP_RETURN_IF_ERROR(ReadForward(*f[7], i, info, links));
+  }
   return absl::OkStatus();
 }
 
@@ -366,19 +413,63 @@ absl::Status LinkChildren(absl::string_view origin, const Links& links, const Ma
   return absl::OkStatus();
 }
 
-// Resolves the callees of the modules' forward events.
+// The calls of the modules' first forward form no cycle: depth first over
+// the calls (iteratively: a chain of a million calls is no deeper a stack),
+// O(modules + events). The error names the call that closes the cycle.
+absl::Status CheckCallsAcyclic(absl::string_view origin, const std::vector<ModuleInfo>& mods) {
+  enum : char { kNew, kOpen, kDone };
+  std::vector<char> state(mods.size(), kNew);
+  struct Frame {
+    std::size_t module;
+    std::size_t event;
+  };
+  std::vector<Frame> stack;
+  for (std::size_t start = 0; start < mods.size(); ++start) {
+    if (state[start] != kNew || mods[start].forward.empty()) continue;
+    state[start] = kOpen;
+    stack.push_back({start, 0});
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      const std::vector<ForwardEvent>& forward = mods[top.module].forward;
+      if (top.event == forward.size()) {
+        state[top.module] = kDone;
+        stack.pop_back();
+        continue;
+      }
+      const std::size_t event = top.event++;
+      const ModuleId callee = forward[event].call;
+      if (callee == kNoModule || state[callee] == kDone) continue;
+      if (state[callee] == kOpen) {
+        return ModuleError(origin, top.module, absl::StrCat("forward/", event, "/call"),
+                           absl::StrCat("calls \"", internal::Abbreviate(mods[callee].path),
+                                        "\", which is already being called: a cycle of calls"));
+      }
+      state[callee] = kOpen;
+      stack.push_back({static_cast<std::size_t>(callee), 0});
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Resolves the callees of the modules' forward events: known modules, never
+// the caller itself nor the root (which no module calls), and no module
+// calling, through its callees' first calls, back to itself.
 absl::Status LinkCalls(absl::string_view origin, const Links& links, const Manifest& m,
                        std::vector<ModuleInfo>* modules) {
   for (const Links::Call& call : links.calls) {
     const ModuleId callee = m.find(call.path);
+    const auto call_error = [&](absl::string_view what) {
+      return ModuleError(origin, call.module, absl::StrCat("forward/", call.event, "/call"), what);
+    };
     if (callee == kNoModule) {
-      return ModuleError(origin, call.module, absl::StrCat("forward/", call.event, "/call"),
-                         absl::StrCat("unknown module \"",
-                                      internal::Abbreviate(std::string(call.path)), "\""));
+      return call_error(absl::StrCat("unknown module \"",
+                                     internal::Abbreviate(std::string(call.path)), "\""));
     }
+    if (callee == static_cast<ModuleId>(call.module)) return call_error("a module cannot call itself");
+    if (callee == m.root()) return call_error("no module calls the root");
     (*modules)[call.module].forward[call.event].call = callee;
   }
-  return absl::OkStatus();
+  return CheckCallsAcyclic(origin, *modules);
 }
 
 }  // namespace
@@ -424,19 +515,39 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
                           model.StringField("qualified_class", false));
   m.model_class_ = std::string(model_class);
   m.model_qualified_class_ = std::string(model_qualified);
-  if (const std::optional<JsonValue> type = model.Find("model_type"); type && type->is_string()) {
+  if (const std::optional<JsonValue> type = model.Find("model_type"); type && !type->is_null()) {
+    if (!type->is_string()) return type->Error("expected a string or null");
     m.model_type_ = std::string(type->string());
   }
-  if (const std::optional<JsonValue> config = model.Find("config"); config && config->is_object()) {
+  if (const std::optional<JsonValue> config = model.Find("config")) {
+    if (!config->is_object()) return config->Error("expected an object");
     SEMMAP_RETURN_IF_ERROR(
-        config->ForEachField([&m](absl::string_view key, const JsonValue& value) {
+        config->ForEachField([&m](absl::string_view key, const JsonValue& value) -> absl::Status {
+          if (value.is_array() || value.is_object()) {
+            return value.Error("expected a string, number, boolean or null");
+          }
           m.config_.emplace_back(std::string(key), value.Dump());
           return absl::OkStatus();
+        }));
+  }
+  // Not read, but the schema says what it holds: strings by name.
+  if (const std::optional<JsonValue> generator = doc.Find("generator")) {
+    if (!generator->is_object()) return generator->Error("expected an object");
+    SEMMAP_RETURN_IF_ERROR(
+        generator->ForEachField([](absl::string_view, const JsonValue& value) -> absl::Status {
+          return value.is_string() ? absl::OkStatus() : value.Error("expected a string");
         }));
   }
   Links links;
   SEMMAP_RETURN_IF_ERROR(
       ReadModules(doc, m.schema_version_, &m.modules_, &links, options.max_modules));
+  if (m.schema_version_ == 2 &&
+      std::none_of(m.modules_.begin(), m.modules_.end(),
+                   [](const ModuleInfo& info) { return info.traced; })) {
+    return version->Error(
+        "version 2 needs a \"forward\" on at least one module (a file without forward "
+        "signatures is version 1)");
+  }
   if (!m.modules_[0].path.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": /modules/0/path: the first module must be the root, path \"\""));

@@ -120,7 +120,9 @@ bool RuleQueries::moduleProduces(int rule, absl::string_view op_type) const {
 
 double RuleQueries::calibrated(Strategy strategy, double raw) const {
   const auto& points = impl_.calibration[static_cast<std::size_t>(strategy)];
-  if (points.empty()) return raw;
+  // Without points an inferred answer keeps its raw confidence, but below
+  // the confident floor all the same (some rules' constants reach it).
+  if (points.empty()) return IsInferred(strategy) ? std::min(raw, kInferredCeiling) : raw;
   if (raw <= points.front().first) return points.front().second;
   if (raw >= points.back().first) return points.back().second;
   auto hi = std::upper_bound(points.begin(), points.end(), raw,

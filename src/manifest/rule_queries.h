@@ -17,6 +17,10 @@
 namespace semmap {
 namespace internal {
 
+// The highest confidence an inferred answer reports (scripts/fit-calibration
+// caps its points at it too): below kConfidentFloor (semmap/strategy.h).
+inline constexpr double kInferredCeiling = 0.89;
+
 class RuleQueries {
  public:
   explicit RuleQueries(const Rules& rules) : impl_(*rules.impl_) {}
@@ -54,7 +58,9 @@ class RuleQueries {
   int moduleOpsRule(const ModuleInfo& module) const;
   // The confidence reported for a `strategy` answer computed at `raw`: the
   // rule file's calibration points interpolated linearly (clamped at the
-  // ends), or `raw` when the file calibrates no such strategy.
+  // ends), or `raw` when the file calibrates no such strategy (at most
+  // kInferredCeiling for an inferred one, IsInferred). Never decreasing in
+  // `raw`; below kConfidentFloor for an inferred strategy.
   double calibrated(Strategy strategy, double raw) const;
   // True when `op_type` is one rule `moduleOpsRule()` returned produces.
   bool moduleProduces(int rule, absl::string_view op_type) const;

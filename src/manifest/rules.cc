@@ -137,7 +137,10 @@ const Rules& Rules::Default() {
 namespace {
 
 // "calibration": {"<strategy name>": [[raw, calibrated], ...], ...}: raw
-// confidences strictly increasing in [0, 1], calibrated ones in (0, 1].
+// confidences strictly increasing in [0, 1], calibrated ones in (0, 1] and
+// never decreasing (a more confident raw answer is never reported as less
+// so); an inferred strategy's (IsInferred) below kConfidentFloor, since
+// only evidence may be confident; none for "unmapped", which is always 0.
 absl::Status ParseCalibration(const JsonValue& doc, internal::CalibrationTable* tables) {
   const std::optional<JsonValue> calibration = doc.Find("calibration");
   if (!calibration) return absl::OkStatus();
@@ -146,6 +149,9 @@ absl::Status ParseCalibration(const JsonValue& doc, internal::CalibrationTable* 
     if (name == "description") return absl::OkStatus();
     Strategy strategy;
     if (!ParseStrategy(name, &strategy)) return points.Error("not a strategy name");
+    if (strategy == Strategy::kUnmapped) {
+      return points.Error("an unmapped node's confidence is always 0: it has no calibration");
+    }
     if (!points.is_array() || points.size() == 0) {
       return points.Error("expected a non-empty array of [raw, calibrated] pairs");
     }
@@ -165,6 +171,16 @@ absl::Status ParseCalibration(const JsonValue& doc, internal::CalibrationTable* 
       }
       if (!table.empty() && !(pair[0] > table.back().first)) {
         return point.Error("raw confidences must increase");
+      }
+      if (!table.empty() && pair[1] < table.back().second) {
+        return point.Error(absl::StrCat(
+            "calibrated confidences must not decrease as raw ones increase (", pair[1],
+            " after ", table.back().second, ")"));
+      }
+      if (IsInferred(strategy) && !(pair[1] < kConfidentFloor)) {
+        return point.Error(absl::StrCat(
+            name, " infers its answers: reported confidences must stay below the confident floor ",
+            kConfidentFloor, ", got ", pair[1]));
       }
       table.emplace_back(pair[0], pair[1]);
       return absl::OkStatus();

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "output_target.h"
 
 namespace semmap_cli {
 namespace {
@@ -253,6 +254,13 @@ std::optional<Args> CommandLine::Parse(int argc, char** argv, int* exit_code) {
       }
     }
     if (d.input) args.inputs.push_back(d.option->results().back());
+  }
+  // What the command prints must not land in what it reads.
+  if (!args.has("--allow-overwrite")) {
+    if (absl::Status status = CheckStdoutIsNoInput(args.inputs); !status.ok()) {
+      *exit_code = Fail(tool_.c_str(), status);
+      return std::nullopt;
+    }
   }
   return args;
 }

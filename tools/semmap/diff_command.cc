@@ -106,8 +106,8 @@ int RunDiffCommand(int argc, char** argv) {
       "Nodes are matched by name (unnamed or duplicated: op type and first output).\n",
       "Exit codes: 0 ok, 2 bad usage or input, or unrelated models (model classes\n"
       "differ, or under 10% of A's node-holding modules hold nodes in B).\n");
-  command_line.Value("--manifest", "M", "manifest of A, and of B unless --manifest-b is given");
-  command_line.Value("--manifest-b", "MB", "manifest of B");
+  command_line.Input("--manifest", "M", "manifest of A, and of B unless --manifest-b is given");
+  command_line.Input("--manifest-b", "MB", "manifest of B");
   command_line.Flag("--all-modules", "list every module holding nodes, not only changed ones");
   command_line.Flag("--json", "the diff as JSON (format semmap.diff)");
   command_line.Flag("--allow-manifest-mismatch", "map even when a manifest does not fit its model");

@@ -6,6 +6,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
+#include "output_target.h"
 #include "progress.h"
 #include "semmap/extract.h"
 #include "semmap/semmap.h"
@@ -36,13 +37,13 @@ void PrintExtracted(const semmap::ExtractResult& r, const std::string& input,
                         {"untyped", r.untyped},
                         {"external_tensors", r.external_tensors},
                         {"bytes", r.bytes_written}};
-    std::cout << DumpJson(j) << "\n";
+    SummaryStream(output) << DumpJson(j) << "\n";
   } else {
-    std::cout << output << ": " << (r.module.empty() ? "<root>" : r.module) << ", "
-              << r.nodes << " nodes (" << r.copied_constants
-              << " constants copied), " << r.inputs.size() << " inputs, "
-              << r.outputs.size() << " outputs, " << r.initializers.size()
-              << " initializers\n";
+    SummaryStream(output) << output << ": " << (r.module.empty() ? "<root>" : r.module) << ", "
+                          << r.nodes << " nodes (" << r.copied_constants
+                          << " constants copied), " << r.inputs.size() << " inputs, "
+                          << r.outputs.size() << " outputs, " << r.initializers.size()
+                          << " initializers\n";
   }
 }
 
@@ -77,7 +78,7 @@ int RunExtractCommand(int argc, char** argv) {
   command_line.ExactlyOne("WHAT (exactly one)", {module_option, stages_option, boundaries_option},
                           "give one of --module, --stages and --boundaries",
                           "missing --module PATH (or --stages N, --boundaries A,B)");
-  command_line.Value("-o,--output", "OUT.onnx", "the extracted model (written atomically)")
+  command_line.Value("-o,--output", "OUT.onnx", "the extracted model (written atomically; - for standard output)")
       ->required();
   command_line.Input("--ort-profile", "P",
                      "balance --stages by kernel time from an ONNX Runtime profile")
@@ -92,6 +93,9 @@ int RunExtractCommand(int argc, char** argv) {
   }
   const std::string* module = args->option("--module");
   const std::string* output = args->option("--output");
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kTool, target);
+  }
   const std::string& input = args->positional[0];
   semmap::ExtractOptions options;
   options.allow_overwrite = args->has("--allow-overwrite");
@@ -103,7 +107,7 @@ int RunExtractCommand(int argc, char** argv) {
   absl::StatusOr<semmap::ExtractResult> result;
   {
     Progress progress("writing " + *output);
-    result = semmap::ExtractModule(*(*model)->mapper, input, *module, *output, options);
+    result = semmap::ExtractModule(*(*model)->mapper, input, *module, OutputPath(*output), options);
   }
   if (!result.ok()) {
     if (result.status().code() == absl::StatusCode::kNotFound &&

@@ -7,6 +7,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
+#include "output_target.h"
 #include "progress.h"
 #include "semmap/semmap.h"
 
@@ -30,7 +31,7 @@ int RunGraphmlCommand(int argc, char** argv) {
       "are not drawn. Format: share/doc/semmap/graphml.md.\n",
       "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n");
   command_line.Value("-o,--output", "OUT.graphml",
-                     "the GraphML file (written atomically)")
+                     "the GraphML file (written atomically; - for standard output)")
       ->required();
   command_line.Value("--depth", "N",
                      "fold modules at depth N (root = 0; N >= 1) into one\n"
@@ -47,6 +48,9 @@ int RunGraphmlCommand(int argc, char** argv) {
   if (!args) return exit_code;
   const std::string* output = args->option("--output");
   semmap::GraphmlOptions options;
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kTool, target);
+  }
   if (const std::string* d = args->option("--depth")) {
     if (!absl::SimpleAtoi(*d, &options.max_depth) || options.max_depth < 1 ||
         options.max_depth > 10000) {
@@ -65,7 +69,7 @@ int RunGraphmlCommand(int argc, char** argv) {
   absl::StatusOr<semmap::GraphmlResult> result;
   {
     Progress progress("writing " + *output);
-    result = semmap::WriteGraphml(mapper, *output, options);
+    result = semmap::WriteGraphml(mapper, OutputPath(*output), options);
   }
   if (!result.ok()) return Fail(kTool, result.status());
   if (args->has("--json")) {
@@ -78,9 +82,9 @@ int RunGraphmlCommand(int argc, char** argv) {
                         {"io_nodes", result->io_nodes},
                         {"edges", result->edges},
                         {"bytes", result->bytes}};
-    std::cout << DumpJson(j) << "\n";
+    SummaryStream(*output) << DumpJson(j) << "\n";
   } else {
-    std::cout << *output << ": " << result->module_groups << " modules as nested graphs, "
+    SummaryStream(*output) << *output << ": " << result->module_groups << " modules as nested graphs, "
               << result->collapsed_modules << " folded, " << result->op_nodes << " ops, "
               << result->io_nodes << " inputs/outputs, " << result->edges << " edges\n";
   }

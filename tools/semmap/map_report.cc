@@ -202,11 +202,11 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
                    pad, " [--reference ORIGINAL.onnx] [--no-record] [--depth N] [--json]"),
       "Maps every node of MODEL.onnx to the module that produced it.\n",
       "Exit codes: 0 ok, 1 no such node, 2 bad usage or input.\n");
-  command_line.Value("--manifest", "MANIFEST.json",
+  command_line.Input("--manifest", "MANIFEST.json",
                      "hierarchy manifest written by `python -m semmap.manifest`;\n"
                      "without it, module paths come from the node names alone");
   command_line.Value("--node", "NAME", "print the mapping of one node (its name or semmap id)");
-  command_line.Value("--reference", "ORIGINAL.onnx", kReferenceHelp);
+  command_line.Input("--reference", "ORIGINAL.onnx", kReferenceHelp);
   command_line.Flag("--no-record", kNoRecordHelp);
   command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
   command_line.Value("--depth", "N", "module tree depth in the summary (default 3, 0 = no tree)");

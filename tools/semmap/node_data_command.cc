@@ -6,6 +6,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
+#include "output_target.h"
 #include "semmap/node_data.h"
 #include "semmap/semmap.h"
 
@@ -28,7 +29,7 @@ void AddNodeDataOptions(CommandLine& command_line) {
   command_line.Input("--ort-profile", "PROFILE.json",
                      "the ONNX Runtime profile of MODEL.onnx (--value time)");
   command_line.Value("-o,--output", "OUT.json",
-                     "the JSON file (written atomically)")
+                     "the JSON file (written atomically; - for standard output)")
       ->required();
   command_line.Flag("--allow-overwrite",
                      "allow OUT to be an input file");
@@ -57,6 +58,9 @@ int RunNodeDataCommand(int argc, char** argv) {
   if (!args) return exit_code;
   const std::string* output = args->option("--output");
   semmap::NodeDataOptions options;
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kTool, target);
+  }
   const std::string* value = args->option("--value");
   const std::string* profile_path = args->option("--ort-profile");
   if (value == nullptr || *value == "confidence") {
@@ -90,7 +94,7 @@ int RunNodeDataCommand(int argc, char** argv) {
                              " (semmap profile says why)"));
     }
   }
-  auto result = semmap::WriteModelExplorerNodeData(mapper, loaded->attributionOrNull(), *output,
+  auto result = semmap::WriteModelExplorerNodeData(mapper, loaded->attributionOrNull(), OutputPath(*output),
                                                    options);
   if (!result.ok()) return Fail(kTool, result.status());
   if (args->has("--json")) {
@@ -99,9 +103,9 @@ int RunNodeDataCommand(int argc, char** argv) {
                         {"value", time ? "time" : "confidence"},
                         {"graph_id", result->graph_id},
                         {"results", result->results}};
-    std::cout << DumpJson(j) << "\n";
+    SummaryStream(*output) << DumpJson(j) << "\n";
   } else {
-    std::cout << *output << ": Model Explorer node data, " << (time ? "kernel time" : "confidence")
+    SummaryStream(*output) << *output << ": Model Explorer node data, " << (time ? "kernel time" : "confidence")
               << " of " << result->results << " nodes of graph \""
               << EscapeControls(result->graph_id) << "\"\n";
   }

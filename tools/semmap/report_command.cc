@@ -4,6 +4,7 @@
 #include <string>
 
 #include "commands.h"
+#include "output_target.h"
 #include "progress.h"
 #include "semmap/report.h"
 #include "semmap/semmap.h"
@@ -28,7 +29,7 @@ int RunReportCommand(int argc, char** argv) {
       "(the page keeps the fragment up to date, so a view can be shared).\n",
       "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n");
   command_line.Value("-o,--output", "REPORT.html",
-                     "the report (written atomically)")
+                     "the report (written atomically; - for standard output)")
       ->required();
   command_line.Input("--ort-profile", "P",
                      "add kernel time from an ONNX Runtime profile of MODEL.onnx\n"
@@ -41,6 +42,9 @@ int RunReportCommand(int argc, char** argv) {
   if (!args) return exit_code;
   const std::string* output = args->option("--output");
   semmap::ReportOptions options;
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kTool, target);
+  }
   options.model_path = args->positional[0];
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
   options.allow_overwrite = args->has("--allow-overwrite");
@@ -56,17 +60,18 @@ int RunReportCommand(int argc, char** argv) {
   absl::Status written;
   {
     Progress progress("writing " + *output);
-    written = semmap::WriteReport(*model->mapper, *output, options);
+    written = semmap::WriteReport(*model->mapper, OutputPath(*output), options);
   }
   if (!written.ok()) return Fail(kTool, written);
-  std::cout << *output << ": report of " << model->mapper->manifest().size() << " modules, "
+  std::ostream& summary = SummaryStream(*output);
+  summary << *output << ": report of " << model->mapper->manifest().size() << " modules, "
             << model->graph->size() << " nodes (" << model->mapper->mappedCount()
             << " mapped)";
   if (attribution) {
-    std::cout << ", kernel time of " << attribution->attributed_nodes << " of "
+    summary << ", kernel time of " << attribution->attributed_nodes << " of "
               << attribution->profiled_nodes << " profiled nodes";
   }
-  std::cout << "\n";
+  summary << "\n";
   return kExitOk;
 }
 

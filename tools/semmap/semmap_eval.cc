@@ -167,14 +167,14 @@ int RunEval(int argc, char** argv) {
       "Compares semmap's mapping of every node with a ground-truth file and prints\n"
       "accuracy, coverage, per-strategy accuracy and calibration.\n",
       "Exit codes: 0 ok, 2 bad usage or input.\n");
-  command_line.Value("--manifest", "MANIFEST.json", "the module manifest of the model");
-  command_line.Value("--truth", "TRUTH.json", "the ground truth: node id -> module path")
+  command_line.Input("--manifest", "MANIFEST.json", "the module manifest of the model");
+  command_line.Input("--truth", "TRUTH.json", "the ground truth: node id -> module path")
       ->required();
   command_line.Value("--errors", "N", "also list up to N wrong answers (text mode; default 0)");
-  command_line.Value("--reference", "ORIGINAL.onnx",
+  command_line.Input("--reference", "ORIGINAL.onnx",
                      "the unprocessed export MODEL.onnx was made from:\n"
                      "its mapping is carried over (refused, exit 2, when it is not)");
-  command_line.Value("--rules", "RULES.json",
+  command_line.Input("--rules", "RULES.json",
                      "map with this rule file instead of the default rules\n"
                      "(rules/default.json; docs/rules.md)");
   command_line.Flag("--json", "machine-readable output");

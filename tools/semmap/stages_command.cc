@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
+#include "output_target.h"
 #include "progress.h"
 #include "semmap/semmap.h"
 
@@ -22,6 +23,11 @@ int RunExtractStages(const CommandLine& command_line, const Args& args) {
   const std::string* stages = args.option("--stages");
   const std::string* boundaries = args.option("--boundaries");
   const std::string* output = args.option("--output");
+  if (IsStandardOutput(*output)) {
+    return command_line.UsageError(
+        "-o - (standard output) cannot take stages: each is a file of its own (OUT.stage0.onnx, "
+        "OUT.stage1.onnx, ...); give OUT as a file name");
+  }
   if (stages != nullptr &&
       (!absl::SimpleAtoi(*stages, &options.stages) || options.stages < 1 ||
        options.stages > 100000)) {

@@ -7,6 +7,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "nlohmann/json.hpp"
+#include "output_target.h"
 #include "progress.h"
 #include "semmap/semmap.h"
 
@@ -27,7 +28,9 @@ namespace {
 
 // The options of `semmap annotate`.
 void AddAnnotateOptions(CommandLine& command_line) {
-  command_line.Value("-o,--output", "OUT.onnx", "the annotated model (written atomically)")
+  command_line.Value("-o,--output", "OUT.onnx",
+                     "the annotated model (written atomically; - for standard\n"
+                     "output, the counts then on standard error)")
       ->required();
   command_line.Flag("--allow-overwrite", "allow OUT to be an input (MODEL.onnx, the manifest, ...)");
   command_line.Flag("--overwrite-namespace", "replace a namespace the exporter wrote (kept by default)");
@@ -49,7 +52,9 @@ void AddAnnotateOptions(CommandLine& command_line) {
 // What `semmap annotate` wrote, as text or JSON.
 void PrintAnnotated(const semmap::AnnotateResult& r, const std::string& input,
                     const std::string& output, bool scoped_names, bool json) {
-  if (r.external_tensors > 0 && DirectoryOf(output) != DirectoryOf(input)) {
+  std::ostream& out = SummaryStream(output);
+  if (r.external_tensors > 0 && !IsStandardOutput(output) &&
+      DirectoryOf(output) != DirectoryOf(input)) {
     std::cerr << kAnnotateTool << ": note: " << r.external_tensors
               << " initializers keep their external data paths, relative to "
               << DirectoryOf(output) << "; copy the data files there\n";
@@ -67,13 +72,13 @@ void PrintAnnotated(const semmap::AnnotateResult& r, const std::string& input,
       j["renamed"] = r.renamed;
       j["scoped_names_kept"] = r.scoped_kept;
     }
-    std::cout << DumpJson(j) << "\n";
+    out << DumpJson(j) << "\n";
   } else {
-    std::cout << output << ": annotated " << r.nodes << " nodes (" << r.mapped
+    out << output << ": annotated " << r.nodes << " nodes (" << r.mapped
               << " mapped); namespace written on " << r.namespaces_written
               << ", exporter's kept on " << r.namespaces_kept << "\n";
     if (scoped_names) {
-      std::cout << output << ": " << r.renamed << " nodes renamed to scoped names, "
+      out << output << ": " << r.renamed << " nodes renamed to scoped names, "
                 << r.scoped_kept << " already scoped\n";
     }
   }
@@ -102,6 +107,9 @@ int RunAnnotateCommand(int argc, char** argv) {
   const std::string* output = args->option("--output");
   const std::string& input = args->positional[0];
   semmap::AnnotateOptions options;
+  if (absl::Status target = CheckStandardOutputTarget(*output); !target.ok()) {
+    return Fail(kAnnotateTool, target);
+  }
   options.allow_overwrite = args->has("--allow-overwrite");
   options.protected_paths = args->inputs;
   if (const std::string* m = args->option("--manifest")) options.manifest_path = *m;
@@ -127,7 +135,7 @@ int RunAnnotateCommand(int argc, char** argv) {
   absl::StatusOr<semmap::AnnotateResult> result;
   {
     Progress progress("writing " + *output);
-    result = semmap::Annotate(*(*model)->mapper, input, *output, options);
+    result = semmap::Annotate(*(*model)->mapper, input, OutputPath(*output), options);
   }
   if (!result.ok()) return Fail(kAnnotateTool, result.status());
   PrintAnnotated(*result, input, *output, options.scoped_names, args->has("--json"));
@@ -143,7 +151,8 @@ int RunSidecarCommand(int argc, char** argv) {
       "semmap.sidecar, schema_version 1; schema/sidecar.schema.json,\n"
       "share/doc/semmap/sidecar.md) to OUT.json, or to stdout without -o.\n",
       "Exit codes: 0 ok, 2 bad usage or input or OUT not writable.\n");
-  command_line.Value("-o,--output", "OUT.json", "the sidecar file (written atomically)");
+  command_line.Value("-o,--output", "OUT.json",
+                     "the sidecar file (written atomically; - or none: standard output)");
   command_line.Flag("--model-specific", "tree without torch.nn leaf modules");
   command_line.Flag("--compact", "one line instead of indented JSON");
   command_line.Flag("--allow-overwrite", "allow OUT to be an input (the model, the manifest, ...)");
@@ -161,7 +170,7 @@ int RunSidecarCommand(int argc, char** argv) {
   auto model = LoadWithProgress(RequestOf(*args, options.model_path));
   if (!model.ok()) return Fail(kSidecarTool, model.status());
   const std::string* output = args->option("--output");
-  if (output == nullptr || *output == "-") {
+  if (output == nullptr || IsStandardOutput(*output)) {
     std::cout << semmap::SidecarJson(*(*model)->mapper, options);
     return kExitOk;
   }

@@ -20,7 +20,15 @@ def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        dest.name.encode("utf-8")
+        prefix = f".{dest.name}."
+    except UnicodeEncodeError:
+        # A name in no encoding (surrogate escapes): libraries that take str
+        # paths, such as torch's TorchScript exporter, cannot open it; the
+        # temporary file gets a plain name and the rename gives the real one.
+        prefix = ".semmap-output."
+    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=dest.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions

@@ -99,6 +99,8 @@ def build_manifest(
             ``forward`` signature and the manifest is schema version 2; if
             that pass raises, a warning says so and the manifest is version 1.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
     signatures = _signatures(model, inputs)
     named = list(model.named_modules(remove_duplicate=False))
     # named_modules() (remove_duplicate=True) is the documented order; a module
@@ -152,19 +154,33 @@ def build_manifest(
     return manifest
 
 
+def manifest_destination(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
+    """``path`` as a str (bytes, as ``os.listdir(bytes)`` gives names in any
+    encoding, through ``os.fsdecode``); ValueError for a NUL byte, as open()
+    raises, since the system would cut the name there."""
+    text = os.fsdecode(os.fspath(path))
+    if "\0" in text:
+        raise ValueError(f"embedded null byte in the manifest path {text!r}")
+    return text
+
+
 def write_manifest(
     model: torch.nn.Module,
-    path: str | os.PathLike[str],
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
     *,
     config_summary: bool = True,
     inputs: Inputs | None = None,
 ) -> dict[str, Any]:
     """Write the manifest of ``model`` to ``path`` atomically and return it.
 
-    ``config_summary`` and ``inputs`` are those of :func:`build_manifest`.
+    ``config_summary`` and ``inputs`` are those of :func:`build_manifest`;
+    ``path`` may be bytes (a name in any encoding). A path with a NUL byte is
+    ValueError and a model that is not a ``torch.nn.Module`` TypeError,
+    before the model runs.
     The file is written to a temporary file in the same directory and renamed
     into place, so an error never leaves a partial manifest.
     """
+    destination = manifest_destination(path)  # a bad path is refused before the model runs
     manifest = build_manifest(model, config_summary=config_summary, inputs=inputs)
-    write_json(path, manifest)
+    write_json(destination, manifest)
     return manifest

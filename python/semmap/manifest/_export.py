@@ -293,6 +293,8 @@ def export_with_manifest(
     """
     from semmap.manifest._build import write_manifest
 
+    if not isinstance(model, torch.nn.Module):  # before anything runs or is written
+        raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
     manifest_path = Path(manifest) if manifest is not None else default_manifest_path(path)
     if manifest_path.resolve() == Path(path).resolve():
         raise ValueError(f"{manifest_path}: the manifest path is the model path")

@@ -12,6 +12,7 @@ its callers record every call. See ``docs/manifest.md``, "Forward signatures".
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
@@ -124,6 +125,16 @@ class _Recorder(TorchFunctionMode):
 
     def enter(self, module: torch.nn.Module, *_: Any) -> None:
         path = self.paths[id(module)]
+        # A module called while it runs (recursion): the signatures from its
+        # running call up would hold a cycle of calls, which readers refuse.
+        # They are left out, like those over the bound.
+        for k, frame in enumerate(self.stack):
+            if frame.path == path:
+                for running in self.stack[k:]:
+                    running.events = None
+                    if running.path in self.signatures:
+                        self.signatures[running.path] = None
+                break
         if self.stack:
             self._add(self.stack[-1], {"call": path})
         events: list[dict[str, Any]] | None = None
@@ -162,6 +173,11 @@ def _reads(own: dict[int, str], args: Sequence[Any], kwargs: Mapping[str, Any]) 
     return names
 
 
+_tracing_lock = threading.Lock()
+_tracing_users = 0
+_tracing_saved: Any = None
+
+
 @contextlib.contextmanager
 def _as_traced() -> Iterator[None]:
     """``torch.jit.is_tracing()`` reports True, as while an exporter traces.
@@ -170,14 +186,23 @@ def _as_traced() -> Iterator[None]:
     attention masks instead of leaving them to the attention kernel); the
     signature should record the path the export captured. Only the public
     query changes: torch's own module calls and hooks read the tracer's
-    state directly and run as they would.
+    state directly and run as they would. Passes on several threads share
+    one patch, undone when the last ends (each saving and restoring its own
+    could leave it patched for good).
     """
-    saved = torch.jit.is_tracing
-    torch.jit.is_tracing = lambda: True
+    global _tracing_users, _tracing_saved
+    with _tracing_lock:
+        if _tracing_users == 0:
+            _tracing_saved = torch.jit.is_tracing
+            torch.jit.is_tracing = lambda: True
+        _tracing_users += 1
     try:
         yield
     finally:
-        torch.jit.is_tracing = saved
+        with _tracing_lock:
+            _tracing_users -= 1
+            if _tracing_users == 0:
+                torch.jit.is_tracing = _tracing_saved
 
 
 def record_signatures(
@@ -187,7 +212,9 @@ def record_signatures(
 
     The pass runs as an exporter's tracing would (``torch.jit.is_tracing()``
     true); if the model cannot run so, it runs plainly. A module recording
-    more than :data:`MAX_EVENTS` events is left out. The model's training
+    more than :data:`MAX_EVENTS` events is left out, and so is every module
+    running when one of them is called again (recursion would record a
+    cycle of calls). The model's training
     flags, its hooks and the global random state are as before the call;
     raises what the forward raises.
     """

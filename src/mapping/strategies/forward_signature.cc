@@ -12,9 +12,15 @@ namespace {
 // Bounds on the work per gap: the operations expected (calls expanded),
 // how deep calls are expanded, and the cells of the alignment table.
 constexpr std::size_t kMaxExpected = 4096;
-// Events visited per gap, calls included: a manifest whose modules call
-// each other twice over, level after level, adds no operation to count.
+// Events visited and table lookups per gap, calls included: a manifest
+// whose modules call each other twice over, level after level, adds no
+// operation to count.
 constexpr std::size_t kMaxVisited = std::size_t{1} << 16;
+// ... and over all gaps of one graph, beside kMaxVisited: this many per
+// graph node and manifest event, so that a graph of many gaps over long
+// signatures (a module calling an empty one 10^5 times) costs time linear
+// in the two.
+constexpr std::size_t kVisitsPerItem = 16;
 constexpr int kMaxCallDepth = 64;
 constexpr std::size_t kMaxCells = std::size_t{1} << 22;
 // ... and over all gaps of one graph: a graph of many long gaps matches the
@@ -23,14 +29,64 @@ constexpr std::size_t kMaxTotalCells = std::size_t{1} << 27;
 
 }  // namespace
 
-ForwardSignatures::ForwardSignatures(const Manifest& manifest, const Rules& rules)
-    : manifest_(manifest), rules_(rules), cells_left_(kMaxTotalCells) {
+ForwardSignatures::ForwardSignatures(const Manifest& manifest, const Rules& rules,
+                                     std::size_t graph_nodes)
+    : manifest_(manifest), rules_(rules), cells_left_(kMaxTotalCells), graph_nodes_(graph_nodes) {
   for (const ModuleInfo& info : manifest.modules()) {
     if (info.traced) {
       available_ = true;
       break;
     }
   }
+}
+
+void ForwardSignatures::BuildIndex() const {
+  indexed_ = true;
+  const std::size_t n = manifest_.size();
+  index_.assign(n, ModuleIndex{});
+  std::size_t events = 0, calls = 0, reads = 0;
+  for (const ModuleInfo& info : manifest_.modules()) {
+    events += info.forward.size();
+    for (const ForwardEvent& e : info.forward) {
+      calls += e.call != kNoModule;
+      reads += !e.reads.empty();
+    }
+  }
+  calls_.reserve(calls);
+  reads_.reserve(reads);
+  for (std::size_t m = 0; m < n; ++m) {
+    const std::vector<ForwardEvent>& forward = manifest_.module(static_cast<ModuleId>(m)).forward;
+    ModuleIndex& x = index_[m];
+    x.calls_begin = calls_.size();
+    x.reads_begin = reads_.size();
+    x.last_read = forward.size();
+    bool called = false;
+    for (std::size_t k = 0; k < forward.size(); ++k) {
+      const ForwardEvent& e = forward[k];
+      if (e.call != kNoModule) {
+        called = true;
+        if (e.call != static_cast<ModuleId>(m)) calls_.push_back({e.call, k});
+      } else if (!e.reads.empty()) {
+        reads_.push_back(k);
+        x.last_read = k;
+        if (!called) x.reads_before_call = k + 1;
+      }
+    }
+    x.calls_end = calls_.size();
+    x.reads_end = reads_.size();
+    std::sort(calls_.begin() + static_cast<std::ptrdiff_t>(x.calls_begin), calls_.end());
+  }
+  visits_left_ = kMaxVisited + kVisitsPerItem * (graph_nodes_ + events);
+}
+
+bool ForwardSignatures::Charge(std::size_t n) const {
+  if (gap_visits_left_ < n || visits_left_ < n) {
+    gap_visits_left_ = 0;
+    return false;
+  }
+  gap_visits_left_ -= n;
+  visits_left_ -= n;
+  return true;
 }
 
 bool ForwardSignatures::Matches(absl::string_view torch_op, absl::string_view op_type) const {
@@ -44,29 +100,41 @@ bool ForwardSignatures::Matches(absl::string_view torch_op, absl::string_view op
 
 std::size_t ForwardSignatures::CallToward(ModuleId module, ModuleId target,
                                           std::size_t from) const {
-  const std::vector<ForwardEvent>& events = manifest_.module(module).forward;
-  for (std::size_t k = from; k < events.size(); ++k) {
-    const ModuleId callee = events[k].call;
-    if (callee != kNoModule && callee != module && manifest_.isAncestorOrSelf(callee, target)) {
-      return k;
-    }
+  const std::size_t none = manifest_.module(module).forward.size();
+  const ModuleIndex& x = index_[static_cast<std::size_t>(module)];
+  const auto first = calls_.begin() + static_cast<std::ptrdiff_t>(x.calls_begin);
+  const auto last = calls_.begin() + static_cast<std::ptrdiff_t>(x.calls_end);
+  if (first == last) return none;
+  std::size_t best = none;
+  // The callee is `target` or one of its ancestors (never `module`
+  // itself: its calls of itself are not in the table).
+  for (ModuleId c = target; c != kNoModule; c = manifest_.module(c).parent) {
+    if (!Charge(1)) return none;
+    const auto it = std::lower_bound(first, last, CallAt{c, from});
+    if (it != last && it->callee == c) best = std::min(best, it->event);
   }
-  return events.size();
+  return best;
 }
 
-std::size_t ForwardSignatures::LastRead(ModuleId module) const {
-  const std::vector<ForwardEvent>& events = manifest_.module(module).forward;
-  for (std::size_t k = events.size(); k-- > 0;) {
-    if (!events[k].reads.empty()) return k;
-  }
-  return events.size();
+std::size_t ForwardSignatures::LastReadBefore(ModuleId module, std::size_t end) const {
+  const ModuleIndex& x = index_[static_cast<std::size_t>(module)];
+  const auto first = reads_.begin() + static_cast<std::ptrdiff_t>(x.reads_begin);
+  const auto it = std::lower_bound(first, reads_.begin() + static_cast<std::ptrdiff_t>(x.reads_end), end);
+  return it == first ? manifest_.module(module).forward.size() : *(it - 1);
+}
+
+std::size_t ForwardSignatures::FirstReadFrom(ModuleId module, std::size_t from) const {
+  const ModuleIndex& x = index_[static_cast<std::size_t>(module)];
+  const auto last = reads_.begin() + static_cast<std::ptrdiff_t>(x.reads_end);
+  const auto it = std::lower_bound(reads_.begin() + static_cast<std::ptrdiff_t>(x.reads_begin), last, from);
+  return it == last ? manifest_.module(module).forward.size() : *it;
 }
 
 bool ForwardSignatures::Append(ModuleId module, std::size_t begin, std::size_t end, int depth,
                                std::vector<ExpectedOp>* out) const {
   const std::vector<ForwardEvent>& events = manifest_.module(module).forward;
   for (std::size_t k = begin; k < end && k < events.size(); ++k) {
-    if (visited_++ >= kMaxVisited) return false;
+    if (!Charge(1)) return false;
     const ForwardEvent& e = events[k];
     if (e.call == kNoModule) {
       if (out->size() >= kMaxExpected) return false;
@@ -84,18 +152,25 @@ bool ForwardSignatures::Expand(ModuleId callee, int depth, std::vector<ExpectedO
   return Append(callee, 0, info.forward.size(), depth, out);
 }
 
+// Long (about 70 lines): up from A, across the LCA, down to B, each a few
+// lookups in the tables and one Append.
 bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>* out) const {
   out->clear();
-  visited_ = 0;
   if (!available_ || a == kNoModule || b == kNoModule || a == b) return false;
+  if (!indexed_) BuildIndex();
+  gap_visits_left_ = kMaxVisited;
+  // The way up and down is charged too: a chain thousands of modules deep.
   const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
+  if (!Charge(static_cast<std::size_t>(manifest_.module(a).depth + manifest_.module(b).depth) + 1)) {
+    return false;
+  }
   if (lca == kNoModule || !manifest_.module(lca).traced) return false;
   // Up from A: the rest of A's forward from the last operation reading its
   // weights (its other nodes may lie in the gap), then each ancestor's
   // forward after its call toward A.
   if (a != lca) {
     if (!manifest_.module(a).traced) return false;
-    const std::size_t last = LastRead(a);
+    const std::size_t last = index_[static_cast<std::size_t>(a)].last_read;
     if (!Append(a, last, manifest_.module(a).forward.size(), 0, out)) return false;
     for (ModuleId m = manifest_.module(a).parent; m != lca; m = manifest_.module(m).parent) {
       const ModuleInfo& info = manifest_.module(m);
@@ -111,11 +186,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   const std::vector<ForwardEvent>& events = manifest_.module(lca).forward;
   std::size_t begin = 0;
   if (a == lca) {
-    const std::size_t toward_b = CallToward(lca, b, 0);
-    begin = events.size();
-    for (std::size_t k = 0; k < toward_b && k < events.size(); ++k) {
-      if (!events[k].reads.empty()) begin = k;
-    }
+    begin = LastReadBefore(lca, CallToward(lca, b, 0));
   } else {
     const std::size_t toward_a = CallToward(lca, a, 0);
     begin = toward_a == events.size() ? events.size() : toward_a + 1;
@@ -123,10 +194,9 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   if (begin >= events.size()) return false;
   std::size_t end = events.size();
   if (b == lca) {
-    for (std::size_t k = begin; k < events.size() && end == events.size(); ++k) {
-      if (!events[k].reads.empty()) end = k + 1;
-    }
-    if (end == events.size() && events.back().reads.empty()) return false;
+    const std::size_t read = FirstReadFrom(lca, begin);
+    if (read == events.size()) return false;
+    end = read + 1;
   } else {
     end = CallToward(lca, b, begin);
     if (end == events.size()) return false;
@@ -151,11 +221,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   // bias Add): none of its nodes comes before its anchor.
   const ModuleInfo& info = manifest_.module(b);
   if (!info.traced || RuleQueries(rules_).isLibraryModule(info)) return info.traced;
-  std::size_t last = 0;
-  for (std::size_t k = 0; k < info.forward.size() && info.forward[k].call == kNoModule; ++k) {
-    if (!info.forward[k].reads.empty()) last = k + 1;
-  }
-  return Append(b, 0, last, 0, out);
+  return Append(b, 0, index_[static_cast<std::size_t>(b)].reads_before_call, 0, out);
 }
 
 std::vector<ModuleId> ForwardSignatures::Align(absl::Span<const absl::string_view> op_types,

@@ -15,6 +15,15 @@
 // A signature records a module's first call; a module called several times
 // in one forward is looked up at its first call. Without signatures (a
 // schema version 1 manifest) nothing is known.
+//
+// Work and memory (docs/robustness.md, "Forward signatures"): the lookups
+// Between() makes (a module's last weight read, its first call toward a
+// module from an event on, its weight reads around an event) come from
+// tables built once per object, in time and memory linear in the events of
+// the manifest; each lookup and each event visited is charged to a budget
+// of kMaxVisited per gap and, over all gaps of the object's life, of
+// kMaxVisited plus kVisitsPerItem per graph node and manifest event. A gap
+// past either budget is left open (Between returns false).
 #ifndef SEMMAP_SRC_MAPPING_STRATEGIES_FORWARD_SIGNATURE_H_
 #define SEMMAP_SRC_MAPPING_STRATEGIES_FORWARD_SIGNATURE_H_
 
@@ -38,14 +47,17 @@ struct ExpectedOp {
 
 class ForwardSignatures {
  public:
-  ForwardSignatures(const Manifest& manifest, const Rules& rules);
+  // `graph_nodes`: the size of the graph whose gaps are matched (the
+  // object's budget grows with it).
+  ForwardSignatures(const Manifest& manifest, const Rules& rules, std::size_t graph_nodes = 0);
 
   // True when the manifest records any module's forward.
   bool available() const { return available_; }
 
   // The operations expected after `a`'s weights are read and before `b`'s
   // are, in order; false when the signatures do not tell (a module on the
-  // way not recorded, a call not found, more operations than a bound).
+  // way not recorded, a call not found, more operations than a bound, a
+  // budget spent).
   bool Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>* out) const;
 
   // The module of each node of a gap (`op_types`, in order), by matching
@@ -58,6 +70,32 @@ class ForwardSignatures {
                               absl::Span<const ExpectedOp> expected) const;
 
  private:
+  // The lookup tables of one module's events, as ranges of the flat
+  // vectors below.
+  struct ModuleIndex {
+    std::size_t calls_begin = 0, calls_end = 0;  // into calls_
+    std::size_t reads_begin = 0, reads_end = 0;  // into reads_
+    // The last event reading the module's own weights; the event count
+    // when none.
+    std::size_t last_read = 0;
+    // One past the last own operation reading them before the first call
+    // (0 when none).
+    std::size_t reads_before_call = 0;
+  };
+  // A call event: callee and index, sorted by both within a module.
+  struct CallAt {
+    ModuleId callee;
+    std::size_t event;
+    bool operator<(const CallAt& o) const {
+      return callee != o.callee ? callee < o.callee : event < o.event;
+    }
+  };
+
+  // Builds the tables on first use (O(events)).
+  void BuildIndex() const;
+  // Takes `n` visits from the gap's and the object's budgets; false when
+  // either is spent.
+  bool Charge(std::size_t n) const;
   // Appends every operation `callee`'s forward runs, its calls expanded
   // (`depth` calls deep).
   bool Expand(ModuleId callee, int depth, std::vector<ExpectedOp>* out) const;
@@ -65,11 +103,13 @@ class ForwardSignatures {
   bool Append(ModuleId module, std::size_t begin, std::size_t end, int depth,
               std::vector<ExpectedOp>* out) const;
   // Index of the first event of `module` at or after `from` that calls
-  // `target` or a module on the way down to it; the event count when none.
+  // `target` or a module on the way down to it; the event count when none
+  // (or a budget is spent). One table lookup per ancestor of `target`.
   std::size_t CallToward(ModuleId module, ModuleId target, std::size_t from) const;
-  // Index of the last event of `module` that reads one of its own
-  // parameters or buffers; the event count when none.
-  std::size_t LastRead(ModuleId module) const;
+  // The last event of `module` before `end` that reads its own weights,
+  // and the first at or after `from`; the event count when none.
+  std::size_t LastReadBefore(ModuleId module, std::size_t end) const;
+  std::size_t FirstReadFrom(ModuleId module, std::size_t from) const;
   bool Matches(absl::string_view torch_op, absl::string_view op_type) const;
 
   const Manifest& manifest_;
@@ -79,8 +119,15 @@ class ForwardSignatures {
   mutable absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> matches_;
   // What the alignments of one graph may still use (table cells).
   mutable std::size_t cells_left_;
-  // Events Between() has visited for the current gap.
-  mutable std::size_t visited_ = 0;
+  // Events and lookups Between() may still make, for the current gap and
+  // for the object's life.
+  mutable std::size_t gap_visits_left_ = 0;
+  mutable std::size_t visits_left_ = 0;
+  std::size_t graph_nodes_ = 0;
+  mutable bool indexed_ = false;
+  mutable std::vector<ModuleIndex> index_;
+  mutable std::vector<CallAt> calls_;
+  mutable std::vector<std::size_t> reads_;
 };
 
 }  // namespace internal

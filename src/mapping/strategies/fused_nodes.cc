@@ -56,18 +56,21 @@ void RecordFoldedNeighbours(const Graph& graph, const Manifest& manifest, const 
   }
   // C -> the sibling folded into it.
   absl::flat_hash_map<ModuleId, ModuleId> folded_into;
-  for (std::size_t i = 0; i < manifest.size(); ++i) {
-    const ModuleInfo& c = manifest.module(static_cast<ModuleId>(i));
-    const TensorSpec* weight = MatrixWeight(c);
-    if (weight == nullptr || !c.children.empty() || c.parent == kNoModule) continue;
-    const std::vector<ModuleId>& siblings = manifest.module(c.parent).children;
-    auto it = std::find(siblings.begin(), siblings.end(), static_cast<ModuleId>(i));
-    if (it == siblings.end() || it + 1 == siblings.end()) continue;
-    const ModuleId next = *(it + 1);
-    const ModuleInfo& s = manifest.module(next);
-    if (s.children.empty() && !has_node[static_cast<std::size_t>(next)] &&
-        FoldablePerChannel(s, weight->shape.front())) {
-      folded_into.emplace(static_cast<ModuleId>(i), next);
+  // Each parent's children are walked once, in order: a module and the
+  // sibling after it (searching the siblings for each module was quadratic
+  // on a flat model).
+  for (const ModuleInfo& parent : manifest.modules()) {
+    for (std::size_t k = 0; k + 1 < parent.children.size(); ++k) {
+      const ModuleId id = parent.children[k];
+      const ModuleInfo& c = manifest.module(id);
+      const TensorSpec* weight = MatrixWeight(c);
+      if (weight == nullptr || !c.children.empty()) continue;
+      const ModuleId next = parent.children[k + 1];
+      const ModuleInfo& s = manifest.module(next);
+      if (s.children.empty() && !has_node[static_cast<std::size_t>(next)] &&
+          FoldablePerChannel(s, weight->shape.front())) {
+        folded_into.emplace(id, next);
+      }
     }
   }
   if (folded_into.empty()) return;

@@ -647,9 +647,14 @@ std::size_t KeepOwnAnswers(const std::vector<MappingRecord>& own, const Manifest
   for (std::size_t i = 0; i < own.size() && i < mappings->size(); ++i) {
     const MappingRecord& o = own[i];
     MappingRecord& m = (*mappings)[i];
-    if (!o.mapped() || (m.mapped() && m.strategy != Strategy::kReference)) continue;
-    if (m.mapped() && (o.confidence < m.confidence ||
-                       (ancestor && o.confidence < kConfidentFloor))) {
+    if (!o.mapped()) continue;
+    // A confident own answer gives way to nothing less confident: neither
+    // a carried-over answer nor one the inference built on carried-over
+    // neighbours.
+    const bool certain = o.confidence >= kConfidentFloor && m.confidence < o.confidence;
+    if (m.mapped() && m.strategy != Strategy::kReference && !certain) continue;
+    if (m.mapped() && !certain &&
+        (o.confidence < m.confidence || (ancestor && o.confidence < kConfidentFloor))) {
       continue;
     }
     const ModuleId module =

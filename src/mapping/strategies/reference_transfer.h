@@ -164,8 +164,9 @@ void NotePairing(std::size_t paired, std::size_t nodes, ReferenceCheck* check);
 // in `manifest` by its path) when that is at least as confident and, with
 // a reference that looks like P's source (`ancestor`), confident
 // (kConfidentFloor); a node without an answer takes its own. Answers the
-// inference made in `mappings` stay: they may build on carried-over
-// neighbours. (Against a true source, P's own guesses at the same
+// inference made in `mappings` stay (they may build on carried-over
+// neighbours) unless less confident than a confident own answer: a
+// confident own answer is never replaced by a less confident one. (Against a true source, P's own guesses at the same
 // confidence are wrong more often than the carried-over answers: taking
 // every own answer at least as confident, whatever its strategy, cost
 // the corpus's CNNs up to 70 % of their correct answers after ONNX

@@ -162,7 +162,7 @@ class Structure {
     for (NodeId i : order_) {
       if (anchored_[i]) first_anchor_[out_[i].module] = std::min(first_anchor_[out_[i].module], pos_[i]);
     }
-    if (const ForwardSignatures signatures(manifest_, rules_); signatures.available()) {
+    if (const ForwardSignatures signatures(manifest_, rules_, n_); signatures.available()) {
       for (const std::vector<NodeId>& bucket : buckets_) {
         counts.signature_matches += Signatures(bucket, signatures);
       }
