@@ -199,7 +199,9 @@ int RunEmbedCommand(int argc, char** argv) {
       "export a processed MODEL.onnx was made from as --source.\n",
       "Exit codes: 0 ok, 2 bad usage or input, no manifest, MODEL not a processed\n"
       "copy of --source, OUT not writable, or OUT an input without --allow-overwrite.\n");
-  command_line.Value("-o,--output", "OUT.onnx", "the model with its record (written atomically)")
+  command_line.Value("-o,--output", "OUT.onnx",
+                     "the model with its record (written atomically; - for\n"
+                     "standard output)")
       ->required();
   command_line.Input("--manifest", "MANIFEST.json",
                      "the manifest of the model (python -m semmap.manifest);\n"
@@ -229,22 +231,28 @@ int RunEmbedCommand(int argc, char** argv) {
   options.allow_overwrite = args->has("--allow-overwrite");
   options.protected_paths = args->inputs;
   const std::string& output = *args->option("--output");
+  if (absl::Status where = CheckStandardOutputTarget(output); !where.ok()) {
+    return Fail(kEmbedTool, where);
+  }
   absl::StatusOr<semmap::EmbedResult> result;
   {
     Progress progress("writing " + output);
-    result = semmap::Embed(*(*model)->mapper, source, target, output, options);
+    result = semmap::Embed(*(*model)->mapper, source, target, OutputPath(output), options);
   }
   if (!result.ok()) return Fail(kEmbedTool, result.status());
+  // With -o -, the model is the standard output: what was written goes to
+  // standard error.
+  std::ostream& summary = SummaryStream(output);
   if (args->has("--json")) {
-    std::cout << semmap::EmbedResultJson(*result, target, output) << "\n";
+    summary << semmap::EmbedResultJson(*result, target, output) << "\n";
     return kExitOk;
   }
-  std::cout << output << ": record of " << result->nodes << " nodes, " << result->record_bytes
-            << " bytes (graph " << result->graph_bytes << " and manifest "
-            << result->manifest_bytes << " bytes before compression), from graph "
-            << result->fingerprint;
-  if (result->replaced > 0) std::cout << "; replaced the record it carried";
-  std::cout << "\n";
+  summary << output << ": record of " << result->nodes << " nodes, " << result->record_bytes
+          << " bytes (graph " << result->graph_bytes << " and manifest "
+          << result->manifest_bytes << " bytes before compression), from graph "
+          << result->fingerprint;
+  if (result->replaced > 0) summary << "; replaced the record it carried";
+  summary << "\n";
   return kExitOk;
 }
 
