@@ -141,3 +141,55 @@ TEST_CASE("Profiled time goes to modules; the rest is counted by reason", "[prof
   }
   CHECK(layer1);
 }
+
+// A fused node of ONNX Runtime's optimizer, paired with its export: with
+// split_fused its time goes to its origins by the export's nodes each part
+// replaced, and the totals are unchanged.
+TEST_CASE("A fused node's time split over its origins", "[profile][fixture]") {
+  const std::string dir = "torch-2.15/bert-seqcls.torchscript.ort-optimized";
+  semmap::SemanticMapper::OpenOptions options;
+  options.reference_path = Fixture("torch-2.15/bert-seqcls.torchscript", "model.onnx");
+  auto mapper = semmap::SemanticMapper::Open(Fixture(dir, "model.onnx"),
+                                             Fixture(dir, "manifest.json"), options);
+  REQUIRE(mapper.ok());
+  semmap::NodeId fused = semmap::kNoNode;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(mapper->graph().size()); ++i) {
+    if (!mapper->originSharesOf(i).empty()) {
+      fused = i;
+      break;
+    }
+  }
+  REQUIRE(fused != semmap::kNoNode);
+  const semmap::Node node = mapper->graph().node(fused);
+  const auto origins = mapper->originsOf(fused);
+  const auto shares = mapper->originSharesOf(fused);
+  REQUIRE(origins.size() == shares.size());
+  REQUIRE(origins.size() >= 2);
+  const std::string text = "[" + KernelEvent(std::string(node.name), std::string(node.op_type), 1000) + "]";
+  auto p = semmap::Profile::Parse(text, "p.json");
+  REQUIRE(p.ok());
+  auto whole = semmap::AttributeProfile(*mapper, *p);
+  REQUIRE(whole.ok());
+  CHECK(whole->split_nodes == 0);
+  CHECK(whole->modules[mapper->moduleFor(fused).module].own_us == 1000);
+  semmap::AttributionOptions split_options;
+  split_options.split_fused = true;
+  auto split = semmap::AttributeProfile(*mapper, *p, split_options);
+  REQUIRE(split.ok());
+  CHECK(split->split_nodes == 1);
+  CHECK(split->split_us == 1000);
+  CHECK(split->attributed_us == 1000);
+  std::uint64_t total_shares = 0;
+  for (std::uint32_t s : shares) total_shares += s;
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < origins.size(); ++i) {
+    const std::int64_t got = split->modules[origins[i]].own_us;
+    CAPTURE(i, shares[i], total_shares, got);
+    CHECK(std::abs(got * static_cast<std::int64_t>(total_shares) -
+                   1000 * static_cast<std::int64_t>(shares[i])) <=
+          static_cast<std::int64_t>(total_shares));
+    sum += got;
+  }
+  CHECK(sum == 1000);
+  CHECK(split->modules[mapper->manifest().root()].subtree_us == 1000);
+}

@@ -208,6 +208,12 @@ class SEMMAP_EXPORT SemanticMapper {
   // still is (the Conv) when one part dominates, else the parts' lowest
   // common ancestor. A view valid while the mapper lives.
   absl::Span<const ModuleId> originsOf(NodeId node) const;
+  // Parallel to originsOf(node): how many of the export's nodes each
+  // origin's part of a node replaced, when the node's origins come from a
+  // reference or a provenance record (a fusion by ONNX Runtime or
+  // onnxslim); empty otherwise. An estimate of each part's share of the
+  // node's work (semmap profile --split-fused).
+  absl::Span<const std::uint32_t> originSharesOf(NodeId node) const;
   // The module paths of originsOf(node): views into manifest().
   std::vector<absl::string_view> originPathsOf(NodeId node) const;
   // Nodes per strategy, indexed by the Strategy's value.

@@ -167,6 +167,21 @@ struct SEMMAP_EXPORT ProfileAttribution {
   // One entry per reason with time or nodes, in reason order. attributed_us
   // plus their us is kernel_us.
   std::vector<UnattributedTime> unattributed;
+  // With AttributionOptions::split_fused: the fused nodes whose time was
+  // divided over their origins, and that time. An estimate: each part gets
+  // the share of the export's nodes it replaced
+  // (SemanticMapper::originSharesOf), not a measured time.
+  std::size_t split_nodes = 0;
+  std::int64_t split_us = 0;
+};
+
+struct SEMMAP_EXPORT AttributionOptions {
+  // Divide the time of a node that replaced several modules' nodes (an ONNX
+  // Runtime or onnxslim fusion, paired with its export through --reference
+  // or a provenance record) over those modules, in proportion to the
+  // export's nodes each one's part replaced. Off: all of it goes to the
+  // node's one module (the part it still is, or the parts' common ancestor).
+  bool split_fused = false;
 };
 
 // Attributes each profiled node's time to the module the mapper gives it.
@@ -176,6 +191,8 @@ struct SEMMAP_EXPORT ProfileAttribution {
 // of memory.
 SEMMAP_EXPORT absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
                                                                   const Profile& profile);
+SEMMAP_EXPORT absl::StatusOr<ProfileAttribution> AttributeProfile(
+    const SemanticMapper& mapper, const Profile& profile, const AttributionOptions& options);
 
 }  // namespace semmap
 

@@ -202,7 +202,42 @@ std::vector<GroupTime> Ranked(std::map<std::string, GroupTime> groups) {
 // unattributed time), then subtrees and layers are summed; splitting it
 // would pass all the accumulators around.
 absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
-                                                    const Profile& profile) try {
+                                                    const Profile& profile) {
+  return AttributeProfile(mapper, profile, AttributionOptions());
+}
+
+namespace {
+
+// `us` of node `id` divided over its origins by their shares (the largest
+// remainder to the first origins), or nullopt-like empty when the node has
+// no shares.
+std::vector<std::pair<ModuleId, std::int64_t>> SplitByShares(const SemanticMapper& mapper,
+                                                             NodeId id, std::int64_t us) {
+  const absl::Span<const ModuleId> origins = mapper.originsOf(id);
+  const absl::Span<const std::uint32_t> shares = mapper.originSharesOf(id);
+  std::vector<std::pair<ModuleId, std::int64_t>> parts;
+  if (shares.size() != origins.size() || origins.size() < 2) return parts;
+  std::uint64_t total = 0;
+  for (std::uint32_t s : shares) total += s;
+  if (total == 0 || us <= 0) return parts;
+  std::int64_t given = 0;
+  for (std::size_t i = 0; i < origins.size(); ++i) {
+    const auto part = static_cast<std::int64_t>(static_cast<long double>(us) * shares[i] / total);
+    parts.emplace_back(origins[i], part);
+    given += part;
+  }
+  for (std::size_t i = 0; given < us; i = (i + 1) % parts.size(), ++given) ++parts[i].second;
+  return parts;
+}
+
+}  // namespace
+
+// Long (about 80 lines): each profiled node is looked up, then its time
+// given to one module or, split, to its origins; the groups and subtrees
+// follow from the per-module times.
+absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
+                                                    const Profile& profile,
+                                                    const AttributionOptions& options) try {
   const Graph& graph = mapper.graph();
   const Manifest& manifest = mapper.manifest();
   ProfileAttribution a;
@@ -217,6 +252,7 @@ absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper
   std::vector<std::vector<std::pair<std::int64_t, std::string>>> examples(
       kUnattributedReasonCount);
   std::map<std::string, GroupTime> classes, categories, op_types;
+  const std::vector<std::string> module_categories = mapper.rules().categoriesOf(manifest);
   for (const ProfiledNode& p : profile.nodes()) {
     const NodeId id = graph.find(p.name);
     UnattributedReason reason = UnattributedReason::kUnmapped;
@@ -240,14 +276,26 @@ absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper
       continue;
     }
     const Mapping& m = mapper.moduleFor(id);
-    ModuleTime& mt = a.modules[m.module];
-    mt.own_us = SaturatingAdd(mt.own_us, p.us);
-    mt.own_calls += p.calls;
-    ++mt.own_nodes;
+    std::vector<std::pair<ModuleId, std::int64_t>> parts;
+    if (options.split_fused) parts = SplitByShares(mapper, id, p.us);
+    if (parts.empty()) parts.emplace_back(m.module, p.us);
+    if (parts.size() > 1) {
+      ++a.split_nodes;
+      a.split_us = SaturatingAdd(a.split_us, p.us);
+    }
+    for (const auto& [module, us] : parts) {
+      // Time goes to each part; calls to the node's own module alone.
+      const std::int64_t calls = module == m.module || parts.size() == 1 ? p.calls : 0;
+      ModuleTime& mt = a.modules[module];
+      mt.own_us = SaturatingAdd(mt.own_us, us);
+      AddTo(classes[manifest.module(module).class_name], us, calls);
+      AddTo(categories[module_categories[static_cast<std::size_t>(module)]], us, calls);
+    }
+    ModuleTime& home = a.modules[m.module];
+    home.own_calls += p.calls;
+    ++home.own_nodes;
     a.attributed_us = SaturatingAdd(a.attributed_us, p.us);
     ++a.attributed_nodes;
-    AddTo(classes[std::string(m.class_name)], p.us, p.calls);
-    AddTo(categories[std::string(m.category)], p.us, p.calls);
     AddTo(op_types[QualifiedOpType(graph.node(id))], p.us, p.calls);
   }
 

@@ -500,6 +500,10 @@ absl::Span<const ModuleId> SemanticMapper::originsOf(NodeId node) const {
   return impl_->origins.Of(node);
 }
 
+absl::Span<const std::uint32_t> SemanticMapper::originSharesOf(NodeId node) const {
+  return impl_->origins.Shares(node);
+}
+
 std::vector<absl::string_view> SemanticMapper::originPathsOf(NodeId node) const {
   std::vector<absl::string_view> paths;
   for (ModuleId m : originsOf(node)) paths.push_back(impl_->manifest->module(m).path);

@@ -6,21 +6,36 @@
 namespace semmap {
 namespace internal {
 
-void OriginTable::Set(NodeId node, std::vector<ModuleId> modules) {
-  std::sort(modules.begin(), modules.end());
-  modules.erase(std::unique(modules.begin(), modules.end()), modules.end());
+void OriginTable::Set(NodeId node, std::vector<ModuleId> modules, bool counted) {
   modules.erase(std::remove(modules.begin(), modules.end(), kNoModule), modules.end());
-  if (modules.size() < 2) {
+  std::sort(modules.begin(), modules.end());
+  Entry entry;
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    if (i > 0 && modules[i] == modules[i - 1]) {
+      ++entry.shares.back();
+      continue;
+    }
+    entry.modules.push_back(modules[i]);
+    entry.shares.push_back(1);
+  }
+  if (entry.modules.size() < 2) {
     table_.erase(node);
     return;
   }
-  table_[node] = std::move(modules);
+  if (!counted) entry.shares.clear();
+  table_[node] = std::move(entry);
 }
 
 absl::Span<const ModuleId> OriginTable::Of(NodeId node) const {
   auto it = table_.find(node);
   if (it == table_.end()) return {};
-  return it->second;
+  return it->second.modules;
+}
+
+absl::Span<const std::uint32_t> OriginTable::Shares(NodeId node) const {
+  auto it = table_.find(node);
+  if (it == table_.end()) return {};
+  return it->second.shares;
 }
 
 }  // namespace internal

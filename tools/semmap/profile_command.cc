@@ -158,6 +158,7 @@ nlohmann::json AttributionJson(const LoadedModel& model, const std::string& prof
           {"attributed_us", a.attributed_us},
           {"profiled_nodes", a.profiled_nodes},
           {"attributed_nodes", a.attributed_nodes},
+          {"split_fused", {{"nodes", a.split_nodes}, {"us", a.split_us}}},
           {"unattributed", unattributed},
           {"modules", modules},
           {"layers", layers},
@@ -202,6 +203,11 @@ void PrintProfileText(const LoadedModel& model, const std::string& profile_path,
   std::cout << "\nattributed: " << Ms(a.attributed_us) << " of " << Ms(a.kernel_us) << " ms ("
             << Share(a.attributed_us, a.kernel_us) << "), " << a.attributed_nodes << " of "
             << a.profiled_nodes << " profiled nodes\n";
+  if (a.split_nodes > 0) {
+    std::cout << "split (estimate): " << Ms(a.split_us) << " ms of " << a.split_nodes
+              << " fused nodes divided over their origins by the export's nodes each part "
+                 "replaced\n";
+  }
   for (const semmap::UnattributedTime& u : a.unattributed) {
     std::cout << "not attributed: " << Ms(u.us) << " ms (" << Share(u.us, a.kernel_us) << "), "
               << u.nodes << " nodes " << ReasonText(u.reason) << "; e.g. "
@@ -222,6 +228,11 @@ void AddProfileOptions(CommandLine& command_line) {
       ->required();
   command_line.Value("--top", "N",
                      "rows per table (default 10, 0 = all)");
+  command_line.Flag("--split-fused",
+                    "divide the time of a node fused from several modules'\n"
+                    "nodes (paired with the export by --reference or the\n"
+                    "model's provenance record) over those modules, by the\n"
+                    "export's nodes each one's part replaced: an estimate");
   command_line.Flag("--json",
                      "everything as JSON (every module with time, every layer,\n"
                      "class, category and op type, each reason for\n"
@@ -234,7 +245,7 @@ int RunProfileCommand(int argc, char** argv) {
   CommandLine command_line(
       kTool,
       "semmap profile MODEL.onnx --ort-profile PROFILE.json [--manifest MANIFEST.json]\n"
-      "                      [--top N] [--json]",
+      "                      [--top N] [--split-fused] [--json]",
       "Reads ONNX Runtime's profiler output (SessionOptions.enable_profiling) and\n"
       "gives each node's kernel time to its module: modules ranked by subtree and by\n"
       "own time, each item of every repeated container (layers), classes and semantic\n"
@@ -262,6 +273,14 @@ int RunProfileCommand(int argc, char** argv) {
   if (!loaded.ok()) return Fail(kTool, loaded.status());
   const std::unique_ptr<LoadedModel>& model = loaded->model;
   const std::optional<semmap::Profile>& profile = loaded->profile;
+  if (args->has("--split-fused")) {
+    semmap::AttributionOptions options;
+    options.split_fused = true;
+    absl::StatusOr<semmap::ProfileAttribution> split =
+        semmap::AttributeProfile(*model->mapper, *profile, options);
+    if (!split.ok()) return Fail(kTool, split.status());
+    loaded->attribution = *std::move(split);
+  }
   const semmap::ProfileAttribution& a = *loaded->attribution;
 
   std::size_t found = a.attributed_nodes;

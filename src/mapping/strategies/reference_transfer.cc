@@ -582,7 +582,10 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
                            match.reference_nodes.size(), " nodes from ",
                            Abbreviate(first.id, 80),
                            dominant != kNoModule ? "; it still does the operation of one" : ""));
-    context.origins->Set(p, origins);
+    // Shares only where the node replaced several of the export's nodes (a
+    // fusion); one node standing for one keeps that node's origins as they
+    // are (an exporter's fold, whose parts have no count).
+    context.origins->Set(p, origins, /*counted=*/match.reference_nodes.size() > 1);
     ++stats.transferred;
   }
 
