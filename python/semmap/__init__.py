@@ -367,8 +367,9 @@ class MappedModel:
 
     @property
     def reference_check(self) -> dict[str, Any] | None:
-        """What the reference export (``reference=``) is to the model, or None
-        without one (``semmap map --json``'s ``reference_check``).
+        """What the reference export (``reference=``, or the graph of the model's
+        provenance record) is to the model, or None without one (``semmap map
+        --json``'s ``reference_check``).
 
         Keys: ``ancestor`` (it looks like the export the model was made from),
         ``warnings`` (one sentence per finding), the findings ``same_graph``
@@ -377,7 +378,7 @@ class MappedModel:
         behind them and ``own_answers_kept`` (nodes given their own answer
         instead of a less confident carried-over one).
         """
-        if self.reference_path is None:
+        if self.reference_path is None and self.provenance["reference"] == "none":
             return None
         return json.loads(self._core.reference_check_json)
 

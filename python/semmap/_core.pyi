@@ -103,7 +103,7 @@ class Model:
     """A mapped ONNX model (see semmap.MappedModel)."""
 
     @staticmethod
-    def load(model: bytes, manifest: bytes = '', reference: bytes = '', rules: bytes = '', allow_manifest_mismatch: bool = False) -> Model:
+    def load(model: bytes, manifest: bytes = '', reference: bytes = '', rules: bytes = '', allow_manifest_mismatch: bool = False, use_record: bool = True) -> Model:
         r"""Loads and maps; \'\' means none. The GIL is released meanwhile."""
 
     def __len__(self) -> int: ...

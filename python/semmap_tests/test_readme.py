@@ -19,6 +19,7 @@ RECIPE_TESTS = {
     "attention-of-layer": "test_recipes.py::test_attention_of_layer",
     "no-manifest": "test_recipes.py::test_no_manifest",
     "export-and-map": "test_export.py::test_readme_recipe_export_and_map",
+    "one-file-after-quantization": "test_recipes.py::test_one_file_after_quantization",
 }
 
 README = (REPO / "README.md").read_text()

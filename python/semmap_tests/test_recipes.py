@@ -87,6 +87,7 @@ def test_one_file_after_quantization(bert_dir, monkeypatch):
     assert m.provenance["record"] == "used"
     assert m.provenance["manifest"] == "record" and m.provenance["reference"] == "record"
     assert m.has_manifest and m.manifest_path is None
+    assert m.reference_check["ancestor"]
     # The record gives what the manifest and the export as reference give.
     named = semmap.load(bert_dir / "model.int8.onnx", bert_dir / "manifest.json",
                         reference=bert_dir / "model.onnx")
