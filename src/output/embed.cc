@@ -169,8 +169,8 @@ absl::StatusOr<EmbedResult> Embed(const SemanticMapper& source, const std::strin
   if (target_path != source_path) {
     GraphOptions graph_options;
     graph_options.max_subgraph_depth = options.max_subgraph_depth;
-    SEMMAP_ASSIGN_OR_RETURN(Graph target_graph,
-                            Graph::Parse(target.bytes(), target_path, graph_options));
+    graph_options.max_file_bytes = options.max_file_bytes;
+    SEMMAP_ASSIGN_OR_RETURN(Graph target_graph, Graph::Load(target_path, graph_options));
     absl::StatusOr<ReferenceCheck> check =
         internal::CheckReference(target_graph, source.graph(), source.rules());
     if (!check.ok() || !check->ancestor()) {
