@@ -59,13 +59,19 @@ absl::StatusOr<int> ReadVersion(absl::string_view value, absl::string_view where
   return version;
 }
 
-// {"fingerprint", "nodes", "generator"}.
-absl::Status ReadSource(absl::string_view text, absl::string_view where, std::size_t nodes,
-                        DecodedRecord* out) {
+// A record's JSON entry, which must be an object.
+absl::StatusOr<JsonDocument> ParseObject(absl::string_view text, absl::string_view where) {
   SEMMAP_ASSIGN_OR_RETURN(JsonDocument doc,
                           JsonDocument::Parse(text, where, {text.size() + 1, kMaxAnswersDepth}));
+  if (!doc.root().is_object()) return doc.root().Error("expected an object");
+  return doc;
+}
+
+// {"fingerprint", "nodes", "generator", "naming", "scopes"}.
+absl::Status ReadSource(absl::string_view text, absl::string_view where, std::size_t nodes,
+                        DecodedRecord* out) {
+  SEMMAP_ASSIGN_OR_RETURN(JsonDocument doc, ParseObject(text, where));
   const JsonValue root = doc.root();
-  if (!root.is_object()) return root.Error("expected an object");
   SEMMAP_ASSIGN_OR_RETURN(absl::string_view fingerprint, root.StringField("fingerprint", false));
   if (fingerprint.size() != 16 || !absl::SimpleHexAtoi(fingerprint, &out->fingerprint)) {
     return root.ErrorAt("fingerprint", "expected 16 hexadecimal digits");
@@ -117,10 +123,8 @@ absl::StatusOr<JsonValue> ArrayOf(const JsonValue& root, absl::string_view key, 
 
 absl::Status ReadAnswers(absl::string_view text, absl::string_view where, std::size_t nodes,
                          DecodedRecord* out) {
-  SEMMAP_ASSIGN_OR_RETURN(JsonDocument doc,
-                          JsonDocument::Parse(text, where, {text.size() + 1, kMaxAnswersDepth}));
+  SEMMAP_ASSIGN_OR_RETURN(JsonDocument doc, ParseObject(text, where));
   const JsonValue root = doc.root();
-  if (!root.is_object()) return root.Error("expected an object");
   const auto modules = static_cast<std::int64_t>(out->manifest->size());
   SEMMAP_ASSIGN_OR_RETURN(JsonValue names, root.Field("strategies"));
   if (!names.is_array()) return names.Error("expected an array of strategy names");
