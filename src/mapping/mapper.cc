@@ -291,6 +291,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   given.answers = &record.answers;
   given.origins = &record.origins;
   given.naming = &record.naming;
+  given.check = &*check;
   absl::StatusOr<SemanticMapper> mapped = Build(graph, manifest, options, &given);
   if (absl::IsFailedPrecondition(mapped.status()) && !own_manifest) {
     return without(absl::StrCat("its manifest does not fit the model: ",
@@ -379,10 +380,14 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   const std::vector<internal::MappingRecord>* reference_answers = nullptr;
   const internal::OriginTable* reference_origins = nullptr;
   if (reference_graph != nullptr) {
-    SEMMAP_ASSIGN_OR_RETURN(
-        mapper.reference_check,
-        internal::CheckReference(graph, *reference_graph, rules,
-                                 given != nullptr ? given->naming : nullptr));
+    if (given != nullptr && given->check != nullptr) {
+      mapper.reference_check = *given->check;
+    } else {
+      SEMMAP_ASSIGN_OR_RETURN(
+          mapper.reference_check,
+          internal::CheckReference(graph, *reference_graph, rules,
+                                   given != nullptr ? given->naming : nullptr));
+    }
     MapperOptions reference_options = options;
     reference_options.reference = nullptr;
     if (given != nullptr) {

@@ -98,6 +98,8 @@ struct GivenReference {
   const std::vector<MappingRecord>* answers = nullptr;  // per node of `graph`
   const OriginTable* origins = nullptr;
   const GraphNaming* naming = nullptr;  // the export's, measured when it was recorded
+  // The reference check already made against `graph`, or null.
+  const ReferenceCheck* check = nullptr;
 };
 
 // Whether `a` and `b` list the same modules (paths and classes) in the same
