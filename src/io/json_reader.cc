@@ -405,22 +405,34 @@ std::string JsonValue::Pointer() const {
   return out;
 }
 
+namespace {
+
+// A JSON pointer as messages quote it: the keys are the file's, hostile
+// ones as long as the file, so the pointer is shortened like any quoted
+// name (a message stays short whatever the input).
+constexpr std::size_t kMaxQuotedPointer = 256;
+
+}  // namespace
+
 absl::Status JsonValue::Error(absl::string_view what) const {
   std::string pointer = Pointer();
-  return absl::InvalidArgumentError(
-      absl::StrCat(doc_->origin(), ": ", pointer.empty() ? "/" : pointer, ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(
+      doc_->origin(), ": ", pointer.empty() ? "/" : Abbreviate(pointer, kMaxQuotedPointer), ": ",
+      what));
 }
 
 absl::Status JsonValue::ErrorAt(absl::string_view key, absl::string_view what) const {
   std::string pointer = Pointer();
   pointer.push_back('/');
   AppendEscapedKey(key, &pointer);
-  return absl::InvalidArgumentError(absl::StrCat(doc_->origin(), ": ", pointer, ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(
+      doc_->origin(), ": ", Abbreviate(pointer, kMaxQuotedPointer), ": ", what));
 }
 
 absl::Status JsonValue::ErrorAt(std::size_t index, absl::string_view what) const {
-  return absl::InvalidArgumentError(
-      absl::StrCat(doc_->origin(), ": ", Pointer(), "/", index, ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(
+      doc_->origin(), ": ", Abbreviate(absl::StrCat(Pointer(), "/", index), kMaxQuotedPointer),
+      ": ", what));
 }
 
 // --- JsonDocument -----------------------------------------------------------
