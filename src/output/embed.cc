@@ -26,35 +26,26 @@ namespace {
 // "semmap.answers" (mapping/record.h): per node a module index, a
 // confidence and a strategy index, and the origins of fused nodes.
 std::string AnswersJson(const SemanticMapper& mapper) {
-  const std::size_t n = mapper.graph().size();
+  std::string module, confidence, strategy, origins;
+  NodeId i = 0;
+  for (const Mapping& m : mapper.mapAll()) {
+    const char* comma = i == 0 ? "" : ",";
+    absl::StrAppend(&module, comma, m.mapped() ? m.module : -1);
+    confidence += comma;
+    internal::AppendJsonNumber(m.confidence, &confidence);
+    absl::StrAppend(&strategy, comma, static_cast<int>(m.strategy));
+    if (const absl::Span<const ModuleId> o = mapper.originsOf(i); !o.empty()) {
+      absl::StrAppend(&origins, origins.empty() ? "" : ",", "[", i, ",[", absl::StrJoin(o, ","),
+                      "]]");
+    }
+    ++i;
+  }
   std::string out = "{\"strategies\":[";
   for (std::size_t s = 0; s < kStrategyCount; ++s) {
     absl::StrAppend(&out, s == 0 ? "" : ",", "\"", StrategyName(static_cast<Strategy>(s)), "\"");
   }
-  out += "],\"module\":[";
-  for (std::size_t i = 0; i < n; ++i) {
-    const Mapping m = mapper.moduleFor(static_cast<NodeId>(i));
-    absl::StrAppend(&out, i == 0 ? "" : ",", m.mapped() ? m.module : -1);
-  }
-  out += "],\"confidence\":[";
-  for (std::size_t i = 0; i < n; ++i) {
-    out += i == 0 ? "" : ",";
-    internal::AppendJsonNumber(mapper.moduleFor(static_cast<NodeId>(i)).confidence, &out);
-  }
-  out += "],\"strategy\":[";
-  for (std::size_t i = 0; i < n; ++i) {
-    absl::StrAppend(&out, i == 0 ? "" : ",",
-                    static_cast<int>(mapper.moduleFor(static_cast<NodeId>(i)).strategy));
-  }
-  out += "],\"origins\":[";
-  bool first = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const absl::Span<const ModuleId> origins = mapper.originsOf(static_cast<NodeId>(i));
-    if (origins.empty()) continue;
-    absl::StrAppend(&out, first ? "" : ",", "[", i, ",[", absl::StrJoin(origins, ","), "]]");
-    first = false;
-  }
-  out += "]}";
+  absl::StrAppend(&out, "],\"module\":[", module, "],\"confidence\":[", confidence,
+                  "],\"strategy\":[", strategy, "],\"origins\":[", origins, "]}");
   return out;
 }
 
