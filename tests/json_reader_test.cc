@@ -69,6 +69,17 @@ TEST_CASE("JSON the reader accepts", "[json]") {
   CHECK(!semmap::internal::FindJsonSyntaxError(text).has_value());
 }
 
+TEST_CASE("An empty view that points nowhere is an ordinary syntax error", "[json]") {
+  // absl::string_view() has a null data pointer; a record's empty manifest
+  // entry reached the parser this way.
+  for (bool padded : {false, true}) {
+    auto doc = JsonDocument::Parse(absl::string_view(), "t.json", {1 << 20, 8}, padded);
+    REQUIRE_FALSE(doc.ok());
+    CHECK(doc.status().message() ==
+          "t.json: not valid JSON at byte 0: unexpected end of input, expected a value");
+  }
+}
+
 TEST_CASE("JSON text above the size limit is refused before parsing", "[json]") {
   const std::string message = ParseError("[1,2,3]", {6, 8});
   CHECK(message == "t.json: JSON text is 7 bytes, above the limit of 6 bytes");

@@ -460,7 +460,11 @@ absl::StatusOr<JsonDocument> JsonDocument::Parse(absl::string_view text, absl::s
   simdjson::error_code error = doc.parser_->allocate(
       std::max<std::size_t>(text.size(), 32), static_cast<std::size_t>(std::max(limits.max_depth, 1)));
   if (error == simdjson::SUCCESS) {
-    error = doc.parser_->parse(text.data(), text.size(), !text_is_padded).get(doc.root_);
+    // An empty view may point nowhere; simdjson copies from the pointer even
+    // for zero bytes, so it gets a real (empty) buffer instead.
+    const bool empty = text.empty();
+    error = doc.parser_->parse(empty ? "" : text.data(), text.size(), empty || !text_is_padded)
+                .get(doc.root_);
   }
   if (error == simdjson::SUCCESS) return doc;
   if (error == simdjson::MEMALLOC) throw std::bad_alloc();
