@@ -7,8 +7,17 @@
 #   io        files, mapped files, atomic writes, JSON
 #   graph     ONNX files: the wire format, the loaders, the Graph, node names
 #   manifest  the hierarchy manifest and the rule file
-#   mapping   the mapping's steps and strategies (mapping/strategies/)
-#   mapper    the SemanticMapper facade (semmap/mapper.h, mapping/mapper.cc)
+#   mapping_core        what every step shares: the records, evidence and
+#                       origins, op traits, the scope resolver, the tensor
+#                       index (mapping/core/)
+#   mapping_steps       the steps that read names: scopes, the root
+#                       binding, the manifest's fit, the reference check,
+#                       the provenance record (mapping/steps/)
+#   mapping_strategies  the inference strategies: structure, neighbourhood,
+#                       forward signatures, fused nodes, reference transfer
+#                       (mapping/strategies/)
+#   mapper              the SemanticMapper facade (semmap/mapper.h,
+#                       mapping/mapper.cc, alone at the top of mapping/)
 #   analysis  tree, query, diff, profile, ground truth
 #   output    what the writers write: annotate, extract, stages, sidecar,
 #             report, GraphML, node data
@@ -19,15 +28,18 @@ if(NOT SEMMAP_SOURCE_DIR)
   message(FATAL_ERROR "check_layers.cmake: set SEMMAP_SOURCE_DIR")
 endif()
 
-set(layers base io graph manifest mapping mapper analysis output)
+set(layers base io graph manifest mapping_core mapping_steps mapping_strategies mapper analysis
+           output)
 set(allowed_base "")
 set(allowed_io base)
 set(allowed_graph base io)
 set(allowed_manifest base io)
-set(allowed_mapping base io graph manifest)
-set(allowed_mapper base io graph manifest mapping)
-set(allowed_analysis base io graph manifest mapping mapper)
-set(allowed_output base io graph manifest mapping mapper analysis)
+set(allowed_mapping_core base io graph manifest)
+set(allowed_mapping_steps base io graph manifest mapping_core)
+set(allowed_mapping_strategies base io graph manifest mapping_core mapping_steps)
+set(allowed_mapper base io graph manifest mapping_core mapping_steps mapping_strategies)
+set(allowed_analysis ${allowed_mapper} mapper)
+set(allowed_output ${allowed_analysis} analysis)
 
 # Public headers without a source of their name.
 set(header_layer_export.h base)
@@ -35,8 +47,11 @@ set(header_layer_version.h base)
 set(header_layer_metadata_keys.h base)
 set(header_layer_indexed_list.h base)
 set(header_layer_mapper.h mapper)
-set(header_layer_mapping.h mapping)
-set(header_layer_provenance.h mapping)
+set(header_layer_mapping.h mapping_core)
+set(header_layer_provenance.h mapping_core)
+set(header_layer_manifest_fit.h mapping_core)
+set(header_layer_reference_check.h mapping_core)
+set(header_layer_root_binding.h mapping_core)
 set(header_layer_semmap.h umbrella)
 
 file(GLOB_RECURSE sources RELATIVE ${SEMMAP_SOURCE_DIR}
@@ -66,6 +81,10 @@ endforeach()
 function(layer_of_path path out)
   if(path MATCHES "^src/mapping/mapper\\.cc$")
     set(${out} mapper PARENT_SCOPE)
+  elseif(path MATCHES "^src/mapping/(core|steps|strategies)/")
+    set(${out} mapping_${CMAKE_MATCH_1} PARENT_SCOPE)
+  elseif(path MATCHES "^src/mapping/")
+    set(${out} "" PARENT_SCOPE)  # a file beside the facade: in no layer
   elseif(path MATCHES "^src/([a-z_]+)/")
     set(${out} ${CMAKE_MATCH_1} PARENT_SCOPE)
   elseif(path MATCHES "^include/semmap/([a-z_]+\\.h)$")

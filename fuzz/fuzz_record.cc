@@ -20,7 +20,7 @@
 #include "graph/onnx_fields.h"
 #include "graph/wire_writer.h"
 #include "io/deflate.h"
-#include "mapping/record.h"
+#include "mapping/steps/read_record.h"
 #include "semmap/graph.h"
 #include "semmap/provenance.h"
 

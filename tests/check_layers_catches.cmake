@@ -21,19 +21,23 @@ if(NOT result EQUAL 0)
   message(FATAL_ERROR "the unchanged sources fail the check:\n${text}")
 endif()
 
-# The graph layer including a writer's header; a mapping step including the
-# mapper's facade; a public graph header including a mapping one.
+# The graph layer including a writer's header; the mapping's core including
+# the mapper's facade; a step including a strategy; a public graph header
+# including a mapping one.
 file(APPEND ${WORK_DIR}/src/graph/graph.cc "#include \"semmap/annotate.h\"\n")
-file(APPEND ${WORK_DIR}/src/mapping/op_traits.h "#include \"semmap/mapper.h\"\n")
-file(APPEND ${WORK_DIR}/include/semmap/graph.h "#include \"mapping/confidence.h\"\n")
+file(APPEND ${WORK_DIR}/src/mapping/core/op_traits.h "#include \"semmap/mapper.h\"\n")
+file(APPEND ${WORK_DIR}/src/mapping/steps/assess_fit.cc
+     "#include \"mapping/strategies/structure.h\"\n")
+file(APPEND ${WORK_DIR}/include/semmap/graph.h "#include \"mapping/core/confidence.h\"\n")
 run_check(result text)
 if(result EQUAL 0)
   message(FATAL_ERROR "the check passed sources with upward includes")
 endif()
 foreach(expected
     "src/graph/graph.cc (graph) includes semmap/annotate.h (output)"
-    "src/mapping/op_traits.h (mapping) includes semmap/mapper.h (mapper)"
-    "include/semmap/graph.h (graph) includes mapping/confidence.h (mapping)")
+    "src/mapping/core/op_traits.h (mapping_core) includes semmap/mapper.h (mapper)"
+    "src/mapping/steps/assess_fit.cc (mapping_steps) includes mapping/strategies/structure.h (mapping_strategies)"
+    "include/semmap/graph.h (graph) includes mapping/core/confidence.h (mapping_core)")
   string(FIND "${text}" "${expected}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "the check did not name \"${expected}\":\n${text}")

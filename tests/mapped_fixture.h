@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "mapping/mapping_record.h"
+#include "mapping/core/mapping_record.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 #include "test_util.h"

@@ -7,9 +7,9 @@
 
 #include "catch2/catch.hpp"
 #include "mapped_fixture.h"
-#include "mapping/confidence.h"
-#include "mapping/evidence_store.h"
-#include "mapping/op_traits.h"
+#include "mapping/core/confidence.h"
+#include "mapping/core/evidence_store.h"
+#include "mapping/core/op_traits.h"
 #include "mapping/strategies/neighbourhood.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"

@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "mapping/evidence_store.h"
-#include "mapping/scope_resolver.h"
+#include "mapping/core/evidence_store.h"
+#include "mapping/core/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"

@@ -16,7 +16,7 @@
 #include "graph/weightless_copy.h"
 #include "io/atomic_write.h"
 #include "io/deflate.h"
-#include "mapping/record.h"
+#include "mapping/steps/read_record.h"
 #include "nlohmann/json.hpp"
 #include "onnx/onnx_pb.h"
 #include "semmap/semmap.h"
@@ -260,7 +260,7 @@ TEST_CASE("a record of another graph is rejected and changes nothing", "[record]
   REQUIRE(without.ok());
   // Another architecture's; the same model exported by the other exporter;
   // the same architecture built at another size (the first slice's).
-  for (const std::string other : {kSlice + "clip.dynamo", kSlice + "bert-seqcls.torchscript",
+  for (const std::string& other : {kSlice + "clip.dynamo", kSlice + "bert-seqcls.torchscript",
                                   std::string("bert-seqcls.dynamo")}) {
     CAPTURE(other);
     const std::string value = RecordValue(Embedded(tmp, other));

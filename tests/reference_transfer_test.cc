@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "mapping/steps/check_reference.h"
 #include "mapping/strategies/reference_transfer.h"
 #include "semmap/semmap.h"
 #include "test_util.h"

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
-#include "mapping/confidence.h"
-#include "mapping/evidence_store.h"
-#include "mapping/graph_scopes.h"
-#include "mapping/root_binding.h"
-#include "mapping/scope_outcome.h"
-#include "mapping/scope_resolver.h"
+#include "mapping/core/confidence.h"
+#include "mapping/core/evidence_store.h"
+#include "mapping/core/scope_resolver.h"
+#include "mapping/steps/bind_root.h"
+#include "mapping/steps/group_scopes.h"
+#include "mapping/steps/resolve_scopes.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"

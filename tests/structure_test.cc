@@ -5,9 +5,9 @@
 #include "catch2/catch.hpp"
 #include "manifest/rule_queries.h"
 #include "mapped_fixture.h"
-#include "mapping/op_traits.h"
+#include "mapping/core/op_traits.h"
+#include "mapping/core/tensor_evidence.h"
 #include "mapping/strategies/structure.h"
-#include "mapping/strategies/tensor_evidence.h"
 
 namespace semmap_test {
 namespace {

@@ -19,7 +19,7 @@
 #include "io/atomic_write.h"
 #include "io/mapped_file.h"
 #include "manifest/rule_queries.h"
-#include "mapping/scope_resolver.h"
+#include "mapping/core/scope_resolver.h"
 #include "nlohmann/json.hpp"
 #include "semmap/scope_path.h"
 #include "semmap/tree.h"

@@ -12,11 +12,11 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "mapping/fusion.h"
-#include "mapping/mapping_record.h"
-#include "mapping/op_traits.h"
-#include "mapping/origin_table.h"
-#include "mapping/strategies/tensor_evidence.h"
+#include "mapping/core/fusion.h"
+#include "mapping/core/mapping_record.h"
+#include "mapping/core/op_traits.h"
+#include "mapping/core/origin_table.h"
+#include "mapping/core/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "mapping/confidence.h"
+#include "mapping/core/confidence.h"
 
 namespace semmap {
 namespace internal {

@@ -4,9 +4,9 @@
 
 #include <vector>
 
-#include "mapping/evidence_store.h"
-#include "mapping/mapping_record.h"
-#include "mapping/op_traits.h"
+#include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_record.h"
+#include "mapping/core/op_traits.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"

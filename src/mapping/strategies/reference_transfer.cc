@@ -8,10 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/text.h"
 #include "manifest/rule_queries.h"
-#include "mapping/confidence.h"
-#include "mapping/op_traits.h"
+#include "mapping/core/confidence.h"
+#include "mapping/core/graph_colours.h"
+#include "mapping/core/op_traits.h"
+#include "mapping/steps/check_reference.h"
 #include "mapping/strategies/fused_nodes.h"
-#include "mapping/strategies/graph_colours.h"
 
 namespace semmap {
 namespace internal {

@@ -3,12 +3,10 @@
 // quantize_dynamic, name stripping), whose nodes lost the exporter's names
 // or metadata. See MapperOptions::reference and docs/mapping.md.
 //
-// Two steps, both linear in the size of the two graphs:
-//  - CheckSameModel refuses a reference that is not the export the
-//    processed file came from, judged by initializer names and shapes;
-//  - MatchToReference pairs each node of the processed graph (P) with the
-//    reference (R) nodes it stands for, and TransferFromReference turns the
-//    pairs into mappings.
+// Linear in the size of the two graphs: MatchToReference pairs each node
+// of the processed graph (P) with the reference (R) nodes it stands for,
+// and TransferFromReference turns the pairs into mappings. Whether R is
+// P's source at all is checked before (steps/check_reference.h).
 #ifndef SEMMAP_SRC_MAPPING_STRATEGIES_REFERENCE_TRANSFER_H_
 #define SEMMAP_SRC_MAPPING_STRATEGIES_REFERENCE_TRANSFER_H_
 
@@ -19,10 +17,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "mapping/evidence_store.h"
-#include "mapping/mapping_record.h"
-#include "mapping/origin_table.h"
-#include "mapping/strategies/tensor_evidence.h"
+#include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_record.h"
+#include "mapping/core/origin_table.h"
+#include "mapping/core/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -31,51 +29,6 @@
 
 namespace semmap {
 namespace internal {
-
-// What the two files share. Names are compared as written and, for the
-// processed file, without the value-name suffixes of the rules
-// (quantization's "<weight>_quantized", "_scale", "_zero_point").
-// Initializers of P named after values R computes (constants folded by
-// onnxslim: "/m/Constant_output_0", "/m/Unsqueeze_output_0_axes") are not
-// counted.
-struct ReferenceEvidence {
-  bool by_initializers = true;     // false: graph input/output names compared
-  std::size_t reference_names = 0;  // distinct names of R compared
-  std::size_t found = 0;            // of those, present in P
-  std::size_t processed_names = 0;  // distinct names of P compared
-  std::size_t known = 0;            // of those, names (or renamings) of R
-  std::size_t shape_mismatches = 0; // same name, both shapes known, different
-  std::string first_mismatch;       // "<name> [2,3] vs [3,2]"
-};
-
-ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
-                               const Rules& rules);
-
-// OK when `reference` can be the unprocessed export of `processed`:
-// at least half of R's initializers are found in P, at least half of P's
-// are R's (fusion adds a few), and at most 1 in 20 shared names differ in
-// shape. Graphs without initializers are judged by their graph input and
-// output names instead. Otherwise InvalidArgument stating the evidence
-// ("shares 3 of 120 initializers"); the caller adds the file names.
-absl::Status CheckSameModel(const Graph& processed, const Graph& reference,
-                            const Rules& rules);
-
-// How a graph's nodes name their modules (ReferenceCheck's namings and
-// scope counts): what the check weighs of each graph.
-struct GraphNaming {
-  NodeNaming scheme = NodeNaming::kNone;
-  std::size_t scopes = 0;  // distinct scopes named by node names or metadata
-};
-GraphNaming NamingOf(const Graph& graph);
-
-// CheckSameModel, then whether R can be P's ancestor (reference_check.h):
-// the same graph, the other exporter's naming, fewer named nodes; each
-// finding worded as a warning. `reference_naming`, when given, is R's
-// naming as measured on the export itself (a record's copy of R keeps no
-// metadata).
-absl::StatusOr<ReferenceCheck> CheckReference(const Graph& processed, const Graph& reference,
-                                              const Rules& rules,
-                                              const GraphNaming* reference_naming = nullptr);
 
 // How a node of P was paired with R, strongest first.
 enum class MatchRule : std::uint8_t {
@@ -153,10 +106,6 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
                                     const TransferContext& context, const Manifest& manifest,
                                     const Rules& rules, std::vector<MappingRecord>* mappings,
                                     EvidenceStore* evidence, const MatchLimits& limits = {});
-
-// Records in `check` that `paired` of the model's `nodes` nodes pair with
-// the reference, with a warning when too few do for it to be their source.
-void NotePairing(std::size_t paired, std::size_t nodes, ReferenceCheck* check);
 
 // After the transfer and the inference: a carried-over answer (strategy
 // kReference) gives way to the answer P gives on its own (`own`, indexed

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "manifest/rule_queries.h"
-#include "mapping/confidence.h"
+#include "mapping/core/confidence.h"
 #include "mapping/strategies/forward_signature.h"
 
 namespace semmap {

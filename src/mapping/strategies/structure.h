@@ -49,11 +49,11 @@
 
 #include <vector>
 
-#include "mapping/evidence_store.h"
-#include "mapping/mapping_record.h"
-#include "mapping/op_traits.h"
+#include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_record.h"
+#include "mapping/core/op_traits.h"
+#include "mapping/core/tensor_evidence.h"
 #include "mapping/strategies/neighbourhood.h"
-#include "mapping/strategies/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"

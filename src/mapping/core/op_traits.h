@@ -1,8 +1,8 @@
 // Per-node op-type rule results, computed once per distinct op type: the
 // rules' RE2 patterns are matched a few dozen times instead of once per node
 // per pass.
-#ifndef SEMMAP_SRC_MAPPING_OP_TRAITS_H_
-#define SEMMAP_SRC_MAPPING_OP_TRAITS_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_OP_TRAITS_H_
+#define SEMMAP_SRC_MAPPING_CORE_OP_TRAITS_H_
 
 #include <cstdint>
 #include <vector>
@@ -36,4 +36,4 @@ std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops);
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_OP_TRAITS_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_OP_TRAITS_H_

@@ -2,8 +2,8 @@
 // their name or exporter metadata gives, each name parsed once. Every later
 // step that works per scope (root binding, scope resolution, the manifest
 // fit) works on these groups, so a scope shared by many nodes costs once.
-#ifndef SEMMAP_SRC_MAPPING_GRAPH_SCOPES_H_
-#define SEMMAP_SRC_MAPPING_GRAPH_SCOPES_H_
+#ifndef SEMMAP_SRC_MAPPING_STEPS_GROUP_SCOPES_H_
+#define SEMMAP_SRC_MAPPING_STEPS_GROUP_SCOPES_H_
 
 #include <cstddef>
 #include <string>
@@ -12,9 +12,9 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "mapping/manifest_fit.h"
-#include "mapping/mapping_record.h"
-#include "mapping/scope_resolver.h"
+#include "mapping/core/mapping_record.h"
+#include "mapping/core/scope_resolver.h"
+#include "mapping/steps/assess_fit.h"
 #include "semmap/graph.h"
 #include "semmap/mapping.h"
 #include "semmap/rules.h"
@@ -85,4 +85,4 @@ std::string ScopeEvidence(const Scope& scope);
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_GRAPH_SCOPES_H_
+#endif  // SEMMAP_SRC_MAPPING_STEPS_GROUP_SCOPES_H_

@@ -1,16 +1,16 @@
 // Whether a manifest describes the model a graph was exported from
 // (semmap::ManifestFit, mapper.h), judged from the names the graph keeps.
-#ifndef SEMMAP_SRC_MAPPING_MANIFEST_FIT_H_
-#define SEMMAP_SRC_MAPPING_MANIFEST_FIT_H_
+#ifndef SEMMAP_SRC_MAPPING_STEPS_ASSESS_FIT_H_
+#define SEMMAP_SRC_MAPPING_STEPS_ASSESS_FIT_H_
 
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
-#include "mapping/op_traits.h"
-#include "mapping/scope_resolver.h"
-#include "mapping/strategies/tensor_evidence.h"
+#include "mapping/core/op_traits.h"
+#include "mapping/core/scope_resolver.h"
+#include "mapping/core/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/manifest_fit.h"
@@ -56,4 +56,4 @@ std::size_t UnusedRepeatedItems(const Manifest& manifest, absl::Span<const Modul
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_MANIFEST_FIT_H_
+#endif  // SEMMAP_SRC_MAPPING_STEPS_ASSESS_FIT_H_

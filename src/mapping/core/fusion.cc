@@ -1,4 +1,4 @@
-#include "mapping/fusion.h"
+#include "mapping/core/fusion.h"
 
 #include <algorithm>
 

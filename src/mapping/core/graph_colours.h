@@ -5,8 +5,8 @@
 // says (values without a producer: graph inputs and initializers, whose
 // names every tool keeps). Used to tell apart nodes that read the same
 // values (two Shape nodes of one input), which differ only downstream.
-#ifndef SEMMAP_SRC_MAPPING_STRATEGIES_GRAPH_COLOURS_H_
-#define SEMMAP_SRC_MAPPING_STRATEGIES_GRAPH_COLOURS_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_GRAPH_COLOURS_H_
+#define SEMMAP_SRC_MAPPING_CORE_GRAPH_COLOURS_H_
 
 #include <cstdint>
 #include <functional>
@@ -43,4 +43,4 @@ void ColourGraphs(const ColourInput& a, const ColourInput& b, GraphColours* out_
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_STRATEGIES_GRAPH_COLOURS_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_GRAPH_COLOURS_H_

@@ -1,4 +1,4 @@
-#include "mapping/op_traits.h"
+#include "mapping/core/op_traits.h"
 
 #include "absl/container/flat_hash_map.h"
 #include "manifest/rule_queries.h"

@@ -1,4 +1,4 @@
-#include "mapping/graph_scopes.h"
+#include "mapping/steps/group_scopes.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "mapping/record.h"
+#include "mapping/steps/read_record.h"
 
 #include <cmath>
 #include <map>

@@ -11,8 +11,8 @@
 // stay below it, the less reliable the lower. Changing a number means
 // re-running scripts/eval-corpus --check (the corpus_accuracy test) and
 // updating docs/mapping.md, which quotes them.
-#ifndef SEMMAP_SRC_MAPPING_CONFIDENCE_H_
-#define SEMMAP_SRC_MAPPING_CONFIDENCE_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_CONFIDENCE_H_
+#define SEMMAP_SRC_MAPPING_CORE_CONFIDENCE_H_
 
 namespace semmap {
 namespace internal {
@@ -98,4 +98,4 @@ inline constexpr double kConsumersLca = 0.6;
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_CONFIDENCE_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_CONFIDENCE_H_

@@ -3,8 +3,8 @@
 // one it still is. Used where the parts are known: the reference's replaced
 // nodes (strategies/fused_nodes.h) and the value names a fusion kept
 // (strategies/tensor_evidence.h).
-#ifndef SEMMAP_SRC_MAPPING_FUSION_H_
-#define SEMMAP_SRC_MAPPING_FUSION_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_FUSION_H_
+#define SEMMAP_SRC_MAPPING_CORE_FUSION_H_
 
 #include <cstddef>
 
@@ -41,4 +41,4 @@ ModuleId DominantModule(absl::string_view op_type, absl::Span<const FusedPart> p
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_FUSION_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_FUSION_H_

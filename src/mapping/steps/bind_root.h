@@ -4,13 +4,13 @@
 // ONNX-only scopes around it (a task model's "/bert/..." names against its
 // base model's manifest: wrapper "bert"). Every plausible binding is scored
 // on the graph's distinct scopes and the best one serves every node.
-#ifndef SEMMAP_SRC_MAPPING_ROOT_BINDING_H_
-#define SEMMAP_SRC_MAPPING_ROOT_BINDING_H_
+#ifndef SEMMAP_SRC_MAPPING_STEPS_BIND_ROOT_H_
+#define SEMMAP_SRC_MAPPING_STEPS_BIND_ROOT_H_
 
 #include <vector>
 
 #include "absl/types/span.h"
-#include "mapping/graph_scopes.h"
+#include "mapping/steps/group_scopes.h"
 #include "semmap/manifest.h"
 #include "semmap/root_binding.h"
 
@@ -46,4 +46,4 @@ void ResolveScopesUnder(const Manifest& manifest, const RootBinding& binding,
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_ROOT_BINDING_H_
+#endif  // SEMMAP_SRC_MAPPING_STEPS_BIND_ROOT_H_

@@ -1,4 +1,4 @@
-#include "mapping/scope_outcome.h"
+#include "mapping/steps/resolve_scopes.h"
 
 #include <algorithm>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/parallel.h"
-#include "mapping/confidence.h"
+#include "mapping/core/confidence.h"
 
 namespace semmap {
 namespace internal {

@@ -1,4 +1,4 @@
-#include "mapping/scope_resolver.h"
+#include "mapping/core/scope_resolver.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "mapping/evidence_store.h"
+#include "mapping/core/evidence_store.h"
 
 #include <algorithm>
 #include <cstring>

@@ -18,8 +18,8 @@
 // (schema/record-answers.schema.json). Module indexes are the manifest's
 // module order, nodes the copy's traversal order (graph.h), which is the
 // source's.
-#ifndef SEMMAP_SRC_MAPPING_RECORD_H_
-#define SEMMAP_SRC_MAPPING_RECORD_H_
+#ifndef SEMMAP_SRC_MAPPING_STEPS_READ_RECORD_H_
+#define SEMMAP_SRC_MAPPING_STEPS_READ_RECORD_H_
 
 #include <cstdint>
 #include <memory>
@@ -30,9 +30,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "mapping/mapping_record.h"
-#include "mapping/origin_table.h"
-#include "mapping/strategies/reference_transfer.h"
+#include "mapping/core/mapping_record.h"
+#include "mapping/core/origin_table.h"
+#include "mapping/steps/check_reference.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/provenance.h"
@@ -112,4 +112,4 @@ std::string FingerprintText(std::uint64_t fingerprint);
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_RECORD_H_
+#endif  // SEMMAP_SRC_MAPPING_STEPS_READ_RECORD_H_

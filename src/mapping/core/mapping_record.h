@@ -2,8 +2,8 @@
 // 32 bytes instead of the 96 of a public Mapping. The module's path,
 // classes and category are not stored: SemanticMapper assembles a Mapping
 // from the record and the manifest on access (mapper.h).
-#ifndef SEMMAP_SRC_MAPPING_MAPPING_RECORD_H_
-#define SEMMAP_SRC_MAPPING_MAPPING_RECORD_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_MAPPING_RECORD_H_
+#define SEMMAP_SRC_MAPPING_CORE_MAPPING_RECORD_H_
 
 #include "absl/strings/string_view.h"
 #include "semmap/manifest.h"
@@ -25,4 +25,4 @@ struct MappingRecord {
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_MAPPING_RECORD_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_MAPPING_RECORD_H_

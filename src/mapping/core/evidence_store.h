@@ -2,8 +2,8 @@
 // distinct string stored once (most nodes of a scope, and most inferred
 // nodes, share theirs), in blocks that never move: a mapper hands out views
 // and allocates per distinct text, not per node.
-#ifndef SEMMAP_SRC_MAPPING_EVIDENCE_STORE_H_
-#define SEMMAP_SRC_MAPPING_EVIDENCE_STORE_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_EVIDENCE_STORE_H_
+#define SEMMAP_SRC_MAPPING_CORE_EVIDENCE_STORE_H_
 
 #include <cstddef>
 #include <memory>
@@ -38,4 +38,4 @@ class EvidenceStore {
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_EVIDENCE_STORE_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_EVIDENCE_STORE_H_

@@ -3,19 +3,19 @@
 // scoped names TorchScript gives intermediate values
 // ("/encoder/layer.0/attention/self/Reshape_3_output_0"), which fused and
 // rewritten nodes usually keep on their outputs.
-#ifndef SEMMAP_SRC_MAPPING_STRATEGIES_TENSOR_EVIDENCE_H_
-#define SEMMAP_SRC_MAPPING_STRATEGIES_TENSOR_EVIDENCE_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_TENSOR_EVIDENCE_H_
+#define SEMMAP_SRC_MAPPING_CORE_TENSOR_EVIDENCE_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
-#include "mapping/evidence_store.h"
-#include "mapping/mapping_record.h"
-#include "mapping/op_traits.h"
-#include "mapping/origin_table.h"
-#include "mapping/scope_resolver.h"
+#include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_record.h"
+#include "mapping/core/op_traits.h"
+#include "mapping/core/origin_table.h"
+#include "mapping/core/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -103,4 +103,4 @@ class TensorEvidence {
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_STRATEGIES_TENSOR_EVIDENCE_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_TENSOR_EVIDENCE_H_

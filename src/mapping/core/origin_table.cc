@@ -1,4 +1,4 @@
-#include "mapping/origin_table.h"
+#include "mapping/core/origin_table.h"
 
 #include <algorithm>
 #include <utility>

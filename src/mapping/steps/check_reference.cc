@@ -1,5 +1,5 @@
-// CompareNames, CheckSameModel and CheckReference of reference_transfer.h:
-// is the reference the export the processed file came from?
+#include "mapping/steps/check_reference.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -16,7 +16,6 @@
 #include "base/text.h"
 #include "graph/exporter_metadata.h"
 #include "manifest/rule_queries.h"
-#include "mapping/strategies/reference_transfer.h"
 #include "semmap/reference_check.h"
 #include "semmap/scope_path.h"
 

@@ -1,4 +1,4 @@
-#include "mapping/manifest_fit.h"
+#include "mapping/steps/assess_fit.h"
 
 #include <algorithm>
 #include <array>

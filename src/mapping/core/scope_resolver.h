@@ -1,6 +1,6 @@
 // Resolving TorchScript scope segments to manifest modules.
-#ifndef SEMMAP_SRC_MAPPING_SCOPE_RESOLVER_H_
-#define SEMMAP_SRC_MAPPING_SCOPE_RESOLVER_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_SCOPE_RESOLVER_H_
+#define SEMMAP_SRC_MAPPING_CORE_SCOPE_RESOLVER_H_
 
 #include <cstddef>
 #include <string>
@@ -77,4 +77,4 @@ class PrefixResolver {
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_SCOPE_RESOLVER_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_SCOPE_RESOLVER_H_

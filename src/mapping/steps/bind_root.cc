@@ -1,4 +1,4 @@
-#include "mapping/root_binding.h"
+#include "mapping/steps/bind_root.h"
 
 #include <string>
 #include <tuple>
@@ -7,7 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
 #include "base/parallel.h"
-#include "mapping/scope_resolver.h"
+#include "mapping/core/scope_resolver.h"
 #include "semmap/scope_path.h"
 
 namespace semmap {

@@ -2,14 +2,14 @@
 // against the manifest under the root binding, and its outcome given to
 // every node of the scope (Strategy::kExactScope, kExporterMetadata or
 // kScopePrefix; docs/mapping.md sections 2 and 3).
-#ifndef SEMMAP_SRC_MAPPING_SCOPE_OUTCOME_H_
-#define SEMMAP_SRC_MAPPING_SCOPE_OUTCOME_H_
+#ifndef SEMMAP_SRC_MAPPING_STEPS_RESOLVE_SCOPES_H_
+#define SEMMAP_SRC_MAPPING_STEPS_RESOLVE_SCOPES_H_
 
 #include <vector>
 
-#include "mapping/evidence_store.h"
-#include "mapping/graph_scopes.h"
-#include "mapping/mapping_record.h"
+#include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_record.h"
+#include "mapping/steps/group_scopes.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
 #include "semmap/root_binding.h"
@@ -38,4 +38,4 @@ void ApplyScopeOutcomes(const GraphScopes& scopes, std::vector<MappingRecord>* m
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_SCOPE_OUTCOME_H_
+#endif  // SEMMAP_SRC_MAPPING_STEPS_RESOLVE_SCOPES_H_

@@ -1,4 +1,4 @@
-#include "mapping/strategies/tensor_evidence.h"
+#include "mapping/core/tensor_evidence.h"
 
 #include <algorithm>
 
@@ -7,8 +7,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "manifest/rule_queries.h"
-#include "mapping/confidence.h"
-#include "mapping/fusion.h"
+#include "mapping/core/confidence.h"
+#include "mapping/core/fusion.h"
 #include "semmap/scope_path.h"
 
 namespace semmap {

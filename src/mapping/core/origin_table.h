@@ -2,8 +2,8 @@
 // Conv with its BatchNorm folded in, an ONNX Runtime fusion), the modules
 // whose operations they perform (SemanticMapper::originsOf). Sparse: most
 // nodes have none, and a node of one module has none.
-#ifndef SEMMAP_SRC_MAPPING_ORIGIN_TABLE_H_
-#define SEMMAP_SRC_MAPPING_ORIGIN_TABLE_H_
+#ifndef SEMMAP_SRC_MAPPING_CORE_ORIGIN_TABLE_H_
+#define SEMMAP_SRC_MAPPING_CORE_ORIGIN_TABLE_H_
 
 #include <cstdint>
 #include <vector>
@@ -42,4 +42,4 @@ class OriginTable {
 }  // namespace internal
 }  // namespace semmap
 
-#endif  // SEMMAP_SRC_MAPPING_ORIGIN_TABLE_H_
+#endif  // SEMMAP_SRC_MAPPING_CORE_ORIGIN_TABLE_H_

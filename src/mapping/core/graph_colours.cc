@@ -1,4 +1,4 @@
-#include "mapping/strategies/graph_colours.h"
+#include "mapping/core/graph_colours.h"
 
 #include <algorithm>
 #include <string>
