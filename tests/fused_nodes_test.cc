@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "catch2/catch.hpp"
+#include "context_parts.h"
 #include "mapped_fixture.h"
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/op_traits.h"
@@ -128,13 +129,12 @@ std::vector<MappingRecord> Records(const Manifest& m, const std::vector<std::str
 
 TEST_CASE("RecordFoldedNeighbours: a BatchNorm left without a node beside its Conv") {
   const Graph g = FoldedGraph();
-  const OpTraits ops(g, semmap::Rules::Default());
   // The origins found with manifest `m` when the graph's three nodes are
   // mapped to `paths`.
   auto origins_with = [&](const Manifest& m, const std::vector<std::string>& paths) {
-    OriginTable origins;
-    RecordFoldedNeighbours(g, m, ops, Records(m, paths), &origins);
-    return origins;
+    semmap_test::ContextParts parts(g, m, Records(m, paths));
+    RecordFoldedNeighbours(parts.context());
+    return std::move(parts.origins);
   };
   const std::vector<std::string> conv_conv_relu = {"block.conv", "block.conv", "block.relu"};
   SECTION("the Conv does the BatchNorm's work; the bias Reshape is data movement") {
@@ -176,11 +176,10 @@ TEST_CASE("RecordFoldedNeighbours walks each parent's children once") {
       "flat.json");
   REQUIRE(m.ok());
   const Graph g = FoldedGraph();
-  const OpTraits ops(g, semmap::Rules::Default());
-  std::vector<MappingRecord> records(g.size());
-  OriginTable origins;
+  semmap_test::ContextParts parts(g, *m);
+  const OriginTable& origins = parts.origins;
   const auto start = std::chrono::steady_clock::now();
-  RecordFoldedNeighbours(g, *m, ops, records, &origins);
+  RecordFoldedNeighbours(parts.context());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CAPTURE(seconds);
   CHECK(seconds < 1.0);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "context_parts.h"
 #include "mapped_fixture.h"
 #include "mapping/core/confidence.h"
 #include "mapping/core/evidence_store.h"
@@ -49,13 +50,12 @@ struct Run {
 };
 
 Run Infer(const Graph& g, const Manifest& m, std::vector<Mapping> mappings, int max_passes = 64) {
-  const OpTraits ops(g, Rules::Default());
-  const std::vector<bool> shape = semmap::internal::ShapeComputations(g, ops);
-  semmap::internal::EvidenceStore store;
+  semmap_test::ContextParts parts(g, m, std::move(mappings));
+  const std::vector<bool> shape = semmap::internal::ShapeComputations(g, parts.ops);
   Run run;
-  run.passes = semmap::internal::InferFromNeighbourhood(g, m, ops, shape, OrderHints{}, max_passes,
-                                                        &mappings, &store);
-  run.mappings = std::move(mappings);
+  run.passes =
+      semmap::internal::InferFromNeighbourhood(parts.context(), shape, OrderHints{}, max_passes);
+  run.mappings = std::move(parts.records);
   // Evidence views point into `store`: only their presence is checked here.
   for (Mapping& a : run.mappings) a.evidence = a.mapped() ? "set" : "";
   return run;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "catch2/catch.hpp"
+#include "context_parts.h"
 #include "manifest/rule_queries.h"
 #include "mapped_fixture.h"
 #include "mapping/core/op_traits.h"
@@ -182,23 +183,17 @@ semmap::internal::StructureCounts RunStructure(const std::string& dir,
   auto m = semmap::Manifest::Load(Fixture(manifest_dir.empty() ? dir : manifest_dir, "manifest.json"));
   REQUIRE(g.ok());
   REQUIRE(m.ok());
-  const semmap::Rules& rules = semmap::Rules::Default();
-  const semmap::internal::OpTraits ops(*g, rules);
-  const semmap::RootBinding binding;
-  const semmap::internal::TensorEvidence tensors(*g, *m, rules, ops, binding.root, binding.wrapper);
-  std::vector<semmap::internal::MappingRecord> mappings(g->size());
+  ContextParts parts(*g, *m);
   for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(g->size()); ++i) {
     semmap::internal::TensorFinding finding;
-    if (tensors.ForNode(i, &finding)) {
-      mappings[i].module = finding.module;
-      mappings[i].confidence = finding.confidence;
-      mappings[i].strategy = semmap::Strategy::kTensorNames;
+    if (parts.tensors.ForNode(i, &finding)) {
+      parts.records[i].module = finding.module;
+      parts.records[i].confidence = finding.confidence;
+      parts.records[i].strategy = semmap::Strategy::kTensorNames;
     }
   }
-  static semmap::internal::EvidenceStore store;  // outlives the returned mappings
-  return semmap::internal::InferFromStructure(*g, *m, rules, ops, tensors,
-                                              semmap::internal::ShapeComputations(*g, ops),
-                                              &mappings, &store);
+  return semmap::internal::InferFromStructure(
+      parts.context(), semmap::internal::ShapeComputations(*g, parts.ops));
 }
 
 TEST_CASE("structure reports the order it used and the weights it aligned", "[structure]") {

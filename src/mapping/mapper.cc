@@ -14,6 +14,7 @@
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
 #include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_context.h"
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/origin_table.h"
 #include "mapping/core/tensor_evidence.h"
@@ -422,15 +423,14 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   internal::ApplyScopeOutcomes(scopes, &mapper.records);
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding.root,
                                          mapper.binding.wrapper);
+  const internal::MappingContext context{
+      graph, manifest, rules, ops, tensors, mapper.records, mapper.evidence, mapper.origins};
   if (reference_answers != nullptr && !mapper.reference_check.same_graph) {
-    internal::TransferContext context;
-    context.reference_mappings = reference_answers;
-    context.reference_origins = reference_origins;
-    context.tensors = &tensors;
-    context.origins = &mapper.origins;
-    context.check = &mapper.reference_check;
-    internal::TransferFromReference(graph, *reference_graph, context, manifest, rules,
-                                    &mapper.records, &store);
+    internal::TransferContext transfer;
+    transfer.reference_mappings = reference_answers;
+    transfer.reference_origins = reference_origins;
+    transfer.check = &mapper.reference_check;
+    internal::TransferFromReference(context, *reference_graph, transfer);
   }
   // The manifest's fit and the modules' categories only read what is
   // settled by now, the remaining steps write the mappings: on a large
@@ -438,9 +438,9 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   // once both are done.
   auto check = [&] {
     if (!derived) {
-      mapper.fit = internal::AssessManifestFit(graph, internal::ScopeSamples(scopes),
+      mapper.fit = internal::AssessManifestFit(context, internal::ScopeSamples(scopes),
                                                 internal::ResolvedModulesOfNodes(scopes),
-                                                manifest, rules, ops, mapper.binding, tensors);
+                                                mapper.binding);
     }
     mapper.categories = rules.categoriesOf(manifest);
   };
@@ -450,18 +450,16 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
     // Nodes still without evidence: the graph's structure and execution
     // order, then their neighbours.
     const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
-    internal::StructureCounts structure = internal::InferFromStructure(
-        graph, manifest, rules, ops, tensors, shape, &mapper.records, &store);
-    internal::InferFromNeighbourhood(graph, manifest, ops, shape, structure.hints,
-                                     options.max_neighbourhood_passes, &mapper.records,
-                                     &store);
+    const internal::StructureCounts structure = internal::InferFromStructure(context, shape);
+    internal::InferFromNeighbourhood(context, shape, structure.hints,
+                                     options.max_neighbourhood_passes);
   };
   internal::RunBoth(graph.size() >= internal::kParallelNodes, check, infer);
   if (!derived && !mapper.fit.fits && !options.allow_manifest_mismatch) {
     return absl::FailedPreconditionError(
         absl::StrCat("the manifest does not fit the graph: ", mapper.fit.evidence));
   }
-  internal::RecordFoldedNeighbours(graph, manifest, ops, mapper.records, &mapper.origins);
+  internal::RecordFoldedNeighbours(context);
   FinishMappings(rules, !derived, &mapper.records);
   // After the calibration: the own mapping's answers are reported ones too.
   if (own) {

@@ -555,10 +555,13 @@ std::size_t UnusedRepeatedItems(const Manifest& manifest, absl::Span<const Modul
 // CheckTensors, UnusedTrailingItems); what stays is the verdict, whose
 // thresholds and one-line evidence depend on all the counts at once and
 // read best in one place.
-ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
-                              absl::Span<const ModuleId> node_modules,
-                              const Manifest& manifest, const Rules& rules, const OpTraits& ops,
-                              const RootBinding& binding, const TensorEvidence& tensors) {
+ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<ScopeSample>& scopes,
+                              absl::Span<const ModuleId> node_modules, const RootBinding& binding) {
+  const Graph& graph = context.graph;
+  const Manifest& manifest = context.manifest;
+  const Rules& rules = context.rules;
+  const OpTraits& ops = context.ops;
+  const TensorEvidence& tensors = context.tensors;
   ManifestFit fit;
   std::vector<bool> touched(manifest.size(), false);
   std::string first_scope;

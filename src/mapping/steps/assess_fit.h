@@ -8,6 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
+#include "mapping/core/mapping_context.h"
 #include "mapping/core/op_traits.h"
 #include "mapping/core/scope_resolver.h"
 #include "mapping/core/tensor_evidence.h"
@@ -40,10 +41,10 @@ struct ScopeSample {
 // completely, else kNoModule (ResolvedModulesOfNodes, graph_scopes.h).
 // Linear in the nodes, the distinct scopes and the initializers plus the
 // manifest's modules; names are not parsed again.
-ManifestFit AssessManifestFit(const Graph& graph, const std::vector<ScopeSample>& scopes,
-                              absl::Span<const ModuleId> node_modules,
-                              const Manifest& manifest, const Rules& rules, const OpTraits& ops,
-                              const RootBinding& binding, const TensorEvidence& tensors);
+// Reads the context's graph, manifest, rules, op traits and tensor index,
+// never its records (the inference writes them meanwhile).
+ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<ScopeSample>& scopes,
+                              absl::Span<const ModuleId> node_modules, const RootBinding& binding);
 
 // The trailing items of a repeated container no node of `node_modules`
 // (per node, its module or kNoModule) reaches, when they are a quarter of

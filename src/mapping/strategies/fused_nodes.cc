@@ -48,8 +48,12 @@ ModuleId DominantPart(const Graph& graph, NodeId node, absl::Span<const FusedPar
 
 // Long (about 55 lines): the candidate pairs from the manifest, then one
 // pass over the nodes of their first modules.
-void RecordFoldedNeighbours(const Graph& graph, const Manifest& manifest, const OpTraits& ops,
-                            const std::vector<MappingRecord>& mappings, OriginTable* origins) {
+void RecordFoldedNeighbours(const MappingContext& context) {
+  const Graph& graph = context.graph;
+  const Manifest& manifest = context.manifest;
+  const OpTraits& ops = context.ops;
+  const std::vector<MappingRecord>& mappings = context.records;
+  OriginTable* origins = &context.origins;
   std::vector<bool> has_node(manifest.size(), false);
   for (const MappingRecord& m : mappings) {
     if (m.mapped()) has_node[static_cast<std::size_t>(m.module)] = true;

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "mapping/core/fusion.h"
+#include "mapping/core/mapping_context.h"
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/op_traits.h"
 #include "mapping/core/origin_table.h"
@@ -38,8 +39,8 @@ ModuleId DominantPart(const Graph& graph, NodeId node, absl::Span<const FusedPar
 // weight's size, or a vector of C's output channels C does not hold (the
 // bias the folding made), get origins {C, sibling}. Their answer stays C.
 // Data movement (OpTraits: a Reshape of the bias) is left out.
-void RecordFoldedNeighbours(const Graph& graph, const Manifest& manifest, const OpTraits& ops,
-                            const std::vector<MappingRecord>& mappings, OriginTable* origins);
+// Reads the context's records, writes its origins.
+void RecordFoldedNeighbours(const MappingContext& context);
 
 }  // namespace internal
 }  // namespace semmap

@@ -159,12 +159,12 @@ class NodeRules {
 
 }  // namespace
 
-int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
-                           const OpTraits& ops, const std::vector<bool>& shape,
-                           const OrderHints& hints, int max_passes,
-                           std::vector<MappingRecord>* mappings, EvidenceStore* evidence) {
-  std::vector<MappingRecord>& out = *mappings;
-  NodeRules rules(graph, manifest, ops, shape, hints, mappings, evidence);
+int InferFromNeighbourhood(const MappingContext& context, const std::vector<bool>& shape,
+                           const OrderHints& hints, int max_passes) {
+  const Graph& graph = context.graph;
+  std::vector<MappingRecord>& out = context.records;
+  NodeRules rules(graph, context.manifest, context.ops, shape, hints, &context.records,
+                  &context.evidence);
   int passes = 0;
   // One-sided evidence (only producers, or only consumers of a node that
   // also has unmapped producers) is used only once two-sided evidence has

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_context.h"
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/op_traits.h"
 #include "semmap/graph.h"
@@ -44,10 +45,8 @@ struct OrderHints {
 // module running at their position (the next settled node's), and shape
 // computations never land on a library module or container: the caller
 // computes the shape it passes in.
-int InferFromNeighbourhood(const Graph& graph, const Manifest& manifest,
-                           const OpTraits& ops, const std::vector<bool>& shape,
-                           const OrderHints& hints, int max_passes,
-                           std::vector<MappingRecord>* mappings, EvidenceStore* evidence);
+int InferFromNeighbourhood(const MappingContext& context, const std::vector<bool>& shape,
+                           const OrderHints& hints, int max_passes);
 
 }  // namespace internal
 }  // namespace semmap

@@ -503,20 +503,23 @@ bool KeepsOwnAnswer(const MappingRecord& m) {
 // the match table and the counts (paired nodes, then the data movement
 // around them, then consumers to a fixed point); each pass is short and
 // marked.
-TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
-                                    const TransferContext& context, const Manifest& manifest,
-                                    const Rules& rules, std::vector<MappingRecord>* mappings,
-                                    EvidenceStore* evidence, const MatchLimits& limits) {
+TransferStats TransferFromReference(const MappingContext& context, const Graph& reference,
+                                    const TransferContext& transfer, const MatchLimits& limits) {
+  const Graph& processed = context.graph;
+  const Manifest& manifest = context.manifest;
+  const Rules& rules = context.rules;
+  std::vector<MappingRecord>* mappings = &context.records;
+  EvidenceStore* evidence = &context.evidence;
   TransferStats stats;
-  const std::vector<MappingRecord>& reference_mappings = *context.reference_mappings;
+  const std::vector<MappingRecord>& reference_mappings = *transfer.reference_mappings;
   const std::vector<NodeMatch> matches = MatchToReference(processed, reference, rules, limits);
   std::vector<FusedPart> parts;
   std::vector<ModuleId> origins;
-  if (context.check != nullptr) {
+  if (transfer.check != nullptr) {
     const auto unpaired = static_cast<std::size_t>(
         std::count_if(matches.begin(), matches.end(),
                       [](const NodeMatch& m) { return m.rule == MatchRule::kNone; }));
-    NotePairing(processed.size() - unpaired, processed.size(), context.check);
+    NotePairing(processed.size() - unpaired, processed.size(), transfer.check);
   }
   for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
     const NodeMatch& match = matches[p];
@@ -536,7 +539,7 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
       module = module == kNoModule ? rm.module : manifest.lowestCommonAncestor(module, rm.module);
       weakest = std::min(weakest, rm.confidence);
       parts.push_back({reference.node(r).op_type, rm.module});
-      const absl::Span<const ModuleId> own = context.reference_origins->Of(r);
+      const absl::Span<const ModuleId> own = transfer.reference_origins->Of(r);
       if (own.empty()) {
         origins.push_back(rm.module);
       } else {
@@ -548,7 +551,7 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
     const Node& first = reference.node(match.reference_nodes.front());
     const ModuleId dominant =
         agree ? kNoModule
-              : DominantPart(processed, p, parts, manifest, *context.tensors);
+              : DominantPart(processed, p, parts, manifest, context.tensors);
     switch (match.rule) {
       case MatchRule::kStructure:
         factor = match.ambiguous ? kAmbiguousPair : kExactPair;
@@ -586,12 +589,12 @@ TransferStats TransferFromReference(const Graph& processed, const Graph& referen
     // Shares only where the node replaced several of the export's nodes (a
     // fusion); one node standing for one keeps that node's origins as they
     // are (an exporter's fold, whose parts have no count).
-    context.origins->Set(p, origins, /*counted=*/match.reference_nodes.size() > 1);
+    context.origins.Set(p, origins, /*counted=*/match.reference_nodes.size() > 1);
     ++stats.transferred;
   }
 
   // Data movement inserted or kept around matched nodes follows them.
-  const OpTraits ops(processed, rules);
+  const OpTraits& ops = context.ops;
   absl::flat_hash_set<absl::string_view> graph_outputs(processed.outputs().begin(),
                                                        processed.outputs().end());
   std::vector<NodeId> pending;

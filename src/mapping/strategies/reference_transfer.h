@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_context.h"
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/origin_table.h"
 #include "mapping/core/tensor_evidence.h"
@@ -81,7 +82,7 @@ struct TransferStats {
   std::size_t transferred = 0;
 };
 
-// Fills `mappings` (indexed like processed.nodes(); module, confidence,
+// Fills the context's records (indexed like processed.nodes(); module, confidence,
 // strategy kReference and evidence) from `reference_mappings` (indexed like
 // reference.nodes(), module ids of `manifest`). Entries mapped by
 // kExactScope or kExporterMetadata are kept; a kScopePrefix entry is
@@ -94,18 +95,16 @@ struct TransferStats {
 // that dominates it (fused_nodes.h) when one does, else their lowest
 // common ancestor; a node standing for one reference node keeps that
 // node's origins.
+// What the transfer reads of the reference beside the context (the
+// processed graph's: its tensor index, its records and origins, written).
 struct TransferContext {
   const std::vector<MappingRecord>* reference_mappings = nullptr;
   const OriginTable* reference_origins = nullptr;
-  const TensorEvidence* tensors = nullptr;  // parameter owners in P
-  OriginTable* origins = nullptr;           // P's, filled
   // With a check, the pairing is also recorded there (NotePairing).
   ReferenceCheck* check = nullptr;
 };
-TransferStats TransferFromReference(const Graph& processed, const Graph& reference,
-                                    const TransferContext& context, const Manifest& manifest,
-                                    const Rules& rules, std::vector<MappingRecord>* mappings,
-                                    EvidenceStore* evidence, const MatchLimits& limits = {});
+TransferStats TransferFromReference(const MappingContext& context, const Graph& reference,
+                                    const TransferContext& transfer, const MatchLimits& limits = {});
 
 // After the transfer and the inference: a carried-over answer (strategy
 // kReference) gives way to the answer P gives on its own (`own`, indexed

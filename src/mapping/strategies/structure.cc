@@ -858,11 +858,14 @@ class Structure {
 
 }  // namespace
 
-StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
-                                   const Rules& rules, const OpTraits& ops,
-                                   const TensorEvidence& tensors,
-                                   const std::vector<bool>& shape,
-                                   std::vector<MappingRecord>* mappings, EvidenceStore* evidence) {
+StructureCounts InferFromStructure(const MappingContext& context, const std::vector<bool>& shape) {
+  const Graph& graph = context.graph;
+  const Manifest& manifest = context.manifest;
+  const Rules& rules = context.rules;
+  const OpTraits& ops = context.ops;
+  const TensorEvidence& tensors = context.tensors;
+  std::vector<MappingRecord>* mappings = &context.records;
+  EvidenceStore* evidence = &context.evidence;
   // Only some nodes carry a creation counter (those the exporter created
   // itself; the others sort after their latest producer), so the order it
   // gives can be worse than the file's. With forward signatures, the order

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "mapping/core/evidence_store.h"
+#include "mapping/core/mapping_context.h"
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/op_traits.h"
 #include "mapping/core/tensor_evidence.h"
@@ -75,15 +76,11 @@ struct StructureCounts {
   OrderHints hints;
 };
 
-// Fills unmapped entries of `mappings` (module, confidence, strategy and
-// evidence; the caller fills the string views). `shape` marks shape
+// Fills unmapped entries of the context's records (module, confidence,
+// strategy and evidence). `shape` marks shape
 // computations (ShapeComputations()): they are left to the neighbourhood.
 // Linear in the graph size times the manifest depth.
-StructureCounts InferFromStructure(const Graph& graph, const Manifest& manifest,
-                                   const Rules& rules, const OpTraits& ops,
-                                   const TensorEvidence& tensors,
-                                   const std::vector<bool>& shape,
-                                   std::vector<MappingRecord>* mappings, EvidenceStore* evidence);
+StructureCounts InferFromStructure(const MappingContext& context, const std::vector<bool>& shape);
 
 }  // namespace internal
 }  // namespace semmap
