@@ -1,0 +1,151 @@
+// The structural pass, step 1 (structure_pass.h): unnamed weights aligned
+// with the manifest's unclaimed parameters.
+
+#include "mapping/strategies/structure_pass.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "manifest/rule_queries.h"
+#include "mapping/core/confidence.h"
+#include "mapping/strategies/forward_signature.h"
+
+namespace semmap {
+namespace internal {
+namespace structure {
+
+bool Pass::ManifestFits() const {
+  std::size_t params = 0;
+  for (std::size_t m = 0; m < manifest_.size(); ++m) {
+    params += manifest_.module(static_cast<ModuleId>(m)).parameters.size();
+  }
+  std::size_t named = 0;
+  for (const TensorInfo& t : graph_.initializers()) {
+    if (tensors_.ParameterOwner(t.name) != kNoModule) ++named;
+  }
+  return params > 0 && named * kMinNamedShare >= params;
+}
+
+const TensorInfo* Pass::UnnamedWeight(NodeId i) const {
+  const Node& n = graph_.node(i);
+  for (ValueId value : n.input_values) {
+    for (int depth = 0; depth <= kMaxPassthrough && value != kNoValue; ++depth) {
+      if (const TensorInfo* t = graph_.initializerOf(value)) {
+        if (t->dims.size() >= 2 && tensors_.ParameterOwner(t->name) == kNoModule) return t;
+        break;
+      }
+      const NodeId p = graph_.producer(value);
+      if (p == kNoNode || !ops_.isWeightPassthrough(p) || graph_.node(p).inputs.empty()) break;
+      value = graph_.node(p).input_values[0];
+    }
+  }
+  return nullptr;
+}
+
+ModuleId Pass::ConsumersModule(NodeId i) const {
+  const Node& n = graph_.node(i);
+  ModuleId module = kNoModule;
+  for (ValueId v : n.output_values) {
+    for (NodeId c : graph_.consumers(v)) {
+      const MappingRecord& m = out_[c];
+      if (!m.mapped() || m.strategy != Strategy::kTensorNames || (module != kNoModule && m.module != module)) {
+        return kNoModule;
+      }
+      module = m.module;
+    }
+  }
+  return module;
+}
+
+template <typename Params>
+std::size_t Pass::ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module,
+                           absl::Span<const std::int64_t> dims) {
+  // `params` is in module order: search the module's range only.
+  auto first = std::lower_bound(params.begin(), params.end(), module,
+                                [](const auto& p, ModuleId m) { return p.module < m; });
+  for (auto it = first; it != params.end() && it->module == module; ++it) {
+    const std::size_t j = static_cast<std::size_t>(it - params.begin());
+    if (!used[j] && Compatible(dims, it->spec->shape)) return j;
+  }
+  return params.size();
+}
+
+std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
+  // Parameters some initializer is named after are accounted for.
+  absl::flat_hash_set<std::pair<ModuleId, std::string>> claimed;
+  for (const TensorInfo& t : graph_.initializers()) {
+    const ModuleId owner = tensors_.ParameterOwner(t.name);
+    if (owner == kNoModule) continue;
+    const absl::string_view stripped = internal::RuleQueries(rules_).stripValueSuffixes(t.name);
+    const std::size_t dot = stripped.rfind('.');
+    claimed.emplace(owner, std::string(dot == absl::string_view::npos ? stripped : stripped.substr(dot + 1)));
+  }
+  struct Param {
+    ModuleId module;
+    const TensorSpec* spec;
+  };
+  std::vector<Param> params;
+  for (std::size_t m = 0; m < manifest_.size(); ++m) {
+    for (const TensorSpec& spec : manifest_.module(static_cast<ModuleId>(m)).parameters) {
+      if (spec.shape.size() >= 2 && !claimed.contains({static_cast<ModuleId>(m), spec.name})) {
+        params.push_back({static_cast<ModuleId>(m), &spec});
+      }
+    }
+  }
+  if (params.empty()) return 0;
+  if (alignment != nullptr) alignment->parameters = params.size();
+  std::vector<bool> used(params.size(), false);
+  absl::flat_hash_map<absl::string_view, std::size_t> by_initializer;
+  absl::flat_hash_set<absl::string_view> counted;  // unnamed weights met
+  std::size_t first_unused = 0;
+  std::size_t aligned = 0;
+  for (const NodeId i : order_) {
+    if (out_[i].mapped() || ops_.isWeightPassthrough(i) || ops_.followsConsumers(i)) continue;
+    const TensorInfo* weight = UnnamedWeight(i);
+    if (weight == nullptr) continue;
+    const bool seen = by_initializer.contains(weight->name) || !counted.insert(weight->name).second;
+    if (alignment != nullptr && !seen) ++alignment->weights;
+    std::size_t match = params.size();
+    if (auto it = by_initializer.find(weight->name); it != by_initializer.end()) {
+      match = it->second;
+    } else if (const ModuleId holder = ConsumersModule(i); holder != kNoModule &&
+               (match = ParamOf(params, used, holder, weight->dims)) != params.size()) {
+      used[match] = true;
+      by_initializer.emplace(weight->name, match);
+    } else {
+      while (first_unused < params.size() && used[first_unused]) ++first_unused;
+      const std::size_t end = std::min(params.size(), first_unused + kAlignWindow);
+      for (std::size_t j = first_unused; j < end; ++j) {
+        if (!used[j] && Compatible(weight->dims, params[j].spec->shape)) {
+          match = j;
+          break;
+        }
+      }
+      if (match == params.size()) continue;
+      used[match] = true;
+      by_initializer.emplace(weight->name, match);
+    }
+    const Param& p = params[match];
+    if (alignment != nullptr && !seen) {
+      ++alignment->aligned;
+      alignment->shapes.insert(p.spec->shape);
+    }
+    MappingRecord& m = out_[i];
+    m.module = p.module;
+    m.confidence = kAlignedWeight;
+    m.strategy = Strategy::kStructure;
+    m.evidence = evidence_->Intern(absl::StrCat("unnamed weight ", weight->name, " aligned by shape and order with ",
+                              manifest_.module(p.module).path, ".", p.spec->name));
+    ++aligned;
+  }
+  return aligned;
+}
+
+}  // namespace structure
+}  // namespace internal
+}  // namespace semmap

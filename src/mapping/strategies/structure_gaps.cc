@@ -1,0 +1,320 @@
+// The structural pass after the anchors (structure_pass.h): forward
+// signatures, heads, tails, module-op regions and intervals between them.
+
+#include "mapping/strategies/structure_pass.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "manifest/rule_queries.h"
+#include "mapping/core/confidence.h"
+#include "mapping/strategies/forward_signature.h"
+
+namespace semmap {
+namespace internal {
+namespace structure {
+
+template <typename F>
+bool Pass::ForComputedInputs(NodeId i, F&& f, bool* from_input) const {
+  const Node& n = graph_.node(i);
+  for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+    const absl::string_view v = n.inputs[k];
+    if (v.empty() || graph_.initializerOf(n.input_values[k]) != nullptr) continue;
+    const NodeId p = graph_.producer(n.input_values[k]);
+    if (p == kNoNode) {
+      if (from_input != nullptr) *from_input = true;
+      continue;
+    }
+    if (graph_.node(p).inputs.empty() || shape_[p]) continue;
+    if (!f(v, p)) return false;
+  }
+  return true;
+}
+
+std::size_t Pass::Signatures(const std::vector<NodeId>& bucket, const ForwardSignatures& signatures) {
+  std::size_t matched = 0;
+  std::vector<NodeId> gap;
+  std::vector<absl::string_view> op_types;
+  std::vector<ExpectedOp> expected;
+  NodeId last = kNoNode;
+  for (const NodeId i : bucket) {
+    if (!Settled(i)) {
+      if (Candidate(i)) gap.push_back(i);
+      continue;
+    }
+    const ModuleId a = last == kNoNode ? kNoModule : out_[last].module;
+    const ModuleId b = out_[i].module;
+    last = i;
+    if (a != kNoModule && a != b && !gap.empty() && signatures.Between(a, b, &expected)) {
+      op_types.clear();
+      for (NodeId g : gap) op_types.push_back(graph_.node(g).op_type);
+      const std::vector<ModuleId> modules = signatures.Align(op_types, expected);
+      for (std::size_t k = 0; k < gap.size(); ++k) {
+        if (modules[k] == kNoModule) continue;
+        ++matched;
+        Assign(gap[k], modules[k], kSignature,
+               absl::StrCat(Named(modules[k]), "'s forward runs this ", op_types[k], " between ",
+                            Named(a), " and ", Named(b), " (forward signatures)"));
+      }
+    }
+    gap.clear();
+  }
+  return matched;
+}
+
+absl::string_view Pass::Named(ModuleId m) const {
+  const std::string& path = manifest_.module(m).path;
+  return path.empty() ? absl::string_view("<root>") : absl::string_view(path);
+}
+
+void Pass::Heads(const std::vector<NodeId>& bucket) {
+  ModuleId next = kNoModule;
+  absl::flat_hash_map<NodeId, ModuleId> head;
+  for (std::size_t k = bucket.size(); k-- > 0;) {
+    const NodeId i = bucket[k];
+    if (anchored_[i]) {
+      next = out_[i].module;
+      continue;
+    }
+    // A head runs before the module's first anchor; a module that already
+    // ran and is entered again is a join, not a head.
+    if (next == kNoModule || library_[next] || !Candidate(i) || first_anchor_[next] < pos_[i]) continue;
+    const Node& n = graph_.node(i);
+    bool any = false, all = true;
+    for (ValueId v : n.output_values) {
+      for (NodeId c : graph_.consumers(v)) {
+        any = true;
+        const bool ok = (anchored_[c] && out_[c].module == next) || (head.contains(c) && head[c] == next);
+        if (!ok) all = false;
+      }
+    }
+    if (any && all) {
+      head[i] = next;
+      Assign(i, next, kHead, absl::StrCat("computes only for ", manifest_.module(next).path,
+                                          " (runs before its weights are read)"));
+    }
+  }
+}
+
+void Pass::Tails(const std::vector<NodeId>& bucket) {
+  ModuleId prev = kNoModule;
+  absl::flat_hash_map<NodeId, ModuleId> tail;
+  for (NodeId i : bucket) {
+    if (anchored_[i]) {
+      prev = out_[i].module;
+      continue;
+    }
+    if (prev == kNoModule || library_[prev] || !Candidate(i)) continue;
+    bool any = false, from_input = false;
+    const bool all = ForComputedInputs(
+        i,
+        [&](absl::string_view, NodeId p) {
+          any = true;
+          return (anchored_[p] && out_[p].module == prev) || (tail.contains(p) && tail[p] == prev);
+        },
+        &from_input);
+    if (any && all && !from_input) {
+      tail[i] = prev;
+      Assign(i, prev, kTail, absl::StrCat("reads only results of ", manifest_.module(prev).path));
+    }
+  }
+}
+
+void Pass::Neighbours(const std::vector<NodeId>& bucket, std::vector<NodeId>* prev,
+                std::vector<NodeId>* next) const {
+  prev->assign(bucket.size(), kNoNode);
+  next->assign(bucket.size(), kNoNode);
+  NodeId last = kNoNode;
+  for (std::size_t k = 0; k < bucket.size(); ++k) {
+    (*prev)[k] = last;
+    if (Settled(bucket[k])) last = bucket[k];
+  }
+  last = kNoNode;
+  for (std::size_t k = bucket.size(); k-- > 0;) {
+    (*next)[k] = last;
+    if (Settled(bucket[k])) last = bucket[k];
+  }
+}
+
+ModuleId Pass::ModuleForOp(ModuleId a, ModuleId b, absl::string_view op) const {
+  const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
+  for (ModuleId side : {a, b}) {
+    for (ModuleId c = side; c != kNoModule; c = manifest_.module(c).parent) {
+      // Of several such children (one activation module per conv), the
+      // one registered between the path's children, else the first after
+      // A's, else the first: modules are registered in the order their
+      // forward calls them more often than not.
+      const ModuleId ca = ChildToward(c, a), cb = ChildToward(c, b);
+      ModuleId first = kNoModule, after = kNoModule, between = kNoModule;
+      for (ModuleId k : op_children_[c]) {
+        if (!Produces(module_ops_[k], op)) continue;
+        if (first == kNoModule) first = k;
+        if (ca == kNoModule || k < ca) continue;
+        if (after == kNoModule) after = k;
+        if (between == kNoModule && cb != kNoModule && k < cb) between = k;
+      }
+      if (first != kNoModule) {
+        return between != kNoModule ? between : after != kNoModule ? after : first;
+      }
+      if (c == lca) break;
+    }
+  }
+  return kNoModule;
+}
+
+ModuleId Pass::ChildToward(ModuleId parent, ModuleId module) const {
+  for (ModuleId m = module; m != kNoModule; m = manifest_.module(m).parent) {
+    if (manifest_.module(m).parent == parent) return m;
+  }
+  return kNoModule;
+}
+
+bool Pass::Produces(int rule, absl::string_view op) const {
+  auto key = std::make_pair(rule, op);
+  auto it = produces_.find(key);
+  if (it == produces_.end()) it = produces_.emplace(key, internal::RuleQueries(rules_).moduleProduces(rule, op)).first;
+  return it->second;
+}
+
+void Pass::ModuleOpRegions(const std::vector<NodeId>& bucket) {
+  std::vector<NodeId> prev, next;
+  Neighbours(bucket, &prev, &next);
+  for (std::size_t k = 0; k < bucket.size(); ++k) {
+    const NodeId seed = bucket[k];
+    if (!Candidate(seed) || prev[k] == kNoNode || next[k] == kNoNode) continue;
+    const ModuleId module =
+        ModuleForOp(out_[prev[k]].module, out_[next[k]].module, graph_.node(seed).op_type);
+    if (module == kNoModule) continue;
+    Region(seed, module, prev[k], next[k]);
+  }
+}
+
+void Pass::Region(NodeId seed, ModuleId module, NodeId lo, NodeId hi) {
+  const std::string evidence =
+      absl::StrCat(graph_.node(seed).op_type, " between ", manifest_.module(out_[lo].module).path,
+                   " and ", manifest_.module(out_[hi].module).path, ": ",
+                   manifest_.module(module).class_name.empty() ? manifest_.module(module).path
+                                                               : manifest_.module(module).class_name);
+  auto single_input = [&](NodeId i, absl::string_view* input) {
+    int count = 0;
+    ForComputedInputs(i, [&](absl::string_view v, NodeId) {
+      if (count++ == 0) *input = v;
+      return true;
+    });
+    return count == 1;
+  };
+  absl::string_view entry;
+  if (!single_input(seed, &entry)) return;
+  // Backwards: single-input producers used only by the region (collected
+  // last first, then put in order).
+  std::vector<NodeId> region = {seed};
+  for (;;) {
+    const Node& first = graph_.node(region.back());
+    const NodeId p = graph_.producer(entry, first.subgraph);
+    absl::string_view before;
+    if (p == kNoNode || pos_[p] <= pos_[lo] || !Candidate(p) || !single_input(p, &before)) break;
+    if (graph_.consumers(entry, first.subgraph).size() != 1) break;
+    region.push_back(p);
+    entry = before;
+  }
+  std::reverse(region.begin(), region.end());
+  absl::flat_hash_set<absl::string_view> values = {entry};
+  absl::flat_hash_set<NodeId> members(region.begin(), region.end());
+  for (NodeId r : region) {
+    for (absl::string_view o : graph_.node(r).outputs) values.insert(o);
+  }
+  // Forwards: consumers reading only the region's values.
+  for (std::size_t q = 0; q < region.size(); ++q) {
+    const Node& n = graph_.node(region[q]);
+    for (absl::string_view o : n.outputs) {
+      if (o.empty()) continue;
+      for (NodeId c : graph_.consumers(o, n.subgraph)) {
+        if (members.contains(c) || pos_[c] >= pos_[hi] || !Candidate(c)) continue;
+        const bool inside = ForComputedInputs(c, [&](absl::string_view v, NodeId) {
+          return values.contains(v);
+        });
+        if (!inside) continue;
+        members.insert(c);
+        region.push_back(c);
+        for (absl::string_view co : graph_.node(c).outputs) values.insert(co);
+      }
+    }
+  }
+  for (NodeId r : region) Assign(r, module, kModuleOps, evidence);
+}
+
+void Pass::ComputeStarts() {
+  start_.assign(manifest_.size(), n_);
+  for (NodeId i : order_) {
+    if (!Settled(i)) continue;
+    for (ModuleId m = out_[i].module; m != kNoModule && start_[m] > pos_[i];
+         m = manifest_.module(m).parent) {
+      start_[m] = pos_[i];
+    }
+  }
+}
+
+bool Pass::Available(NodeId i, ModuleId module) const {
+  const std::size_t begin = start_[module];
+  if (begin >= pos_[i]) return false;
+  const int subgraph = graph_.node(i).subgraph;
+  bool from_input = false;
+  const bool ok = ForComputedInputs(
+      i,
+      [&](absl::string_view v, NodeId p) {
+        if (pos_[p] >= begin) return true;
+        // Bounded: a value read by very many nodes is not looked through.
+        const auto consumers = graph_.consumers(v, subgraph);
+        if (consumers.size() > kMaxConsumerScan) return false;
+        for (NodeId c : consumers) {
+          if (pos_[c] >= begin && pos_[c] < pos_[i]) return true;
+        }
+        return false;
+      },
+      &from_input);
+  return ok && !from_input;
+}
+
+void Pass::Intervals(const std::vector<NodeId>& bucket) {
+  std::vector<NodeId> prev, next;
+  Neighbours(bucket, &prev, &next);
+  for (std::size_t k = 0; k < bucket.size(); ++k) {
+    const NodeId i = bucket[k];
+    if (!Candidate(i) || prev[k] == kNoNode || next[k] == kNoNode) continue;
+    const ModuleId a = out_[prev[k]].module;
+    const ModuleId b = out_[next[k]].module;
+    const std::string& pa = manifest_.module(a).path;
+    if (a == b) {
+      Assign(i, a, kInterval, absl::StrCat("between two nodes of ", pa));
+      continue;
+    }
+    const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
+    ModuleId found = kNoModule;
+    for (ModuleId m = a; m != kNoModule && m != lca; m = manifest_.module(m).parent) {
+      if (!library_[m] && Available(i, m)) {
+        found = m;
+        break;
+      }
+    }
+    if (found != kNoModule) {
+      Assign(i, found, kInterval,
+             absl::StrCat("after ", pa, ", inside ", manifest_.module(found).path,
+                          " (reads only values it holds)"));
+      continue;
+    }
+    ModuleId owner = lca;
+    while (owner != kNoModule && library_[owner] && manifest_.module(owner).parent != kNoModule) {
+      owner = manifest_.module(owner).parent;
+    }
+    Assign(i, owner, kLca, absl::StrCat("between ", Named(a), " and ", Named(b), " in execution order"));
+  }
+}
+
+}  // namespace structure
+}  // namespace internal
+}  // namespace semmap
