@@ -23,6 +23,7 @@
 #include "mapping/steps/check_reference.h"
 #include "mapping/steps/group_scopes.h"
 #include "mapping/steps/read_record.h"
+#include "mapping/steps/repeated_items.h"
 #include "mapping/steps/resolve_scopes.h"
 #include "mapping/strategies/fused_nodes.h"
 #include "mapping/strategies/neighbourhood.h"

@@ -12,6 +12,8 @@
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "base/text.h"
+#include "mapping/steps/fit_notes.h"
+#include "mapping/steps/repeated_items.h"
 #include "manifest/rule_queries.h"
 #include "semmap/scope_path.h"
 
@@ -44,82 +46,6 @@ constexpr std::size_t kFewTensors = 3;
 // Unnamed weights of a size their module's parameters do not have: a
 // misfit when more than one in this many.
 constexpr std::size_t kWeightMismatchShare = 4;
-// Trailing items of a repeated container that nothing in the graph touches:
-// a misfit when they are at least this share of the container. An export
-// may drop a dead last layer (a feature taken from the penultimate one),
-// never a quarter of them.
-constexpr std::size_t kUnusedItemShare = 4;
-
-// What the notes of a fitting manifest collect while the evidence is
-// counted: per kind, how many names, their nodes and the first example in
-// text order (so notes do not depend on the order of the scopes).
-class NoteTally {
- public:
-  void Add(FitNoteKind kind, absl::string_view example, std::size_t nodes) {
-    Entry& e = entries_[static_cast<std::size_t>(kind)];
-    ++e.count;
-    e.nodes += nodes;
-    if (e.example.empty() || example < e.example) e.example = std::string(example);
-  }
-  std::size_t count(FitNoteKind kind) const {
-    return entries_[static_cast<std::size_t>(kind)].count;
-  }
-  // Adds the entries of `other`.
-  void Merge(const NoteTally& other) {
-    for (std::size_t i = 0; i < kFitNoteKindCount; ++i) {
-      Entry& e = entries_[i];
-      const Entry& o = other.entries_[i];
-      e.count += o.count;
-      e.nodes += o.nodes;
-      if (!o.example.empty() && (e.example.empty() || o.example < e.example)) e.example = o.example;
-    }
-  }
-  std::vector<FitNote> Notes() const;
-
- private:
-  struct Entry {
-    std::size_t count = 0;
-    std::size_t nodes = 0;
-    std::string example;
-  };
-  std::array<Entry, kFitNoteKindCount> entries_;
-};
-
-// How a note reads, by FitNoteKind: "<count><one or many><why>".
-struct NoteWording {
-  const char* one;
-  const char* many;
-  const char* why;
-};
-constexpr NoteWording kNoteWording[kFitNoteKindCount] = {
-    {" scope is a later call", " scopes are later calls",
-     " of a module called more than once in forward"},
-    {" item has", " items have", " parameters and no node: folded into a neighbour by the exporter"},
-    {" parameter is", " parameters are", " stored in another shape of the same size"},
-    {" initializer is", " initializers are",
-     " named under a module but none of its parameters: created in forward"},
-    {" name lies", " names lie",
-     " outside the manifest's paths: reached past a module whose forward did not run, or outside "
-     "the module bound to the root"},
-};
-
-std::vector<FitNote> NoteTally::Notes() const {
-  std::vector<FitNote> notes;
-  for (std::size_t i = 0; i < kFitNoteKindCount; ++i) {
-    const Entry& e = entries_[i];
-    if (e.count == 0) continue;
-    FitNote note;
-    note.kind = static_cast<FitNoteKind>(i);
-    note.count = e.count;
-    note.nodes = e.nodes;
-    note.example = Abbreviate(e.example, 80);
-    const NoteWording& w = kNoteWording[i];
-    note.text = absl::StrCat(e.count, e.count == 1 ? w.one : w.many, w.why, " (e.g. \"",
-                             note.example, "\")");
-    notes.push_back(std::move(note));
-  }
-  return notes;
-}
 
 // "encoder.layer.0.output.dense.weight": dotted identifier atoms, as torch
 // names parameters; not an exporter's own name ("onnx::MatMul_12",
@@ -207,13 +133,6 @@ const TensorSpec* FindSpec(const ModuleInfo& info, absl::string_view local) {
     }
   }
   return nullptr;
-}
-
-// The module whose evidence touches `id`: marks it and its ancestors.
-void Touch(const Manifest& manifest, ModuleId id, std::vector<bool>* touched) {
-  for (; id != kNoModule && !(*touched)[id]; id = manifest.module(id).parent) {
-    (*touched)[id] = true;
-  }
 }
 
 // The module a TorchScript scope names once the "_N" suffixes of later
@@ -316,85 +235,6 @@ void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifes
     fit->resolved_nodes += scope.nodes;
     Touch(manifest, id, touched);
   }
-}
-
-// A child's place in a repetition: its class and its last path atom
-// without trailing digits ("denselayer3" -> "denselayer", "3" -> "").
-// Items of one repeated container ("layer.0", "layer.1"; "denselayer1",
-// "denselayer2") share both.
-std::pair<absl::string_view, absl::string_view> RepetitionKey(const ModuleInfo& info) {
-  absl::string_view atom = info.path;
-  atom = atom.substr(atom.rfind('.') + 1);
-  while (!atom.empty() && absl::ascii_isdigit(static_cast<unsigned char>(atom.back()))) {
-    atom.remove_suffix(1);
-  }
-  return {info.qualified_class, atom};
-}
-
-// Children after the last one any evidence touched, in modules with a
-// touched child. Those repeating a touched child (same class and name
-// stem; in a numbered container, of one class; otherwise blocks without
-// tensors of their own) are another
-// depth of the container: the one with the most is the
-// result (`*container` set) when they are a quarter of its items or more
-// (an export may drop a dead last layer, never a quarter of them). Those
-// of other kinds that hold tensors are noted as folded into a neighbour
-// (a BatchNorm after the Conv it was folded into).
-std::size_t UnusedTrailingItems(const Manifest& manifest, const std::vector<bool>& touched,
-                                ModuleId* container, std::size_t* container_items,
-                                NoteTally* notes) {
-  std::size_t worst = 0;
-  std::vector<std::pair<absl::string_view, absl::string_view>> used;
-  for (std::size_t i = 0; i < manifest.size(); ++i) {
-    const ModuleInfo& info = manifest.module(static_cast<ModuleId>(i));
-    if (!touched[i] || info.children.empty()) continue;
-    std::size_t last_touched = 0;
-    used.clear();
-    for (std::size_t k = 0; k < info.children.size(); ++k) {
-      if (!touched[info.children[k]]) continue;
-      last_touched = k + 1;
-      used.push_back(RepetitionKey(manifest.module(info.children[k])));
-    }
-    if (last_touched == 0) continue;
-    // A numbered container of one class repeats its items (layers); one of
-    // several classes is a pipeline (Linear, ReLU, Linear), whose last
-    // items an optimizer may fold into constants.
-    bool one_class = true;
-    for (ModuleId c : info.children) {
-      one_class = one_class && manifest.module(c).qualified_class ==
-                                   manifest.module(info.children.front()).qualified_class;
-    }
-    // Named repetitions ("denselayer1", "denselayer2") are of blocks that
-    // only hold other modules; named modules with tensors of their own
-    // sharing a stem ("bn1", "bn2", a norm with its activation inside) are
-    // parts of one block, and folding may leave any of them without a node.
-    const auto repeats = [&used, &info, one_class](const ModuleInfo& child) {
-      if (info.numbered_children ? !one_class
-                                 : (child.children.empty() || !child.parameters.empty() ||
-                                    !child.buffers.empty())) {
-        return false;
-      }
-      return std::find(used.begin(), used.end(), RepetitionKey(child)) != used.end();
-    };
-    std::size_t items = 0;
-    std::size_t unused = 0;
-    for (std::size_t k = 0; k < info.children.size(); ++k) {
-      const ModuleInfo& child = manifest.module(info.children[k]);
-      if (repeats(child)) {
-        ++items;
-        unused += k >= last_touched;
-      } else if (k >= last_touched && (!child.parameters.empty() || !child.buffers.empty())) {
-        notes->Add(FitNoteKind::kFoldedByExporter, child.path, 0);
-      }
-    }
-    if (unused == 0 || unused * kUnusedItemShare < items) continue;
-    if (unused > worst) {
-      worst = unused;
-      *container = static_cast<ModuleId>(i);
-      *container_items = items;
-    }
-  }
-  return worst;
 }
 
 // Parameter-named initializers: each agrees with the manifest (its
@@ -542,14 +382,6 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
 }
 
 }  // namespace
-
-std::size_t UnusedRepeatedItems(const Manifest& manifest, absl::Span<const ModuleId> node_modules,
-                                ModuleId* container, std::size_t* items) {
-  std::vector<bool> touched(manifest.size(), false);
-  for (ModuleId m : node_modules) Touch(manifest, m, &touched);
-  NoteTally notes;
-  return UnusedTrailingItems(manifest, touched, container, items, &notes);
-}
 
 // Long (about 90 lines): the counting steps are helpers (CheckScopes,
 // CheckTensors, UnusedTrailingItems); what stays is the verdict, whose

@@ -46,14 +46,6 @@ struct ScopeSample {
 ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<ScopeSample>& scopes,
                               absl::Span<const ModuleId> node_modules, const RootBinding& binding);
 
-// The trailing items of a repeated container no node of `node_modules`
-// (per node, its module or kNoModule) reaches, when they are a quarter of
-// the container's items or more: the manifest is of a deeper model than the
-// graph. 0 otherwise; `container` and `items` name the worst container.
-// The fit's own test (ManifestFit::unused_items), on a finished mapping.
-std::size_t UnusedRepeatedItems(const Manifest& manifest, absl::Span<const ModuleId> node_modules,
-                                ModuleId* container, std::size_t* items);
-
 }  // namespace internal
 }  // namespace semmap
 

@@ -22,6 +22,7 @@
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/origin_table.h"
 #include "mapping/core/tensor_evidence.h"
+#include "mapping/strategies/reference_match.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -30,50 +31,6 @@
 
 namespace semmap {
 namespace internal {
-
-// How a node of P was paired with R, strongest first.
-enum class MatchRule : std::uint8_t {
-  kNone = 0,
-  kSameName,     // same node name and op type
-  kStructure,    // same op type reading the same (matched) values
-  kConstantOf,   // a Constant feeding a matched node at the position where
-                 // R's counterpart reads a Constant
-  kSpan,         // writes values of R: the R nodes between its matched
-                 // inputs and those outputs (fused nodes)
-  kDerivedName,  // name extends an R node name ("<node>_quant")
-};
-
-struct NodeMatch {
-  MatchRule rule = MatchRule::kNone;
-  // kSameName, kStructure, kConstantOf, kDerivedName: one R node.
-  // kSpan: the R nodes replaced.
-  std::vector<NodeId> reference_nodes;
-  // kStructure: more than one R node had the same signature and the pairing
-  // followed node order.
-  bool ambiguous = false;
-};
-
-struct MatchLimits {
-  // Passes of structural numbering (each linear in P).
-  int max_structure_passes = 32;
-  // R nodes visited when collecting one fused node's span (and 4 times as
-  // many consumer edges); a larger span falls back to the producers of its
-  // outputs.
-  std::size_t max_span_nodes = 2048;
-  // All spans of one match together visit at most this many R nodes and
-  // edges per node and input edge of R (plus kSpanWorkFloor): the work and
-  // the spans kept stay linear in the files whatever their shape. A span
-  // found after that falls back to the producers of its outputs.
-  std::size_t span_work_per_reference_item = 8;
-};
-
-// The span work every match may do whatever the size of R.
-inline constexpr std::size_t kSpanWorkFloor = std::size_t{1} << 16;
-
-// One NodeMatch per node of P. Only P's main graph is matched by structure
-// and spans; nodes of subgraph bodies match by name.
-std::vector<NodeMatch> MatchToReference(const Graph& processed, const Graph& reference,
-                                        const Rules& rules, const MatchLimits& limits = {});
 
 // Counts per MatchRule of the transfer, for tests and reports.
 struct TransferStats {
