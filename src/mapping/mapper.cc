@@ -51,6 +51,29 @@ void FinishMappings(const Rules& rules, bool calibrate,
   }
 }
 
+// The inference after the name steps: tensor names (their confidence
+// times `factor`), then for nodes still without evidence the graph's
+// structure and execution order, then their neighbours. `shape` marks the
+// shape computations (ShapeComputations).
+void Infer(const internal::MappingContext& context, const std::vector<bool>& shape, double factor,
+           const MapperOptions& options) {
+  context.tensors.MapNodes(factor, &context.records, &context.evidence, &context.origins);
+  const internal::StructureCounts structure = internal::InferFromStructure(context, shape);
+  internal::InferFromNeighbourhood(context, shape, structure.hints,
+                                   options.max_neighbourhood_passes);
+}
+
+// With a reference and a named manifest, the graph's answers on its own
+// evidence: the name steps' answers, shared with the mapping that carries
+// the reference's over, then the inference alone.
+struct OwnAnswers {
+  explicit OwnAnswers(std::vector<internal::MappingRecord> from_names)
+      : records(std::move(from_names)) {}
+  std::vector<internal::MappingRecord> records;
+  internal::EvidenceStore evidence;
+  internal::OriginTable origins;
+};
+
 }  // namespace
 
 // What a mapper holds. Mappings are assembled from `records` on access.
@@ -375,7 +398,9 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   // The unprocessed export, mapped first with the same manifest (or with
   // the module paths derived from its own scopes, then shared); and the
   // graph on its own evidence, which no carried-over answer overrides when
-  // no more confident.
+  // no more confident: with a named manifest, from the same name steps as
+  // the answer below (OwnAnswers), else mapped on its own (its manifest is
+  // derived from its own scopes, not the reference's).
   // A given reference (a record's) comes with its answers, in the ids of
   // the manifest passed here.
   std::optional<SemanticMapper> reference, own;
@@ -401,8 +426,10 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
       reference_answers = &reference->impl_->records;
       reference_origins = &reference->impl_->origins;
     }
-    reference_options.allow_manifest_mismatch = true;  // a misfit is refused below
-    SEMMAP_ASSIGN_OR_RETURN(own, Create(graph, shared, reference_options));
+    if (shared == nullptr) {
+      reference_options.allow_manifest_mismatch = true;  // a misfit is refused below
+      SEMMAP_ASSIGN_OR_RETURN(own, Create(graph, shared, reference_options));
+    }
   }
   const bool derived = !mapper.has_manifest;
   if (derived) {
@@ -426,6 +453,17 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
                                          mapper.binding.wrapper);
   const internal::MappingContext context{
       graph, manifest, rules, ops, tensors, mapper.records, mapper.evidence, mapper.origins};
+  const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
+  std::optional<OwnAnswers> own_answers;
+  if (reference_answers != nullptr && !derived) {
+    own_answers.emplace(mapper.records);
+    OwnAnswers& o = *own_answers;
+    const internal::MappingContext own_context{graph,     manifest,  rules,    ops,
+                                               tensors,   o.records, o.evidence, o.origins};
+    Infer(own_context, shape, /*factor=*/1.0, options);
+    internal::RecordFoldedNeighbours(own_context);
+    FinishMappings(rules, /*calibrate=*/true, &o.records);
+  }
   if (reference_answers != nullptr && !mapper.reference_check.same_graph) {
     internal::TransferContext transfer;
     transfer.reference_mappings = reference_answers;
@@ -446,14 +484,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
     mapper.categories = rules.categoriesOf(manifest);
   };
   auto infer = [&] {
-    tensors.MapNodes(derived ? internal::confidence::kNoManifestFactor : 1.0,
-                     &mapper.records, &store, &mapper.origins);
-    // Nodes still without evidence: the graph's structure and execution
-    // order, then their neighbours.
-    const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
-    const internal::StructureCounts structure = internal::InferFromStructure(context, shape);
-    internal::InferFromNeighbourhood(context, shape, structure.hints,
-                                     options.max_neighbourhood_passes);
+    Infer(context, shape, derived ? internal::confidence::kNoManifestFactor : 1.0, options);
   };
   internal::RunBoth(graph.size() >= internal::kParallelNodes, check, infer);
   if (!derived && !mapper.fit.fits && !options.allow_manifest_mismatch) {
@@ -463,10 +494,11 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   internal::RecordFoldedNeighbours(context);
   FinishMappings(rules, !derived, &mapper.records);
   // After the calibration: the own mapping's answers are reported ones too.
-  if (own) {
+  if (own_answers || own) {
     mapper.reference_check.own_answers_kept = internal::KeepOwnAnswers(
-        own->impl_->records, own->manifest(), manifest,
-        mapper.reference_check.ancestor(), &mapper.records, &store);
+        own_answers ? own_answers->records : own->impl_->records,
+        own_answers ? manifest : own->manifest(), manifest, mapper.reference_check.ancestor(),
+        &mapper.records, &store);
   }
   return SemanticMapper(std::move(impl));
 } catch (const std::bad_alloc&) {
