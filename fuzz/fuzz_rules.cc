@@ -4,7 +4,7 @@
 //   - an error names the origin and is InvalidArgument or FailedPrecondition;
 //   - parsed rules answer every query, matching their patterns against the
 //     input text itself (a long, hostile subject);
-//   - stripValueSuffixes() returns a prefix of its argument;
+//   - StripValueSuffixes() returns a prefix of its argument;
 //   - the calibration reports confidences in (0, 1] never decreasing in the
 //     raw one, and below kConfidentFloor for every inferred strategy.
 #include <cstddef>
@@ -35,11 +35,11 @@ const semmap::Manifest& SmallManifest() {
 }
 
 void Exercise(const semmap::Rules& rules, absl::string_view subject) {
-  (void)semmap::internal::RuleQueries(rules).isDerivedNodeName(subject);
-  const absl::string_view stripped = semmap::internal::RuleQueries(rules).stripValueSuffixes(subject);
+  (void)semmap::internal::RuleQueries(rules).IsDerivedNodeName(subject);
+  const absl::string_view stripped = semmap::internal::RuleQueries(rules).StripValueSuffixes(subject);
   SEMMAP_FUZZ_CHECK(stripped.data() == subject.data() && stripped.size() <= subject.size());
-  (void)semmap::internal::RuleQueries(rules).isWeightPassthrough(subject);
-  (void)semmap::internal::RuleQueries(rules).followsConsumers(subject);
+  (void)semmap::internal::RuleQueries(rules).IsWeightPassthrough(subject);
+  (void)semmap::internal::RuleQueries(rules).FollowsConsumers(subject);
 }
 
 }  // namespace
@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto strategy = static_cast<semmap::Strategy>(s);
     double last = 0.0;
     for (int step = 0; step <= 100; ++step) {
-      const double reported = queries.calibrated(strategy, step / 100.0);
+      const double reported = queries.Calibrated(strategy, step / 100.0);
       SEMMAP_FUZZ_CHECK(reported >= last && reported <= 1.0);
       SEMMAP_FUZZ_CHECK(!semmap::IsInferred(strategy) || reported < semmap::kConfidentFloor);
       last = reported;

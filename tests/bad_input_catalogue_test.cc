@@ -866,6 +866,6 @@ TEST_CASE("Catalogue: pathological patterns that compile match in linear time",
   REQUIRE(rules.ok());
   const std::string subject(1 << 20, 'a');  // a 1 MB node name of the worst letter
   HangGuard guard;
-  for (int i = 0; i < 4; ++i) (void)semmap::internal::RuleQueries(*rules).isDerivedNodeName(subject);
-  CHECK(semmap::internal::RuleQueries(*rules).stripValueSuffixes(subject) == subject);
+  for (int i = 0; i < 4; ++i) (void)semmap::internal::RuleQueries(*rules).IsDerivedNodeName(subject);
+  CHECK(semmap::internal::RuleQueries(*rules).StripValueSuffixes(subject) == subject);
 }

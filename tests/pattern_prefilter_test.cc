@@ -74,10 +74,10 @@ TEST_CASE("The prefilter answers as running every pattern", "[rules]") {
 
 TEST_CASE("Rules read derived node names through the prefilter", "[rules]") {
   const semmap::Rules& rules = semmap::Rules::Default();
-  CHECK(semmap::internal::RuleQueries(rules).isDerivedNodeName("/encoder/layer.0/MatMul_output_0_QuantizeLinear"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).isDerivedNodeName("/encoder/layer.0/MatMul"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).isDerivedNodeName("/encoder/layer.0/MatMul_OUTPUT_0_QuantizeLinear"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).isDerivedNodeName(""));
+  CHECK(semmap::internal::RuleQueries(rules).IsDerivedNodeName("/encoder/layer.0/MatMul_output_0_QuantizeLinear"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).IsDerivedNodeName("/encoder/layer.0/MatMul"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).IsDerivedNodeName("/encoder/layer.0/MatMul_OUTPUT_0_QuantizeLinear"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).IsDerivedNodeName(""));
 }
 
 }  // namespace

@@ -69,34 +69,34 @@ TEST_CASE("All categories at once are each module's category", "[rules][fixture]
 
 TEST_CASE("Default value-name and op rules", "[rules]") {
   const Rules& rules = Rules::Default();
-  CHECK(semmap::internal::RuleQueries(rules).isDerivedNodeName("/a/b/LayerNormalization_output_0_QuantizeLinear"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).isDerivedNodeName("/a/b/MatMul_quant"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).isDerivedNodeName("/a/b/MatMul_1"));
-  CHECK(semmap::internal::RuleQueries(rules).stripValueSuffixes("/a/MatMul_output_0") == "/a/MatMul");
-  CHECK(semmap::internal::RuleQueries(rules).stripValueSuffixes("/a/MatMul_output_0_quantized") == "/a/MatMul");
-  CHECK(semmap::internal::RuleQueries(rules).stripValueSuffixes("enc.fc.weight_scale") == "enc.fc.weight");
-  CHECK(semmap::internal::RuleQueries(rules).stripValueSuffixes("enc.fc.weight") == "enc.fc.weight");
-  CHECK(semmap::internal::RuleQueries(rules).isWeightPassthrough("Transpose"));
-  CHECK(semmap::internal::RuleQueries(rules).isWeightPassthrough("DequantizeLinear"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).isWeightPassthrough("MatMul"));
-  CHECK(semmap::internal::RuleQueries(rules).followsConsumers("DynamicQuantizeLinear"));
-  CHECK(semmap::internal::RuleQueries(rules).followsConsumers("Constant"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).followsConsumers("Add"));
+  CHECK(semmap::internal::RuleQueries(rules).IsDerivedNodeName("/a/b/LayerNormalization_output_0_QuantizeLinear"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).IsDerivedNodeName("/a/b/MatMul_quant"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).IsDerivedNodeName("/a/b/MatMul_1"));
+  CHECK(semmap::internal::RuleQueries(rules).StripValueSuffixes("/a/MatMul_output_0") == "/a/MatMul");
+  CHECK(semmap::internal::RuleQueries(rules).StripValueSuffixes("/a/MatMul_output_0_quantized") == "/a/MatMul");
+  CHECK(semmap::internal::RuleQueries(rules).StripValueSuffixes("enc.fc.weight_scale") == "enc.fc.weight");
+  CHECK(semmap::internal::RuleQueries(rules).StripValueSuffixes("enc.fc.weight") == "enc.fc.weight");
+  CHECK(semmap::internal::RuleQueries(rules).IsWeightPassthrough("Transpose"));
+  CHECK(semmap::internal::RuleQueries(rules).IsWeightPassthrough("DequantizeLinear"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).IsWeightPassthrough("MatMul"));
+  CHECK(semmap::internal::RuleQueries(rules).FollowsConsumers("DynamicQuantizeLinear"));
+  CHECK(semmap::internal::RuleQueries(rules).FollowsConsumers("Constant"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).FollowsConsumers("Add"));
   // A tensor derived from a parameter, named after it; a value suffix is
   // not a derivation.
   const semmap::internal::RuleQueries q(rules);
-  CHECK(q.derivedFrom("layer1.0.conv1.weight_bias") == "layer1.0.conv1.weight");
-  CHECK(q.derivedFrom("layer1.0.conv1.weight") == "layer1.0.conv1.weight");
-  CHECK(q.derivedFrom("enc.fc.weight_scale") == "enc.fc.weight_scale");
+  CHECK(q.DerivedFrom("layer1.0.conv1.weight_bias") == "layer1.0.conv1.weight");
+  CHECK(q.DerivedFrom("layer1.0.conv1.weight") == "layer1.0.conv1.weight");
+  CHECK(q.DerivedFrom("enc.fc.weight_scale") == "enc.fc.weight_scale");
   // What a torch operation of a forward signature may be exported as.
-  CHECK(q.mayExportAs("add", "Add"));
-  CHECK(q.mayExportAs("add", "SkipLayerNormalization"));
-  CHECK(q.mayExportAs("layer_norm", "ReduceMean"));
-  CHECK(q.mayExportAs("scaled_dot_product_attention", "Softmax"));
-  CHECK_FALSE(q.mayExportAs("add", "Mul"));
-  CHECK_FALSE(q.mayExportAs("linear", "Transpose"));  // folded into the weight
-  CHECK_FALSE(q.mayExportAs("dropout", "Add"));
-  CHECK_FALSE(q.mayExportAs("no_such_op", "Add"));
+  CHECK(q.MayExportAs("add", "Add"));
+  CHECK(q.MayExportAs("add", "SkipLayerNormalization"));
+  CHECK(q.MayExportAs("layer_norm", "ReduceMean"));
+  CHECK(q.MayExportAs("scaled_dot_product_attention", "Softmax"));
+  CHECK_FALSE(q.MayExportAs("add", "Mul"));
+  CHECK_FALSE(q.MayExportAs("linear", "Transpose"));  // folded into the weight
+  CHECK_FALSE(q.MayExportAs("dropout", "Add"));
+  CHECK_FALSE(q.MayExportAs("no_such_op", "Add"));
 }
 
 TEST_CASE("User rules extend the behaviour without code", "[rules]") {
@@ -104,8 +104,8 @@ TEST_CASE("User rules extend the behaviour without code", "[rules]") {
                                       R"("categories":[{"category":"gizmo","class":"^M$"}])"),
                             "user.json");
   REQUIRE(rules.ok());
-  CHECK(semmap::internal::RuleQueries(*rules).followsConsumers("MyPack"));
-  CHECK_FALSE(semmap::internal::RuleQueries(*rules).followsConsumers("Constant"));
+  CHECK(semmap::internal::RuleQueries(*rules).FollowsConsumers("MyPack"));
+  CHECK_FALSE(semmap::internal::RuleQueries(*rules).FollowsConsumers("Constant"));
   auto m = semmap::Manifest::Parse(semmap_test::ManifestJson({"a"}), "m.json");
   REQUIRE(m.ok());
   CHECK(rules->categoryOf(*m, m->find("a")) == "gizmo");
@@ -119,26 +119,26 @@ TEST_CASE("A rule file's calibration maps raw confidences per strategy", "[rules
   REQUIRE(rules.ok());
   const semmap::internal::RuleQueries q(*rules);
   using semmap::Strategy;
-  CHECK(q.calibrated(Strategy::kStructure, 0.6) == Approx(0.6));  // interpolated
-  CHECK(q.calibrated(Strategy::kStructure, 0.1) == Approx(0.5));  // clamped below
-  CHECK(q.calibrated(Strategy::kStructure, 0.9) == Approx(0.7));  // and above
-  CHECK(q.calibrated(Strategy::kTensorNames, 0.33) == Approx(0.33));  // not calibrated
+  CHECK(q.Calibrated(Strategy::kStructure, 0.6) == Approx(0.6));  // interpolated
+  CHECK(q.Calibrated(Strategy::kStructure, 0.1) == Approx(0.5));  // clamped below
+  CHECK(q.Calibrated(Strategy::kStructure, 0.9) == Approx(0.7));  // and above
+  CHECK(q.Calibrated(Strategy::kTensorNames, 0.33) == Approx(0.33));  // not calibrated
   // Evidence may be reported certain; inference stays below the floor even
   // where no table speaks for it (a produced parameter's raw 0.9).
-  CHECK(q.calibrated(Strategy::kExactScope, 0.6) == 1.0);
-  CHECK(q.calibrated(Strategy::kExporterMetadata, 1.0) == 1.0);
-  CHECK(q.calibrated(Strategy::kTensorNames, 0.9) < semmap::kConfidentFloor);
-  CHECK(q.calibrated(Strategy::kNeighbourhood, 1.0) < semmap::kConfidentFloor);
+  CHECK(q.Calibrated(Strategy::kExactScope, 0.6) == 1.0);
+  CHECK(q.Calibrated(Strategy::kExporterMetadata, 1.0) == 1.0);
+  CHECK(q.Calibrated(Strategy::kTensorNames, 0.9) < semmap::kConfidentFloor);
+  CHECK(q.Calibrated(Strategy::kNeighbourhood, 1.0) < semmap::kConfidentFloor);
   // The shipped rules calibrate inference only, and keep it below the floor.
   const semmap::internal::RuleQueries d(Rules::Default());
-  CHECK(d.calibrated(Strategy::kExactScope, 1.0) == 1.0);
-  CHECK(d.calibrated(Strategy::kExporterMetadata, 0.85) == 0.85);
+  CHECK(d.Calibrated(Strategy::kExactScope, 1.0) == 1.0);
+  CHECK(d.Calibrated(Strategy::kExporterMetadata, 0.85) == 0.85);
   for (Strategy s : {Strategy::kTensorNames, Strategy::kOpRule, Strategy::kNeighbourhood,
                      Strategy::kStructure}) {
     for (double raw = 0.0; raw <= 1.0; raw += 0.05) {
       CAPTURE(semmap::StrategyName(s), raw);
-      CHECK(d.calibrated(s, raw) < semmap::kConfidentFloor);
-      CHECK(d.calibrated(s, raw) > 0.0);
+      CHECK(d.Calibrated(s, raw) < semmap::kConfidentFloor);
+      CHECK(d.Calibrated(s, raw) > 0.0);
     }
   }
 }
@@ -206,7 +206,7 @@ TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
 TEST_CASE("The rule file shipped in rules/ is the compiled-in one", "[rules]") {
   auto loaded = Rules::Load(std::string(SEMMAP_SOURCE_DIR) + "/rules/default.json");
   REQUIRE(loaded.ok());
-  CHECK(semmap::internal::RuleQueries(*loaded).isDerivedNodeName("/x/Add_output_0_QuantizeLinear"));
+  CHECK(semmap::internal::RuleQueries(*loaded).IsDerivedNodeName("/x/Add_output_0_QuantizeLinear"));
   auto missing = Rules::Load("/nonexistent/rules.json");
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == absl::StatusCode::kNotFound);

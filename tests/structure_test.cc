@@ -98,12 +98,12 @@ TEST_CASE("the dynamo exporter's creation counters restore a re-sorted file's or
           "[structure][rules]") {
   std::uint64_t key = 0;
   const semmap::Rules& rules = semmap::Rules::Default();
-  CHECK(semmap::internal::RuleQueries(rules).orderKey("node_MatMul_55", &key));
+  CHECK(semmap::internal::RuleQueries(rules).OrderKey("node_MatMul_55", &key));
   CHECK(key == 55);
-  CHECK(semmap::internal::RuleQueries(rules).orderKey("val_93", &key));
+  CHECK(semmap::internal::RuleQueries(rules).OrderKey("val_93", &key));
   CHECK(key == 93);
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).orderKey("node_linear_4", &key));  // an FX name: no counter
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).orderKey("/encoder/layer.0/MatMul_3", &key));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).OrderKey("node_linear_4", &key));  // an FX name: no counter
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).OrderKey("/encoder/layer.0/MatMul_3", &key));
   // onnxslim re-sorts every file; mapped in the restored order, the structural
   // answers on its dynamo output are mostly right (floor at the level reached).
   auto f = LoadMapped("torch-2.15/vit-imgcls.dynamo.onnxslim");

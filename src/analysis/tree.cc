@@ -52,7 +52,7 @@ bool AccumulateOpTypes(std::vector<TreeModule>* modules, std::size_t budget) {
 }  // namespace
 
 bool IsLibraryLeaf(const ModuleInfo& info, const Rules& rules) {
-  return info.children.empty() && internal::RuleQueries(rules).isLibraryModule(info);
+  return info.children.empty() && internal::RuleQueries(rules).IsLibraryModule(info);
 }
 
 std::string QualifiedOpType(const Node& node) {

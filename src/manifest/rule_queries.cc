@@ -24,11 +24,11 @@ std::size_t SuffixLength(const RE2& re, absl::string_view s) {
 
 }  // namespace
 
-bool RuleQueries::isDerivedNodeName(absl::string_view name) const {
+bool RuleQueries::IsDerivedNodeName(absl::string_view name) const {
   return impl_.derived_filter->AnyPartialMatch(name);
 }
 
-absl::string_view RuleQueries::derivedFrom(absl::string_view tensor) const {
+absl::string_view RuleQueries::DerivedFrom(absl::string_view tensor) const {
   for (const auto& re : impl_.derived_tensor_suffixes) {
     if (const std::size_t n = SuffixLength(*re, tensor); n > 0) {
       tensor.remove_suffix(n);
@@ -38,7 +38,7 @@ absl::string_view RuleQueries::derivedFrom(absl::string_view tensor) const {
   return tensor;
 }
 
-absl::string_view RuleQueries::stripValueSuffixes(absl::string_view value) const {
+absl::string_view RuleQueries::StripValueSuffixes(absl::string_view value) const {
   // Suffixes stack ("_output_0_quantized"): strip until none applies.
   for (int round = 0; round < 8; ++round) {
     bool stripped = false;
@@ -53,20 +53,20 @@ absl::string_view RuleQueries::stripValueSuffixes(absl::string_view value) const
   return value;
 }
 
-bool RuleQueries::isWeightPassthrough(absl::string_view op_type) const {
+bool RuleQueries::IsWeightPassthrough(absl::string_view op_type) const {
   return impl_.passthrough_ops && RE2::PartialMatch(Piece(op_type), *impl_.passthrough_ops);
 }
 
-bool RuleQueries::followsConsumers(absl::string_view op_type) const {
+bool RuleQueries::FollowsConsumers(absl::string_view op_type) const {
   return impl_.follow_consumers_ops &&
          RE2::PartialMatch(Piece(op_type), *impl_.follow_consumers_ops);
 }
 
-bool RuleQueries::isShapeSource(absl::string_view op_type) const {
+bool RuleQueries::IsShapeSource(absl::string_view op_type) const {
   return impl_.shape_source_ops && RE2::PartialMatch(Piece(op_type), *impl_.shape_source_ops);
 }
 
-bool RuleQueries::orderKey(absl::string_view name, std::uint64_t* key) const {
+bool RuleQueries::OrderKey(absl::string_view name, std::uint64_t* key) const {
   for (const auto& re : impl_.order_keys) {
     re2::StringPiece digits;
     if (RE2::FullMatch(Piece(name), *re, &digits) && !digits.empty() && digits.size() <= 18) {
@@ -82,7 +82,7 @@ bool RuleQueries::orderKey(absl::string_view name, std::uint64_t* key) const {
   return false;
 }
 
-bool RuleQueries::mayExportAs(absl::string_view torch_op, absl::string_view op_type) const {
+bool RuleQueries::MayExportAs(absl::string_view torch_op, absl::string_view op_type) const {
   for (const auto& rule : impl_.forward_ops) {
     if (RE2::PartialMatch(Piece(torch_op), *rule.torch_re) &&
         RE2::PartialMatch(Piece(op_type), *rule.onnx_re)) {
@@ -92,17 +92,17 @@ bool RuleQueries::mayExportAs(absl::string_view torch_op, absl::string_view op_t
   return false;
 }
 
-bool RuleQueries::isUncalledModule(const ModuleInfo& module) const {
+bool RuleQueries::IsUncalledModule(const ModuleInfo& module) const {
   return impl_.uncalled_modules && !module.qualified_class.empty() &&
          RE2::PartialMatch(Piece(module.qualified_class), *impl_.uncalled_modules);
 }
 
-bool RuleQueries::isLibraryModule(const ModuleInfo& module) const {
+bool RuleQueries::IsLibraryModule(const ModuleInfo& module) const {
   return impl_.library_modules && !module.qualified_class.empty() &&
          RE2::PartialMatch(Piece(module.qualified_class), *impl_.library_modules);
 }
 
-int RuleQueries::moduleOpsRule(const ModuleInfo& module) const {
+int RuleQueries::ModuleOpsRule(const ModuleInfo& module) const {
   for (std::size_t i = 0; i < impl_.module_ops.size(); ++i) {
     const Rules::Impl::ModuleOps& r = impl_.module_ops[i];
     if (r.class_re && RE2::PartialMatch(Piece(module.class_name), *r.class_re)) return static_cast<int>(i);
@@ -113,12 +113,12 @@ int RuleQueries::moduleOpsRule(const ModuleInfo& module) const {
   return -1;
 }
 
-bool RuleQueries::moduleProduces(int rule, absl::string_view op_type) const {
+bool RuleQueries::ModuleProduces(int rule, absl::string_view op_type) const {
   return rule >= 0 && static_cast<std::size_t>(rule) < impl_.module_ops.size() &&
          RE2::PartialMatch(Piece(op_type), *impl_.module_ops[rule].ops_re);
 }
 
-double RuleQueries::calibrated(Strategy strategy, double raw) const {
+double RuleQueries::Calibrated(Strategy strategy, double raw) const {
   const auto& points = impl_.calibration[static_cast<std::size_t>(strategy)];
   // Without points an inferred answer keeps its raw confidence, but below
   // the confident floor all the same (some rules' constants reach it).

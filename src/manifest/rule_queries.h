@@ -3,7 +3,7 @@
 // the modules' categories. A view of one Rules: cheap to make, valid while
 // the Rules lives, thread-safe like it.
 //
-//   if (RuleQueries(rules).followsConsumers(node.op_type)) ...
+//   if (RuleQueries(rules).FollowsConsumers(node.op_type)) ...
 #ifndef SEMMAP_SRC_MANIFEST_RULE_QUERIES_H_
 #define SEMMAP_SRC_MANIFEST_RULE_QUERIES_H_
 
@@ -27,51 +27,51 @@ class RuleQueries {
 
   // A node name built from a value name ("<value>_QuantizeLinear"): its
   // scope describes the value's producer, not the node.
-  bool isDerivedNodeName(absl::string_view name) const;
+  bool IsDerivedNodeName(absl::string_view name) const;
   // `value` without the optimizer/exporter suffixes of value names
   // ("/a/MatMul_output_0_quantized" -> "/a/MatMul").
-  absl::string_view stripValueSuffixes(absl::string_view value) const;
+  absl::string_view StripValueSuffixes(absl::string_view value) const;
   // The parameter `tensor` was derived from, when a "derived_tensor_suffixes"
   // rule matches its end ("conv.weight_bias" -> "conv.weight": the bias an
   // exporter folded into that Conv); `tensor` itself otherwise. Its shape is
   // not the parameter's: for ownership only, never for shape checks.
-  absl::string_view derivedFrom(absl::string_view tensor) const;
+  absl::string_view DerivedFrom(absl::string_view tensor) const;
   // Ops that pass a weight through unchanged in meaning (Transpose, Cast...).
-  bool isWeightPassthrough(absl::string_view op_type) const;
+  bool IsWeightPassthrough(absl::string_view op_type) const;
   // Ops that belong with their consumers (quantize, cast, constants...).
-  bool followsConsumers(absl::string_view op_type) const;
+  bool FollowsConsumers(absl::string_view op_type) const;
   // Ops that read only their input's shape (Shape, Size): the start of a
   // shape computation, which belongs with the node using the shape.
-  bool isShapeSource(absl::string_view op_type) const;
+  bool IsShapeSource(absl::string_view op_type) const;
   // A module of the framework's own library (torch.nn.Linear, LayerNorm,
   // containers...): its forward is one library op on its parameters, so it
   // owns the nodes reading them and nothing else; a container owns none.
-  bool isLibraryModule(const ModuleInfo& module) const;
+  bool IsLibraryModule(const ModuleInfo& module) const;
   // A container that is never called (torch.nn.ModuleList, ModuleDict):
   // it is on no call stack, so exporters' namespaces have no level for it
   // and Annotate's namespace skips it.
-  bool isUncalledModule(const ModuleInfo& module) const;
+  bool IsUncalledModule(const ModuleInfo& module) const;
   // Index of the first "module_ops" rule matching a parameterless module's
   // class, or -1: the ops such a module produces (an activation's Relu, a
   // pooling module's MaxPool), which identify its nodes in a graph without
   // names.
-  int moduleOpsRule(const ModuleInfo& module) const;
+  int ModuleOpsRule(const ModuleInfo& module) const;
   // The confidence reported for a `strategy` answer computed at `raw`: the
   // rule file's calibration points interpolated linearly (clamped at the
   // ends), or `raw` when the file calibrates no such strategy (at most
   // kInferredCeiling for an inferred one, IsInferred). Never decreasing in
   // `raw`; below kConfidentFloor for an inferred strategy.
-  double calibrated(Strategy strategy, double raw) const;
-  // True when `op_type` is one rule `moduleOpsRule()` returned produces.
-  bool moduleProduces(int rule, absl::string_view op_type) const;
+  double Calibrated(Strategy strategy, double raw) const;
+  // True when `op_type` is one rule `ModuleOpsRule()` returned produces.
+  bool ModuleProduces(int rule, absl::string_view op_type) const;
   // The creation counter an exporter wrote into a node or value name
   // ("node_MatMul_55", "val_93" -> 55, 93: the dynamo exporter numbers what
   // it creates in execution order), when an "order_keys" rule matches.
-  bool orderKey(absl::string_view name, std::uint64_t* key) const;
+  bool OrderKey(absl::string_view name, std::uint64_t* key) const;
   // True when a "forward_ops" rule says the torch operation `torch_op` of a
   // manifest's forward signature ("add", "layer_norm") may be exported as
   // an `op_type` node.
-  bool mayExportAs(absl::string_view torch_op, absl::string_view op_type) const;
+  bool MayExportAs(absl::string_view torch_op, absl::string_view op_type) const;
 
  private:
   const Rules::Impl& impl_;

@@ -42,7 +42,7 @@ void FinishMappings(const Rules& rules, bool calibrate,
   const internal::RuleQueries queries(rules);
   for (internal::MappingRecord& m : *records) {
     if (m.mapped()) {
-      if (calibrate) m.confidence = queries.calibrated(m.strategy, m.confidence);
+      if (calibrate) m.confidence = queries.Calibrated(m.strategy, m.confidence);
       continue;
     }
     m.confidence = 0.0;
@@ -132,7 +132,7 @@ std::vector<ModuleId> WeightOwners(const Graph& graph, const Manifest& manifest,
   const internal::RuleQueries queries(rules);
   std::vector<ModuleId> owners;
   for (const TensorInfo& t : graph.initializers()) {
-    const ModuleId owner = manifest.ownerOfTensor(queries.stripValueSuffixes(t.name));
+    const ModuleId owner = manifest.ownerOfTensor(queries.StripValueSuffixes(t.name));
     if (owner != kNoModule) owners.push_back(owner);
   }
   return owners;

@@ -85,7 +85,7 @@ std::string LeafOf(const Node& n) {
 // resolves to `module` completely.
 bool ResolvesTo(absl::string_view name, ModuleId module, const internal::ScopeResolver& resolver,
                 const RootBinding& binding, const Rules& rules) {
-  if (name.empty() || name.front() != '/' || internal::RuleQueries(rules).isDerivedNodeName(name)) return false;
+  if (name.empty() || name.front() != '/' || internal::RuleQueries(rules).IsDerivedNodeName(name)) return false;
   const ScopePath path = ScopePath::Parse(name);
   if (path.truncated()) return false;
   const internal::ScopeResolution r =
@@ -237,7 +237,7 @@ class NamespaceSpeller {
       if (exporter_.level.contains(id)) return true;
       if (below_level_[id]) return false;
     }
-    if (!info.qualified_class.empty()) return !internal::RuleQueries(rules_).isUncalledModule(info);
+    if (!info.qualified_class.empty()) return !internal::RuleQueries(rules_).IsUncalledModule(info);
     return !info.numbered_children;
   }
 

@@ -13,9 +13,9 @@ OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(),
     auto it = by_op.find(op);
     if (it == by_op.end()) {
       std::uint8_t bits = 0;
-      if (internal::RuleQueries(rules).followsConsumers(op)) bits |= kFollows;
-      if (internal::RuleQueries(rules).isShapeSource(op)) bits |= kShapeSource;
-      if (internal::RuleQueries(rules).isWeightPassthrough(op)) bits |= kPassthrough;
+      if (internal::RuleQueries(rules).FollowsConsumers(op)) bits |= kFollows;
+      if (internal::RuleQueries(rules).IsShapeSource(op)) bits |= kShapeSource;
+      if (internal::RuleQueries(rules).IsWeightPassthrough(op)) bits |= kPassthrough;
       it = by_op.emplace(op, bits).first;
     }
     bits_[i] = it->second;
@@ -34,7 +34,7 @@ std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
     for (std::size_t i = 0; i < graph.size(); ++i) {
       const Node& n = graph.node(static_cast<NodeId>(i));
       if (shape[i]) continue;
-      if (ops.isShapeSource(static_cast<NodeId>(i))) {
+      if (ops.IsShapeSource(static_cast<NodeId>(i))) {
         shape[i] = true;
         continue;
       }

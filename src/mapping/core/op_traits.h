@@ -17,9 +17,9 @@ class OpTraits {
  public:
   OpTraits(const Graph& graph, const Rules& rules);
 
-  bool followsConsumers(NodeId n) const { return bits_[n] & kFollows; }
-  bool isShapeSource(NodeId n) const { return bits_[n] & kShapeSource; }
-  bool isWeightPassthrough(NodeId n) const { return bits_[n] & kPassthrough; }
+  bool FollowsConsumers(NodeId n) const { return bits_[n] & kFollows; }
+  bool IsShapeSource(NodeId n) const { return bits_[n] & kShapeSource; }
+  bool IsWeightPassthrough(NodeId n) const { return bits_[n] & kPassthrough; }
 
  private:
   static constexpr std::uint8_t kFollows = 1;

@@ -64,7 +64,7 @@ void TensorEvidence::MapNodes(double factor, std::vector<MappingRecord>* mapping
     const NodeId id = static_cast<NodeId>(i);
     MappingRecord& m = (*mappings)[i];
     if (m.strategy == Strategy::kExporterMetadata) WidenRewritten(id, &m, evidence, origins);
-    if (m.mapped() || ops_.followsConsumers(id)) continue;
+    if (m.mapped() || ops_.FollowsConsumers(id)) continue;
     TensorFinding finding;
     if (!ForNode(id, &finding)) continue;
     if (!finding.origins.empty()) origins->Set(id, finding.origins);
@@ -82,13 +82,13 @@ ModuleId TensorEvidence::ParameterOwner(absl::string_view value) const {
   const ModuleId literal = LiteralOwner(value);
   if (literal != kNoModule) return literal;
   const internal::RuleQueries rules(rules_);
-  const absl::string_view stripped = rules.stripValueSuffixes(value);
+  const absl::string_view stripped = rules.StripValueSuffixes(value);
   if (stripped.size() != value.size()) {
     if (const ModuleId owner = LiteralOwner(stripped); owner != kNoModule) return owner;
   }
   // A tensor an exporter derived from a parameter and named after it (the
   // bias it folded into a Conv, "<weight>_bias"), quantized or not.
-  const absl::string_view base = rules.derivedFrom(stripped);
+  const absl::string_view base = rules.DerivedFrom(stripped);
   return base.size() == stripped.size() ? kNoModule : LiteralOwner(base);
 }
 
@@ -103,7 +103,7 @@ ModuleId TensorEvidence::LiteralOwner(absl::string_view value) const {
 
 ModuleId TensorEvidence::ValueScope(absl::string_view value) const {
   if (value.empty() || value.front() != '/') return kNoModule;
-  value = internal::RuleQueries(rules_).stripValueSuffixes(value);
+  value = internal::RuleQueries(rules_).StripValueSuffixes(value);
   const absl::string_view scope = value.substr(0, value.rfind('/'));
   auto it = scope_cache_.find(scope);
   if (it != scope_cache_.end()) return it->second;
@@ -121,7 +121,7 @@ ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int 
   const NodeId p = graph_.producer(value, subgraph);
   if (p == kNoNode) return kNoModule;
   const Node& producer = graph_.node(p);
-  if (!ops_.isWeightPassthrough(p) || producer.inputs.empty()) return kNoModule;
+  if (!ops_.IsWeightPassthrough(p) || producer.inputs.empty()) return kNoModule;
   if (producer.op_type == "Identity") *via_identity = true;
   return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1, via_identity);
 }

@@ -254,7 +254,7 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     absl::string_view name = t.name;
     ModuleId owner = ParameterLike(name) ? tensors.LiteralOwner(name) : kNoModule;
     if (owner == kNoModule) {
-      const absl::string_view stripped = internal::RuleQueries(rules).stripValueSuffixes(t.name);
+      const absl::string_view stripped = internal::RuleQueries(rules).StripValueSuffixes(t.name);
       if (stripped.size() != name.size() && ParameterLike(stripped)) {
         const ModuleId stripped_owner = tensors.LiteralOwner(stripped);
         if (stripped_owner != kNoModule || !ParameterLike(name)) {
@@ -280,7 +280,7 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
         // A tensor the exporter derived from the module's parameter
         // ("conv.weight_bias" after folding a BatchNorm into it).
         ++fit->matched_tensors;
-      } else if (!internal::RuleQueries(rules).isLibraryModule(manifest.module(module))) {
+      } else if (!internal::RuleQueries(rules).IsLibraryModule(manifest.module(module))) {
         // A constant the module's own forward created and the exporter
         // named after it; a library module creates none.
         ++fit->matched_tensors;
@@ -328,7 +328,7 @@ const TensorInfo* InitializerBehind(const Graph& graph, const OpTraits& ops, Val
   for (int step = 0; step < 4 && value != kNoValue; ++step) {
     if (const TensorInfo* t = graph.initializerOf(value)) return t;
     const NodeId p = graph.producer(value);
-    if (p == kNoNode || !ops.isWeightPassthrough(p)) return nullptr;
+    if (p == kNoNode || !ops.IsWeightPassthrough(p)) return nullptr;
     const Node& producer = graph.node(p);
     if (producer.input_values.empty()) return nullptr;
     value = producer.input_values[0];
@@ -352,7 +352,7 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
     const ModuleId m = node_modules[n];
     if (m == kNoModule) continue;
     const ModuleInfo& info = manifest.module(m);
-    if (library[m] < 0) library[m] = !info.parameters.empty() && internal::RuleQueries(rules).isLibraryModule(info);
+    if (library[m] < 0) library[m] = !info.parameters.empty() && internal::RuleQueries(rules).IsLibraryModule(info);
     if (library[m] == 0) continue;
     const Node& node = graph.node(static_cast<NodeId>(n));
     // A library op reads its weight as one of its first two operands (the

@@ -131,7 +131,7 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
       }
       continue;
     }
-    it = r_tensors.find(internal::RuleQueries(rules).stripValueSuffixes(t.name));
+    it = r_tensors.find(internal::RuleQueries(rules).StripValueSuffixes(t.name));
     if (it != r_tensors.end()) {
       ++e.known;
       found.insert(it->first);

@@ -119,7 +119,7 @@ void ReadNodeScopes(const Graph& graph, const Rules& rules, std::size_t from, st
   for (std::size_t i = from; i < to; ++i) {
     const Node& node = graph.node(static_cast<NodeId>(i));
     NodeScope& ns = (*out)[i];
-    if (!node.name.empty() && node.name.front() == '/' && !internal::RuleQueries(rules).isDerivedNodeName(node.name)) {
+    if (!node.name.empty() && node.name.front() == '/' && !internal::RuleQueries(rules).IsDerivedNodeName(node.name)) {
       ns.key = node.name.data();
       ns.key_size = ScopeKey(node.name).size();
       continue;

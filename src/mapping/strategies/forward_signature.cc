@@ -93,7 +93,7 @@ bool ForwardSignatures::Matches(absl::string_view torch_op, absl::string_view op
   auto key = std::make_pair(torch_op, op_type);
   auto it = matches_.find(key);
   if (it == matches_.end()) {
-    it = matches_.emplace(key, RuleQueries(rules_).mayExportAs(torch_op, op_type)).first;
+    it = matches_.emplace(key, RuleQueries(rules_).MayExportAs(torch_op, op_type)).first;
   }
   return it->second;
 }
@@ -220,7 +220,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   // its weights is exported with them first (a Linear's MatMul, then its
   // bias Add): none of its nodes comes before its anchor.
   const ModuleInfo& info = manifest_.module(b);
-  if (!info.traced || RuleQueries(rules_).isLibraryModule(info)) return info.traced;
+  if (!info.traced || RuleQueries(rules_).IsLibraryModule(info)) return info.traced;
   return Append(b, 0, index_[static_cast<std::size_t>(b)].reads_before_call, 0, out);
 }
 

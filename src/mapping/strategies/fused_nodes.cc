@@ -85,8 +85,8 @@ void RecordFoldedNeighbours(const MappingContext& context) {
     const ModuleId c = mappings[i].module;
     auto folded = mappings[i].mapped() ? folded_into.find(c) : folded_into.end();
     const NodeId id = static_cast<NodeId>(i);
-    if (folded == folded_into.end() || !origins->Of(id).empty() || ops.followsConsumers(id) ||
-        ops.isWeightPassthrough(id)) {
+    if (folded == folded_into.end() || !origins->Of(id).empty() || ops.FollowsConsumers(id) ||
+        ops.IsWeightPassthrough(id)) {
       continue;
     }
     const ModuleInfo& info = manifest.module(c);

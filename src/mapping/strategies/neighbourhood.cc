@@ -87,7 +87,7 @@ class NodeRules {
     }
     MappingRecord& m = out_[i];
     m.strategy = Strategy::kNeighbourhood;
-    if (consumers.count > 0 && ops_.followsConsumers(static_cast<NodeId>(i))) {
+    if (consumers.count > 0 && ops_.FollowsConsumers(static_cast<NodeId>(i))) {
       m.module = Placed(i, consumers);
       m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
       m.strategy = Strategy::kOpRule;

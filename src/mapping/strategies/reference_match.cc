@@ -177,7 +177,7 @@ class Matcher {
         value_map_.try_emplace(t.name, t.name);
         continue;
       }
-      auto it = r_initializers_.find(internal::RuleQueries(rules_).stripValueSuffixes(t.name));
+      auto it = r_initializers_.find(internal::RuleQueries(rules_).StripValueSuffixes(t.name));
       if (it != r_initializers_.end() && !t.dims.empty() && t.dims == it->second->dims) {
         value_map_.try_emplace(t.name, it->first);
       }

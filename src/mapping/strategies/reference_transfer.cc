@@ -151,7 +151,7 @@ TransferStats TransferFromReference(const MappingContext& context, const Graph& 
                                                        processed.outputs().end());
   std::vector<NodeId> pending;
   for (NodeId p = static_cast<NodeId>(processed.size()); p-- > 0;) {
-    if (!(*mappings)[p].mapped() && (ops.followsConsumers(p) || ops.isWeightPassthrough(p))) {
+    if (!(*mappings)[p].mapped() && (ops.FollowsConsumers(p) || ops.IsWeightPassthrough(p))) {
       pending.push_back(p);  // reverse node order: consumers first
     }
   }

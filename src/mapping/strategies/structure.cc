@@ -47,7 +47,7 @@ Pass::Pass(const MappingContext& context, const std::vector<bool>& shape,
     auto known = by_class.try_emplace(std::make_pair(absl::string_view(info.class_name),
                                                      absl::string_view(info.qualified_class)));
     if (known.second) {
-      known.first->second = {internal::RuleQueries(rules).isLibraryModule(info), internal::RuleQueries(rules).moduleOpsRule(info)};
+      known.first->second = {internal::RuleQueries(rules).IsLibraryModule(info), internal::RuleQueries(rules).ModuleOpsRule(info)};
     }
     // A library module holding parameters of its own beside children
     // (an attention with its packed projection weight and an output
@@ -153,7 +153,7 @@ StructureCounts Pass::Run(bool creation_order) {
 
 bool Pass::Candidate(NodeId i) const {
   const Node& n = graph_.node(i);
-  return !out_[i].mapped() && !ops_.followsConsumers(i) && !shape_[i] && !n.inputs.empty();
+  return !out_[i].mapped() && !ops_.FollowsConsumers(i) && !shape_[i] && !n.inputs.empty();
 }
 
 void Pass::Assign(NodeId i, ModuleId module, double confidence, std::string evidence) {

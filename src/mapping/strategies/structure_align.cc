@@ -40,7 +40,7 @@ const TensorInfo* Pass::UnnamedWeight(NodeId i) const {
         break;
       }
       const NodeId p = graph_.producer(value);
-      if (p == kNoNode || !ops_.isWeightPassthrough(p) || graph_.node(p).inputs.empty()) break;
+      if (p == kNoNode || !ops_.IsWeightPassthrough(p) || graph_.node(p).inputs.empty()) break;
       value = graph_.node(p).input_values[0];
     }
   }
@@ -81,7 +81,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   for (const TensorInfo& t : graph_.initializers()) {
     const ModuleId owner = tensors_.ParameterOwner(t.name);
     if (owner == kNoModule) continue;
-    const absl::string_view stripped = internal::RuleQueries(rules_).stripValueSuffixes(t.name);
+    const absl::string_view stripped = internal::RuleQueries(rules_).StripValueSuffixes(t.name);
     const std::size_t dot = stripped.rfind('.');
     claimed.emplace(owner, std::string(dot == absl::string_view::npos ? stripped : stripped.substr(dot + 1)));
   }
@@ -105,7 +105,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   std::size_t first_unused = 0;
   std::size_t aligned = 0;
   for (const NodeId i : order_) {
-    if (out_[i].mapped() || ops_.isWeightPassthrough(i) || ops_.followsConsumers(i)) continue;
+    if (out_[i].mapped() || ops_.IsWeightPassthrough(i) || ops_.FollowsConsumers(i)) continue;
     const TensorInfo* weight = UnnamedWeight(i);
     if (weight == nullptr) continue;
     const bool seen = by_initializer.contains(weight->name) || !counted.insert(weight->name).second;

@@ -177,7 +177,7 @@ ModuleId Pass::ChildToward(ModuleId parent, ModuleId module) const {
 bool Pass::Produces(int rule, absl::string_view op) const {
   auto key = std::make_pair(rule, op);
   auto it = produces_.find(key);
-  if (it == produces_.end()) it = produces_.emplace(key, internal::RuleQueries(rules_).moduleProduces(rule, op)).first;
+  if (it == produces_.end()) it = produces_.emplace(key, internal::RuleQueries(rules_).ModuleProduces(rule, op)).first;
   return it->second;
 }
 

@@ -40,7 +40,7 @@ void Pass::NameFamilies() {
   for (NodeId i : by_length) {
     if (out_[i].mapped()) continue;
     absl::string_view name = graph_.node(i).name;
-    if (name.empty() || name.size() > kMaxFamilyName || internal::RuleQueries(rules_).isDerivedNodeName(name)) continue;
+    if (name.empty() || name.size() > kMaxFamilyName || internal::RuleQueries(rules_).IsDerivedNodeName(name)) continue;
     int tries = 0;
     for (std::size_t cut = name.rfind('_'); cut != std::string::npos && cut > 0 && tries++ < kMaxFamilyCuts;
          cut = name.rfind('_', cut - 1)) {
@@ -86,8 +86,8 @@ std::vector<NodeId> Pass::CreationOrder(bool* used) const {
   for (std::size_t i = 0; i < n_; ++i) {
     const Node& n = graph_.node(static_cast<NodeId>(i));
     std::uint64_t k = 0;
-    bool own = internal::RuleQueries(rules_).orderKey(n.name, &k);
-    for (std::size_t o = 0; o < n.outputs.size() && !own; ++o) own = internal::RuleQueries(rules_).orderKey(n.outputs[o], &k);
+    bool own = internal::RuleQueries(rules_).OrderKey(n.name, &k);
+    for (std::size_t o = 0; o < n.outputs.size() && !own; ++o) own = internal::RuleQueries(rules_).OrderKey(n.outputs[o], &k);
     if (own) {
       ++keyed;
       key[i] = k;
