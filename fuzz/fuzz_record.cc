@@ -1,4 +1,4 @@
-// Fuzz target for the provenance record's reader (src/mapping/record.h).
+// Fuzz target for the provenance record's reader (src/mapping/steps/read_record.h).
 // The input is either the record's value itself (first byte 0) or, more
 // usefully, the inflated model the value encodes (any other first byte):
 // the target compresses and encodes it as `semmap embed` does and puts it

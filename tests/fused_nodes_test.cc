@@ -1,5 +1,5 @@
 // Nodes that do several modules' work (mapping/strategies/fused_nodes.h,
-// mapping/origin_table.h): which part a fused op type names, when a folded
+// mapping/core/origin_table.h): which part a fused op type names, when a folded
 // module is found beside its Conv, and the origins and primary answers on
 // real exports against their truth.
 #include <algorithm>

@@ -1,7 +1,7 @@
 // The mapper's first steps on their own: grouping nodes by scope
-// (mapping/graph_scopes.h), binding the ONNX root to the manifest
-// (mapping/root_binding.h) and resolving each scope once
-// (mapping/scope_outcome.h).
+// (mapping/steps/group_scopes.h), binding the ONNX root to the manifest
+// (mapping/steps/bind_root.h) and resolving each scope once
+// (mapping/steps/resolve_scopes.h).
 #include <algorithm>
 #include <string>
 #include <utility>

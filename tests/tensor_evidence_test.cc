@@ -1,4 +1,4 @@
-// Tensor-name evidence (mapping/strategies/tensor_evidence.h) on its own: which
+// Tensor-name evidence (mapping/core/tensor_evidence.h) on its own: which
 // names count, under which binding, at which confidence, and how often it
 // is right on real exports.
 #include <string>

@@ -283,7 +283,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
     provenance->note = "the named manifest lists other modules than the record's";
     return Create(graph, manifest, options);
   }
-  if (!record.source) {  // a record of this very graph (record.h)
+  if (!record.source) {  // a record of this very graph (read_record.h)
     if (record.naming.scheme != NodeNaming::kMetadata ||
         internal::NamingOf(graph).scopes >= record.naming.scopes) {
       provenance->record = RecordUse::kSource;
@@ -356,21 +356,23 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   return mapped;
 }
 
-// The pipeline of docs/mapping.md, one step per internal unit: group the
-// nodes by scope (graph_scopes.h), bind the ONNX root to the manifest
-// (root_binding.h), resolve each scope (scope_outcome.h), carry a
-// reference export's answers over (reference_transfer.h), check the fit and
-// read tensor names (manifest_fit.h, tensor_evidence.h), then the graph's
-// structure and neighbourhood (structure.h, neighbourhood.h), and finish.
-// About 90 lines: a few per step, in order, so the pipeline reads here
-// whole; steps that share nothing they write run as pairs on two threads
-// (internal::RunBoth) on a large graph.
 absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph,
                                                       std::shared_ptr<const Manifest> manifest,
                                                       const MapperOptions& options) {
   return Build(std::move(graph), std::move(manifest), options, nullptr);
 }
 
+// The pipeline of docs/mapping.md, one step per internal unit: group the
+// nodes by scope (steps/group_scopes.h), bind the ONNX root to the manifest
+// (steps/bind_root.h), resolve each scope (steps/resolve_scopes.h), carry a
+// reference export's answers over (strategies/reference_transfer.h), check
+// the fit and read tensor names (steps/assess_fit.h, core/tensor_evidence.h),
+// then the graph's structure and neighbourhood (strategies/structure.h,
+// strategies/neighbourhood.h), and finish. About 130 lines: a few per step,
+// in order, so the pipeline reads here whole, and a reference's share (its
+// own mapping, the graph's own answers) beside the steps it feeds; steps
+// that share nothing they write run as pairs on two threads
+// (internal::RunBoth) on a large graph.
 absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
                                                      std::shared_ptr<const Manifest> shared,
                                                      const MapperOptions& options,

@@ -23,7 +23,7 @@
 namespace semmap {
 namespace {
 
-// "semmap.answers" (mapping/record.h): per node a module index, a
+// "semmap.answers" (mapping/steps/read_record.h): per node a module index, a
 // confidence and a strategy index, and the origins of fused nodes.
 std::string AnswersJson(const SemanticMapper& mapper) {
   std::string module, confidence, strategy, origins;

@@ -19,7 +19,7 @@ namespace internal {
 namespace confidence {
 
 // Scopes and exporter metadata resolved against the manifest (mapper.cc,
-// mapping/scope_outcome.cc).
+// mapping/steps/resolve_scopes.cc).
 namespace scope {
 inline constexpr double kExact = 1.0;
 inline constexpr double kExactCallSuffix = 0.97;  // a "_N" call suffix was folded
@@ -32,7 +32,7 @@ inline constexpr double kClassMismatch = 0.7;     // the exporter names another 
 // is multiplied by this.
 inline constexpr double kNoManifestFactor = 0.8;
 
-// Names of the values a node reads and writes (mapping/strategies/tensor_evidence.cc).
+// Names of the values a node reads and writes (mapping/core/tensor_evidence.cc).
 namespace tensor {
 inline constexpr double kProducedParameter = 0.9;
 inline constexpr double kOutputScope = 0.85;

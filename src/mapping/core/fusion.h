@@ -2,7 +2,7 @@
 // with its BatchNorm folded in, FusedConv, SkipLayerNormalization) and the
 // one it still is. Used where the parts are known: the reference's replaced
 // nodes (strategies/fused_nodes.h) and the value names a fusion kept
-// (strategies/tensor_evidence.h).
+// (core/tensor_evidence.h).
 #ifndef SEMMAP_SRC_MAPPING_CORE_FUSION_H_
 #define SEMMAP_SRC_MAPPING_CORE_FUSION_H_
 

@@ -15,7 +15,7 @@ namespace semmap {
 namespace internal {
 namespace {
 
-// Confidence by kind of evidence (mapping/confidence.h).
+// Confidence by kind of evidence (mapping/core/confidence.h).
 using confidence::tensor::kProducedParameter;
 using confidence::tensor::kOutputScope;
 using confidence::tensor::kWeightRead;

@@ -38,7 +38,7 @@ struct ScopeSample {
 };
 
 // `node_modules`: per node, the module its scope names when resolved
-// completely, else kNoModule (ResolvedModulesOfNodes, graph_scopes.h).
+// completely, else kNoModule (ResolvedModulesOfNodes, group_scopes.h).
 // Linear in the nodes, the distinct scopes and the initializers plus the
 // manifest's modules; names are not parsed again.
 // Reads the context's graph, manifest, rules, op traits and tensor index,

@@ -36,9 +36,9 @@ struct Scope {
   absl::Span<const absl::string_view> segments;  // into GraphScopes::segments
   std::string qualified_class;  // from metadata, when present
   std::size_t nodes = 0;
-  // Set by ChooseRootBinding or ResolveScopesUnder (root_binding.h).
+  // Set by ChooseRootBinding or ResolveScopesUnder (bind_root.h).
   ScopeResolution resolution;
-  // Set by ScopeOutcomes (scope_outcome.h).
+  // Set by ScopeOutcomes (resolve_scopes.h).
   MappingRecord outcome;  // what every node of this scope gets (unmapped if none)
 };
 
@@ -75,7 +75,7 @@ std::vector<std::pair<std::string, std::string>> DerivedModulePaths(const GraphS
 // outcome's module), or kNoModule.
 std::vector<ModuleId> ResolvedModulesOfNodes(const GraphScopes& scopes);
 
-// One ScopeSample (manifest_fit.h) per scope, viewing `scopes`.
+// One ScopeSample (assess_fit.h) per scope, viewing `scopes`.
 std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes);
 
 // How a scope reads in evidence: "scope /a/b" or "module stack a.b",

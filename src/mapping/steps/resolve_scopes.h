@@ -18,7 +18,7 @@ namespace semmap {
 namespace internal {
 
 // Sets the outcome of every scope of `scopes` from its resolution under
-// `*binding` (ChooseRootBinding or ResolveScopesUnder, root_binding.h):
+// `*binding` (ChooseRootBinding or ResolveScopesUnder, bind_root.h):
 //  - complete: the module, confidence::scope::kExact (lowered when a call
 //    suffix was folded, a step was ambiguous, or the exporter's class
 //    differs from the manifest's);

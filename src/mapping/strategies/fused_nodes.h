@@ -24,7 +24,7 @@
 namespace semmap {
 namespace internal {
 
-// DominantModule (mapping/fusion.h) of `node` with these parts, the owners
+// DominantModule (mapping/core/fusion.h) of `node` with these parts, the owners
 // of the weights being those of the parameters it reads by name.
 ModuleId DominantPart(const Graph& graph, NodeId node, absl::Span<const FusedPart> parts,
                       const Manifest& manifest, const TensorEvidence& tensors);

@@ -10,7 +10,7 @@ namespace internal {
 namespace {
 
 // Confidence of the rules below, before the weakest neighbour's factor
-// (mapping/confidence.h says how they were measured).
+// (mapping/core/confidence.h says how they were measured).
 using confidence::neighbourhood::kFollowAgreeing;
 using confidence::neighbourhood::kSourceAgreeing;
 using confidence::neighbourhood::kDisagreeing;

@@ -20,7 +20,7 @@ namespace internal {
 namespace {
 
 // Confidence of each rule, multiplied by the reference mapping's own
-// (mapping/confidence.h).
+// (mapping/core/confidence.h).
 using confidence::reference::kExactPair;
 using confidence::reference::kAmbiguousPair;
 using confidence::reference::kConstantPair;

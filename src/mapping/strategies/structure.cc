@@ -66,6 +66,9 @@ Pass::Pass(const MappingContext& context, const std::vector<bool>& shape,
   }
 }
 
+// Long (about 85 lines): the phases in the order they depend on each other
+// (the order, the alignment, the anchors, the gaps, the hints), each a few
+// lines calling structure_order.cc, structure_align.cc or structure_gaps.cc.
 StructureCounts Pass::Run(bool creation_order) {
   StructureCounts counts;
   // Nothing to do for an export whose names answered every node.

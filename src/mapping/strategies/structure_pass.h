@@ -34,7 +34,7 @@ namespace semmap {
 namespace internal {
 namespace structure {
 
-// Confidence of each rule (mapping/confidence.h).
+// Confidence of each rule (mapping/core/confidence.h).
 using confidence::structure::kAlignedWeight;
 using confidence::structure::kHead;
 using confidence::structure::kSignature;
