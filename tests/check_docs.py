@@ -11,7 +11,7 @@ The markers (docs/development.md, "Examples in the documents"):
                                       each followed by its output) or plain commands
     <!-- doctest: output -->          the output of the one command of the run block above
     <!-- doctest: synopsis -->        usage lines: every option is in the command's --help
-    <!-- doctest: recipe -->          a Python recipe, run by python/semmap_tests/test_recipes.py
+    <!-- doctest: recipe -->          a Python recipe, run by python/tests/package/test_recipes.py
     <!-- doctest: same-as PATH -->    the block is the end of the file PATH
     <!-- doctest: tested-by PATH -->  the script or test PATH reads this block from the document
     <!-- doctest: skip REASON -->     not run, for the reason given

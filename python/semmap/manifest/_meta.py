@@ -5,7 +5,7 @@ dtypes of parameters and buffers, never a weight value. Built under
 ``torch.device("meta")``, a model allocates no storage: a 70B-parameter
 config builds in seconds in a few hundred MB, where allocating its weights
 would need 280 GB. The manifest of the meta-device model is the manifest of
-the real one (``python/tests/test_meta.py`` proves it for every architecture
+the real one (``python/tests/manifest/test_meta.py`` proves it for every architecture
 of the fixture corpus).
 
 Three sources::

@@ -1,7 +1,7 @@
 """The bad-input catalogue through semmap.load (docs/robustness.md): each
 kind of bad input is the documented exception, naming the file and the
 cause, and leaves nothing written; two threads map at once. (semmap.export
-and semmap.manifest: test_export.py, and python/tests/test_bad_input.py for
+and semmap.manifest: test_export.py, and python/tests/manifest/test_bad_input.py for
 the writer alone.)"""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def test_every_recipe_has_a_test():
     assert set(recipes()) == set(RECIPE_TESTS)
     for test in RECIPE_TESTS.values():
         module, name = test.split("::")
-        assert f"def {name}(" in (REPO / "python" / "semmap_tests" / module).read_text(), test
+        assert f"def {name}(" in (REPO / "python" / "tests" / "package" / module).read_text(), test
 
 
 def test_the_command_line_example_prints_what_the_readme_shows(semmap_tool):
