@@ -653,7 +653,7 @@ std::vector<BadManifest> BadManifests() {
       {"a child listed twice", ManifestOf({{"", null, {"a", "a"}}, {"a", "", none}}),
        Code::kInvalidArgument, "/modules/0/children/1: child \"a\" is listed twice"},
       // What the schema forbids, refused as it does (item 5 of the fourth
-      // audit; tests/check_manifest_schema.py runs the JSON Schema on the
+      // audit; tests/tool/check_manifest_schema.py runs the JSON Schema on the
       // same kinds of file).
       {"an unknown module field", Edited("/modules/1/future_field", {{"x", 1}}),
        Code::kInvalidArgument, "/modules/1/future_field: unknown field \"future_field\""},

@@ -63,7 +63,7 @@ def test_corpus_ids_unique_and_follow_rule(fixture) -> None:
 
 def test_generated_id_never_takes_another_nodes_name() -> None:
     # "dup" at indexes 0 and 2 would give "dup#2", the name of node 1 (the C++
-    # side's tests/graph_test.cc checks the same model).
+    # side's tests/graph/graph_test.cc checks the same model).
     nodes = [
         helper.make_node("Relu", ["x"], ["y"], name="dup"),
         helper.make_node("Relu", ["y"], ["z"], name="dup#2"),

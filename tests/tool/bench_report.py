@@ -2,7 +2,7 @@
 
 For each case a report is written (the GPT-2 fixture, 531 nodes, and
 synthetic Llama-shaped models from bench/semmap_synth), opened in headless
-Chromium over the DevTools protocol (tests/cdp.py) and measured:
+Chromium over the DevTools protocol (tests/tool/cdp.py) and measured:
 
   ready     time from navigation start to the page's script finishing
             (body[data-ready]), and to the first frame painted after it
@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import Browser  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Records when the page's script has finished (body[data-ready="1"]) and when
 # the next frame after that has been painted; installed before any page script.

@@ -2,7 +2,7 @@
 
 Annotates a fixture with semmap, starts Model Explorer's own server (the
 `model_explorer` package, with the `model_explorer_onnx` adapter) on it and
-opens the app over the DevTools protocol (tests/cdp.py). Expected values come
+opens the app over the DevTools protocol (tests/tool/cdp.py). Expected values come
 from the annotated file's `namespace` entries, never from a list in here:
   - "GRAPH INFO" counts one layer per distinct namespace prefix;
   - a repeated block (the shallowest layer with layers inside and a sibling

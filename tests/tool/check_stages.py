@@ -112,7 +112,7 @@ def main():
         d = fixtures / "bert-seqcls.torchscript"
         source = tmp / "bert-seqcls.torchscript.inferred.onnx"
         profile = tmp / "profile.json"
-        subprocess.run([sys.executable, str(HERE.parent / "scripts" / "ort-profile"), str(source), str(profile)],
+        subprocess.run([sys.executable, str(HERE.parents[1] / "scripts" / "ort-profile"), str(source), str(profile)],
                        check=True)
         out = tmp / "timed" / "model.onnx"
         out.parent.mkdir()

@@ -104,7 +104,7 @@ def main():
 
         # Kernel time from a real profile.
         profile = tmp / "profile.json"
-        subprocess.run([venv_python, str(HERE.parent / "scripts" / "ort-profile"), str(d / "model.onnx"),
+        subprocess.run([venv_python, str(HERE.parents[1] / "scripts" / "ort-profile"), str(d / "model.onnx"),
                         str(profile)], check=True)
         want = defaultdict(int)
         for e in json.loads(profile.read_text()):

@@ -6,7 +6,7 @@ the node table reachable by scrolling, hostile node names shown as text and
 never run, and a screenshot of a selected module.
 
 The tree and the node table render only the rows in view, so rows are
-collected by scrolling each list from top to bottom (tests/cdp.py drives the
+collected by scrolling each list from top to bottom (tests/tool/cdp.py drives the
 browser over the DevTools protocol).
 
     check_report.py SEMMAP_BINARY FIXTURES_DIR SCREENSHOT.png
@@ -184,7 +184,7 @@ def main():
         # With a real ONNX Runtime profile: a time column in the tree and the
         # node table, the root's time being the attributed kernel time.
         profile = tmp / "profile.json"
-        subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "ort-profile"),
+        subprocess.run([sys.executable, str(Path(__file__).resolve().parents[2] / "scripts" / "ort-profile"),
                         str(d / "model.onnx"), str(profile), "--runs", "5"], check=True)
         timed_html = tmp / "timed.html"
         run(str(Path(binary).resolve()), "report", *rel, "--ort-profile", str(profile), "-o",

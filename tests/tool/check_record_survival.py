@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "corpus"))
 
 from semmap_corpus.matching import matched_truth, positional_truth  # noqa: E402
