@@ -198,7 +198,7 @@ void PrintProfileText(const LoadedModel& model, const std::string& profile_path,
     std::cout << ", " << Ms(profile.run_us() / profile.runs()) << " ms per run";
   }
   for (const std::string& p : profile.providers()) std::cout << ", " << p;
-  std::cout << ")\nmodel:    " << model.model_path << " (" << model.graph->size() << " nodes)";
+  std::cout << ")\nmodel:    " << model.model_path << " (" << model.graph().size() << " nodes)";
   if (model.reference_path) std::cout << ", reference " << *model.reference_path;
   std::cout << "\nattributed: " << Ms(a.attributed_us) << " of " << Ms(a.kernel_us) << " ms ("
             << Share(a.attributed_us, a.kernel_us) << "), " << a.attributed_nodes << " of "

@@ -15,7 +15,7 @@ namespace {
 constexpr char kTool[] = "semmap query";
 int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
                const std::vector<semmap::NodeId>& nodes, bool json, bool count) {
-  const semmap::Graph& graph = *model.graph;
+  const semmap::Graph& graph = model.graph();
   if (count) {
     std::cout << nodes.size() << "\n";
   } else if (json) {

@@ -180,7 +180,7 @@ int RunSidecarCommand(int argc, char** argv) {
     written = semmap::WriteSidecar(*(*model)->mapper, *output, options);
   }
   if (!written.ok()) return Fail(kSidecarTool, written);
-  std::cout << *output << ": sidecar with " << (*model)->graph->size() << " nodes, "
+  std::cout << *output << ": sidecar with " << (*model)->graph().size() << " nodes, "
             << (*model)->mapper->mappedCount() << " mapped\n";
   return kExitOk;
 }
