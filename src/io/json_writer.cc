@@ -41,14 +41,6 @@ void AppendJsonString(absl::string_view s, std::string* out) {
   out->push_back('"');
 }
 
-void AppendIndentedJson(const nlohmann::json& value, int indent, std::string* out) {
-  // Newlines occur only between tokens (strings escape theirs).
-  for (char c : DumpJson(value)) {
-    out->push_back(c);
-    if (c == '\n') out->append(static_cast<std::size_t>(indent), ' ');
-  }
-}
-
 void AppendJsonNumber(double value, std::string* out) {
   // A list repeats a few values (confidences): the last one's text is kept.
   thread_local double last = 0.0;
@@ -60,104 +52,97 @@ void AppendJsonNumber(double value, std::string* out) {
   out->append(last_text);
 }
 
-void JsonObjectText::Key(absl::string_view key) {
-  out_->append(empty_ ? "{\n" : ",\n");
-  empty_ = false;
-  out_->append(static_cast<std::size_t>(indent_ + 2), ' ');
-  AppendJsonString(key, out_);
-  out_->append(": ");
+void JsonWriter::NewLine(int depth) {
+  out_->push_back('\n');
+  out_->append(static_cast<std::size_t>(2 * depth), ' ');
 }
 
-void JsonObjectText::String(absl::string_view key, absl::string_view value) {
-  Key(key);
+void JsonWriter::Value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (empty_.empty()) return;  // the document itself
+  if (!empty_.back()) out_->push_back(',');
+  empty_.back() = false;
+  if (!compact_) NewLine(depth_ + static_cast<int>(empty_.size()));
+}
+
+JsonWriter& JsonWriter::Key(absl::string_view key) {
+  Value();
+  AppendJsonString(key, out_);
+  out_->append(compact_ ? ":" : ": ");
+  after_key_ = true;
+  return *this;
+}
+
+void JsonWriter::Open(char bracket) {
+  Value();
+  out_->push_back(bracket);
+  empty_.push_back(true);
+}
+
+void JsonWriter::Close(char bracket) {
+  const bool empty = empty_.back();
+  empty_.pop_back();
+  if (!empty && !compact_) NewLine(depth_ + static_cast<int>(empty_.size()));
+  out_->push_back(bracket);
+}
+
+void JsonWriter::String(absl::string_view value) {
+  Value();
   AppendJsonString(value, out_);
 }
 
-void JsonObjectText::Number(absl::string_view key, double value) {
-  Key(key);
+void JsonWriter::Number(double value) {
+  Value();
   AppendJsonNumber(value, out_);
 }
 
-void JsonObjectText::Unsigned(absl::string_view key, std::uint64_t value) {
-  Key(key);
+void JsonWriter::Unsigned(std::uint64_t value) {
+  Value();
   absl::StrAppend(out_, value);
 }
 
-void JsonObjectText::Null(absl::string_view key) {
-  Key(key);
+void JsonWriter::Signed(std::int64_t value) {
+  Value();
+  absl::StrAppend(out_, value);
+}
+
+void JsonWriter::Bool(bool value) {
+  Value();
+  out_->append(value ? "true" : "false");
+}
+
+void JsonWriter::Null() {
+  Value();
   out_->append("null");
 }
 
-void JsonObjectText::Strings(absl::string_view key, absl::Span<const absl::string_view> values) {
-  Key(key);
-  if (values.empty()) {
-    out_->append("[]");
-    return;
+void JsonWriter::StringOrNull(const std::string* value) {
+  if (value == nullptr) {
+    Null();
+  } else {
+    String(*value);
   }
-  out_->push_back('[');
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    out_->append(i == 0 ? "\n" : ",\n");
-    out_->append(static_cast<std::size_t>(indent_ + 4), ' ');
-    AppendJsonString(values[i], out_);
-  }
-  out_->push_back('\n');
-  out_->append(static_cast<std::size_t>(indent_ + 2), ' ');
-  out_->push_back(']');
 }
 
-void JsonObjectText::Close() {
-  if (empty_) {
-    out_->append("{}");
-    return;
-  }
-  out_->push_back('\n');
-  out_->append(static_cast<std::size_t>(indent_), ' ');
-  out_->push_back('}');
+void JsonWriter::Strings(absl::Span<const std::string> values) {
+  BeginArray();
+  for (const std::string& v : values) String(v);
+  EndArray();
+}
+
+void JsonWriter::Strings(absl::Span<const absl::string_view> values) {
+  BeginArray();
+  for (absl::string_view v : values) String(v);
+  EndArray();
 }
 
 void FlushLarge(std::ostream& out, std::string* text) {
   if (text->size() < (std::size_t{1} << 20)) return;
   out.write(text->data(), static_cast<std::streamsize>(text->size()));
   text->clear();
-}
-
-void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
-                       const std::string& list_key, std::size_t count,
-                       const std::function<void(std::size_t, std::string*)>& item) {
-  std::string text = "{";
-  bool first = true;
-  auto member = [&](const std::string& key) {
-    text += first ? "\n  " : ",\n  ";
-    first = false;
-    AppendJsonString(key, &text);
-    text += ": ";
-  };
-  auto write_list = [&] {
-    member(list_key);
-    if (count == 0) {
-      text += "[]";
-      return;
-    }
-    text += "[";
-    for (std::size_t i = 0; i < count; ++i) {
-      text += i == 0 ? "\n    " : ",\n    ";
-      item(i, &text);
-      FlushLarge(out, &text);
-    }
-    text += "\n  ]";
-  };
-  bool listed = false;
-  for (auto it = head.begin(); it != head.end(); ++it) {  // keys in order
-    if (!listed && list_key < it.key()) {
-      write_list();
-      listed = true;
-    }
-    member(it.key());
-    AppendIndentedJson(it.value(), 2, &text);
-  }
-  if (!listed) write_list();
-  text += "\n}\n";
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
 }  // namespace internal
