@@ -224,3 +224,43 @@ TEST_CASE("Containers, a profile and a truth score are written as their dump",
   CHECK(line == json::parse(line).dump());  // one line, keys sorted
   CHECK(json::parse(line).at("correct") == score.correct);
 }
+
+TEST_CASE("What a writing command did is written as its dump", "[results_json]") {
+  semmap::ExtractResult extract;
+  extract.module = "bert.pooler";
+  extract.inputs = {"a", "b"};
+  extract.initializers = {"w"};
+  CheckLayout(semmap::ExtractResultJson(extract, "m.onnx", "out.onnx"));
+  CHECK(json::parse(semmap::ExtractResultJson(extract, "m", "o")).at("initializers") == 1);
+
+  semmap::StagesResult stages;
+  stages.stages.resize(2);
+  stages.stages[0].inputs = {"x"};
+  stages.stages[1].weight = -1;
+  CheckLayout(semmap::StagesResultJson(stages, "m.onnx"));
+  CheckLayout(semmap::StagesResultJson(semmap::StagesResult(), "m.onnx"));
+
+  semmap::GraphmlOptions graphml_options;
+  CheckLayout(semmap::GraphmlResultJson(semmap::GraphmlResult(), graphml_options, "m", "o"));
+  CHECK(json::parse(semmap::GraphmlResultJson({}, graphml_options, "m", "o")).at("depth") == -1);
+
+  semmap::NodeDataOptions node_data_options;
+  node_data_options.value = semmap::NodeDataValue::kTime;
+  const std::string node_data =
+      semmap::NodeDataResultJson(semmap::NodeDataResult(), node_data_options, "m", "o");
+  CheckLayout(node_data);
+  CHECK(json::parse(node_data).at("value") == "time");
+
+  semmap::AnnotateOptions annotate_options;
+  CheckLayout(semmap::AnnotateResultJson({}, annotate_options, "m", "o"));
+  CHECK_FALSE(json::parse(semmap::AnnotateResultJson({}, annotate_options, "m", "o"))
+                  .contains("renamed"));
+  annotate_options.scoped_names = true;
+  CheckLayout(semmap::AnnotateResultJson({}, annotate_options, "m", "o"));
+  CHECK(json::parse(semmap::AnnotateResultJson({}, annotate_options, "m", "o"))
+            .contains("scoped_names_kept"));
+
+  semmap::EmbedResult embed;
+  embed.fingerprint = "0123456789abcdef";
+  CheckLayout(semmap::EmbedResultJson(embed, "m", "o"));
+}

@@ -17,6 +17,7 @@
 #include "base/text.h"
 #include "graph/wire_writer.h"
 #include "io/atomic_write.h"
+#include "io/json_writer.h"
 #include "io/mapped_file.h"
 #include "manifest/rule_queries.h"
 #include "mapping/scope_resolver.h"
@@ -446,6 +447,27 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   SEMMAP_RETURN_IF_ERROR(internal::WriteMappedPiecesAtomically(output, rewrite.pieces(), file, input));
   result.bytes_written = rewrite.size();
   return result;
+}
+
+std::string AnnotateResultJson(const AnnotateResult& result, const AnnotateOptions& options,
+                               const std::string& model, const std::string& output) {
+  std::string text;
+  internal::JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("bytes").Integer(result.bytes_written);
+  w.Key("external_tensors").Integer(result.external_tensors);
+  w.Key("mapped").Integer(result.mapped);
+  w.Key("model").String(model);
+  w.Key("namespaces_kept").Integer(result.namespaces_kept);
+  w.Key("namespaces_written").Integer(result.namespaces_written);
+  w.Key("nodes").Integer(result.nodes);
+  w.Key("output").String(output);
+  if (options.scoped_names) {
+    w.Key("renamed").Integer(result.renamed);
+    w.Key("scoped_names_kept").Integer(result.scoped_kept);
+  }
+  w.EndObject();
+  return text;
 }
 
 }  // namespace semmap

@@ -5,6 +5,7 @@
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "io/atomic_write.h"
+#include "io/json_writer.h"
 #include "nlohmann/json.hpp"
 
 namespace semmap {
@@ -100,6 +101,20 @@ absl::StatusOr<NodeDataResult> WriteModelExplorerNodeData(const SemanticMapper& 
   }
   SEMMAP_RETURN_IF_ERROR(internal::WriteFileAtomically(output, *text));
   return result;
+}
+
+std::string NodeDataResultJson(const NodeDataResult& result, const NodeDataOptions& options,
+                               const std::string& model, const std::string& output) {
+  std::string text;
+  internal::JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("graph_id").String(result.graph_id);
+  w.Key("model").String(model);
+  w.Key("output").String(output);
+  w.Key("results").Integer(result.results);
+  w.Key("value").String(options.value == NodeDataValue::kTime ? "time" : "confidence");
+  w.EndObject();
+  return text;
 }
 
 }  // namespace semmap
