@@ -50,13 +50,13 @@ TEST_CASE("Numbers are written as nlohmann writes them", "[json_writer]") {
   }
 }
 
-// `value` as its dump(2) writes it nested `depth` levels deep in a
-// container: every line after the first indented 2 * depth more.
-std::string Nested(const nlohmann::json& value, int depth) {
+// `value` as its dump(indent) writes it nested `depth` levels deep in a
+// container: every line after the first indented indent * depth more.
+std::string Nested(const nlohmann::json& value, int depth, int indent) {
   std::string out;
-  for (char c : DumpJson(value)) {
+  for (char c : DumpJson(value, indent)) {
     out.push_back(c);
-    if (c == '\n') out.append(static_cast<std::size_t>(2 * depth), ' ');
+    if (c == '\n') out.append(static_cast<std::size_t>(indent * depth), ' ');
   }
   return out;
 }
@@ -80,10 +80,10 @@ TEST_CASE("A document written value by value reads as its dump at any depth",
       {"m", {{{"n", 1}, {"o", {1.5, false}}}, nlohmann::json::object()}}};
   for (int depth = 0; depth < 3; ++depth) {
     CAPTURE(depth);
-    for (bool compact : {false, true}) {
-      CAPTURE(compact);
+    for (int indent : {2, 1, 0, JsonWriter::kCompact}) {
+      CAPTURE(indent);
       std::string text;
-      JsonWriter w(&text, depth, compact);
+      JsonWriter w(&text, depth, indent);
       w.BeginObject();  // keys in sorted order, as nlohmann keeps them
       w.Key("a").String("x\"y");
       w.Key("b").Number(0.95);
@@ -110,7 +110,7 @@ TEST_CASE("A document written value by value reads as its dump at any depth",
       w.EndObject();
       w.EndArray();
       w.EndObject();
-      CHECK(text == (compact ? DumpJson(value, -1) : Nested(value, depth)));
+      CHECK(text == (indent < 0 ? DumpJson(value, -1) : Nested(value, depth, indent)));
     }
     std::string empty;
     JsonWriter none(&empty, depth);

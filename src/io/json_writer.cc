@@ -54,7 +54,7 @@ void AppendJsonNumber(double value, std::string* out) {
 
 void JsonWriter::NewLine(int depth) {
   out_->push_back('\n');
-  out_->append(static_cast<std::size_t>(2 * depth), ' ');
+  out_->append(static_cast<std::size_t>(indent_ * depth), ' ');
 }
 
 void JsonWriter::Value() {
@@ -65,13 +65,13 @@ void JsonWriter::Value() {
   if (empty_.empty()) return;  // the document itself
   if (!empty_.back()) out_->push_back(',');
   empty_.back() = false;
-  if (!compact_) NewLine(depth_ + static_cast<int>(empty_.size()));
+  if (indent_ >= 0) NewLine(depth_ + static_cast<int>(empty_.size()));
 }
 
 JsonWriter& JsonWriter::Key(absl::string_view key) {
   Value();
   AppendJsonString(key, out_);
-  out_->append(compact_ ? ":" : ": ");
+  out_->append(indent_ < 0 ? ":" : ": ");
   after_key_ = true;
   return *this;
 }
@@ -85,7 +85,7 @@ void JsonWriter::Open(char bracket) {
 void JsonWriter::Close(char bracket) {
   const bool empty = empty_.back();
   empty_.pop_back();
-  if (!empty && !compact_) NewLine(depth_ + static_cast<int>(empty_.size()));
+  if (!empty && indent_ >= 0) NewLine(depth_ + static_cast<int>(empty_.size()));
   out_->push_back(bracket);
 }
 

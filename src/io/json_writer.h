@@ -35,10 +35,11 @@ void AppendJsonString(absl::string_view s, std::string* out);
 void AppendJsonNumber(double value, std::string* out);
 
 // Appends a JSON document (or a value nested `depth` levels deep in one)
-// value by value, exactly as DumpJson writes it: indented as dump(2), or on
-// one line as dump(-1) when `compact`. Objects' keys must come in sorted
-// order, as nlohmann::json keeps them. Nothing is checked: each Begin needs
-// its End, each member of an object a Key then one value.
+// value by value, exactly as DumpJson writes it: as dump(indent) does, with
+// `indent` spaces per level (2 by default), or on one line as dump(-1) when
+// `indent` is kCompact. Objects' keys must come in sorted order, as
+// nlohmann::json keeps them. Nothing is checked: each Begin needs its End,
+// each member of an object a Key then one value.
 //
 //   JsonWriter w(&text);
 //   w.BeginObject();
@@ -47,8 +48,10 @@ void AppendJsonNumber(double value, std::string* out);
 //   w.EndObject();
 class JsonWriter {
  public:
-  explicit JsonWriter(std::string* out, int depth = 0, bool compact = false)
-      : out_(out), depth_(depth), compact_(compact) {}
+  static constexpr int kCompact = -1;
+
+  explicit JsonWriter(std::string* out, int depth = 0, int indent = 2)
+      : out_(out), depth_(depth), indent_(indent) {}
 
   // The next value is the member `key` of the open object.
   JsonWriter& Key(absl::string_view key);
@@ -87,7 +90,7 @@ class JsonWriter {
 
   std::string* out_;
   int depth_;
-  bool compact_;
+  int indent_;  // spaces per level; kCompact (< 0): one line
   bool after_key_ = false;
   // Per open container: whether it has no member yet.
   absl::InlinedVector<bool, 8> empty_;

@@ -407,7 +407,7 @@ void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper, const Pro
 
 std::string TruthScoreJson(const TruthScore& t, const std::string& model_path) {
   std::string text;
-  JsonWriter w(&text, 0, /*compact=*/true);
+  JsonWriter w(&text, 0, JsonWriter::kCompact);
   w.BeginObject();
   w.Key("accuracy").Number(t.accuracy());
   w.Key("calibration").BeginArray();
