@@ -1,30 +1,75 @@
 #include "semmap/node_data.h"
 
+#include <cstdint>
+#include <map>
+#include <string>
+#include <type_traits>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "io/atomic_write.h"
 #include "io/json_writer.h"
-#include "nlohmann/json.hpp"
 
 namespace semmap {
 namespace {
 
-using nlohmann::json;
+using internal::JsonWriter;
 
 // Model Explorer applies the first threshold whose value is >= the node's.
-json ConfidenceThresholds() {
-  return json::array({{{"value", 0}, {"bgColor", "#e06666"}},
-                      {{"value", 0.4999999}, {"bgColor", "#f6b26b"}},
-                      {{"value", 0.8999999}, {"bgColor", "#ffe599"}},
-                      {{"value", 1}, {"bgColor", "#93c47d"}}});
+void WriteConfidenceThresholds(JsonWriter& w) {
+  w.BeginArray();
+  const auto threshold = [&w](double value, absl::string_view colour) {
+    w.BeginObject();
+    w.Key("bgColor").String(colour);
+    w.Key("value").Number(value);
+    w.EndObject();
+  };
+  w.BeginObject();
+  w.Key("bgColor").String("#e06666");
+  w.Key("value").Integer(0);
+  w.EndObject();
+  threshold(0.4999999, "#f6b26b");
+  threshold(0.8999999, "#ffe599");
+  w.BeginObject();
+  w.Key("bgColor").String("#93c47d");
+  w.Key("value").Integer(1);
+  w.EndObject();
+  w.EndArray();
 }
 
-json TimeGradient() {
-  return json::array({{{"stop", 0}, {"bgColor", "#ffffff"}},
-                      {{"stop", 0.5}, {"bgColor", "#f6b26b"}},
-                      {{"stop", 1}, {"bgColor", "#cc0000"}}});
+void WriteTimeGradient(JsonWriter& w) {
+  w.BeginArray();
+  w.BeginObject();
+  w.Key("bgColor").String("#ffffff");
+  w.Key("stop").Integer(0);
+  w.EndObject();
+  w.BeginObject();
+  w.Key("bgColor").String("#f6b26b");
+  w.Key("stop").Number(0.5);
+  w.EndObject();
+  w.BeginObject();
+  w.Key("bgColor").String("#cc0000");
+  w.Key("stop").Integer(1);
+  w.EndObject();
+  w.EndArray();
+}
+
+// The "results" object: {key: {"value": v}} in key order.
+template <typename Value>
+void WriteResults(JsonWriter& w, const std::map<std::string, Value>& results) {
+  w.BeginObject();
+  for (const auto& [key, value] : results) {
+    w.Key(key).BeginObject();
+    if constexpr (std::is_integral<Value>::value) {
+      w.Key("value").Integer(value);
+    } else {
+      w.Key("value").Number(value);
+    }
+    w.EndObject();
+  }
+  w.EndObject();
 }
 
 }  // namespace
@@ -46,7 +91,9 @@ absl::StatusOr<std::string> ModelExplorerNodeDataJson(const SemanticMapper& mapp
   for (const Node& n : graph.nodes()) {
     if (n.subgraph == 0 && !n.name.empty()) ++name_count[n.name];
   }
-  json results = json::object();
+  // By key, the last node of a key winning (an output named like a node).
+  std::map<std::string, std::int64_t> times;
+  std::map<std::string, double> confidences;
   for (std::size_t i = 0; i < graph.size(); ++i) {
     const Node& n = graph.node(static_cast<NodeId>(i));
     if (n.subgraph != 0) continue;
@@ -64,24 +111,32 @@ absl::StatusOr<std::string> ModelExplorerNodeDataJson(const SemanticMapper& mapp
     if (key.empty()) continue;  // no name, no output: nothing to match
     if (time) {
       if (profile->node_us[i] == 0 && profile->node_calls[i] == 0) continue;
-      results[key] = {{"value", profile->node_us[i]}};
+      times[key] = profile->node_us[i];
     } else {
-      results[key] = {{"value", mapper.moduleFor(static_cast<NodeId>(i)).confidence}};
+      confidences[key] = mapper.moduleFor(static_cast<NodeId>(i)).confidence;
     }
   }
   std::string graph_id(graph.subgraphs().empty() ? absl::string_view() : graph.subgraphs()[0].name);
   if (graph_id.empty()) graph_id = "<main>";  // as the ONNX adapter names it
-  json data = {{"name", !options.name.empty() ? options.name
-                        : time               ? "semmap kernel time (us)"
-                                             : "semmap confidence"},
-               {"results", results}};
+  std::string text;
+  JsonWriter w(&text, 0, 1);
+  w.BeginObject();
+  w.Key(graph_id).BeginObject();
+  if (time) WriteTimeGradient(w.Key("gradient"));
+  w.Key("name").String(!options.name.empty() ? options.name
+                       : time               ? "semmap kernel time (us)"
+                                            : "semmap confidence");
   if (time) {
-    data["gradient"] = TimeGradient();
+    WriteResults(w.Key("results"), times);
   } else {
-    data["thresholds"] = ConfidenceThresholds();
+    WriteResults(w.Key("results"), confidences);
+    WriteConfidenceThresholds(w.Key("thresholds"));
   }
-  if (result != nullptr) *result = {graph_id, results.size()};
-  return json({{graph_id, data}}).dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+  w.EndObject();
+  w.EndObject();
+  if (result != nullptr) *result = {graph_id, time ? times.size() : confidences.size()};
+  text += "\n";
+  return text;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("node data", "writing Model Explorer node data");
 } catch (const std::length_error&) {
