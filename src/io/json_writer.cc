@@ -119,11 +119,11 @@ void JsonWriter::Null() {
   out_->append("null");
 }
 
-void JsonWriter::StringOrNull(const std::string* value) {
-  if (value == nullptr) {
+void JsonWriter::StringOrNull(absl::string_view value) {
+  if (value.empty()) {
     Null();
   } else {
-    String(*value);
+    String(value);
   }
 }
 

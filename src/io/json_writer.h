@@ -70,8 +70,8 @@ class JsonWriter {
   }
   void Bool(bool value);
   void Null();
-  // A string, or null when `value` is null.
-  void StringOrNull(const std::string* value);
+  // A string, or null when `value` is empty (a path not given).
+  void StringOrNull(absl::string_view value);
   // An array of strings.
   void Strings(absl::Span<const std::string> values);
   void Strings(absl::Span<const absl::string_view> values);

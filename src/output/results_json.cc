@@ -201,11 +201,7 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
   w.BeginObject();
   w.Key("confident").Integer(confident);
   w.Key("confident_floor").Number(kConfidentFloor);
-  if (sources.manifest.empty()) {
-    w.Key("manifest").Null();
-  } else {
-    w.Key("manifest").String(sources.manifest);
-  }
+  w.Key("manifest").StringOrNull(sources.manifest);
   if (mapper.hasManifest()) WriteFit(w.Key("manifest_fit"), mapper.manifestFit());
   w.Key("mapped").Integer(mapper.mappedCount());
   w.Key("model").String(sources.model);
@@ -324,14 +320,6 @@ void WriteGroups(JsonWriter& w, const std::vector<GroupTime>& groups) {
   w.EndArray();
 }
 
-void StringOrNull(JsonWriter& w, const std::string& text) {
-  if (text.empty()) {
-    w.Null();
-  } else {
-    w.String(text);
-  }
-}
-
 }  // namespace
 
 void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper, const Profile& profile,
@@ -359,7 +347,7 @@ void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper, const Pro
     w.EndObject();
   }
   w.EndArray();
-  StringOrNull(w.Key("manifest"), sources.manifest);
+  w.Key("manifest").StringOrNull(sources.manifest);
   w.Key("model").String(sources.model);
   w.Key("modules").BeginArray();
   for (const ModuleTime& m : a.modules) {
@@ -382,7 +370,7 @@ void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper, const Pro
   w.Key("profile").String(profile_path);
   w.Key("profiled_nodes").Integer(a.profiled_nodes);
   w.Key("providers").Strings(profile.providers());
-  StringOrNull(w.Key("reference"), sources.reference);
+  w.Key("reference").StringOrNull(sources.reference);
   w.Key("run_us").Integer(profile.run_us());
   w.Key("runs").Integer(profile.runs());
   w.Key("split_fused").BeginObject();

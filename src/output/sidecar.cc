@@ -21,14 +21,6 @@ using internal::JsonWriter;
 // Each object below lists its members in sorted key order, as the writer
 // needs them.
 
-void StringOrNull(JsonWriter& w, absl::string_view text) {
-  if (text.empty()) {
-    w.Null();
-  } else {
-    w.String(text);
-  }
-}
-
 void WriteNodes(JsonWriter& w, const SemanticMapper& mapper) {
   const Graph& graph = mapper.graph();
   w.BeginArray();
@@ -123,7 +115,7 @@ std::string SidecarJson(const SemanticMapper& mapper, const SidecarOptions& opti
     w.Key("manifest").BeginObject();
     w.Key("model_class").String(manifest.modelClass());
     w.Key("modules").Integer(manifest.size());
-    StringOrNull(w.Key("path"), options.manifest_path);
+    w.Key("path").StringOrNull(options.manifest_path);
     w.Key("qualified_class").String(manifest.modelQualifiedClass());
     w.EndObject();
   } else {
@@ -133,7 +125,7 @@ std::string SidecarJson(const SemanticMapper& mapper, const SidecarOptions& opti
   w.Key("ir_version").Integer(graph.irVersion());
   w.Key("nodes").Integer(graph.size());
   w.Key("opset").Integer(graph.opset());
-  StringOrNull(w.Key("path"), options.model_path);
+  w.Key("path").StringOrNull(options.model_path);
   w.Key("producer_name").String(graph.producerName());
   w.Key("producer_version").String(graph.producerVersion());
   w.EndObject();
