@@ -11,7 +11,11 @@
 namespace {
 
 using semmap::internal::AppendJsonString;
-using semmap::internal::DumpJson;
+
+// nlohmann's dump, bytes that are not UTF-8 replaced: what the writer matches.
+std::string DumpJson(const nlohmann::json& value, int indent = 2) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 TEST_CASE("Streamed strings are written as nlohmann writes them", "[json_writer]") {
   std::vector<std::string> texts = {"", "encoder.layer.0", "a\"b", "back\\slash", "tab\there",

@@ -4,15 +4,18 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 
 namespace semmap {
 namespace internal {
 
-std::string DumpJson(const nlohmann::json& value, int indent) {
-  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 namespace {
+
+// nlohmann's own text of `value`, with bytes that are not UTF-8 written as
+// U+FFFD instead of an exception.
+std::string Dump(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 // Bytes a JSON string cannot hold as they are: controls, '"', '\\', and
 // every byte of a multi-byte (or invalid) UTF-8 sequence, left to nlohmann.
@@ -33,7 +36,7 @@ void AppendJsonString(absl::string_view s, std::string* out) {
     }
   }
   if (!plain) {  // escapes and UTF-8 checks: nlohmann's own
-    out->append(DumpJson(nlohmann::json(std::string(s)), -1));
+    out->append(Dump(nlohmann::json(std::string(s))));
     return;
   }
   out->push_back('"');
@@ -47,7 +50,7 @@ void AppendJsonNumber(double value, std::string* out) {
   thread_local std::string last_text = "0.0";
   if (std::memcmp(&value, &last, sizeof value) != 0) {
     last = value;
-    last_text = DumpJson(nlohmann::json(value));
+    last_text = Dump(nlohmann::json(value));
   }
   out->append(last_text);
 }

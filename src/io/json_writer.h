@@ -2,8 +2,8 @@
 // (semmap/results_json.h, the commands' result counts) value by value,
 // exactly as nlohmann::json's dump(2) writes them, so that lists growing
 // with the model are streamed instead of built as a DOM (10^5 objects cost
-// more than the mapping they report). DumpJson serves the documents still
-// built as nlohmann::json values.
+// more than the mapping they report). nlohmann::json stays behind it, for
+// the escapes of strings and the digits of numbers only.
 #ifndef SEMMAP_SRC_IO_JSON_WRITER_H_
 #define SEMMAP_SRC_IO_JSON_WRITER_H_
 
@@ -17,25 +17,21 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "nlohmann/json.hpp"
 
 namespace semmap {
 namespace internal {
 
-// semmap's JSON: `value.dump(2)`, with bytes that are not UTF-8 (a file
-// name in another encoding) written as U+FFFD instead of an exception.
-std::string DumpJson(const nlohmann::json& value, int indent = 2);
-
-// Appends `s` as a JSON string, as DumpJson writes it (quotes, nlohmann's
-// escapes, UTF-8 passed through).
+// Appends `s` as a JSON string, as nlohmann::json's dump writes it (quotes,
+// its escapes, UTF-8 passed through, bytes that are not UTF-8 written as
+// U+FFFD instead of an exception).
 void AppendJsonString(absl::string_view s, std::string* out);
 
-// Appends `value` as DumpJson writes a number (nlohmann's shortest form,
-// "0.0" for zero).
+// Appends `value` as nlohmann::json's dump writes a number (its shortest
+// form, "0.0" for zero).
 void AppendJsonNumber(double value, std::string* out);
 
 // Appends a JSON document (or a value nested `depth` levels deep in one)
-// value by value, exactly as DumpJson writes it: as dump(indent) does, with
+// value by value, exactly as nlohmann::json writes it: as dump(indent) does, with
 // `indent` spaces per level (2 by default), or on one line as dump(-1) when
 // `indent` is kCompact. Objects' keys must come in sorted order, as
 // nlohmann::json keeps them. Nothing is checked: each Begin needs its End,
