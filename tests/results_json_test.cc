@@ -203,11 +203,12 @@ TEST_CASE("Containers, a profile and a truth score are written as their dump",
   REQUIRE(profile.ok());
   const auto attribution = semmap::AttributeProfile(mapper, *profile);
   REQUIRE(attribution.ok());
-  semmap::JsonSources sources;
+  semmap::ProfileSources sources;
   sources.model = "m.onnx";
   sources.manifest = "manifest.json";
+  sources.profile = "p.json";
   std::ostringstream attributed;
-  semmap::WriteProfileJson(attributed, mapper, *profile, *attribution, sources, "p.json");
+  semmap::WriteProfileJson(attributed, mapper, *profile, *attribution, sources);
   CheckLayout(attributed.str(), "\n");
   const json p = json::parse(attributed.str());
   CHECK(p.at("manifest") == "manifest.json");
@@ -215,6 +216,10 @@ TEST_CASE("Containers, a profile and a truth score are written as their dump",
   CHECK(p.at("attributed_us") == attribution->attributed_us);
   CHECK(p.at("unattributed").size() == attribution->unattributed.size());
   CHECK(p.at("providers") == json::array({"CPUExecutionProvider"}));
+  sources.manifest = "";  // named, though empty: not null
+  std::ostringstream empty_name;
+  semmap::WriteProfileJson(empty_name, mapper, *profile, *attribution, sources);
+  CHECK(json::parse(empty_name.str()).at("manifest") == "");
 
   const auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(f->dir, "truth.json"));
   REQUIRE(truth.ok());

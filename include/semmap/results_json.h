@@ -14,6 +14,7 @@
 #define SEMMAP_INCLUDE_SEMMAP_RESULTS_JSON_H_
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -109,6 +110,16 @@ SEMMAP_EXPORT void WriteContainerListJson(std::ostream& out, const SemanticMappe
                                           const std::string& model_path,
                                           absl::Span<const RepeatedContainer> containers);
 
+// The files `semmap profile --json` names. A manifest or reference named
+// on the command line is written as named, even empty; one not named is
+// null.
+struct SEMMAP_EXPORT ProfileSources {
+  std::string model;
+  std::optional<std::string> manifest;
+  std::optional<std::string> reference;
+  std::string profile;
+};
+
 // `semmap profile --json`: the profile and its attribution, with every
 // module with time, every layer, class, category and op type:
 // {"attributed_nodes", "attributed_us", "categories", "classes" and
@@ -117,13 +128,13 @@ SEMMAP_EXPORT void WriteContainerListJson(std::ostream& out, const SemanticMappe
 // "nodes", "us"}), "manifest" and "reference" (the named files or null),
 // "model", "modules" (each module with time or calls: {"class", "module",
 // "own_calls", "own_nodes", "own_us", "subtree_calls", "subtree_nodes",
-// "subtree_us"}), "profile" (`profile_path`), "profiled_nodes",
+// "subtree_us"}), "profile", "profiled_nodes",
 // "providers", "run_us", "runs", "split_fused" ({"nodes", "us"}),
 // "unattributed" (each {"calls", "examples", "nodes", "reason", "us"})},
 // with a final newline. `attribution` is of `profile` over the mapper.
 SEMMAP_EXPORT void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper,
                                     const Profile& profile, const ProfileAttribution& attribution,
-                                    const JsonSources& sources, const std::string& profile_path);
+                                    const ProfileSources& sources);
 
 // `semmap-eval --json`, on one line without a final newline: {"accuracy",
 // "calibration" (each bucket {"correct", "count", "hi", "lo"}), "correct",

@@ -307,6 +307,15 @@ void WriteContainerListJson(std::ostream& out, const SemanticMapper& mapper,
 
 namespace {
 
+// A file as named, or null when none was.
+void WriteNamed(JsonWriter& w, const std::optional<std::string>& path) {
+  if (path) {
+    w.String(*path);
+  } else {
+    w.Null();
+  }
+}
+
 void WriteGroups(JsonWriter& w, const std::vector<GroupTime>& groups) {
   w.BeginArray();
   for (const GroupTime& g : groups) {
@@ -323,8 +332,7 @@ void WriteGroups(JsonWriter& w, const std::vector<GroupTime>& groups) {
 }  // namespace
 
 void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper, const Profile& profile,
-                      const ProfileAttribution& a, const JsonSources& sources,
-                      const std::string& profile_path) {
+                      const ProfileAttribution& a, const ProfileSources& sources) {
   const Manifest& manifest = mapper.manifest();
   std::string text;
   JsonWriter w(&text);
@@ -347,7 +355,7 @@ void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper, const Pro
     w.EndObject();
   }
   w.EndArray();
-  w.Key("manifest").StringOrNull(sources.manifest);
+  WriteNamed(w.Key("manifest"), sources.manifest);
   w.Key("model").String(sources.model);
   w.Key("modules").BeginArray();
   for (const ModuleTime& m : a.modules) {
@@ -367,10 +375,10 @@ void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper, const Pro
   }
   w.EndArray();
   WriteGroups(w.Key("op_types"), a.op_types);
-  w.Key("profile").String(profile_path);
+  w.Key("profile").String(sources.profile);
   w.Key("profiled_nodes").Integer(a.profiled_nodes);
   w.Key("providers").Strings(profile.providers());
-  w.Key("reference").StringOrNull(sources.reference);
+  WriteNamed(w.Key("reference"), sources.reference);
   w.Key("run_us").Integer(profile.run_us());
   w.Key("runs").Integer(profile.runs());
   w.Key("split_fused").BeginObject();

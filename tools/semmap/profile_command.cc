@@ -243,11 +243,9 @@ int RunProfileCommand(int argc, char** argv) {
               << Share(u.us, a.kernel_us) << " of kernel time) " << ReasonText(u.reason) << "\n";
   }
   if (args->has("--json")) {
-    semmap::JsonSources sources;
-    sources.model = model->model_path;
-    sources.manifest = model->manifest_path.value_or(std::string());
-    sources.reference = model->reference_path.value_or(std::string());
-    semmap::WriteProfileJson(std::cout, *model->mapper, *profile, a, sources, *profile_path);
+    const semmap::ProfileSources sources = {model->model_path, model->manifest_path,
+                                            model->reference_path, *profile_path};
+    semmap::WriteProfileJson(std::cout, *model->mapper, *profile, a, sources);
     return kExitOk;
   }
   PrintProfileText(*model, *profile_path, *profile, a, static_cast<std::size_t>(top));
