@@ -6,17 +6,12 @@
 // TRUTH.json is {"nodes": {"<node id>": "<module path>", ...},
 // "unknown": [...]} as written by the fixture corpus tools.
 // Exit codes: 0 success, 2 bad usage or input.
-#include <algorithm>
-#include <array>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
-#include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "cli_util.h"
 #include "semmap/semmap.h"
 #include "standard_output.h"
