@@ -17,42 +17,34 @@ namespace {
 
 using internal::JsonWriter;
 
+// {"bgColor": colour, key: value}: a threshold or a gradient's stop.
+template <typename Number>
+void ColourAt(JsonWriter& w, absl::string_view colour, absl::string_view key, Number value) {
+  w.BeginObject();
+  w.Key("bgColor").String(colour);
+  if constexpr (std::is_integral<Number>::value) {
+    w.Key(key).Integer(value);
+  } else {
+    w.Key(key).Number(value);
+  }
+  w.EndObject();
+}
+
 // Model Explorer applies the first threshold whose value is >= the node's.
 void WriteConfidenceThresholds(JsonWriter& w) {
   w.BeginArray();
-  const auto threshold = [&w](double value, absl::string_view colour) {
-    w.BeginObject();
-    w.Key("bgColor").String(colour);
-    w.Key("value").Number(value);
-    w.EndObject();
-  };
-  w.BeginObject();
-  w.Key("bgColor").String("#e06666");
-  w.Key("value").Integer(0);
-  w.EndObject();
-  threshold(0.4999999, "#f6b26b");
-  threshold(0.8999999, "#ffe599");
-  w.BeginObject();
-  w.Key("bgColor").String("#93c47d");
-  w.Key("value").Integer(1);
-  w.EndObject();
+  ColourAt(w, "#e06666", "value", 0);
+  ColourAt(w, "#f6b26b", "value", 0.4999999);
+  ColourAt(w, "#ffe599", "value", 0.8999999);
+  ColourAt(w, "#93c47d", "value", 1);
   w.EndArray();
 }
 
 void WriteTimeGradient(JsonWriter& w) {
   w.BeginArray();
-  w.BeginObject();
-  w.Key("bgColor").String("#ffffff");
-  w.Key("stop").Integer(0);
-  w.EndObject();
-  w.BeginObject();
-  w.Key("bgColor").String("#f6b26b");
-  w.Key("stop").Number(0.5);
-  w.EndObject();
-  w.BeginObject();
-  w.Key("bgColor").String("#cc0000");
-  w.Key("stop").Integer(1);
-  w.EndObject();
+  ColourAt(w, "#ffffff", "stop", 0);
+  ColourAt(w, "#f6b26b", "stop", 0.5);
+  ColourAt(w, "#cc0000", "stop", 1);
   w.EndArray();
 }
 

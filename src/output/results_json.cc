@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "io/json_writer.h"
+#include "output/mapping_json.h"
 #include "semmap/tree.h"
 
 namespace semmap {
@@ -81,27 +82,7 @@ void WriteProvenance(JsonWriter& w, const Provenance& p) {
 }
 
 void WriteMapping(JsonWriter& w, const SemanticMapper& mapper, NodeId id) {
-  const Node& n = mapper.graph().node(id);
-  const Mapping m = mapper.moduleFor(id);
-  w.BeginObject();
-  w.Key("category").String(m.category);
-  w.Key("class").String(m.class_name);
-  w.Key("confidence").Number(m.confidence);
-  w.Key("domain").String(n.domain);
-  w.Key("evidence").String(m.evidence);
-  if (m.mapped()) {
-    w.Key("module").String(m.module_path);
-  } else {
-    w.Key("module").Null();
-  }
-  w.Key("name").String(n.name);
-  w.Key("node").String(n.id);
-  w.Key("op_type").String(n.op_type);
-  const std::vector<absl::string_view> origins = mapper.originPathsOf(id);
-  if (!origins.empty()) w.Key("origins").Strings(origins);
-  w.Key("qualified_class").String(m.qualified_class);
-  w.Key("strategy").String(StrategyName(m.strategy));
-  w.EndObject();
+  internal::WriteMappingObject(w, mapper, id, internal::MappingJsonForm::kResult);
 }
 
 // The per-module list of the summary, flushed to `out` as it grows.

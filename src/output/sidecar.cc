@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "io/atomic_write.h"
 #include "io/json_writer.h"
+#include "output/mapping_json.h"
 #include "semmap/tree.h"
 #include "semmap/version.h"
 
@@ -22,32 +23,10 @@ using internal::JsonWriter;
 // needs them.
 
 void WriteNodes(JsonWriter& w, const SemanticMapper& mapper) {
-  const Graph& graph = mapper.graph();
   w.BeginArray();
-  for (std::size_t i = 0; i < graph.size(); ++i) {
-    const NodeId id = static_cast<NodeId>(i);
-    const Node& n = graph.node(id);
-    const Mapping& m = mapper.moduleFor(id);
-    w.BeginObject();
-    w.Key("category").String(m.category);
-    w.Key("class").String(m.class_name);
-    w.Key("confidence").Number(m.confidence);
-    w.Key("domain").String(n.domain);
-    w.Key("evidence").String(m.evidence);
-    w.Key("id").String(n.id);
-    if (m.mapped()) {
-      w.Key("module").String(m.module_path);
-    } else {
-      w.Key("module").Null();
-    }
-    w.Key("name").String(n.name);
-    w.Key("op_type").String(n.op_type);
-    const std::vector<absl::string_view> origins = mapper.originPathsOf(id);
-    if (!origins.empty()) w.Key("origins").Strings(origins);
-    w.Key("qualified_class").String(m.qualified_class);
-    w.Key("strategy").String(StrategyName(m.strategy));
-    w.Key("subgraph").Integer(n.subgraph);
-    w.EndObject();
+  for (std::size_t i = 0; i < mapper.graph().size(); ++i) {
+    internal::WriteMappingObject(w, mapper, static_cast<NodeId>(i),
+                                 internal::MappingJsonForm::kSidecar);
   }
   w.EndArray();
 }
