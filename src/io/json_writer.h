@@ -1,9 +1,9 @@
-// semmap's JSON writer: JsonWriter writes the library's documents
-// (semmap/results_json.h, the commands' result counts) value by value,
-// exactly as nlohmann::json's dump(2) writes them, so that lists growing
-// with the model are streamed instead of built as a DOM (10^5 objects cost
-// more than the mapping they report). nlohmann::json stays behind it, for
-// the escapes of strings and the digits of numbers only.
+// semmap's JSON writer: JsonWriter writes every document of the library
+// (docs/development.md, "Where JSON is written") value by value, exactly as
+// nlohmann::json's dump writes it, so that lists growing with the model are
+// streamed instead of built as a DOM (10^5 objects cost more than the
+// mapping they report). nlohmann::json stays behind it, for the escapes of
+// strings and the digits of numbers only.
 #ifndef SEMMAP_SRC_IO_JSON_WRITER_H_
 #define SEMMAP_SRC_IO_JSON_WRITER_H_
 
@@ -31,9 +31,9 @@ void AppendJsonString(absl::string_view s, std::string* out);
 void AppendJsonNumber(double value, std::string* out);
 
 // Appends a JSON document (or a value nested `depth` levels deep in one)
-// value by value, exactly as nlohmann::json writes it: as dump(indent) does, with
-// `indent` spaces per level (2 by default), or on one line as dump(-1) when
-// `indent` is kCompact. Objects' keys must come in sorted order, as
+// value by value, exactly as nlohmann::json writes it: as dump(indent) does,
+// with `indent` spaces per level (2 by default), or on one line as dump(-1)
+// when `indent` is kCompact. Objects' keys must come in sorted order, as
 // nlohmann::json keeps them. Nothing is checked: each Begin needs its End,
 // each member of an object a Key then one value.
 //
