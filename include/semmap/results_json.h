@@ -3,9 +3,9 @@
 // --json and semmap-eval --json, and the Python package (Model.manifest_fit)
 // all come from these functions, so their fields cannot drift apart. (The
 // counts a writing command prints are beside its result: AnnotateResultJson,
-// ExtractResultJson, StagesResultJson, GraphmlResultJson,
-// NodeDataResultJson, EmbedResultJson.) Objects are written as a JSON dump with a
-// two-space indent writes them (keys in sorted order); bytes that are not
+// ExtractResultJson, StagesResultJson, GraphmlResultJson, NodeDataResultJson,
+// EmbedResultJson.) Objects are written as a JSON dump with a two-space
+// indent writes them (keys in sorted order); bytes that are not
 // UTF-8 (a name in another encoding) become U+FFFD. Lists that grow with
 // the model are streamed to `out` as they are written.
 //
