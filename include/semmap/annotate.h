@@ -198,6 +198,14 @@ struct SEMMAP_EXPORT NamespacePlan {
 SEMMAP_EXPORT NamespacePlan PlanNamespaces(const SemanticMapper& mapper,
                                            const AnnotateOptions& options);
 
+// `semmap annotate --json`: {"bytes", "external_tensors", "mapped", "model",
+// "namespaces_kept", "namespaces_written", "nodes", "output", and with
+// options.scoped_names "renamed", "scoped_names_kept"}, without a final
+// newline.
+SEMMAP_EXPORT std::string AnnotateResultJson(const AnnotateResult& result,
+                                             const AnnotateOptions& options,
+                                             const std::string& model, const std::string& output);
+
 }  // namespace semmap
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_ANNOTATE_H_

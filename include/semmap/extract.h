@@ -105,6 +105,13 @@ SEMMAP_EXPORT absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& 
                                                           const std::string& output,
                                                           const ExtractOptions& options = {});
 
+// `semmap extract --module --json`: {"bytes", "copied_constants",
+// "external_tensors", "initializers" (their number), "inputs", "model",
+// "module", "nodes", "output", "outputs", "untyped"}, without a final
+// newline. `model` and `output` are the paths as the caller names them.
+SEMMAP_EXPORT std::string ExtractResultJson(const ExtractResult& result, const std::string& model,
+                                            const std::string& output);
+
 }  // namespace semmap
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_EXTRACT_H_

@@ -85,6 +85,13 @@ SEMMAP_EXPORT absl::StatusOr<GraphmlResult> WriteGraphml(const SemanticMapper& m
                                                          const std::string& output,
                                                          const GraphmlOptions& options = {});
 
+// `semmap graphml --json`: {"bytes", "collapsed_modules", "depth"
+// (options.max_depth), "edges", "io_nodes", "model", "module_groups",
+// "op_nodes", "output"}, without a final newline.
+SEMMAP_EXPORT std::string GraphmlResultJson(const GraphmlResult& result,
+                                            const GraphmlOptions& options,
+                                            const std::string& model, const std::string& output);
+
 }  // namespace semmap
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_GRAPHML_H_

@@ -67,6 +67,12 @@ SEMMAP_EXPORT absl::StatusOr<NodeDataResult> WriteModelExplorerNodeData(
     const SemanticMapper& mapper, const ProfileAttribution* profile, const std::string& output,
     const NodeDataOptions& options);
 
+// `semmap node-data --json`: {"graph_id", "model", "output", "results",
+// "value" ("confidence" or "time")}, without a final newline.
+SEMMAP_EXPORT std::string NodeDataResultJson(const NodeDataResult& result,
+                                             const NodeDataOptions& options,
+                                             const std::string& model, const std::string& output);
+
 }  // namespace semmap
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_NODE_DATA_H_

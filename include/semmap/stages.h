@@ -116,6 +116,12 @@ SEMMAP_EXPORT absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& map
 // `output` with ".stage<index>" before its extension.
 SEMMAP_EXPORT std::string StagePath(const std::string& output, std::size_t index);
 
+// `semmap extract --stages --json`: {"allowed_cuts", "balance" ("time_us"
+// or "nodes"), "model", "stages" (each {"bytes", "copied_constants",
+// "first_unit", "initializers", "inputs", "last_unit", "nodes", "outputs",
+// "path", "untyped", "weight"})}, without a final newline.
+SEMMAP_EXPORT std::string StagesResultJson(const StagesResult& result, const std::string& model);
+
 }  // namespace semmap
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_STAGES_H_

@@ -1,19 +1,22 @@
 #include "semmap/diff.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
+#include "io/json_writer.h"
 #include "semmap/tree.h"
 
 namespace semmap {
 namespace {
 
-using nlohmann::json;
+using internal::JsonWriter;
 
 // Node keys of a graph (see diff.h), indexed like Graph::nodes().
 std::vector<std::string> NodeKeys(const Graph& graph) {
@@ -130,18 +133,52 @@ bool InSubtree(absl::string_view path, absl::string_view root) {
                           path[root.size()] == '.');
 }
 
-json NodeJson(const DiffNode& n) {
-  return {{"key", n.key},
-          {"name", n.name},
-          {"op_type", n.op_type},
-          {"module", n.mapped ? json(n.module) : json()},
-          {"confidence", n.confidence}};
+// Each object below lists its members in sorted key order, as the writer
+// needs them.
+
+void ModuleOrNull(JsonWriter& w, bool mapped, const std::string& module) {
+  if (mapped) {
+    w.String(module);
+  } else {
+    w.Null();
+  }
 }
 
-json OpsJson(const std::map<std::string, std::size_t>& ops) {
-  json j = json::object();
-  for (const auto& [op, count] : ops) j[op] = count;
-  return j;
+void WriteNode(JsonWriter& w, const DiffNode& n) {
+  w.BeginObject();
+  w.Key("confidence").Number(n.confidence);
+  w.Key("key").String(n.key);
+  ModuleOrNull(w.Key("module"), n.mapped, n.module);
+  w.Key("name").String(n.name);
+  w.Key("op_type").String(n.op_type);
+  w.EndObject();
+}
+
+void WriteNodes(JsonWriter& w, const std::vector<DiffNode>& nodes) {
+  w.BeginArray();
+  for (const DiffNode& n : nodes) WriteNode(w, n);
+  w.EndArray();
+}
+
+void WriteOps(JsonWriter& w, const std::map<std::string, std::size_t>& ops) {
+  w.BeginObject();  // a std::map: keys in sorted order already
+  for (const auto& [op, count] : ops) w.Key(op).Integer(count);
+  w.EndObject();
+}
+
+// {"a": a, "b": b} of two counts.
+void WritePair(JsonWriter& w, std::size_t a, std::size_t b) {
+  w.BeginObject();
+  w.Key("a").Integer(a);
+  w.Key("b").Integer(b);
+  w.EndObject();
+}
+
+void WriteSide(JsonWriter& w, const std::string& model_class, std::size_t nodes) {
+  w.BeginObject();
+  w.Key("model_class").String(model_class);
+  w.Key("nodes").Integer(nodes);
+  w.EndObject();
 }
 
 // Fusion groups: B-only nodes by module; A-only nodes (`only_a`) go to the
@@ -234,44 +271,53 @@ absl::StatusOr<ModelDiff> DiffModels(const SemanticMapper& a, const SemanticMapp
 }
 
 std::string ModelDiffJson(const ModelDiff& diff, bool all_modules, int indent) {
-  json modules = json::array();
+  // Names come from the files: invalid UTF-8 is replaced rather than thrown.
+  std::string text;
+  JsonWriter w(&text, 0, indent);
+  w.BeginObject();
+  WriteSide(w.Key("a"), diff.model_class_a, diff.nodes_a);
+  WriteSide(w.Key("b"), diff.model_class_b, diff.nodes_b);
+  w.Key("common_nodes").Integer(diff.common_nodes);
+  w.Key("format").String("semmap.diff");
+  w.Key("fusions").BeginArray();
+  for (const FusionGroup& g : diff.fusions) {
+    w.BeginObject();
+    WriteNodes(w.Key("fused"), g.fused);
+    ModuleOrNull(w.Key("module"), g.mapped, g.module);
+    WriteNodes(w.Key("replaced"), g.replaced);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("module_overlap").Number(diff.module_overlap);
+  w.Key("modules").BeginArray();
   for (const ModuleDelta& m : diff.modules) {
     if (!all_modules && !m.changed()) continue;
-    modules.push_back({{"path", m.path},
-                       {"class", m.class_name},
-                       {"own", {{"a", m.own_a}, {"b", m.own_b}}},
-                       {"subtree", {{"a", m.subtree_a}, {"b", m.subtree_b}}},
-                       {"op_types", {{"a", OpsJson(m.ops_a)}, {"b", OpsJson(m.ops_b)}}}});
+    w.BeginObject();
+    w.Key("class").String(m.class_name);
+    w.Key("op_types").BeginObject();
+    WriteOps(w.Key("a"), m.ops_a);
+    WriteOps(w.Key("b"), m.ops_b);
+    w.EndObject();
+    WritePair(w.Key("own"), m.own_a, m.own_b);
+    w.Key("path").String(m.path);
+    WritePair(w.Key("subtree"), m.subtree_a, m.subtree_b);
+    w.EndObject();
   }
-  json moved = json::array();
+  w.EndArray();
+  w.Key("moved").BeginArray();
   for (const MovedNode& m : diff.moved) {
-    moved.push_back({{"key", m.a.key},
-                     {"op_type", m.a.op_type},
-                     {"module_a", m.a.mapped ? json(m.a.module) : json()},
-                     {"module_b", m.b.mapped ? json(m.b.module) : json()}});
+    w.BeginObject();
+    w.Key("key").String(m.a.key);
+    ModuleOrNull(w.Key("module_a"), m.a.mapped, m.a.module);
+    ModuleOrNull(w.Key("module_b"), m.b.mapped, m.b.module);
+    w.Key("op_type").String(m.a.op_type);
+    w.EndObject();
   }
-  json fusions = json::array();
-  for (const FusionGroup& g : diff.fusions) {
-    json fused = json::array(), replaced = json::array();
-    for (const DiffNode& n : g.fused) fused.push_back(NodeJson(n));
-    for (const DiffNode& n : g.replaced) replaced.push_back(NodeJson(n));
-    fusions.push_back({{"module", g.mapped ? json(g.module) : json()},
-                       {"fused", fused},
-                       {"replaced", replaced}});
-  }
-  json removed = json::array();
-  for (const DiffNode& n : diff.removed) removed.push_back(NodeJson(n));
-  const json doc = {{"format", "semmap.diff"},
-                    {"a", {{"model_class", diff.model_class_a}, {"nodes", diff.nodes_a}}},
-                    {"b", {{"model_class", diff.model_class_b}, {"nodes", diff.nodes_b}}},
-                    {"module_overlap", diff.module_overlap},
-                    {"common_nodes", diff.common_nodes},
-                    {"modules", modules},
-                    {"moved", moved},
-                    {"fusions", fusions},
-                    {"removed", removed}};
-  // Names come from the files: replace invalid UTF-8 rather than throw.
-  return doc.dump(indent, ' ', false, json::error_handler_t::replace) + "\n";
+  w.EndArray();
+  WriteNodes(w.Key("removed"), diff.removed);
+  w.EndObject();
+  text += "\n";
+  return text;
 }
 
 }  // namespace semmap

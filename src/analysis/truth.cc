@@ -76,4 +76,49 @@ absl::StatusOr<GroundTruth> GroundTruth::Parse(absl::string_view text, absl::str
   }
 }
 
+TruthScore ScoreAgainstTruth(const SemanticMapper& mapper, const GroundTruth& truth,
+                             std::size_t max_errors) {
+  const Graph& graph = mapper.graph();
+  TruthScore t;
+  t.buckets = {{0.9, 1.0}, {0.7, 0.9}, {0.5, 0.7}, {0.0, 0.5}};
+  t.nodes = graph.size();
+  for (NodeId i = 0; i < static_cast<NodeId>(graph.size()); ++i) {
+    const Mapping m = mapper.moduleFor(i);
+    if (m.confidence > 0) ++t.covered;
+    const std::string* expected = truth.find(graph.node(i).id);
+    if (expected == nullptr) continue;
+    std::vector<std::string> listed;
+    for (absl::string_view o : mapper.originPathsOf(i)) listed.emplace_back(o);
+    std::sort(listed.begin(), listed.end());
+    t.origins_listed += !listed.empty();
+    if (const std::vector<std::string>* parts = truth.originsOf(graph.node(i).id)) {
+      ++t.fused;
+      t.origins_exact += listed == *parts;
+    } else {
+      t.origins_spurious += !listed.empty();
+    }
+    ++t.known;
+    const bool ok = m.mapped() && m.module_path == *expected;
+    t.correct += ok;
+    const auto s = static_cast<std::size_t>(m.strategy);
+    ++t.by_strategy[s];
+    t.by_strategy_correct[s] += ok;
+    for (ConfidenceBucket& b : t.buckets) {
+      if (m.confidence >= b.lo && (m.confidence < b.hi || (b.hi == 1.0 && m.confidence <= 1.0))) {
+        ++b.count;
+        b.correct += ok;
+        break;
+      }
+    }
+    if (!ok && t.errors.size() < max_errors) {
+      t.errors.push_back(absl::StrCat(graph.node(i).id, " [", graph.node(i).op_type,
+                                      "]: expected \"", *expected, "\", got \"",
+                                      m.mapped() ? std::string(m.module_path) : "(unmapped)",
+                                      "\" (", StrategyName(m.strategy), " ", m.confidence, ": ",
+                                      m.evidence, ")"));
+    }
+  }
+  return t;
+}
+
 }  // namespace semmap

@@ -4,15 +4,18 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 
 namespace semmap {
 namespace internal {
 
-std::string DumpJson(const nlohmann::json& value, int indent) {
-  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 namespace {
+
+// nlohmann's own text of `value`, with bytes that are not UTF-8 written as
+// U+FFFD instead of an exception.
+std::string Dump(const nlohmann::json& value) {
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 // Bytes a JSON string cannot hold as they are: controls, '"', '\\', and
 // every byte of a multi-byte (or invalid) UTF-8 sequence, left to nlohmann.
@@ -33,20 +36,12 @@ void AppendJsonString(absl::string_view s, std::string* out) {
     }
   }
   if (!plain) {  // escapes and UTF-8 checks: nlohmann's own
-    out->append(DumpJson(nlohmann::json(std::string(s)), -1));
+    out->append(Dump(nlohmann::json(std::string(s))));
     return;
   }
   out->push_back('"');
   out->append(s.data(), s.size());
   out->push_back('"');
-}
-
-void AppendIndentedJson(const nlohmann::json& value, int indent, std::string* out) {
-  // Newlines occur only between tokens (strings escape theirs).
-  for (char c : DumpJson(value)) {
-    out->push_back(c);
-    if (c == '\n') out->append(static_cast<std::size_t>(indent), ' ');
-  }
 }
 
 void AppendJsonNumber(double value, std::string* out) {
@@ -55,109 +50,102 @@ void AppendJsonNumber(double value, std::string* out) {
   thread_local std::string last_text = "0.0";
   if (std::memcmp(&value, &last, sizeof value) != 0) {
     last = value;
-    last_text = DumpJson(nlohmann::json(value));
+    last_text = Dump(nlohmann::json(value));
   }
   out->append(last_text);
 }
 
-void JsonObjectText::Key(absl::string_view key) {
-  out_->append(empty_ ? "{\n" : ",\n");
-  empty_ = false;
-  out_->append(static_cast<std::size_t>(indent_ + 2), ' ');
-  AppendJsonString(key, out_);
-  out_->append(": ");
+void JsonWriter::NewLine(int depth) {
+  out_->push_back('\n');
+  out_->append(static_cast<std::size_t>(indent_ * depth), ' ');
 }
 
-void JsonObjectText::String(absl::string_view key, absl::string_view value) {
-  Key(key);
+void JsonWriter::Value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (empty_.empty()) return;  // the document itself
+  if (!empty_.back()) out_->push_back(',');
+  empty_.back() = false;
+  if (indent_ >= 0) NewLine(depth_ + static_cast<int>(empty_.size()));
+}
+
+JsonWriter& JsonWriter::Key(absl::string_view key) {
+  Value();
+  AppendJsonString(key, out_);
+  out_->append(indent_ < 0 ? ":" : ": ");
+  after_key_ = true;
+  return *this;
+}
+
+void JsonWriter::Open(char bracket) {
+  Value();
+  out_->push_back(bracket);
+  empty_.push_back(true);
+}
+
+void JsonWriter::Close(char bracket) {
+  const bool empty = empty_.back();
+  empty_.pop_back();
+  if (!empty && indent_ >= 0) NewLine(depth_ + static_cast<int>(empty_.size()));
+  out_->push_back(bracket);
+}
+
+void JsonWriter::String(absl::string_view value) {
+  Value();
   AppendJsonString(value, out_);
 }
 
-void JsonObjectText::Number(absl::string_view key, double value) {
-  Key(key);
+void JsonWriter::Number(double value) {
+  Value();
   AppendJsonNumber(value, out_);
 }
 
-void JsonObjectText::Unsigned(absl::string_view key, std::uint64_t value) {
-  Key(key);
+void JsonWriter::Unsigned(std::uint64_t value) {
+  Value();
   absl::StrAppend(out_, value);
 }
 
-void JsonObjectText::Null(absl::string_view key) {
-  Key(key);
+void JsonWriter::Signed(std::int64_t value) {
+  Value();
+  absl::StrAppend(out_, value);
+}
+
+void JsonWriter::Bool(bool value) {
+  Value();
+  out_->append(value ? "true" : "false");
+}
+
+void JsonWriter::Null() {
+  Value();
   out_->append("null");
 }
 
-void JsonObjectText::Strings(absl::string_view key, absl::Span<const absl::string_view> values) {
-  Key(key);
-  if (values.empty()) {
-    out_->append("[]");
-    return;
+void JsonWriter::StringOrNull(absl::string_view value) {
+  if (value.empty()) {
+    Null();
+  } else {
+    String(value);
   }
-  out_->push_back('[');
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    out_->append(i == 0 ? "\n" : ",\n");
-    out_->append(static_cast<std::size_t>(indent_ + 4), ' ');
-    AppendJsonString(values[i], out_);
-  }
-  out_->push_back('\n');
-  out_->append(static_cast<std::size_t>(indent_ + 2), ' ');
-  out_->push_back(']');
 }
 
-void JsonObjectText::Close() {
-  if (empty_) {
-    out_->append("{}");
-    return;
-  }
-  out_->push_back('\n');
-  out_->append(static_cast<std::size_t>(indent_), ' ');
-  out_->push_back('}');
+void JsonWriter::Strings(absl::Span<const std::string> values) {
+  BeginArray();
+  for (const std::string& v : values) String(v);
+  EndArray();
+}
+
+void JsonWriter::Strings(absl::Span<const absl::string_view> values) {
+  BeginArray();
+  for (absl::string_view v : values) String(v);
+  EndArray();
 }
 
 void FlushLarge(std::ostream& out, std::string* text) {
   if (text->size() < (std::size_t{1} << 20)) return;
   out.write(text->data(), static_cast<std::streamsize>(text->size()));
   text->clear();
-}
-
-void WriteJsonWithList(std::ostream& out, const nlohmann::json& head,
-                       const std::string& list_key, std::size_t count,
-                       const std::function<void(std::size_t, std::string*)>& item) {
-  std::string text = "{";
-  bool first = true;
-  auto member = [&](const std::string& key) {
-    text += first ? "\n  " : ",\n  ";
-    first = false;
-    AppendJsonString(key, &text);
-    text += ": ";
-  };
-  auto write_list = [&] {
-    member(list_key);
-    if (count == 0) {
-      text += "[]";
-      return;
-    }
-    text += "[";
-    for (std::size_t i = 0; i < count; ++i) {
-      text += i == 0 ? "\n    " : ",\n    ";
-      item(i, &text);
-      FlushLarge(out, &text);
-    }
-    text += "\n  ]";
-  };
-  bool listed = false;
-  for (auto it = head.begin(); it != head.end(); ++it) {  // keys in order
-    if (!listed && list_key < it.key()) {
-      write_list();
-      listed = true;
-    }
-    member(it.key());
-    AppendIndentedJson(it.value(), 2, &text);
-  }
-  if (!listed) write_list();
-  text += "\n}\n";
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
 }  // namespace internal

@@ -17,10 +17,10 @@
 #include "base/text.h"
 #include "graph/wire_writer.h"
 #include "io/atomic_write.h"
+#include "io/json_writer.h"
 #include "io/mapped_file.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/scope_resolver.h"
-#include "nlohmann/json.hpp"
 #include "semmap/scope_path.h"
 #include "semmap/tree.h"
 
@@ -414,19 +414,23 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
     if (!m.category.empty()) add.emplace_back(kCategoryKey, std::string(m.category));
     if (const std::vector<absl::string_view> origins = mapper.originPathsOf(next);
         !origins.empty()) {
-      nlohmann::json list = nlohmann::json::array();
-      for (absl::string_view o : origins) list.push_back(std::string(o));
-      add.emplace_back(kOriginsKey,
-                       list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      std::string list;
+      internal::JsonWriter(&list, 0, internal::JsonWriter::kCompact).Strings(origins);
+      add.emplace_back(kOriginsKey, std::move(list));
     }
     if (options.doc_string_json) {
-      nlohmann::json doc = {{"semmap",
-                             {{"module", std::string(m.module_path)},
-                              {"class", std::string(m.qualified_class)},
-                              {"confidence", m.confidence},
-                              {"strategy", std::string(StrategyName(m.strategy))}}}};
-      // Module paths may come from non-UTF-8 node names: replace, never throw.
-      edit->doc_string = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      // Module paths may come from non-UTF-8 node names: replaced, never thrown.
+      std::string doc;
+      internal::JsonWriter w(&doc, 0, internal::JsonWriter::kCompact);
+      w.BeginObject();
+      w.Key("semmap").BeginObject();
+      w.Key("class").String(m.qualified_class);
+      w.Key("confidence").Number(m.confidence);
+      w.Key("module").String(m.module_path);
+      w.Key("strategy").String(StrategyName(m.strategy));
+      w.EndObject();
+      w.EndObject();
+      edit->doc_string = std::move(doc);
     }
     if (options.scoped_names && !plan.names[next].empty()) edit->name = plan.names[next];
     result.mapped += m.mapped() ? 1 : 0;
@@ -446,6 +450,27 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   SEMMAP_RETURN_IF_ERROR(internal::WriteMappedPiecesAtomically(output, rewrite.pieces(), file, input));
   result.bytes_written = rewrite.size();
   return result;
+}
+
+std::string AnnotateResultJson(const AnnotateResult& result, const AnnotateOptions& options,
+                               const std::string& model, const std::string& output) {
+  std::string text;
+  internal::JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("bytes").Integer(result.bytes_written);
+  w.Key("external_tensors").Integer(result.external_tensors);
+  w.Key("mapped").Integer(result.mapped);
+  w.Key("model").String(model);
+  w.Key("namespaces_kept").Integer(result.namespaces_kept);
+  w.Key("namespaces_written").Integer(result.namespaces_written);
+  w.Key("nodes").Integer(result.nodes);
+  w.Key("output").String(output);
+  if (options.scoped_names) {
+    w.Key("renamed").Integer(result.renamed);
+    w.Key("scoped_names_kept").Integer(result.scoped_kept);
+  }
+  w.EndObject();
+  return text;
 }
 
 }  // namespace semmap

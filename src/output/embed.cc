@@ -183,15 +183,20 @@ absl::StatusOr<EmbedResult> Embed(const SemanticMapper& source, const std::strin
 
 std::string EmbedResultJson(const EmbedResult& result, const std::string& model,
                             const std::string& output) {
-  return internal::DumpJson({{"bytes", result.bytes_written},
-                             {"fingerprint", result.fingerprint},
-                             {"graph_bytes", result.graph_bytes},
-                             {"manifest_bytes", result.manifest_bytes},
-                             {"model", model},
-                             {"nodes", result.nodes},
-                             {"output", output},
-                             {"record_bytes", result.record_bytes},
-                             {"replaced", result.replaced}});
+  std::string text;
+  internal::JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("bytes").Integer(result.bytes_written);
+  w.Key("fingerprint").String(result.fingerprint);
+  w.Key("graph_bytes").Integer(result.graph_bytes);
+  w.Key("manifest_bytes").Integer(result.manifest_bytes);
+  w.Key("model").String(model);
+  w.Key("nodes").Integer(result.nodes);
+  w.Key("output").String(output);
+  w.Key("record_bytes").Integer(result.record_bytes);
+  w.Key("replaced").Integer(result.replaced);
+  w.EndObject();
+  return text;
 }
 
 }  // namespace semmap

@@ -15,6 +15,7 @@
 #include "graph/wire_model_index.h"
 #include "graph/wire_writer.h"
 #include "io/atomic_write.h"
+#include "io/json_writer.h"
 #include "io/mapped_file.h"
 
 namespace semmap {
@@ -345,6 +346,26 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   return internal::OutOfMemory(output, "extracting the module");
 } catch (const std::length_error&) {
   return internal::OutOfMemory(output, "extracting the module");
+}
+
+std::string ExtractResultJson(const ExtractResult& result, const std::string& model,
+                              const std::string& output) {
+  std::string text;
+  internal::JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("bytes").Integer(result.bytes_written);
+  w.Key("copied_constants").Integer(result.copied_constants);
+  w.Key("external_tensors").Integer(result.external_tensors);
+  w.Key("initializers").Integer(result.initializers.size());
+  w.Key("inputs").Strings(result.inputs);
+  w.Key("model").String(model);
+  w.Key("module").String(result.module);
+  w.Key("nodes").Integer(result.nodes);
+  w.Key("output").String(output);
+  w.Key("outputs").Strings(result.outputs);
+  w.Key("untyped").Integer(result.untyped);
+  w.EndObject();
+  return text;
 }
 
 }  // namespace semmap

@@ -12,6 +12,7 @@
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "io/atomic_write.h"
+#include "io/json_writer.h"
 #include "semmap/tree.h"
 
 namespace semmap {
@@ -463,6 +464,24 @@ absl::StatusOr<GraphmlResult> WriteGraphml(const SemanticMapper& mapper,
   }
   SEMMAP_RETURN_IF_ERROR(internal::WriteFileAtomically(output, *text));
   return result;
+}
+
+std::string GraphmlResultJson(const GraphmlResult& result, const GraphmlOptions& options,
+                              const std::string& model, const std::string& output) {
+  std::string text;
+  internal::JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("bytes").Integer(result.bytes);
+  w.Key("collapsed_modules").Integer(result.collapsed_modules);
+  w.Key("depth").Integer(options.max_depth);
+  w.Key("edges").Integer(result.edges);
+  w.Key("io_nodes").Integer(result.io_nodes);
+  w.Key("model").String(model);
+  w.Key("module_groups").Integer(result.module_groups);
+  w.Key("op_nodes").Integer(result.op_nodes);
+  w.Key("output").String(output);
+  w.EndObject();
+  return text;
 }
 
 }  // namespace semmap

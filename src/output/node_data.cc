@@ -1,29 +1,67 @@
 #include "semmap/node_data.h"
 
+#include <cstdint>
+#include <map>
+#include <string>
+#include <type_traits>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "io/atomic_write.h"
-#include "nlohmann/json.hpp"
+#include "io/json_writer.h"
 
 namespace semmap {
 namespace {
 
-using nlohmann::json;
+using internal::JsonWriter;
 
-// Model Explorer applies the first threshold whose value is >= the node's.
-json ConfidenceThresholds() {
-  return json::array({{{"value", 0}, {"bgColor", "#e06666"}},
-                      {{"value", 0.4999999}, {"bgColor", "#f6b26b"}},
-                      {{"value", 0.8999999}, {"bgColor", "#ffe599"}},
-                      {{"value", 1}, {"bgColor", "#93c47d"}}});
+// {"bgColor": colour, key: value}: a threshold or a gradient's stop.
+template <typename Number>
+void ColourAt(JsonWriter& w, absl::string_view colour, absl::string_view key, Number value) {
+  w.BeginObject();
+  w.Key("bgColor").String(colour);
+  if constexpr (std::is_integral<Number>::value) {
+    w.Key(key).Integer(value);
+  } else {
+    w.Key(key).Number(value);
+  }
+  w.EndObject();
 }
 
-json TimeGradient() {
-  return json::array({{{"stop", 0}, {"bgColor", "#ffffff"}},
-                      {{"stop", 0.5}, {"bgColor", "#f6b26b"}},
-                      {{"stop", 1}, {"bgColor", "#cc0000"}}});
+// Model Explorer applies the first threshold whose value is >= the node's.
+void WriteConfidenceThresholds(JsonWriter& w) {
+  w.BeginArray();
+  ColourAt(w, "#e06666", "value", 0);
+  ColourAt(w, "#f6b26b", "value", 0.4999999);
+  ColourAt(w, "#ffe599", "value", 0.8999999);
+  ColourAt(w, "#93c47d", "value", 1);
+  w.EndArray();
+}
+
+void WriteTimeGradient(JsonWriter& w) {
+  w.BeginArray();
+  ColourAt(w, "#ffffff", "stop", 0);
+  ColourAt(w, "#f6b26b", "stop", 0.5);
+  ColourAt(w, "#cc0000", "stop", 1);
+  w.EndArray();
+}
+
+// The "results" object: {key: {"value": v}} in key order.
+template <typename Value>
+void WriteResults(JsonWriter& w, const std::map<std::string, Value>& results) {
+  w.BeginObject();
+  for (const auto& [key, value] : results) {
+    w.Key(key).BeginObject();
+    if constexpr (std::is_integral<Value>::value) {
+      w.Key("value").Integer(value);
+    } else {
+      w.Key("value").Number(value);
+    }
+    w.EndObject();
+  }
+  w.EndObject();
 }
 
 }  // namespace
@@ -45,7 +83,9 @@ absl::StatusOr<std::string> ModelExplorerNodeDataJson(const SemanticMapper& mapp
   for (const Node& n : graph.nodes()) {
     if (n.subgraph == 0 && !n.name.empty()) ++name_count[n.name];
   }
-  json results = json::object();
+  // By key, the last node of a key winning (an output named like a node).
+  std::map<std::string, std::int64_t> times;
+  std::map<std::string, double> confidences;
   for (std::size_t i = 0; i < graph.size(); ++i) {
     const Node& n = graph.node(static_cast<NodeId>(i));
     if (n.subgraph != 0) continue;
@@ -63,24 +103,32 @@ absl::StatusOr<std::string> ModelExplorerNodeDataJson(const SemanticMapper& mapp
     if (key.empty()) continue;  // no name, no output: nothing to match
     if (time) {
       if (profile->node_us[i] == 0 && profile->node_calls[i] == 0) continue;
-      results[key] = {{"value", profile->node_us[i]}};
+      times[key] = profile->node_us[i];
     } else {
-      results[key] = {{"value", mapper.moduleFor(static_cast<NodeId>(i)).confidence}};
+      confidences[key] = mapper.moduleFor(static_cast<NodeId>(i)).confidence;
     }
   }
   std::string graph_id(graph.subgraphs().empty() ? absl::string_view() : graph.subgraphs()[0].name);
   if (graph_id.empty()) graph_id = "<main>";  // as the ONNX adapter names it
-  json data = {{"name", !options.name.empty() ? options.name
-                        : time               ? "semmap kernel time (us)"
-                                             : "semmap confidence"},
-               {"results", results}};
+  std::string text;
+  JsonWriter w(&text, 0, 1);
+  w.BeginObject();
+  w.Key(graph_id).BeginObject();
+  if (time) WriteTimeGradient(w.Key("gradient"));
+  w.Key("name").String(!options.name.empty() ? options.name
+                       : time               ? "semmap kernel time (us)"
+                                            : "semmap confidence");
   if (time) {
-    data["gradient"] = TimeGradient();
+    WriteResults(w.Key("results"), times);
   } else {
-    data["thresholds"] = ConfidenceThresholds();
+    WriteResults(w.Key("results"), confidences);
+    WriteConfidenceThresholds(w.Key("thresholds"));
   }
-  if (result != nullptr) *result = {graph_id, results.size()};
-  return json({{graph_id, data}}).dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+  w.EndObject();
+  w.EndObject();
+  if (result != nullptr) *result = {graph_id, time ? times.size() : confidences.size()};
+  text += "\n";
+  return text;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("node data", "writing Model Explorer node data");
 } catch (const std::length_error&) {
@@ -100,6 +148,20 @@ absl::StatusOr<NodeDataResult> WriteModelExplorerNodeData(const SemanticMapper& 
   }
   SEMMAP_RETURN_IF_ERROR(internal::WriteFileAtomically(output, *text));
   return result;
+}
+
+std::string NodeDataResultJson(const NodeDataResult& result, const NodeDataOptions& options,
+                               const std::string& model, const std::string& output) {
+  std::string text;
+  internal::JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("graph_id").String(result.graph_id);
+  w.Key("model").String(model);
+  w.Key("output").String(output);
+  w.Key("results").Integer(result.results);
+  w.Key("value").String(options.value == NodeDataValue::kTime ? "time" : "confidence");
+  w.EndObject();
+  return text;
 }
 
 }  // namespace semmap

@@ -1,6 +1,7 @@
 #include "semmap/report.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <string>
@@ -12,7 +13,7 @@
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "io/atomic_write.h"
-#include "nlohmann/json.hpp"
+#include "io/json_writer.h"
 #include "output/report_template.h"
 #include "semmap/tree.h"
 #include "semmap/version.h"
@@ -20,7 +21,7 @@
 namespace semmap {
 namespace {
 
-using nlohmann::json;
+using internal::JsonWriter;
 
 constexpr absl::string_view kDataPlaceholder = "__SEMMAP_REPORT_DATA__";
 
@@ -38,8 +39,6 @@ struct Confidence {
     min = std::min(min, o.min);
     count += o.count;
   }
-  json mean_json() const { return count ? json(sum / count) : json(); }
-  json min_json() const { return count ? json(min) : json(); }
 };
 
 // JSON text safe inside a <script> element: '<', '>' and '&' only occur in
@@ -60,7 +59,7 @@ std::string EscapeForScript(const std::string& text) {
 
 // Strings that repeat, stored once; columns hold their indices.
 struct StringTable {
-  json list = json::array();
+  std::vector<std::string> list;
   absl::flat_hash_map<std::string, int> index;
   int Index(const std::string& s) {
     auto [it, inserted] = index.try_emplace(s, static_cast<int>(list.size()));
@@ -70,23 +69,47 @@ struct StringTable {
 };
 
 // [string index, count, ...], most frequent first (ties by name).
-json OpCounts(const std::map<std::string, std::size_t>& ops, StringTable& strings) {
+std::vector<std::uint64_t> OpCounts(const std::map<std::string, std::size_t>& ops,
+                                    StringTable& strings) {
   std::vector<std::pair<std::string, std::size_t>> sorted(ops.begin(), ops.end());
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
-  json out = json::array();
+  std::vector<std::uint64_t> out;
   for (const auto& [op, count] : sorted) {
-    out.push_back(strings.Index(op));
+    out.push_back(static_cast<std::uint64_t>(strings.Index(op)));
     out.push_back(count);
   }
   return out;
 }
 
+// A column: an array of integers.
+template <typename T>
+void Integers(JsonWriter& w, const std::vector<T>& values) {
+  w.BeginArray();
+  for (T v : values) w.Integer(v);
+  w.EndArray();
+}
+
+// A column of confidences: the mean or minimum of each entry, null for an
+// entry without any.
+void Confidences(JsonWriter& w, const std::vector<Confidence>& values, bool mean) {
+  w.BeginArray();
+  for (const Confidence& c : values) {
+    if (c.count == 0) {
+      w.Null();
+    } else {
+      w.Number(mean ? c.sum / static_cast<double>(c.count) : c.min);
+    }
+  }
+  w.EndArray();
+}
+
 }  // namespace
 
-// Long (about 120 lines) on purpose: it declares the report's columns one
-// by one and fills them in one loop per table, so the JSON fields read in
-// the order the page's script reads them (report_template.html).
+// Long (about 150 lines) on purpose: it fills the report's columns in one
+// loop per table (the string table's indices in that order), then writes
+// them one by one in key order, the fields the page's script reads
+// (report_template.html).
 std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& options) {
   const Graph& graph = mapper.graph();
   const Manifest& manifest = mapper.manifest();
@@ -98,19 +121,15 @@ std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& op
   // model parses in a fraction of the time one object per node takes.
   StringTable strings;
   std::vector<Confidence> own(mods.size()), subtree(mods.size());
-  json node_id = json::array(), node_name = json::array(), node_op = json::array(),
-       node_module = json::array(), node_conf = json::array(), node_strategy = json::array(),
-       node_category = json::array(), node_evidence = json::array(), node_subgraph = json::array();
+  std::vector<int> node_op, node_module, node_strategy, node_category, node_evidence,
+      node_subgraph;
   for (std::size_t i = 0; i < graph.size(); ++i) {
     const Node& n = graph.node(static_cast<NodeId>(i));
     const Mapping& m = mapper.moduleFor(static_cast<NodeId>(i));
     const int index = m.mapped() ? tree.find(m.module_path) : -1;
     if (index >= 0) own[index].add(m.confidence);
-    node_id.push_back(n.id == n.name ? json() : json(n.id));
-    node_name.push_back(n.name);
     node_op.push_back(strings.Index(QualifiedOpType(n)));
     node_module.push_back(index);
-    node_conf.push_back(m.confidence);
     node_strategy.push_back(strings.Index(std::string(StrategyName(m.strategy))));
     node_category.push_back(strings.Index(std::string(m.category)));
     node_evidence.push_back(strings.Index(std::string(m.evidence)));
@@ -119,91 +138,118 @@ std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& op
   for (std::size_t i = 0; i < mods.size(); ++i) subtree[i] = own[i];
   for (std::size_t i = mods.size(); i-- > 1;) subtree[mods[i].parent].add(subtree[i]);
 
-  json path = json::array(), class_name = json::array(), qualified = json::array(),
-       parent = json::array(), depth = json::array(), own_nodes = json::array(),
-       subtree_nodes = json::array(), own_parameters = json::array(),
-       subtree_parameters = json::array(), op_types = json::array(), own_op_types = json::array(),
-       mean = json::array(), min = json::array(), own_mean = json::array(), own_min = json::array();
+  std::vector<int> class_name, qualified;
+  std::vector<std::vector<std::uint64_t>> op_types, own_op_types;
+  for (const TreeModule& m : mods) {
+    const ModuleInfo& info = tree.info(m);
+    class_name.push_back(strings.Index(info.class_name));
+    qualified.push_back(strings.Index(info.qualified_class));
+    op_types.push_back(OpCounts(m.subtree_op_types, strings));
+    own_op_types.push_back(OpCounts(m.own_op_types, strings));
+  }
   const ProfileAttribution* profile = options.profile;
   if (profile != nullptr &&
       (profile->node_us.size() != graph.size() || profile->modules.size() != manifest.size())) {
     profile = nullptr;  // another graph's: documented as ignored
   }
-  json time_us = json::array(), own_time_us = json::array();
-  for (std::size_t i = 0; i < mods.size(); ++i) {
-    const TreeModule& m = mods[i];
-    if (profile != nullptr) {
-      time_us.push_back(profile->modules[m.module].subtree_us);
-      own_time_us.push_back(profile->modules[m.module].own_us);
-    }
-    const ModuleInfo& info = tree.info(m);
-    path.push_back(info.path);
-    class_name.push_back(strings.Index(info.class_name));
-    qualified.push_back(strings.Index(info.qualified_class));
-    parent.push_back(m.parent);
-    depth.push_back(m.depth);
-    own_nodes.push_back(m.own_nodes);
-    subtree_nodes.push_back(m.subtree_nodes);
-    own_parameters.push_back(m.own_parameters);
-    subtree_parameters.push_back(m.subtree_parameters);
-    op_types.push_back(OpCounts(m.subtree_op_types, strings));
-    own_op_types.push_back(OpCounts(m.own_op_types, strings));
-    mean.push_back(subtree[i].mean_json());
-    min.push_back(subtree[i].min_json());
-    own_mean.push_back(own[i].mean_json());
-    own_min.push_back(own[i].min_json());
-  }
-  json doc = {{"format", "semmap.report"},
-              {"schema_version", 2},
-              {"generator", {{"semmap", SEMMAP_VERSION_STRING}}},
-              {"model",
-               {{"path", options.model_path},
-                {"nodes", graph.size()},
-                {"mapped", mapper.mappedCount()},
-                {"opset", graph.opset()},
-                {"producer", absl::StrCat(graph.producerName(), " ", graph.producerVersion())}}},
-              {"manifest",
-               {{"path", options.manifest_path},
-                {"model_class", mapper.hasManifest() ? manifest.modelClass() : ""}}},
-              {"strings", std::move(strings.list)},
-              {"modules",
-               {{"path", std::move(path)},
-                {"class", std::move(class_name)},
-                {"qualified_class", std::move(qualified)},
-                {"parent", std::move(parent)},
-                {"depth", std::move(depth)},
-                {"own_nodes", std::move(own_nodes)},
-                {"subtree_nodes", std::move(subtree_nodes)},
-                {"own_parameters", std::move(own_parameters)},
-                {"subtree_parameters", std::move(subtree_parameters)},
-                {"op_types", std::move(op_types)},
-                {"own_op_types", std::move(own_op_types)},
-                {"mean_confidence", std::move(mean)},
-                {"min_confidence", std::move(min)},
-                {"own_mean_confidence", std::move(own_mean)},
-                {"own_min_confidence", std::move(own_min)}}},
-              {"nodes",
-               {{"id", std::move(node_id)},
-                {"name", std::move(node_name)},
-                {"op", std::move(node_op)},
-                {"m", std::move(node_module)},
-                {"conf", std::move(node_conf)},
-                {"strategy", std::move(node_strategy)},
-                {"category", std::move(node_category)},
-                {"evidence", std::move(node_evidence)},
-                {"subgraph", std::move(node_subgraph)}}}};
+  const auto module_column = [&](JsonWriter& w, auto value) {
+    w.BeginArray();
+    for (const TreeModule& m : mods) w.Integer(value(m));
+    w.EndArray();
+  };
+  const auto op_column = [](JsonWriter& w, const std::vector<std::vector<std::uint64_t>>& ops) {
+    w.BeginArray();
+    for (const std::vector<std::uint64_t>& counts : ops) Integers(w, counts);
+    w.EndArray();
+  };
+
+  // Names come from the file: invalid UTF-8 is replaced rather than thrown.
+  // Members in sorted key order, as the writer needs them.
+  std::string text;
+  JsonWriter w(&text, 0, JsonWriter::kCompact);
+  w.BeginObject();
+  w.Key("format").String("semmap.report");
+  w.Key("generator").BeginObject();
+  w.Key("semmap").String(SEMMAP_VERSION_STRING);
+  w.EndObject();
+  w.Key("manifest").BeginObject();
+  w.Key("model_class").String(mapper.hasManifest() ? manifest.modelClass() : "");
+  w.Key("path").String(options.manifest_path);
+  w.EndObject();
+  w.Key("model").BeginObject();
+  w.Key("mapped").Integer(mapper.mappedCount());
+  w.Key("nodes").Integer(graph.size());
+  w.Key("opset").Integer(graph.opset());
+  w.Key("path").String(options.model_path);
+  w.Key("producer").String(absl::StrCat(graph.producerName(), " ", graph.producerVersion()));
+  w.EndObject();
+  w.Key("modules").BeginObject();
+  Integers(w.Key("class"), class_name);
+  module_column(w.Key("depth"), [](const TreeModule& m) { return m.depth; });
+  Confidences(w.Key("mean_confidence"), subtree, /*mean=*/true);
+  Confidences(w.Key("min_confidence"), subtree, /*mean=*/false);
+  op_column(w.Key("op_types"), op_types);
+  Confidences(w.Key("own_mean_confidence"), own, /*mean=*/true);
+  Confidences(w.Key("own_min_confidence"), own, /*mean=*/false);
+  module_column(w.Key("own_nodes"), [](const TreeModule& m) { return m.own_nodes; });
+  op_column(w.Key("own_op_types"), own_op_types);
+  module_column(w.Key("own_parameters"), [](const TreeModule& m) { return m.own_parameters; });
   if (profile != nullptr) {
-    doc["profile"] = {{"path", options.profile_path},
-                      {"kernel_us", profile->kernel_us},
-                      {"attributed_us", profile->attributed_us},
-                      {"profiled_nodes", profile->profiled_nodes},
-                      {"attributed_nodes", profile->attributed_nodes}};
-    doc["modules"]["time_us"] = std::move(time_us);
-    doc["modules"]["own_time_us"] = std::move(own_time_us);
-    doc["nodes"]["time_us"] = profile->node_us;
+    module_column(w.Key("own_time_us"),
+                  [&](const TreeModule& m) { return profile->modules[m.module].own_us; });
   }
-  // Names come from the file: replace invalid UTF-8 rather than throw.
-  return doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  module_column(w.Key("parent"), [](const TreeModule& m) { return m.parent; });
+  w.Key("path").BeginArray();
+  for (const TreeModule& m : mods) w.String(tree.info(m).path);
+  w.EndArray();
+  Integers(w.Key("qualified_class"), qualified);
+  module_column(w.Key("subtree_nodes"), [](const TreeModule& m) { return m.subtree_nodes; });
+  module_column(w.Key("subtree_parameters"),
+                [](const TreeModule& m) { return m.subtree_parameters; });
+  if (profile != nullptr) {
+    module_column(w.Key("time_us"),
+                  [&](const TreeModule& m) { return profile->modules[m.module].subtree_us; });
+  }
+  w.EndObject();
+  w.Key("nodes").BeginObject();
+  Integers(w.Key("category"), node_category);
+  w.Key("conf").BeginArray();
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    w.Number(mapper.moduleFor(static_cast<NodeId>(i)).confidence);
+  }
+  w.EndArray();
+  Integers(w.Key("evidence"), node_evidence);
+  w.Key("id").BeginArray();
+  for (const Node& n : graph.nodes()) {
+    if (n.id == n.name) {
+      w.Null();
+    } else {
+      w.String(n.id);
+    }
+  }
+  w.EndArray();
+  Integers(w.Key("m"), node_module);
+  w.Key("name").BeginArray();
+  for (const Node& n : graph.nodes()) w.String(n.name);
+  w.EndArray();
+  Integers(w.Key("op"), node_op);
+  Integers(w.Key("strategy"), node_strategy);
+  Integers(w.Key("subgraph"), node_subgraph);
+  if (profile != nullptr) Integers(w.Key("time_us"), profile->node_us);
+  w.EndObject();
+  if (profile != nullptr) {
+    w.Key("profile").BeginObject();
+    w.Key("attributed_nodes").Integer(profile->attributed_nodes);
+    w.Key("attributed_us").Integer(profile->attributed_us);
+    w.Key("kernel_us").Integer(profile->kernel_us);
+    w.Key("path").String(options.profile_path);
+    w.Key("profiled_nodes").Integer(profile->profiled_nodes);
+    w.EndObject();
+  }
+  w.Key("schema_version").Integer(2);
+  w.Key("strings").Strings(strings.list);
+  w.EndObject();
+  return text;
 }
 
 std::string ReportHtml(const SemanticMapper& mapper, const ReportOptions& options) {

@@ -1,81 +1,81 @@
 #include "semmap/sidecar.h"
 
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "io/atomic_write.h"
-#include "nlohmann/json.hpp"
+#include "io/json_writer.h"
+#include "output/mapping_json.h"
 #include "semmap/tree.h"
 #include "semmap/version.h"
 
 namespace semmap {
 namespace {
 
-using nlohmann::json;
+using internal::JsonWriter;
 
-json PathOrNull(const std::string& path) { return path.empty() ? json() : json(path); }
+// Each object below lists its members in sorted key order, as the writer
+// needs them.
 
-json NodesJson(const SemanticMapper& mapper) {
-  const Graph& graph = mapper.graph();
-  json nodes = json::array();
-  for (std::size_t i = 0; i < graph.size(); ++i) {
-    const Node& n = graph.node(static_cast<NodeId>(i));
-    const Mapping& m = mapper.moduleFor(static_cast<NodeId>(i));
-    json entry = {{"id", n.id},
-                  {"name", n.name},
-                  {"op_type", n.op_type},
-                  {"domain", n.domain},
-                  {"subgraph", n.subgraph},
-                  {"module", m.mapped() ? json(std::string(m.module_path)) : json()},
-                  {"class", std::string(m.class_name)},
-                  {"qualified_class", std::string(m.qualified_class)},
-                  {"category", std::string(m.category)},
-                  {"confidence", m.confidence},
-                  {"strategy", std::string(StrategyName(m.strategy))},
-                  {"evidence", m.evidence}};
-    const std::vector<absl::string_view> origins = mapper.originPathsOf(static_cast<NodeId>(i));
-    if (!origins.empty()) {
-      json& list = entry["origins"] = json::array();
-      for (absl::string_view o : origins) list.push_back(std::string(o));
-    }
-    nodes.push_back(std::move(entry));
+void WriteNodes(JsonWriter& w, const SemanticMapper& mapper) {
+  w.BeginArray();
+  for (std::size_t i = 0; i < mapper.graph().size(); ++i) {
+    internal::WriteMappingObject(w, mapper, static_cast<NodeId>(i),
+                                 internal::MappingJsonForm::kSidecar);
   }
-  return nodes;
+  w.EndArray();
 }
 
-json TreeJson(const SemanticMapper& mapper, bool model_specific) {
+void WriteOpTypes(JsonWriter& w, const std::map<std::string, std::size_t>& op_types) {
+  w.BeginObject();  // a std::map: keys in sorted order already
+  for (const auto& [op_type, nodes] : op_types) w.Key(op_type).Integer(nodes);
+  w.EndObject();
+}
+
+void WriteTree(JsonWriter& w, const SemanticMapper& mapper, bool model_specific) {
   TreeOptions options;
   options.model_specific_only = model_specific;
   const ModuleTree tree = ModuleTree::Build(mapper, options);
   const Manifest& manifest = mapper.manifest();
-  json modules = json::array();
+  w.BeginObject();
+  w.Key("modules").BeginArray();
   for (const TreeModule& m : tree.modules()) {
     const ModuleInfo& info = tree.info(m);
-    json children = json::array();
-    for (int c : m.children) children.push_back(tree.info(tree.modules()[c]).path);
-    json folded = json::array();
-    for (ModuleId f : m.folded) folded.push_back(manifest.module(f).path);
-    modules.push_back(
-        {{"path", info.path},
-         {"class", info.class_name},
-         {"qualified_class", info.qualified_class},
-         {"parent", m.parent < 0 ? json() : json(tree.info(tree.modules()[m.parent]).path)},
-         {"depth", m.depth},
-         {"children", children},
-         {"own_nodes", m.own_nodes},
-         {"subtree_nodes", m.subtree_nodes},
-         {"own_parameters", m.own_parameters},
-         {"subtree_parameters", m.subtree_parameters},
-         {"op_types", m.own_op_types},
-         {"subtree_op_types", m.subtree_op_types},
-         {"folded", folded}});
+    w.BeginObject();
+    w.Key("children").BeginArray();
+    for (int c : m.children) w.String(tree.info(tree.modules()[c]).path);
+    w.EndArray();
+    w.Key("class").String(info.class_name);
+    w.Key("depth").Integer(m.depth);
+    w.Key("folded").BeginArray();
+    for (ModuleId f : m.folded) w.String(manifest.module(f).path);
+    w.EndArray();
+    WriteOpTypes(w.Key("op_types"), m.own_op_types);
+    w.Key("own_nodes").Integer(m.own_nodes);
+    w.Key("own_parameters").Integer(m.own_parameters);
+    if (m.parent < 0) {
+      w.Key("parent").Null();
+    } else {
+      w.Key("parent").String(tree.info(tree.modules()[m.parent]).path);
+    }
+    w.Key("path").String(info.path);
+    w.Key("qualified_class").String(info.qualified_class);
+    w.Key("subtree_nodes").Integer(m.subtree_nodes);
+    WriteOpTypes(w.Key("subtree_op_types"), m.subtree_op_types);
+    w.Key("subtree_parameters").Integer(m.subtree_parameters);
+    w.EndObject();
   }
-  json out = {{"view", model_specific ? "model_specific" : "full"},
-              {"unmapped_nodes", tree.unmappedNodes()},
-              {"modules", modules}};
+  w.EndArray();
   // Only when TreeOptions::max_op_type_entries emptied the subtree histograms.
-  if (!tree.subtreeOpTypesComplete()) out["subtree_op_types_complete"] = false;
-  return out;
+  if (!tree.subtreeOpTypesComplete()) w.Key("subtree_op_types_complete").Bool(false);
+  w.Key("unmapped_nodes").Integer(tree.unmappedNodes());
+  w.Key("view").String(model_specific ? "model_specific" : "full");
+  w.EndObject();
 }
 
 }  // namespace
@@ -83,41 +83,64 @@ json TreeJson(const SemanticMapper& mapper, bool model_specific) {
 std::string SidecarJson(const SemanticMapper& mapper, const SidecarOptions& options) {
   const Graph& graph = mapper.graph();
   const Manifest& manifest = mapper.manifest();
-  json doc;
-  doc["format"] = "semmap.sidecar";
-  doc["schema_version"] = kSidecarSchemaVersion;
-  doc["generator"] = {{"semmap", SEMMAP_VERSION_STRING}};
-  doc["model"] = {{"path", PathOrNull(options.model_path)},
-                  {"nodes", graph.size()},
-                  {"ir_version", graph.irVersion()},
-                  {"opset", graph.opset()},
-                  {"producer_name", graph.producerName()},
-                  {"producer_version", graph.producerVersion()}};
-  doc["manifest"] = mapper.hasManifest()
-                        ? json{{"path", PathOrNull(options.manifest_path)},
-                               {"model_class", manifest.modelClass()},
-                               {"qualified_class", manifest.modelQualifiedClass()},
-                               {"modules", manifest.size()}}
-                        : json();
-  const RootBinding& b = mapper.rootBinding();
-  doc["root_binding"] = {{"root", manifest.module(b.root).path}, {"wrapper", b.wrapper}};
-  json strategies = json::object();
-  const auto counts = mapper.strategyCounts();
-  for (std::size_t s = 0; s < kStrategyCount; ++s) {
-    strategies[std::string(StrategyName(static_cast<Strategy>(s)))] = counts[s];
+  std::string text;
+  JsonWriter w(&text, 0, options.indent);
+  w.BeginObject();
+  w.Key("format").String("semmap.sidecar");
+  w.Key("generator").BeginObject();
+  w.Key("semmap").String(SEMMAP_VERSION_STRING);
+  w.EndObject();
+  if (mapper.hasManifest()) {
+    w.Key("manifest").BeginObject();
+    w.Key("model_class").String(manifest.modelClass());
+    w.Key("modules").Integer(manifest.size());
+    w.Key("path").StringOrNull(options.manifest_path);
+    w.Key("qualified_class").String(manifest.modelQualifiedClass());
+    w.EndObject();
+  } else {
+    w.Key("manifest").Null();
   }
-  doc["summary"] = {{"mapped", mapper.mappedCount()},
-                    {"unmapped", graph.size() - mapper.mappedCount()},
-                    {"strategies", strategies}};
-  doc["nodes"] = NodesJson(mapper);
-  doc["tree"] = TreeJson(mapper, options.model_specific_tree);
-  // Node names come from the file: replace invalid UTF-8 rather than throw.
-  return doc.dump(options.indent, ' ', false, json::error_handler_t::replace) + "\n";
+  w.Key("model").BeginObject();
+  w.Key("ir_version").Integer(graph.irVersion());
+  w.Key("nodes").Integer(graph.size());
+  w.Key("opset").Integer(graph.opset());
+  w.Key("path").StringOrNull(options.model_path);
+  w.Key("producer_name").String(graph.producerName());
+  w.Key("producer_version").String(graph.producerVersion());
+  w.EndObject();
+  WriteNodes(w.Key("nodes"), mapper);
+  const RootBinding& b = mapper.rootBinding();
+  w.Key("root_binding").BeginObject();
+  w.Key("root").String(manifest.module(b.root).path);
+  w.Key("wrapper").Strings(b.wrapper);
+  w.EndObject();
+  w.Key("schema_version").Integer(kSidecarSchemaVersion);
+  w.Key("summary").BeginObject();
+  w.Key("mapped").Integer(mapper.mappedCount());
+  // Strategies by name, as an object keeps its keys.
+  const auto counts = mapper.strategyCounts();
+  std::vector<std::pair<absl::string_view, std::size_t>> strategies;
+  for (std::size_t s = 0; s < kStrategyCount; ++s) {
+    strategies.emplace_back(StrategyName(static_cast<Strategy>(s)), counts[s]);
+  }
+  std::sort(strategies.begin(), strategies.end());
+  w.Key("strategies").BeginObject();
+  for (const auto& [name, count] : strategies) w.Key(name).Integer(count);
+  w.EndObject();
+  w.Key("unmapped").Integer(graph.size() - mapper.mappedCount());
+  w.EndObject();
+  WriteTree(w.Key("tree"), mapper, options.model_specific_tree);
+  w.EndObject();
+  text += "\n";
+  return text;
 }
 
 std::string ModuleTreeJson(const SemanticMapper& mapper, bool model_specific, int indent) {
-  return TreeJson(mapper, model_specific).dump(indent, ' ', false, json::error_handler_t::replace) +
-         "\n";
+  std::string text;
+  JsonWriter w(&text, 0, indent);
+  WriteTree(w, mapper, model_specific);
+  text += "\n";
+  return text;
 }
 
 absl::Status WriteSidecar(const SemanticMapper& mapper, const std::string& output,

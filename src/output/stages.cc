@@ -17,6 +17,7 @@
 #include "graph/model_proto.h"
 #include "graph/wire_model_index.h"
 #include "io/atomic_write.h"
+#include "io/json_writer.h"
 #include "io/mapped_file.h"
 #include "onnx/onnx_pb.h"
 #include "semmap/query.h"
@@ -490,6 +491,34 @@ absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper, const std
   return internal::OutOfMemory(output, "splitting the model into stages");
 } catch (const std::length_error&) {
   return internal::OutOfMemory(output, "splitting the model into stages");
+}
+
+std::string StagesResultJson(const StagesResult& result, const std::string& model) {
+  std::string text;
+  internal::JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("allowed_cuts").Integer(result.allowed_cuts);
+  w.Key("balance").String(result.by_time ? "time_us" : "nodes");
+  w.Key("model").String(model);
+  w.Key("stages").BeginArray();
+  for (const StageInfo& s : result.stages) {
+    w.BeginObject();
+    w.Key("bytes").Integer(s.bytes);
+    w.Key("copied_constants").Integer(s.copied_constants);
+    w.Key("first_unit").String(s.first_unit);
+    w.Key("initializers").Integer(s.initializers);
+    w.Key("inputs").Strings(s.inputs);
+    w.Key("last_unit").String(s.last_unit);
+    w.Key("nodes").Integer(s.nodes);
+    w.Key("outputs").Strings(s.outputs);
+    w.Key("path").String(s.path);
+    w.Key("untyped").Integer(s.untyped);
+    w.Key("weight").Integer(s.weight);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return text;
 }
 
 }  // namespace semmap

@@ -10,9 +10,12 @@
 
 namespace {
 
-using semmap::internal::AppendIndentedJson;
 using semmap::internal::AppendJsonString;
-using semmap::internal::DumpJson;
+
+// nlohmann's dump, bytes that are not UTF-8 replaced: what the writer matches.
+std::string DumpJson(const nlohmann::json& value, int indent = 2) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 TEST_CASE("Streamed strings are written as nlohmann writes them", "[json_writer]") {
   std::vector<std::string> texts = {"", "encoder.layer.0", "a\"b", "back\\slash", "tab\there",
@@ -33,45 +36,12 @@ TEST_CASE("Bytes that are not UTF-8 become U+FFFD instead of throwing", "[json_w
   CHECK(DumpJson(nlohmann::json{{"model", bad}}) == "{\n  \"model\": \"bad\xef\xbf\xbdname\"\n}");
 }
 
-TEST_CASE("A nested value is indented as in its container's dump", "[json_writer]") {
-  const nlohmann::json inner = {{"b", {1, 2}}, {"a", nlohmann::json::object()},
-                                {"c", nlohmann::json::array()}, {"d", 0.9}, {"e", nullptr}};
-  const nlohmann::json outer = {{"k", inner}};
-  std::string out = "{\n  \"k\": ";
-  AppendIndentedJson(inner, 2, &out);
-  out += "\n}";
-  CHECK(out == outer.dump(2));
-}
-
-}  // namespace
-
-namespace {
-
-TEST_CASE("An object whose list is written item by item reads as its dump", "[json_writer]") {
-  const nlohmann::json head = {{"model", "m.onnx"}, {"count", 3}, {"query", {{"kind", "x"}}}};
-  const std::vector<nlohmann::json> items = {
-      {{"node", "/a"}, {"confidence", 0.9}}, nlohmann::json::object(), {{"list", {1, 2}}}};
-  // The list's key before, between and after the head's keys, and empty.
-  for (const std::string key : {"a_first", "modules", "nodes", "z_last"}) {
-    for (std::size_t count : {std::size_t{0}, items.size()}) {
-      std::ostringstream out;
-      semmap::internal::WriteJsonWithList(out, head, key, count, [&](std::size_t i, std::string* text) {
-        AppendIndentedJson(items[i], 4, text);
-      });
-      nlohmann::json whole = head;
-      whole[key] = nlohmann::json::array();
-      for (std::size_t i = 0; i < count; ++i) whole[key].push_back(items[i]);
-      CHECK(out.str() == DumpJson(whole) + "\n");
-    }
-  }
-}
-
 }  // namespace
 
 namespace {
 
 using semmap::internal::AppendJsonNumber;
-using semmap::internal::JsonObjectText;
+using semmap::internal::JsonWriter;
 
 TEST_CASE("Numbers are written as nlohmann writes them", "[json_writer]") {
   // Repeats and alternations too: the writer keeps the last value's text.
@@ -84,30 +54,73 @@ TEST_CASE("Numbers are written as nlohmann writes them", "[json_writer]") {
   }
 }
 
-TEST_CASE("An object written member by member reads as its dump at any depth",
+// `value` as its dump(indent) writes it nested `depth` levels deep in a
+// container: every line after the first indented indent * depth more.
+std::string Nested(const nlohmann::json& value, int depth, int indent) {
+  std::string out;
+  for (char c : DumpJson(value, indent)) {
+    out.push_back(c);
+    if (c == '\n') out.append(static_cast<std::size_t>(indent * depth), ' ');
+  }
+  return out;
+}
+
+TEST_CASE("A document written value by value reads as its dump at any depth",
           "[json_writer]") {
   const std::string bad = "bad\xffname";
+  const nlohmann::json value = {
+      {"a", "x\"y"},
+      {"b", 0.95},
+      {"c", nullptr},
+      {"d", bad},
+      {"e", ""},
+      {"f", 18446744073709551615ULL},
+      {"g", 0u},
+      {"h", -12},
+      {"i", true},
+      {"j", {"one", "two"}},
+      {"k", nlohmann::json::array()},
+      {"l", nlohmann::json::object()},
+      {"m", {{{"n", 1}, {"o", {1.5, false}}}, nlohmann::json::object()}}};
   for (int depth = 0; depth < 3; ++depth) {
-    // Keys in sorted order, as nlohmann keeps them.
-    std::string text;
-    JsonObjectText j(2 * depth, &text);
-    j.String("a", "x\"y");
-    j.Number("b", 0.95);
-    j.Null("c");
-    j.String("d", bad);
-    j.String("e", "");
-    j.Unsigned("f", 18446744073709551615ULL);
-    j.Unsigned("g", 0);
-    j.Close();
-    const nlohmann::json value = {{"a", "x\"y"}, {"b", 0.95}, {"c", nullptr}, {"d", bad},
-                                  {"e", ""},      {"f", 18446744073709551615ULL}, {"g", 0u}};
-    std::string expected;
-    AppendIndentedJson(value, 2 * depth, &expected);
-    CHECK(text == expected);
+    CAPTURE(depth);
+    for (int indent : {2, 1, 0, JsonWriter::kCompact}) {
+      CAPTURE(indent);
+      std::string text;
+      JsonWriter w(&text, depth, indent);
+      w.BeginObject();  // keys in sorted order, as nlohmann keeps them
+      w.Key("a").String("x\"y");
+      w.Key("b").Number(0.95);
+      w.Key("c").Null();
+      w.Key("d").String(bad);
+      w.Key("e").String("");
+      w.Key("f").Integer(18446744073709551615ULL);
+      w.Key("g").Unsigned(0);
+      w.Key("h").Integer(-12);
+      w.Key("i").Bool(true);
+      w.Key("j").Strings(std::vector<std::string>{"one", "two"});
+      w.Key("k").Strings(std::vector<absl::string_view>{});
+      w.Key("l").BeginObject();
+      w.EndObject();
+      w.Key("m").BeginArray();
+      w.BeginObject();
+      w.Key("n").Integer(1);
+      w.Key("o").BeginArray();
+      w.Number(1.5);
+      w.Bool(false);
+      w.EndArray();
+      w.EndObject();
+      w.BeginObject();
+      w.EndObject();
+      w.EndArray();
+      w.EndObject();
+      CHECK(text == (indent < 0 ? DumpJson(value, -1) : Nested(value, depth, indent)));
+    }
     std::string empty;
-    JsonObjectText none(2 * depth, &empty);
-    none.Close();
-    CHECK(empty == "{}");
+    JsonWriter none(&empty, depth);
+    none.BeginArray();
+    none.EndArray();
+    CHECK(empty == "[]");
   }
 }
 

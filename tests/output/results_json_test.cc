@@ -9,6 +9,7 @@
 #include "mapped_fixture.h"
 #include "nlohmann/json.hpp"
 #include "semmap/results_json.h"
+#include "semmap/semmap.h"
 
 namespace {
 
@@ -134,19 +135,34 @@ TEST_CASE("Node and module lists stream as their dump", "[results_json][fixture]
   const semmap::SemanticMapper& mapper = *f->mapper;
   const std::vector<semmap::NodeId> nodes = {3, 0, 7};
   std::ostringstream out;
-  semmap::WriteNodeListJson(out, mapper, "m.onnx", R"({"kind": "module", "module": "bert"})",
-                            nodes);
+  semmap::NodeQuery query;
+  query.kind = semmap::NodeQuery::Kind::kModule;
+  query.text = "bert";
+  semmap::WriteNodeListJson(out, mapper, "m.onnx", query, nodes);
   CheckLayout(out.str(), "\n");
   const json j = json::parse(out.str());
   CHECK(j.at("count") == 3);
-  CHECK(j.at("query").at("kind") == "module");
+  CHECK(j.at("query") == json{{"kind", "module"}, {"module", "bert"}, {"subtree", false}});
   REQUIRE(j.at("nodes").size() == 3);
   CHECK(j.at("nodes")[1] == json::parse(semmap::MappingJson(mapper, 0)));
 
-  std::ostringstream odd;  // a query that is not JSON is kept as a string
-  semmap::WriteNodeListJson(odd, mapper, "m.onnx", "not json", {});
-  CHECK(json::parse(odd.str()).at("query") == "not json");
-  CHECK(json::parse(odd.str()).at("nodes").empty());
+  std::ostringstream layer;  // each selector describes itself
+  semmap::NodeQuery by_layer;
+  by_layer.kind = semmap::NodeQuery::Kind::kLayer;
+  by_layer.layer = -2;
+  by_layer.has_container = true;
+  by_layer.container = "bert.encoder.layer";
+  semmap::WriteNodeListJson(layer, mapper, "m.onnx", by_layer, {});
+  CheckLayout(layer.str(), "\n");
+  CHECK(json::parse(layer.str()).at("query") ==
+        json{{"container", "bert.encoder.layer"}, {"kind", "layer"}, {"layer", -2}});
+  CHECK(json::parse(layer.str()).at("nodes").empty());
+  std::ostringstream below;
+  semmap::NodeQuery by_confidence;
+  by_confidence.kind = semmap::NodeQuery::Kind::kBelow;
+  by_confidence.confidence = 1.0;
+  semmap::WriteNodeListJson(below, mapper, "m.onnx", by_confidence, {});
+  CHECK(below.str().find("\"confidence\": 1.0,") != std::string::npos);
 
   std::ostringstream modules;
   const std::vector<semmap::ModuleId> ids = {mapper.manifest().root()};
@@ -156,4 +172,100 @@ TEST_CASE("Node and module lists stream as their dump", "[results_json][fixture]
   CHECK(k.at("query").at("kind") == "empty_modules");
   CHECK(k.at("modules")[0].at("path") == "");
   CHECK(k.at("modules")[0].at("class") == mapper.manifest().modelClass());
+}
+
+TEST_CASE("Containers, a profile and a truth score are written as their dump",
+          "[results_json][fixture]") {
+  const auto f = semmap_test::LoadMapped("bert-seqcls.torchscript");
+  const semmap::SemanticMapper& mapper = *f->mapper;
+
+  const semmap::SemanticQuery query(mapper);
+  std::ostringstream containers;
+  semmap::WriteContainerListJson(containers, mapper, "m.onnx", query.repeatedContainers());
+  CheckLayout(containers.str(), "\n");
+  const json c = json::parse(containers.str());
+  REQUIRE(c.at("containers").size() == query.repeatedContainers().size());
+  REQUIRE_FALSE(c.at("containers").empty());
+  CHECK(c.at("containers")[0].at("items") == query.repeatedContainers()[0].items.size());
+
+  // Every node once, one of another op type, one the graph lacks.
+  json events = json::array({{{"cat", "Session"}, {"name", "model_run"}, {"dur", 900}}});
+  for (std::size_t i = 0; i < mapper.graph().size(); ++i) {
+    const semmap::Node& n = mapper.graph().node(static_cast<semmap::NodeId>(i));
+    events.push_back({{"cat", "Node"},
+                      {"name", std::string(n.name) + "_kernel_time"},
+                      {"dur", static_cast<int>(i % 7) + 1},
+                      {"args", {{"op_name", i == 1 ? "Other" : std::string(n.op_type)},
+                                {"provider", "CPUExecutionProvider"}}}});
+  }
+  events.push_back({{"cat", "Node"}, {"name", "missing_kernel_time"}, {"dur", 3}});
+  const auto profile = semmap::Profile::Parse(events.dump(), "p.json");
+  REQUIRE(profile.ok());
+  const auto attribution = semmap::AttributeProfile(mapper, *profile);
+  REQUIRE(attribution.ok());
+  semmap::ProfileSources sources;
+  sources.model = "m.onnx";
+  sources.manifest = "manifest.json";
+  sources.profile = "p.json";
+  std::ostringstream attributed;
+  semmap::WriteProfileJson(attributed, mapper, *profile, *attribution, sources);
+  CheckLayout(attributed.str(), "\n");
+  const json p = json::parse(attributed.str());
+  CHECK(p.at("manifest") == "manifest.json");
+  CHECK(p.at("reference").is_null());
+  CHECK(p.at("attributed_us") == attribution->attributed_us);
+  CHECK(p.at("unattributed").size() == attribution->unattributed.size());
+  CHECK(p.at("providers") == json::array({"CPUExecutionProvider"}));
+  sources.manifest = "";  // named, though empty: not null
+  std::ostringstream empty_name;
+  semmap::WriteProfileJson(empty_name, mapper, *profile, *attribution, sources);
+  CHECK(json::parse(empty_name.str()).at("manifest") == "");
+
+  const auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(f->dir, "truth.json"));
+  REQUIRE(truth.ok());
+  const semmap::TruthScore score = semmap::ScoreAgainstTruth(mapper, *truth, 2);
+  CHECK(score.known == truth->size());
+  const std::string line = semmap::TruthScoreJson(score, "m.onnx");
+  CHECK(line == json::parse(line).dump());  // one line, keys sorted
+  CHECK(json::parse(line).at("correct") == score.correct);
+}
+
+TEST_CASE("What a writing command did is written as its dump", "[results_json]") {
+  semmap::ExtractResult extract;
+  extract.module = "bert.pooler";
+  extract.inputs = {"a", "b"};
+  extract.initializers = {"w"};
+  CheckLayout(semmap::ExtractResultJson(extract, "m.onnx", "out.onnx"));
+  CHECK(json::parse(semmap::ExtractResultJson(extract, "m", "o")).at("initializers") == 1);
+
+  semmap::StagesResult stages;
+  stages.stages.resize(2);
+  stages.stages[0].inputs = {"x"};
+  stages.stages[1].weight = -1;
+  CheckLayout(semmap::StagesResultJson(stages, "m.onnx"));
+  CheckLayout(semmap::StagesResultJson(semmap::StagesResult(), "m.onnx"));
+
+  semmap::GraphmlOptions graphml_options;
+  CheckLayout(semmap::GraphmlResultJson(semmap::GraphmlResult(), graphml_options, "m", "o"));
+  CHECK(json::parse(semmap::GraphmlResultJson({}, graphml_options, "m", "o")).at("depth") == -1);
+
+  semmap::NodeDataOptions node_data_options;
+  node_data_options.value = semmap::NodeDataValue::kTime;
+  const std::string node_data =
+      semmap::NodeDataResultJson(semmap::NodeDataResult(), node_data_options, "m", "o");
+  CheckLayout(node_data);
+  CHECK(json::parse(node_data).at("value") == "time");
+
+  semmap::AnnotateOptions annotate_options;
+  CheckLayout(semmap::AnnotateResultJson({}, annotate_options, "m", "o"));
+  CHECK_FALSE(json::parse(semmap::AnnotateResultJson({}, annotate_options, "m", "o"))
+                  .contains("renamed"));
+  annotate_options.scoped_names = true;
+  CheckLayout(semmap::AnnotateResultJson({}, annotate_options, "m", "o"));
+  CHECK(json::parse(semmap::AnnotateResultJson({}, annotate_options, "m", "o"))
+            .contains("scoped_names_kept"));
+
+  semmap::EmbedResult embed;
+  embed.fingerprint = "0123456789abcdef";
+  CheckLayout(semmap::EmbedResultJson(embed, "m", "o"));
 }

@@ -309,8 +309,4 @@ int Fail(const char* tool, const absl::Status& status, int code) {
   return code;
 }
 
-std::string DumpJson(const nlohmann::json& value, int indent) {
-  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 }  // namespace semmap_cli

@@ -14,7 +14,6 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "nlohmann/json.hpp"
 
 namespace semmap_cli {
 
@@ -139,12 +138,6 @@ std::string Shortened(absl::string_view message);
 // Prints "<tool>: <message>" on one line to stderr, shortened, control
 // characters escaped, and returns `code`.
 int Fail(const char* tool, const absl::Status& status, int code = kExitBadInput);
-
-// A small JSON document the tool prints: `value.dump(indent)`, with bytes
-// that are not UTF-8 (a file name in another encoding) written as U+FFFD
-// instead of an exception. The results' documents come from the library
-// (semmap/results_json.h).
-std::string DumpJson(const nlohmann::json& value, int indent = 2);
 
 }  // namespace semmap_cli
 

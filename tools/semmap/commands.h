@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli_util.h"
-#include "map_report.h"
+#include "loaded_model.h"
 #include "profiled_model.h"
 
 namespace semmap_cli {

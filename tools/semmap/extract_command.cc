@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "nlohmann/json.hpp"
 #include "output_target.h"
 #include "progress.h"
 #include "semmap/extract.h"
@@ -26,18 +25,7 @@ void PrintExtracted(const semmap::ExtractResult& r, const std::string& input,
               << "; run onnx shape inference on it first for a runnable model\n";
   }
   if (json) {
-    nlohmann::json j = {{"model", input},
-                        {"module", r.module},
-                        {"output", output},
-                        {"nodes", r.nodes},
-                        {"copied_constants", r.copied_constants},
-                        {"inputs", r.inputs},
-                        {"outputs", r.outputs},
-                        {"initializers", r.initializers.size()},
-                        {"untyped", r.untyped},
-                        {"external_tensors", r.external_tensors},
-                        {"bytes", r.bytes_written}};
-    SummaryStream(output) << DumpJson(j) << "\n";
+    SummaryStream(output) << semmap::ExtractResultJson(r, input, output) << "\n";
   } else {
     SummaryStream(output) << output << ": " << (r.module.empty() ? "<root>" : r.module) << ", "
                           << r.nodes << " nodes (" << r.copied_constants

@@ -6,7 +6,6 @@
 #include "absl/strings/numbers.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "nlohmann/json.hpp"
 #include "output_target.h"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -73,16 +72,8 @@ int RunGraphmlCommand(int argc, char** argv) {
   }
   if (!result.ok()) return Fail(kTool, result.status());
   if (args->has("--json")) {
-    nlohmann::json j = {{"model", input},
-                        {"output", *output},
-                        {"depth", options.max_depth},
-                        {"module_groups", result->module_groups},
-                        {"collapsed_modules", result->collapsed_modules},
-                        {"op_nodes", result->op_nodes},
-                        {"io_nodes", result->io_nodes},
-                        {"edges", result->edges},
-                        {"bytes", result->bytes}};
-    SummaryStream(*output) << DumpJson(j) << "\n";
+    SummaryStream(*output) << semmap::GraphmlResultJson(*result, options, input, *output)
+                           << "\n";
   } else {
     SummaryStream(*output) << *output << ": " << result->module_groups << " modules as nested graphs, "
               << result->collapsed_modules << " folded, " << result->op_nodes << " ops, "

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "commands.h"
+#include "map_command.h"
 #include "standard_output.h"
 #include "semmap/version.h"
 

@@ -5,7 +5,6 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "nlohmann/json.hpp"
 #include "output_target.h"
 #include "semmap/node_data.h"
 #include "semmap/semmap.h"
@@ -98,12 +97,8 @@ int RunNodeDataCommand(int argc, char** argv) {
                                                    options);
   if (!result.ok()) return Fail(kTool, result.status());
   if (args->has("--json")) {
-    nlohmann::json j = {{"model", input},
-                        {"output", *output},
-                        {"value", time ? "time" : "confidence"},
-                        {"graph_id", result->graph_id},
-                        {"results", result->results}};
-    SummaryStream(*output) << DumpJson(j) << "\n";
+    SummaryStream(*output) << semmap::NodeDataResultJson(*result, options, input, *output)
+                           << "\n";
   } else {
     SummaryStream(*output) << *output << ": Model Explorer node data, " << (time ? "kernel time" : "confidence")
               << " of " << result->results << " nodes of graph \""

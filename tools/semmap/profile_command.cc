@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "nlohmann/json.hpp"
 #include "progress.h"
 #include "semmap/semmap.h"
 
@@ -104,69 +103,6 @@ void PrintLayers(const semmap::Manifest& manifest, const semmap::ProfileAttribut
   }
 }
 
-nlohmann::json GroupsJson(const std::vector<semmap::GroupTime>& groups) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const semmap::GroupTime& g : groups) {
-    out.push_back({{"name", g.name}, {"us", g.us}, {"calls", g.calls}, {"nodes", g.nodes}});
-  }
-  return out;
-}
-
-nlohmann::json AttributionJson(const LoadedModel& model, const std::string& profile_path,
-                               const semmap::Profile& profile,
-                               const semmap::ProfileAttribution& a) {
-  const semmap::Manifest& manifest = model.mapper->manifest();
-  nlohmann::json modules = nlohmann::json::array();
-  for (const semmap::ModuleTime& m : a.modules) {
-    if (m.subtree_us == 0 && m.subtree_calls == 0) continue;
-    const semmap::ModuleInfo& info = manifest.module(m.module);
-    modules.push_back({{"module", info.path},
-                       {"class", info.class_name},
-                       {"own_us", m.own_us},
-                       {"subtree_us", m.subtree_us},
-                       {"own_calls", m.own_calls},
-                       {"subtree_calls", m.subtree_calls},
-                       {"own_nodes", m.own_nodes},
-                       {"subtree_nodes", m.subtree_nodes}});
-  }
-  nlohmann::json layers = nlohmann::json::array();
-  for (const semmap::LayerTime& l : a.layers) {
-    layers.push_back({{"container", manifest.module(l.container).path},
-                      {"index", l.index},
-                      {"module", manifest.module(l.item).path},
-                      {"us", l.us},
-                      {"calls", l.calls},
-                      {"nodes", l.nodes}});
-  }
-  nlohmann::json unattributed = nlohmann::json::array();
-  for (const semmap::UnattributedTime& u : a.unattributed) {
-    unattributed.push_back({{"reason", std::string(semmap::UnattributedReasonName(u.reason))},
-                            {"nodes", u.nodes},
-                            {"us", u.us},
-                            {"calls", u.calls},
-                            {"examples", u.examples}});
-  }
-  return {{"model", model.model_path},
-          {"manifest", model.manifest_path ? nlohmann::json(*model.manifest_path) : nullptr},
-          {"reference", model.reference_path ? nlohmann::json(*model.reference_path) : nullptr},
-          {"profile", profile_path},
-          {"runs", profile.runs()},
-          {"run_us", profile.run_us()},
-          {"providers", profile.providers()},
-          {"kernel_events", profile.kernel_events()},
-          {"kernel_us", a.kernel_us},
-          {"attributed_us", a.attributed_us},
-          {"profiled_nodes", a.profiled_nodes},
-          {"attributed_nodes", a.attributed_nodes},
-          {"split_fused", {{"nodes", a.split_nodes}, {"us", a.split_us}}},
-          {"unattributed", unattributed},
-          {"modules", modules},
-          {"layers", layers},
-          {"classes", GroupsJson(a.classes)},
-          {"categories", GroupsJson(a.categories)},
-          {"op_types", GroupsJson(a.op_types)}};
-}
-
 const char* ReasonText(semmap::UnattributedReason reason) {
   switch (reason) {
     case semmap::UnattributedReason::kNotInGraph:
@@ -198,7 +134,7 @@ void PrintProfileText(const LoadedModel& model, const std::string& profile_path,
     std::cout << ", " << Ms(profile.run_us() / profile.runs()) << " ms per run";
   }
   for (const std::string& p : profile.providers()) std::cout << ", " << p;
-  std::cout << ")\nmodel:    " << model.model_path << " (" << model.graph->size() << " nodes)";
+  std::cout << ")\nmodel:    " << model.model_path << " (" << model.graph().size() << " nodes)";
   if (model.reference_path) std::cout << ", reference " << *model.reference_path;
   std::cout << "\nattributed: " << Ms(a.attributed_us) << " of " << Ms(a.kernel_us) << " ms ("
             << Share(a.attributed_us, a.kernel_us) << "), " << a.attributed_nodes << " of "
@@ -307,7 +243,9 @@ int RunProfileCommand(int argc, char** argv) {
               << Share(u.us, a.kernel_us) << " of kernel time) " << ReasonText(u.reason) << "\n";
   }
   if (args->has("--json")) {
-    std::cout << DumpJson(AttributionJson(*model, *profile_path, *profile, a)) << "\n";
+    const semmap::ProfileSources sources = {model->model_path, model->manifest_path,
+                                            model->reference_path, *profile_path};
+    semmap::WriteProfileJson(std::cout, *model->mapper, *profile, a, sources);
     return kExitOk;
   }
   PrintProfileText(*model, *profile_path, *profile, a, static_cast<std::size_t>(top));

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "map_report.h"
+#include "loaded_model.h"
 #include "semmap/semmap.h"
 
 namespace semmap_cli {

@@ -6,21 +6,19 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "commands.h"
-#include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 
 namespace semmap_cli {
 namespace {
 
 constexpr char kTool[] = "semmap query";
-int PrintNodes(const LoadedModel& model, const nlohmann::json& query,
+int PrintNodes(const LoadedModel& model, const semmap::NodeQuery& query,
                const std::vector<semmap::NodeId>& nodes, bool json, bool count) {
-  const semmap::Graph& graph = *model.graph;
+  const semmap::Graph& graph = model.graph();
   if (count) {
     std::cout << nodes.size() << "\n";
   } else if (json) {
-    semmap::WriteNodeListJson(std::cout, *model.mapper, model.model_path,
-                              DumpJson(query, -1), nodes);
+    semmap::WriteNodeListJson(std::cout, *model.mapper, model.model_path, query, nodes);
   } else {
     for (semmap::NodeId n : nodes) {
       const semmap::Mapping& m = model.mapper->moduleFor(n);
@@ -58,23 +56,14 @@ int PrintContainers(const LoadedModel& model, const semmap::SemanticQuery& query
     std::cout << containers.size() << "\n";
     return kExitOk;
   }
-  nlohmann::json out = nlohmann::json::array();
+  if (json) {
+    semmap::WriteContainerListJson(std::cout, *model.mapper, model.model_path, containers);
+    return kExitOk;
+  }
   for (const semmap::RepeatedContainer& c : containers) {
     const std::string role = c.layer ? "layers" : !c.outermost ? "nested" : "leaf items";
-    if (!json) {
-      std::cout << EscapeControls(manifest.module(c.module).path) << "\t" << c.items.size()
-                << " x " << EscapeControls(c.item_class) << "\t" << role << "\n";
-      continue;
-    }
-    out.push_back({{"path", manifest.module(c.module).path},
-                   {"items", c.items.size()},
-                   {"item_class", c.item_class},
-                   {"item_qualified_class", c.item_qualified_class},
-                   {"outermost", c.outermost},
-                   {"layer", c.layer}});
-  }
-  if (json) {
-    std::cout << DumpJson({{"model", model.model_path}, {"containers", out}}) << "\n";
+    std::cout << EscapeControls(manifest.module(c.module).path) << "\t" << c.items.size() << " x "
+              << EscapeControls(c.item_class) << "\t" << role << "\n";
   }
   return kExitOk;
 }
@@ -125,39 +114,49 @@ void AddQueryOptions(CommandLine& command_line) {
 // errors) and its description in the JSON output.
 struct Selection {
   absl::StatusOr<std::vector<semmap::NodeId>> nodes;
-  nlohmann::json description;
+  semmap::NodeQuery description;
   std::string flag;
 };
 
 Selection SelectNodes(const semmap::SemanticQuery& query, const Args& args, std::int64_t layer,
                       double below) {
+  using Kind = semmap::NodeQuery::Kind;
   Selection out;
+  semmap::NodeQuery& d = out.description;
   if (const std::string* p = args.option("--module")) {
     out.flag = "--module";
     out.nodes = query.nodesOfModule(*p, args.has("--subtree"));
-    out.description = {{"kind", "module"}, {"module", *p}, {"subtree", args.has("--subtree")}};
+    d.kind = Kind::kModule;
+    d.text = *p;
+    d.subtree = args.has("--subtree");
   } else if (args.option("--layer")) {
     const std::string* container = args.option("--container");
     out.flag = "--layer";
     out.nodes = container ? query.nodesOfLayer(*container, layer) : query.nodesOfLayer(layer);
-    out.description = {{"kind", "layer"}, {"layer", layer}};
-    if (container) out.description["container"] = *container;
+    d.kind = Kind::kLayer;
+    d.layer = layer;
+    d.has_container = container != nullptr;
+    if (container) d.container = *container;
   } else if (const std::string* c = args.option("--class")) {
     out.flag = "--class";
     out.nodes = query.nodesOfClass(*c);
-    out.description = {{"kind", "class"}, {"class", *c}};
+    d.kind = Kind::kClass;
+    d.text = *c;
   } else if (const std::string* cat = args.option("--category")) {
     out.flag = "--category";
     out.nodes = query.nodesOfCategory(*cat);
-    out.description = {{"kind", "category"}, {"category", *cat}};
+    d.kind = Kind::kCategory;
+    d.text = *cat;
   } else if (const std::string* re = args.option("--pattern")) {
     out.flag = "--pattern";
     out.nodes = query.nodesMatching(*re);
-    out.description = {{"kind", "pattern"}, {"pattern", *re}};
+    d.kind = Kind::kPattern;
+    d.text = *re;
   } else {
     out.flag = "--below";
     out.nodes = query.nodesBelowConfidence(below);
-    out.description = {{"kind", "below"}, {"confidence", below}};
+    d.kind = Kind::kBelow;
+    d.confidence = below;
   }
   return out;
 }

@@ -65,7 +65,7 @@ int RunReportCommand(int argc, char** argv) {
   if (!written.ok()) return Fail(kTool, written);
   std::ostream& summary = SummaryStream(*output);
   summary << *output << ": report of " << model->mapper->manifest().size() << " modules, "
-            << model->graph->size() << " nodes (" << model->mapper->mappedCount()
+            << model->graph().size() << " nodes (" << model->mapper->mappedCount()
             << " mapped)";
   if (attribution) {
     summary << ", kernel time of " << attribution->attributed_nodes << " of "

@@ -6,87 +6,19 @@
 // TRUTH.json is {"nodes": {"<node id>": "<module path>", ...},
 // "unknown": [...]} as written by the fixture corpus tools.
 // Exit codes: 0 success, 2 bad usage or input.
-#include <algorithm>
-#include <array>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <string>
-#include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "cli_util.h"
-#include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 #include "standard_output.h"
 
 namespace {
 
 constexpr char kTool[] = "semmap-eval";
-struct Bucket {
-  double lo, hi;
-  std::size_t count = 0, correct = 0;
-};
-
-// Every node's answer against the truth.
-struct Tally {
-  std::size_t nodes = 0, known = 0, correct = 0, covered = 0;
-  std::array<std::size_t, semmap::kStrategyCount> by_strategy{}, by_strategy_correct{};
-  std::vector<Bucket> buckets = {{0.9, 1.0}, {0.7, 0.9}, {0.5, 0.7}, {0.0, 0.5}};
-  std::vector<std::string> errors;  // the first `max_errors` wrong answers
-  // Fused nodes: those the truth gives origins, those listed with the same
-  // set, and nodes given origins the truth does not list.
-  std::size_t fused = 0, origins_exact = 0, origins_listed = 0, origins_spurious = 0;
-
-  double accuracy() const { return known ? static_cast<double>(correct) / known : 0.0; }
-  double coverage() const { return nodes ? static_cast<double>(covered) / nodes : 0.0; }
-};
-
-Tally Evaluate(const semmap::SemanticMapper& mapper, const semmap::GroundTruth& truth,
-               int max_errors) {
-  const semmap::Graph& graph = mapper.graph();
-  Tally t;
-  t.nodes = graph.size();
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph.size()); ++i) {
-    const semmap::Mapping m = mapper.moduleFor(i);
-    if (m.confidence > 0) ++t.covered;
-    const std::string* expected = truth.find(graph.node(i).id);
-    if (expected == nullptr) continue;
-    std::vector<std::string> listed;
-    for (absl::string_view o : mapper.originPathsOf(i)) listed.emplace_back(o);
-    std::sort(listed.begin(), listed.end());
-    t.origins_listed += !listed.empty();
-    if (const std::vector<std::string>* parts = truth.originsOf(graph.node(i).id)) {
-      ++t.fused;
-      t.origins_exact += listed == *parts;
-    } else {
-      t.origins_spurious += !listed.empty();
-    }
-    ++t.known;
-    const bool ok = m.mapped() && m.module_path == *expected;
-    t.correct += ok;
-    const auto s = static_cast<std::size_t>(m.strategy);
-    ++t.by_strategy[s];
-    t.by_strategy_correct[s] += ok;
-    for (Bucket& b : t.buckets) {
-      if (m.confidence >= b.lo && (m.confidence < b.hi || (b.hi == 1.0 && m.confidence <= 1.0))) {
-        ++b.count;
-        b.correct += ok;
-        break;
-      }
-    }
-    if (!ok && static_cast<int>(t.errors.size()) < max_errors) {
-      t.errors.push_back(absl::StrCat(graph.node(i).id, " [", graph.node(i).op_type,
-                                      "]: expected \"", *expected, "\", got \"",
-                                      m.mapped() ? std::string(m.module_path) : "(unmapped)",
-                                      "\" (", semmap::StrategyName(m.strategy), " ",
-                                      m.confidence, ": ", m.evidence, ")"));
-    }
-  }
-  return t;
-}
 
 // One line per node the truth knows: strategy, confidence, right (1) or not.
 void PrintAnswers(const semmap::SemanticMapper& mapper, const semmap::GroundTruth& truth) {
@@ -100,36 +32,7 @@ void PrintAnswers(const semmap::SemanticMapper& mapper, const semmap::GroundTrut
   }
 }
 
-void PrintJson(const Tally& t, const std::string& model) {
-  nlohmann::json j;
-  j["model"] = model;
-  j["nodes"] = t.nodes;
-  j["known"] = t.known;
-  j["correct"] = t.correct;
-  j["accuracy"] = t.accuracy();
-  j["coverage"] = t.coverage();
-  nlohmann::json strategies = nlohmann::json::object();
-  for (std::size_t s = 0; s < semmap::kStrategyCount; ++s) {
-    if (t.by_strategy[s] == 0) continue;
-    strategies[std::string(semmap::StrategyName(static_cast<semmap::Strategy>(s)))] = {
-        {"count", t.by_strategy[s]},
-        {"correct", t.by_strategy_correct[s]},
-        {"accuracy", static_cast<double>(t.by_strategy_correct[s]) / t.by_strategy[s]}};
-  }
-  j["strategies"] = strategies;
-  nlohmann::json cal = nlohmann::json::array();
-  for (const Bucket& b : t.buckets) {
-    cal.push_back({{"lo", b.lo}, {"hi", b.hi}, {"count", b.count}, {"correct", b.correct}});
-  }
-  j["calibration"] = cal;
-  j["origins"] = {{"fused", t.fused},
-                  {"exact", t.origins_exact},
-                  {"listed", t.origins_listed},
-                  {"spurious", t.origins_spurious}};
-  std::cout << semmap_cli::DumpJson(j, -1) << "\n";
-}
-
-void PrintText(const Tally& t) {
+void PrintText(const semmap::TruthScore& t) {
   std::cout << std::fixed << std::setprecision(2);
   std::cout << "nodes:     " << t.nodes << "\n"
             << "known:     " << t.known << "\n"
@@ -146,7 +49,7 @@ void PrintText(const Tally& t) {
               << "%\n";
   }
   std::cout << "calibration (confidence bucket: correct / answers):\n";
-  for (const Bucket& b : t.buckets) {
+  for (const semmap::ConfidenceBucket& b : t.buckets) {
     std::cout << "  [" << b.lo << ", " << b.hi << (b.hi == 1.0 ? "]" : ")") << "  "
               << b.correct << " / " << b.count;
     if (b.count) std::cout << "  " << 100.0 * b.correct / b.count << "%";
@@ -212,11 +115,12 @@ int RunEval(int argc, char** argv) {
     PrintAnswers(*mapper, *truth);
     return semmap_cli::kExitOk;
   }
-  const Tally tally = Evaluate(*mapper, *truth, max_errors);
+  const semmap::TruthScore score =
+      semmap::ScoreAgainstTruth(*mapper, *truth, static_cast<std::size_t>(max_errors));
   if (args->has("--json")) {
-    PrintJson(tally, args->positional[0]);
+    std::cout << semmap::TruthScoreJson(score, args->positional[0]) << "\n";
   } else {
-    PrintText(tally);
+    PrintText(score);
   }
   return semmap_cli::kExitOk;
 }

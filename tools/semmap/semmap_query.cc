@@ -5,7 +5,7 @@
 //
 // The same command as `semmap map`; both run semmap_cli::RunMap.
 // Exit codes: 0 success, 1 the --node does not exist, 2 bad usage or input.
-#include "map_report.h"
+#include "map_command.h"
 #include "standard_output.h"
 
 int main(int argc, char** argv) {

@@ -10,7 +10,6 @@
 #include "absl/strings/str_split.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "nlohmann/json.hpp"
 #include "output_target.h"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -64,25 +63,7 @@ int RunExtractStages(const CommandLine& command_line, const Args& args) {
               << input << "; run onnx shape inference on it first for runnable stages\n";
   }
   if (args.has("--json")) {
-    nlohmann::json stages_json = nlohmann::json::array();
-    for (const semmap::StageInfo& s : result->stages) {
-      stages_json.push_back({{"path", s.path},
-                             {"first_unit", s.first_unit},
-                             {"last_unit", s.last_unit},
-                             {"nodes", s.nodes},
-                             {"copied_constants", s.copied_constants},
-                             {"weight", s.weight},
-                             {"inputs", s.inputs},
-                             {"outputs", s.outputs},
-                             {"initializers", s.initializers},
-                             {"untyped", s.untyped},
-                             {"bytes", s.bytes}});
-    }
-    nlohmann::json j = {{"model", input},
-                        {"balance", result->by_time ? "time_us" : "nodes"},
-                        {"allowed_cuts", result->allowed_cuts},
-                        {"stages", stages_json}};
-    std::cout << DumpJson(j) << "\n";
+    std::cout << semmap::StagesResultJson(*result, input) << "\n";
     return kExitOk;
   }
   for (const semmap::StageInfo& s : result->stages) {

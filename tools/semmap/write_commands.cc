@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "cli_util.h"
 #include "commands.h"
-#include "nlohmann/json.hpp"
 #include "output_target.h"
 #include "progress.h"
 #include "semmap/semmap.h"
@@ -50,8 +49,8 @@ void AddAnnotateOptions(CommandLine& command_line) {
 }
 
 // What `semmap annotate` wrote, as text or JSON.
-void PrintAnnotated(const semmap::AnnotateResult& r, const std::string& input,
-                    const std::string& output, bool scoped_names, bool json) {
+void PrintAnnotated(const semmap::AnnotateResult& r, const semmap::AnnotateOptions& options,
+                    const std::string& input, const std::string& output, bool json) {
   std::ostream& out = SummaryStream(output);
   if (r.external_tensors > 0 && !IsStandardOutput(output) &&
       DirectoryOf(output) != DirectoryOf(input)) {
@@ -60,24 +59,12 @@ void PrintAnnotated(const semmap::AnnotateResult& r, const std::string& input,
               << DirectoryOf(output) << "; copy the data files there\n";
   }
   if (json) {
-    nlohmann::json j = {{"model", input},
-                        {"output", output},
-                        {"nodes", r.nodes},
-                        {"mapped", r.mapped},
-                        {"namespaces_written", r.namespaces_written},
-                        {"namespaces_kept", r.namespaces_kept},
-                        {"external_tensors", r.external_tensors},
-                        {"bytes", r.bytes_written}};
-    if (scoped_names) {
-      j["renamed"] = r.renamed;
-      j["scoped_names_kept"] = r.scoped_kept;
-    }
-    out << DumpJson(j) << "\n";
+    out << semmap::AnnotateResultJson(r, options, input, output) << "\n";
   } else {
     out << output << ": annotated " << r.nodes << " nodes (" << r.mapped
               << " mapped); namespace written on " << r.namespaces_written
               << ", exporter's kept on " << r.namespaces_kept << "\n";
-    if (scoped_names) {
+    if (options.scoped_names) {
       out << output << ": " << r.renamed << " nodes renamed to scoped names, "
                 << r.scoped_kept << " already scoped\n";
     }
@@ -138,7 +125,7 @@ int RunAnnotateCommand(int argc, char** argv) {
     result = semmap::Annotate(*(*model)->mapper, input, OutputPath(*output), options);
   }
   if (!result.ok()) return Fail(kAnnotateTool, result.status());
-  PrintAnnotated(*result, input, *output, options.scoped_names, args->has("--json"));
+  PrintAnnotated(*result, options, input, *output, args->has("--json"));
   return kExitOk;
 }
 
@@ -180,7 +167,7 @@ int RunSidecarCommand(int argc, char** argv) {
     written = semmap::WriteSidecar(*(*model)->mapper, *output, options);
   }
   if (!written.ok()) return Fail(kSidecarTool, written);
-  std::cout << *output << ": sidecar with " << (*model)->graph->size() << " nodes, "
+  std::cout << *output << ": sidecar with " << (*model)->graph().size() << " nodes, "
             << (*model)->mapper->mappedCount() << " mapped\n";
   return kExitOk;
 }

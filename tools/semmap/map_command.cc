@@ -1,4 +1,4 @@
-#include "map_report.h"
+#include "map_command.h"
 
 #include <algorithm>
 #include <array>
@@ -30,30 +30,6 @@ void PrintTree(std::ostream& out, const semmap::Manifest& manifest, const semmap
 }
 
 }  // namespace
-
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const LoadRequest& request) {
-  auto loaded = std::make_unique<LoadedModel>();
-  loaded->model_path = request.model_path;
-  if (request.manifest_path != nullptr) loaded->manifest_path = *request.manifest_path;
-  semmap::SemanticMapper::OpenOptions options;
-  options.mapper.allow_manifest_mismatch = request.allow_manifest_mismatch;
-  options.use_record = request.use_record;
-  if (request.reference_path != nullptr) {
-    loaded->reference_path = *request.reference_path;
-    options.reference_path = *request.reference_path;
-  }
-  auto mapper = semmap::SemanticMapper::Open(
-      request.model_path, loaded->manifest_path.value_or(std::string()), options);
-  if (absl::IsFailedPrecondition(mapper.status()) && loaded->manifest_path) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        mapper.status().message(), "; pass --allow-manifest-mismatch to map anyway"));
-  }
-  if (!mapper.ok()) return mapper.status();
-  loaded->graph.emplace(mapper->graph());
-  if (mapper->hasManifest()) loaded->manifest = mapper->sharedManifest();
-  loaded->mapper.emplace(*std::move(mapper));
-  return loaded;
-}
 
 void PrintMapping(std::ostream& out, const semmap::SemanticMapper& mapper, semmap::NodeId id) {
   const semmap::Graph& graph = mapper.graph();
@@ -172,28 +148,6 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
   }
 }
 
-void PrintFitNotes(const LoadedModel& loaded) {
-  if (!loaded.mapper) return;
-  if (loaded.manifest_path) {
-    for (const semmap::FitNote& note : loaded.mapper->manifestFit().notes) {
-      std::cerr << "semmap: note: manifest " << EscapeControls(*loaded.manifest_path)
-                << " fits with notes: " << EscapeControls(note.text) << "\n";
-    }
-  }
-  const semmap::Provenance& provenance = loaded.mapper->provenance();
-  if (provenance.record == semmap::RecordUse::kRejected) {
-    std::cerr << "semmap: warning: " << EscapeControls(loaded.model_path)
-              << ": its provenance record is not used: " << EscapeControls(provenance.note)
-              << "\n";
-  }
-  if (loaded.reference_path) {
-    for (const std::string& warning : loaded.mapper->referenceCheck().warnings) {
-      std::cerr << "semmap: warning: reference " << EscapeControls(*loaded.reference_path) << ": "
-                << warning << "\n";
-    }
-  }
-}
-
 int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load) {
   const std::string pad(tool.size(), ' ');
   CommandLine command_line(
@@ -230,7 +184,7 @@ int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& lo
   request.use_record = !args->has("--no-record");
   auto model = load(request);
   if (!model.ok()) return Fail(tool.c_str(), model.status());
-  const semmap::Graph& graph = *(*model)->graph;
+  const semmap::Graph& graph = (*model)->graph();
   const bool json = args->has("--json");
   if (!json) PrintFitNotes(**model);
   if (const std::string* node = args->option("--node")) {

@@ -1,12 +1,12 @@
-// What `semmap-query` and `semmap map` print: one node's mapping, or a
-// summary of the whole model (counts, strategies, module tree).
-#ifndef SEMMAP_TOOLS_SEMMAP_MAP_REPORT_H_
-#define SEMMAP_TOOLS_SEMMAP_MAP_REPORT_H_
+// The tools' one load path: a model, its optional manifest and reference,
+// loaded and mapped with SemanticMapper::Open, and the options every mapping
+// command shares.
+#ifndef SEMMAP_TOOLS_SEMMAP_LOADED_MODEL_H_
+#define SEMMAP_TOOLS_SEMMAP_LOADED_MODEL_H_
 
 #include <functional>
 #include <memory>
 #include <optional>
-#include <ostream>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -14,16 +14,16 @@
 
 namespace semmap_cli {
 
-// A model, its optional manifest and the mapper over both, with the paths
-// they came from (the mapper owns what it maps with; graph and manifest
-// share its copies).
+// A model mapped for a command, with the paths its command line named. The
+// mapper owns the graph and the manifest it mapped with: they are read
+// through it, never copied.
 struct LoadedModel {
   std::string model_path;
   std::optional<std::string> manifest_path;
   std::optional<std::string> reference_path;  // --reference, read while mapping
-  std::optional<semmap::Graph> graph;
-  std::shared_ptr<const semmap::Manifest> manifest;  // null without one
-  std::optional<semmap::SemanticMapper> mapper;
+  std::optional<semmap::SemanticMapper> mapper;  // set once loaded
+
+  const semmap::Graph& graph() const { return mapper->graph(); }
 };
 
 // What a command loads: the model, and the files and flags its command
@@ -64,28 +64,15 @@ inline constexpr char kReferenceHelp[] =
     "it is another model, a warning when it is another\n"
     "file of this one (the model itself is not used)";
 
-// The aligned "node: ... evidence: ..." block, and "origins:" for a node
-// doing several modules' work.
-void PrintMapping(std::ostream& out, const semmap::SemanticMapper& mapper, semmap::NodeId id);
-
-// Model, manifest, root binding, coverage, strategies and the module tree to
-// `max_depth` (0 = no tree); or the same as JSON.
-void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bool json);
-
 using ModelLoader =
     std::function<absl::StatusOr<std::unique_ptr<LoadedModel>>(const LoadRequest& request)>;
 
-// The whole `semmap-query` / `semmap map` command: parses argv (argv[0] is
-// the command name), loads with `load`, prints, returns the exit code.
-// `tool` names the command in usage and errors.
 // A manifest that fits with notes: what did not resolve literally, and why,
 // one line per kind on stderr (text output; JSON has them in manifest_fit);
 // and a reference that is not the model's source: one warning per finding
 // (JSON: reference_check).
 void PrintFitNotes(const LoadedModel& loaded);
 
-int RunMap(const std::string& tool, int argc, char** argv, const ModelLoader& load = LoadModel);
-
 }  // namespace semmap_cli
 
-#endif  // SEMMAP_TOOLS_SEMMAP_MAP_REPORT_H_
+#endif  // SEMMAP_TOOLS_SEMMAP_LOADED_MODEL_H_
