@@ -97,6 +97,14 @@ SEMMAP_EXPORT void WriteNodeListJson(std::ostream& out, const SemanticMapper& ma
                                      const std::string& model_path, const NodeQuery& query,
                                      absl::Span<const NodeId> nodes);
 
+// The 1.0-1.2 form: `query_json` is a JSON object describing the
+// selection, written again with its keys in order (text that does not
+// parse as JSON is written as a JSON string). Prefer the NodeQuery form.
+SEMMAP_EXPORT void WriteNodeListJson(std::ostream& out, const SemanticMapper& mapper,
+                                     const std::string& model_path,
+                                     const std::string& query_json,
+                                     absl::Span<const NodeId> nodes);
+
 // `semmap query --empty-modules --json`: {"count", "model", "modules" (each
 // {"class", "path", "qualified_class"}), "query": {"kind": "empty_modules"}}.
 SEMMAP_EXPORT void WriteModuleListJson(std::ostream& out, const SemanticMapper& mapper,

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
 #include <utility>
 
+#include "io/json_reader.h"
 #include "io/json_writer.h"
 #include "output/mapping_json.h"
 #include "semmap/tree.h"
@@ -229,6 +233,79 @@ void WriteNodeListJson(std::ostream& out, const SemanticMapper& mapper,
   }
   w.EndArray();
   WriteQuery(w.Key("query"), query);
+  w.EndObject();
+  text += "\n";
+  Write(out, text);
+}
+
+namespace {
+
+// A parsed JSON value written again, object keys in sorted order and the
+// last of repeated keys kept (as a map-backed DOM dumps it).
+void WriteParsed(JsonWriter& w, const internal::JsonValue& v) {
+  using Type = internal::JsonValue::Type;
+  switch (v.type()) {
+    case Type::kNull: w.Null(); return;
+    case Type::kBoolean: w.Bool(v.boolean()); return;
+    case Type::kString: w.String(v.string()); return;
+    case Type::kNumber:
+      if (v.is_unsigned()) {
+        w.Unsigned(v.uint64());
+      } else if (v.is_integer()) {
+        w.Signed(v.int64());
+      } else {
+        w.Number(v.number());
+      }
+      return;
+    case Type::kArray:
+      w.BeginArray();
+      (void)v.ForEachElement([&](const internal::JsonValue& e) {
+        WriteParsed(w, e);
+        return absl::OkStatus();
+      });
+      w.EndArray();
+      return;
+    case Type::kObject: {
+      std::map<std::string, std::optional<internal::JsonValue>> fields;
+      (void)v.ForEachField([&](absl::string_view key, const internal::JsonValue& value) {
+        fields[std::string(key)] = value;
+        return absl::OkStatus();
+      });
+      w.BeginObject();
+      for (const auto& [key, value] : fields) {
+        w.Key(key);
+        WriteParsed(w, *value);
+      }
+      w.EndObject();
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void WriteNodeListJson(std::ostream& out, const SemanticMapper& mapper,
+                       const std::string& model_path, const std::string& query_json,
+                       absl::Span<const NodeId> nodes) {
+  const absl::StatusOr<internal::JsonDocument> doc =
+      internal::JsonDocument::Parse(query_json, "query", {std::size_t{1} << 20, 256});
+  std::string text;
+  JsonWriter w(&text);
+  w.BeginObject();
+  w.Key("count").Integer(nodes.size());
+  w.Key("model").String(model_path);
+  w.Key("nodes").BeginArray();
+  for (NodeId id : nodes) {
+    WriteMapping(w, mapper, id);
+    internal::FlushLarge(out, &text);
+  }
+  w.EndArray();
+  w.Key("query");
+  if (doc.ok()) {
+    WriteParsed(w, doc->root());
+  } else {
+    w.String(query_json);
+  }
   w.EndObject();
   text += "\n";
   Write(out, text);

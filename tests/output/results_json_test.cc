@@ -164,6 +164,18 @@ TEST_CASE("Node and module lists stream as their dump", "[results_json][fixture]
   semmap::WriteNodeListJson(below, mapper, "m.onnx", by_confidence, {});
   CHECK(below.str().find("\"confidence\": 1.0,") != std::string::npos);
 
+  // The 1.0-1.2 form, with the selector as JSON text, writes the same
+  // document; text that is not JSON becomes a string.
+  std::ostringstream as_text;
+  semmap::WriteNodeListJson(as_text, mapper, "m.onnx",
+                            std::string(R"({"subtree": false, "module": "bert", "kind": "module"})"),
+                            nodes);
+  CHECK(as_text.str() == out.str());
+  std::ostringstream not_json;
+  semmap::WriteNodeListJson(not_json, mapper, "m.onnx", std::string("layer 3 {"), {});
+  CheckLayout(not_json.str(), "\n");
+  CHECK(json::parse(not_json.str()).at("query") == "layer 3 {");
+
   std::ostringstream modules;
   const std::vector<semmap::ModuleId> ids = {mapper.manifest().root()};
   semmap::WriteModuleListJson(modules, mapper, "m.onnx", ids);
