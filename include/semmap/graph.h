@@ -45,6 +45,8 @@
 namespace semmap {
 namespace internal {
 class GraphBuilder;
+class MappedFile;
+struct GraphAccess;
 struct GraphRep;
 }  // namespace internal
 
@@ -251,13 +253,16 @@ class SEMMAP_EXPORT Graph {
 
  private:
   friend class internal::GraphBuilder;
+  friend struct internal::GraphAccess;
 
   explicit Graph(std::shared_ptr<const internal::GraphRep> rep) : rep_(std::move(rep)) {}
   // Loads `bytes`, whose memory `backing` keeps alive (null for the
-  // protobuf loader, which copies what it keeps).
+  // protobuf loader, which copies what it keeps); `file` is the mapping
+  // `bytes` views, when read by Load.
   static absl::StatusOr<Graph> Build(absl::string_view bytes, absl::string_view origin,
                                      const GraphOptions& options,
-                                     std::shared_ptr<const void> backing);
+                                     std::shared_ptr<const void> backing,
+                                     const internal::MappedFile* file = nullptr);
 
   // Defined in src/graph/graph_rep.h, private to the library.
   std::shared_ptr<const internal::GraphRep> rep_;

@@ -81,6 +81,8 @@ class GraphBuilder {
   GraphBuilder(absl::string_view origin, const GraphOptions& options,
                std::shared_ptr<const void> backing, bool durable);
 
+  // The mapped file a durable builder's views point into (GraphSource).
+  void SetSourceFile(const MappedFile* file) { rep_->source_file = file; }
   void SetModelInfo(std::int64_t ir_version, absl::string_view producer_name,
                     absl::string_view producer_version, std::int64_t opset);
   void AddModelMetadata(absl::string_view key, absl::string_view value);
