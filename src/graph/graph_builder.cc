@@ -23,6 +23,19 @@ void AppendOrMove(std::vector<T>* to, std::vector<T>* from) {
   std::vector<T>().swap(*from);
 }
 
+// A record's subgraph, list sizes and where its lists begin (`strings`,
+// `metadata`: offsets the caller checked).
+void SetLists(const NodeFields& f, int subgraph, std::size_t strings, std::size_t metadata,
+              NodeRecord* r) {
+  r->subgraph = subgraph;
+  r->strings = static_cast<std::uint32_t>(strings);
+  r->inputs = static_cast<std::uint32_t>(f.inputs.size());
+  r->outputs = static_cast<std::uint32_t>(f.outputs.size());
+  r->attributes = static_cast<std::uint32_t>(f.attribute_names.size());
+  r->metadata = static_cast<std::uint32_t>(metadata);
+  r->metadata_count = static_cast<std::uint32_t>(f.metadata.size());
+}
+
 }  // namespace
 
 GraphBuilder::GraphBuilder(absl::string_view origin, const GraphOptions& options,
@@ -179,18 +192,12 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
     r.doc_string = static_cast<std::uint32_t>(rep_->doc_strings.size());
     rep_->doc_strings.push_back(Keep(f.doc_string));
   }
-  r.subgraph = subgraph;
-  r.strings = static_cast<std::uint32_t>(strings.size());
-  r.inputs = static_cast<std::uint32_t>(f.inputs.size());
-  r.outputs = static_cast<std::uint32_t>(f.outputs.size());
-  r.attributes = static_cast<std::uint32_t>(f.attribute_names.size());
+  SetLists(f, subgraph, strings.size(), rep_->node_metadata.size(), &r);
   inputs_ += f.inputs.size();
   outputs_ += f.outputs.size();
   for (absl::string_view v : f.inputs) strings.push_back(Keep(v));
   for (absl::string_view v : f.outputs) strings.push_back(Keep(v));
   for (absl::string_view v : f.attribute_names) strings.push_back(Keep(v));
-  r.metadata = static_cast<std::uint32_t>(rep_->node_metadata.size());
-  r.metadata_count = static_cast<std::uint32_t>(f.metadata.size());
   for (const MetadataEntry& kv : f.metadata) {
     rep_->node_metadata.emplace_back(Keep(kv.first), Keep(kv.second));
   }
@@ -229,19 +236,13 @@ bool NodeBatch::Add(int subgraph, const NodeFields& f, std::size_t max_name) {
     doc_strings.push_back(f.doc_string);
     r.doc_string = static_cast<std::uint32_t>(doc_strings.size());
   }
-  r.subgraph = subgraph;
   // Offsets within the batch: 64-bit sums are checked when appended.
-  r.strings = static_cast<std::uint32_t>(strings.size());
-  r.inputs = static_cast<std::uint32_t>(f.inputs.size());
-  r.outputs = static_cast<std::uint32_t>(f.outputs.size());
-  r.attributes = static_cast<std::uint32_t>(f.attribute_names.size());
+  SetLists(f, subgraph, strings.size(), metadata.size(), &r);
   inputs += f.inputs.size();
   outputs += f.outputs.size();
   strings.insert(strings.end(), f.inputs.begin(), f.inputs.end());
   strings.insert(strings.end(), f.outputs.begin(), f.outputs.end());
   strings.insert(strings.end(), f.attribute_names.begin(), f.attribute_names.end());
-  r.metadata = static_cast<std::uint32_t>(metadata.size());
-  r.metadata_count = static_cast<std::uint32_t>(f.metadata.size());
   metadata.insert(metadata.end(), f.metadata.begin(), f.metadata.end());
   return true;
 }
