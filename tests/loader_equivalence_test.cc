@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "graph/graph_builder.h"
+#include "graph/wire_loader.h"
 #include "nlohmann/json.hpp"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -394,6 +396,17 @@ TEST_CASE("A main graph walked on every core gives the Graph a serial walk gives
   REQUIRE(wire.ok());
   CheckSameGraph(*proto, *wire);
 
+  SECTION("the same Graph whatever the number of threads") {
+    // More workers than runs of nodes leaves some with nothing to walk.
+    for (const std::size_t workers : {1, 2, 3, 7, 200}) {
+      CAPTURE(workers);
+      GraphOptions options = With(Loader::kWireScan);
+      semmap::internal::GraphBuilder builder("wide.onnx", options, nullptr, true);
+      REQUIRE(semmap::internal::LoadWithWireScan(bytes, "wide.onnx", options, &builder, workers)
+                  .ok());
+      CheckSameGraph(*proto, builder.Finish());
+    }
+  }
   SECTION("limits and malformed nodes give the serial walk's errors") {
     GraphOptions few = With(Loader::kWireScan);
     few.max_nodes = kNodes - 1;

@@ -15,10 +15,10 @@ namespace internal {
 
 // semmap's steps run on at most two threads (std::thread; on one when none
 // can be started), except the wire walk of a large graph's nodes, which
-// runs on every core (RunWorkers). Work over the nodes of a graph goes on two cores from this many
-// nodes on (loading's indexes, the mapping); below, starting a thread costs
-// more than it saves. SemanticMapper::Open reads the model and the manifest
-// on two whatever their size.
+// runs on every core (RunWorkers). Work over the nodes of a graph goes on
+// two cores from this many nodes on (loading's indexes, the mapping);
+// below, starting a thread costs more than it saves. SemanticMapper::Open
+// reads the model and the manifest on two whatever their size.
 inline constexpr std::size_t kParallelNodes = std::size_t{1} << 16;
 
 // Runs `first` on a second thread and `second` on this one, when
@@ -88,8 +88,8 @@ void RunWorkers(std::size_t count, Work&& work) {
   try {
     threads.reserve(count);
     for (; started < count; ++started) threads.emplace_back(run, started);
-  } catch (const std::system_error&) {
-    // Fewer threads than asked: the rest run here, after the first.
+  } catch (...) {
+    // No thread, or no memory for one: the rest run here, after the first.
   }
   run(0);
   for (std::size_t i = started; i < count; ++i) run(i);

@@ -25,8 +25,8 @@ constexpr std::size_t kParallelWalkNodes = std::size_t{1} << 15;
 
 class WireWalker {
  public:
-  WireWalker(const WireSource& source, GraphBuilder* b)
-      : source_(source), b_(b), nodes_(source) {}
+  WireWalker(const WireSource& source, GraphBuilder* b, std::size_t workers)
+      : source_(source), b_(b), workers_(workers), nodes_(source) {}
 
   absl::Status Walk() {
     ModelFields model;
@@ -122,7 +122,8 @@ class WireWalker {
     // The main graph of a large file is walked on every core; a graph
     // written in several pieces (a merged message) or holding bodies is
     // walked here, node after node.
-    const std::size_t workers = WorkerCount(nodes, kParallelWalkNodes);
+    const std::size_t workers =
+        workers_ != 0 ? std::min(workers_, nodes) : WorkerCount(nodes, kParallelWalkNodes);
     if (main && spans.size() == 1 && workers > 1 &&
         AddNodesInParallel(spans[0], starts, nodes, workers)) {
       return absl::OkStatus();
@@ -185,7 +186,7 @@ class WireWalker {
       NodeBatch& batch = batches[w];
       batch.nodes = records + first * kChunkNodes;
       const std::size_t expected = std::min(count, last * kChunkNodes) - first * kChunkNodes;
-      ok[w] = WireWalker(source_, nullptr)
+      ok[w] = WireWalker(source_, nullptr, 1)
                   .WalkNodeRange(absl::string_view(begin, static_cast<std::size_t>(end - begin)),
                                  expected, max_name, &batch);
     });
@@ -251,6 +252,7 @@ class WireWalker {
 
   const WireSource source_;
   GraphBuilder* b_;
+  const std::size_t workers_;  // 0: one per core
   NodeReader nodes_;
   std::vector<std::int64_t> dims_;  // scratch list of AddTensor
 };
@@ -258,8 +260,9 @@ class WireWalker {
 }  // namespace
 
 absl::Status LoadWithWireScan(absl::string_view bytes, absl::string_view origin,
-                              const GraphOptions& options, GraphBuilder* builder) {
-  return WireWalker(WireSource{bytes, origin}, builder).Walk();
+                              const GraphOptions& options, GraphBuilder* builder,
+                              std::size_t workers) {
+  return WireWalker(WireSource{bytes, origin}, builder, workers).Walk();
 }
 
 }  // namespace internal
