@@ -1,6 +1,7 @@
 #include "semmap/stages.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "base/text.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "graph/graph_rep.h"
 #include "graph/wire_model_index.h"
 #include "io/atomic_write.h"
@@ -213,6 +215,7 @@ struct Source {
   std::optional<internal::MappedFile> own;  // when the graph's mapping is not the file
   const internal::MappedFile* file = nullptr;
   std::string path;
+  int max_depth = 0;  // StageOptions::max_subgraph_depth
   internal::WireModel wire;
   onnx::ModelProto header;  // what every stage copies: opsets, functions, ...
   absl::flat_hash_map<NodeId, int> proto_index;  // top-level Graph node -> wire node
@@ -222,9 +225,14 @@ struct Source {
   // cannot.
   absl::Status Parse(absl::string_view bytes, google::protobuf::MessageLite* message,
                      const char* type) const {
-    if (bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()) &&
-        message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-      return absl::OkStatus();
+    if (bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      google::protobuf::io::CodedInputStream stream(
+          reinterpret_cast<const std::uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
+      // As the whole-model parse allowed: three message levels a subgraph.
+      stream.SetRecursionLimit(max_depth * 3 + 16);
+      if (message->ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage()) {
+        return absl::OkStatus();
+      }
     }
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": not a valid ONNX model: byte offset ", bytes.data() - file->bytes().data(),
@@ -256,6 +264,7 @@ absl::Status ReadHeader(Source* source) {
 absl::Status LoadSource(const Graph& graph, const std::vector<NodeId>& top,
                         const std::string& input, const StageOptions& options, Source* source) {
   source->path = input;
+  source->max_depth = options.max_subgraph_depth;
   source->file = internal::GraphSource(graph, input);
   if (source->file == nullptr || source->file->bytes().size() > options.max_file_bytes) {
     SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
