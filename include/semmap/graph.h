@@ -188,7 +188,9 @@ class SEMMAP_EXPORT Graph {
   // skipped parts protobuf would reject.
   //
   // With the wire scan the Graph keeps the file mapped and its strings
-  // point into the mapping: loading allocates nothing per node name.
+  // point into the mapping: loading allocates nothing per node name. A main
+  // graph of 64k nodes or more is walked on every core (std::thread); the
+  // Graph is the same whatever the number of threads.
   static absl::StatusOr<Graph> Load(const std::string& path,
                                     const GraphOptions& options = {});
   // Same, from the serialized bytes (copied: the Graph does not refer to
