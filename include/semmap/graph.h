@@ -45,6 +45,8 @@
 namespace semmap {
 namespace internal {
 class GraphBuilder;
+class MappedFile;
+struct GraphAccess;
 struct GraphRep;
 }  // namespace internal
 
@@ -186,7 +188,9 @@ class SEMMAP_EXPORT Graph {
   // skipped parts protobuf would reject.
   //
   // With the wire scan the Graph keeps the file mapped and its strings
-  // point into the mapping: loading allocates nothing per node name.
+  // point into the mapping: loading allocates nothing per node name. A main
+  // graph of 64k nodes or more is walked on every core (std::thread); the
+  // Graph is the same whatever the number of threads.
   static absl::StatusOr<Graph> Load(const std::string& path,
                                     const GraphOptions& options = {});
   // Same, from the serialized bytes (copied: the Graph does not refer to
@@ -251,13 +255,16 @@ class SEMMAP_EXPORT Graph {
 
  private:
   friend class internal::GraphBuilder;
+  friend struct internal::GraphAccess;
 
   explicit Graph(std::shared_ptr<const internal::GraphRep> rep) : rep_(std::move(rep)) {}
   // Loads `bytes`, whose memory `backing` keeps alive (null for the
-  // protobuf loader, which copies what it keeps).
+  // protobuf loader, which copies what it keeps); `file` is the mapping
+  // `bytes` views, when read by Load.
   static absl::StatusOr<Graph> Build(absl::string_view bytes, absl::string_view origin,
                                      const GraphOptions& options,
-                                     std::shared_ptr<const void> backing);
+                                     std::shared_ptr<const void> backing,
+                                     const internal::MappedFile* file = nullptr);
 
   // Defined in src/graph/graph_rep.h, private to the library.
   std::shared_ptr<const internal::GraphRep> rep_;

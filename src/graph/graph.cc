@@ -74,6 +74,11 @@ ValueId ResolveValue(const GraphRep& rep, absl::string_view value, std::uint64_t
   return kNoValue;
 }
 
+const MappedFile* GraphSource(const Graph& graph, const std::string& path) {
+  const MappedFile* file = GraphAccess::Rep(graph).source_file;
+  return file != nullptr && file->IsFile(path) ? file : nullptr;
+}
+
 }  // namespace internal
 
 Node internal::NodeAt(const internal::GraphRep* rep, std::ptrdiff_t index) {
@@ -92,7 +97,7 @@ absl::StatusOr<Graph> Graph::Load(const std::string& path, const GraphOptions& o
   // The Graph keeps the mapping (and its SIGBUS guard): its strings point
   // into it.
   auto file = std::make_shared<const internal::MappedFile>(std::move(mapped));
-  absl::StatusOr<Graph> graph = Build(file->bytes(), path, options, file);
+  absl::StatusOr<Graph> graph = Build(file->bytes(), path, options, file, file.get());
   if (file->truncated()) {
     // What was parsed held zeros where the file's end used to be.
     return absl::DataLossError(absl::StrCat(
@@ -119,12 +124,14 @@ absl::StatusOr<Graph> Graph::Parse(absl::string_view bytes, absl::string_view or
 
 absl::StatusOr<Graph> Graph::Build(absl::string_view bytes, absl::string_view origin,
                                    const GraphOptions& options,
-                                   std::shared_ptr<const void> backing) try {
+                                   std::shared_ptr<const void> backing,
+                                   const internal::MappedFile* file) try {
   if (bytes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected an ONNX model"));
   }
   const bool durable = options.loader != Loader::kProtobuf;
   internal::GraphBuilder builder(origin, options, std::move(backing), durable);
+  if (durable) builder.SetSourceFile(file);
   if (options.loader == Loader::kProtobuf) {
     SEMMAP_RETURN_IF_ERROR(internal::LoadWithProtobuf(bytes, origin, options, &builder));
   } else {

@@ -10,6 +10,33 @@
 
 namespace semmap {
 namespace internal {
+namespace {
+
+// Appends `from` to `to`, taking its storage when `to` is empty.
+template <typename T>
+void AppendOrMove(std::vector<T>* to, std::vector<T>* from) {
+  if (to->empty()) {
+    to->swap(*from);
+  } else {
+    to->insert(to->end(), from->begin(), from->end());
+  }
+  std::vector<T>().swap(*from);
+}
+
+// A record's subgraph, list sizes and where its lists begin (`strings`,
+// `metadata`: offsets the caller checked).
+void SetLists(const NodeFields& f, int subgraph, std::size_t strings, std::size_t metadata,
+              NodeRecord* r) {
+  r->subgraph = subgraph;
+  r->strings = static_cast<std::uint32_t>(strings);
+  r->inputs = static_cast<std::uint32_t>(f.inputs.size());
+  r->outputs = static_cast<std::uint32_t>(f.outputs.size());
+  r->attributes = static_cast<std::uint32_t>(f.attribute_names.size());
+  r->metadata = static_cast<std::uint32_t>(metadata);
+  r->metadata_count = static_cast<std::uint32_t>(f.metadata.size());
+}
+
+}  // namespace
 
 GraphBuilder::GraphBuilder(absl::string_view origin, const GraphOptions& options,
                            std::shared_ptr<const void> backing, bool durable)
@@ -136,11 +163,8 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
     return absl::InvalidArgumentError(absl::StrCat(
         origin_, ": more than ", options_.max_nodes, " nodes (GraphOptions::max_nodes)"));
   }
-  // A record keeps the name's length in 32 bits.
-  const std::size_t max_name = std::min<std::size_t>(options_.max_name_bytes, UINT32_MAX);
-  std::size_t longest = std::max(f.name.size(), f.op_type.size());
-  for (absl::string_view v : f.inputs) longest = std::max(longest, v.size());
-  for (absl::string_view v : f.outputs) longest = std::max(longest, v.size());
+  const std::size_t max_name = maxNameBytes();
+  const std::size_t longest = LongestNodeName(f);
   if (longest > max_name) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin_, ": node ", nodes.size(), " (", Abbreviate(f.name, 80), ") has a name of ",
@@ -168,22 +192,123 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
     r.doc_string = static_cast<std::uint32_t>(rep_->doc_strings.size());
     rep_->doc_strings.push_back(Keep(f.doc_string));
   }
-  r.subgraph = subgraph;
-  r.strings = static_cast<std::uint32_t>(strings.size());
-  r.inputs = static_cast<std::uint32_t>(f.inputs.size());
-  r.outputs = static_cast<std::uint32_t>(f.outputs.size());
-  r.attributes = static_cast<std::uint32_t>(f.attribute_names.size());
+  SetLists(f, subgraph, strings.size(), rep_->node_metadata.size(), &r);
   inputs_ += f.inputs.size();
   outputs_ += f.outputs.size();
   for (absl::string_view v : f.inputs) strings.push_back(Keep(v));
   for (absl::string_view v : f.outputs) strings.push_back(Keep(v));
   for (absl::string_view v : f.attribute_names) strings.push_back(Keep(v));
-  r.metadata = static_cast<std::uint32_t>(rep_->node_metadata.size());
-  r.metadata_count = static_cast<std::uint32_t>(f.metadata.size());
   for (const MetadataEntry& kv : f.metadata) {
     rep_->node_metadata.emplace_back(Keep(kv.first), Keep(kv.second));
   }
   return absl::OkStatus();
+}
+
+std::size_t LongestNodeName(const NodeFields& f) {
+  std::size_t longest = std::max(f.name.size(), f.op_type.size());
+  for (absl::string_view v : f.inputs) longest = std::max(longest, v.size());
+  for (absl::string_view v : f.outputs) longest = std::max(longest, v.size());
+  return longest;
+}
+
+std::size_t GraphBuilder::maxNameBytes() const {
+  // A record keeps the name's length in 32 bits.
+  return std::min<std::size_t>(options_.max_name_bytes, UINT32_MAX);
+}
+
+std::uint32_t NodeBatch::Intern(absl::string_view s) {
+  auto it = interned_index.find(s);
+  if (it != interned_index.end()) return it->second;
+  const auto index = static_cast<std::uint32_t>(interned.size());
+  interned.push_back(s);
+  interned_index.emplace(s, index);
+  return index;
+}
+
+bool NodeBatch::Add(int subgraph, const NodeFields& f, std::size_t max_name) {
+  if (LongestNodeName(f) > max_name) return false;
+  NodeRecord& r = nodes[count++];
+  r.name = f.name.data();
+  r.name_size = static_cast<std::uint32_t>(f.name.size());
+  r.op_type = f.op_type.empty() ? 0 : Intern(f.op_type);
+  r.domain = f.domain.empty() ? 0 : Intern(f.domain);
+  if (!f.doc_string.empty()) {
+    doc_strings.push_back(f.doc_string);
+    r.doc_string = static_cast<std::uint32_t>(doc_strings.size());
+  }
+  // Offsets within the batch: 64-bit sums are checked when appended.
+  SetLists(f, subgraph, strings.size(), metadata.size(), &r);
+  inputs += f.inputs.size();
+  outputs += f.outputs.size();
+  strings.insert(strings.end(), f.inputs.begin(), f.inputs.end());
+  strings.insert(strings.end(), f.outputs.begin(), f.outputs.end());
+  strings.insert(strings.end(), f.attribute_names.begin(), f.attribute_names.end());
+  metadata.insert(metadata.end(), f.metadata.begin(), f.metadata.end());
+  return true;
+}
+
+NodeRecord* GraphBuilder::BatchNodes(std::size_t n) {
+  std::vector<NodeRecord>& nodes = rep_->nodes;
+  if (!durable_ || n > options_.max_nodes - std::min(options_.max_nodes, nodes.size())) {
+    return nullptr;
+  }
+  nodes.resize(nodes.size() + n);
+  return nodes.data() + (nodes.size() - n);
+}
+
+void GraphBuilder::DropBatchNodes(std::size_t n) { rep_->nodes.resize(rep_->nodes.size() - n); }
+
+// Long (about 60 lines): the limits of AddNode checked on the sums, the
+// op types and domains interned in batch order (first seen first, as one
+// by one), then the lists appended and the records' offsets shifted.
+bool GraphBuilder::AppendBatches(std::vector<NodeBatch>* batches, std::size_t workers) {
+  std::vector<NodeBatch>& all = *batches;
+  std::size_t entries = 0, strings = rep_->node_strings.size(),
+              metadata = rep_->node_metadata.size(), docs = rep_->doc_strings.size();
+  for (const NodeBatch& b : all) {
+    entries += b.entries;
+    strings += b.strings.size();
+    metadata += b.metadata.size();
+    docs += b.doc_strings.size();
+  }
+  if (list_entries_ + entries > options_.max_list_entries || strings > UINT32_MAX ||
+      metadata > UINT32_MAX || docs > UINT32_MAX) {
+    return false;
+  }
+  list_entries_ += entries;
+  struct Shift {
+    std::uint32_t strings, metadata, docs;
+    std::vector<std::uint32_t> interned;
+  };
+  std::vector<Shift> shifts(all.size());
+  for (std::size_t w = 0; w < all.size(); ++w) {
+    NodeBatch& b = all[w];
+    Shift& s = shifts[w];
+    s.strings = static_cast<std::uint32_t>(rep_->node_strings.size());
+    s.metadata = static_cast<std::uint32_t>(rep_->node_metadata.size());
+    s.docs = static_cast<std::uint32_t>(rep_->doc_strings.size()) - 1;
+    for (absl::string_view t : b.interned) s.interned.push_back(Intern(t));
+    inputs_ += b.inputs;
+    outputs_ += b.outputs;
+    AppendOrMove(&rep_->node_strings, &b.strings);
+    AppendOrMove(&rep_->node_metadata, &b.metadata);
+    rep_->doc_strings.insert(rep_->doc_strings.end(), b.doc_strings.begin(), b.doc_strings.end());
+    decltype(b.doc_strings)().swap(b.doc_strings);
+  }
+  const std::size_t threads = std::max<std::size_t>(1, std::min(workers, all.size()));
+  RunWorkers(threads, [&all, &shifts, threads](std::size_t worker) {
+    for (std::size_t w = worker; w < all.size(); w += threads) {
+      const Shift& s = shifts[w];
+      for (NodeRecord* r = all[w].nodes; r != all[w].nodes + all[w].count; ++r) {
+        r->strings += s.strings;
+        r->metadata += s.metadata;
+        if (r->doc_string != 0) r->doc_string += s.docs;
+        r->op_type = s.interned[r->op_type];
+        r->domain = s.interned[r->domain];
+      }
+    }
+  });
+  return true;
 }
 
 void GraphBuilder::AssignIds() {

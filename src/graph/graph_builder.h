@@ -44,6 +44,36 @@ struct NodeFields {
   absl::Span<const MetadataEntry> metadata;
 };
 
+// The longest of a node's name, op type and value names, checked against
+// GraphOptions::max_name_bytes (and the 32 bits a record keeps).
+std::size_t LongestNodeName(const NodeFields& f);
+
+// Nodes read by one worker of a parallel wire walk (wire_loader.cc), stored
+// as a GraphBuilder would store them but with offsets local to the batch:
+// `strings`, `metadata` and `doc_strings` (1 + index; 0 is "") count from
+// the batch's first entry, op types and domains index `interned`. The node
+// records themselves are written in place (GraphBuilder::BatchNodes).
+// GraphBuilder::AppendBatches lays the batches out in order, so the Graph is
+// the one a serial walk builds, whatever the number of workers.
+struct NodeBatch {
+  NodeRecord* nodes = nullptr;  // this batch's records, in the builder's array
+  std::size_t count = 0;        // records written
+  std::vector<absl::string_view> strings;
+  std::vector<MetadataEntry> metadata;
+  std::vector<absl::string_view> doc_strings;
+  std::vector<absl::string_view> interned{absl::string_view()};  // [0] is ""
+  absl::flat_hash_map<absl::string_view, std::uint32_t> interned_index;
+  std::size_t entries = 0;  // list entries charged
+  std::size_t inputs = 0, outputs = 0;
+
+  // Stores node `f` of `subgraph` in record nodes[count]. False when a name
+  // is longer than `max_name` (the serial walk then reports it).
+  bool Add(int subgraph, const NodeFields& f, std::size_t max_name);
+
+ private:
+  std::uint32_t Intern(absl::string_view s);
+};
+
 class GraphBuilder {
  public:
   // `backing` is kept alive by the Graph; with `durable`, every string
@@ -51,6 +81,8 @@ class GraphBuilder {
   GraphBuilder(absl::string_view origin, const GraphOptions& options,
                std::shared_ptr<const void> backing, bool durable);
 
+  // The mapped file a durable builder's views point into (GraphSource).
+  void SetSourceFile(const MappedFile* file) { rep_->source_file = file; }
   void SetModelInfo(std::int64_t ir_version, absl::string_view producer_name,
                     absl::string_view producer_version, std::int64_t opset);
   void AddModelMetadata(absl::string_view key, absl::string_view value);
@@ -79,6 +111,19 @@ class GraphBuilder {
   absl::Status AddNode(int subgraph, const NodeFields& fields, NodeId* id);
   void ReserveNodes(std::size_t n);
   std::size_t nodeCount() const { return rep_->nodes.size(); }
+
+  // For a parallel walk of `n` nodes (durable builders only): room for
+  // their records after the nodes so far, or null when `n` nodes would pass
+  // GraphOptions::max_nodes. DropBatchNodes gives the room back.
+  NodeRecord* BatchNodes(std::size_t n);
+  void DropBatchNodes(std::size_t n);
+  // The limit a batch checks names against.
+  std::size_t maxNameBytes() const;
+  // Appends the nodes of `batches`, in order, as AddNode would have one by
+  // one; `workers` threads fix up the records. False, with nothing
+  // appended, when a limit would be passed (the serial walk then reports
+  // it); the records' room must then be dropped.
+  bool AppendBatches(std::vector<NodeBatch>* batches, std::size_t workers);
 
   // Lays out the spans, assigns node ids and builds the indexes.
   Graph Finish();

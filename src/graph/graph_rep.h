@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "base/name_table.h"
+#include "io/mapped_file.h"
 #include "semmap/graph.h"
 
 namespace semmap {
@@ -72,6 +73,9 @@ struct GraphRep {
   // bytes, and strings the loader had to copy or make (generated ids).
   std::shared_ptr<const void> backing;
   std::deque<std::string> owned;
+  // The mapping of the file the wire scan read, when Graph::Load mapped
+  // one (`backing` owns it).
+  const MappedFile* source_file = nullptr;
 
   std::vector<NodeRecord> nodes;
   // Op types and domains, each distinct string once (index 0 is "").
@@ -139,6 +143,17 @@ struct ValueKeys {
 
 // The public view of node `id` (graph.h's Node).
 Node MakeNode(const GraphRep& rep, NodeId id);
+
+// The library's way into a Graph's representation.
+struct GraphAccess {
+  static const GraphRep& Rep(const Graph& graph) { return *graph.rep_; }
+};
+
+// The mapping of the file `graph` was loaded from, when the wire scan read
+// it from the file `path` names now (same device and inode), else null:
+// a writer that copies from the model reads the bytes the Graph was built
+// from instead of reading the file again. Valid while `graph` lives.
+const MappedFile* GraphSource(const Graph& graph, const std::string& path);
 
 // The value `value` names as used in `subgraph` (ONNX scoping), or
 // kNoValue; `*scope` is set to the defining subgraph. `hash` is

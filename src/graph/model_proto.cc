@@ -3,9 +3,7 @@
 #include <climits>
 
 #include "absl/strings/str_cat.h"
-#include "base/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
-#include "io/file_io.h"
 
 namespace semmap {
 namespace internal {
@@ -30,17 +28,6 @@ absl::Status ParseModelProto(absl::string_view bytes, absl::string_view origin,
                 "nested too deep, or not an ONNX file)"));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<onnx::ModelProto> LoadModelProto(const std::string& path, std::uint64_t max_bytes,
-                                                int max_subgraph_depth) {
-  SEMMAP_ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, max_bytes));
-  onnx::ModelProto model;
-  SEMMAP_RETURN_IF_ERROR(ParseModelProto(bytes, path, max_subgraph_depth, &model));
-  if (!model.has_graph()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not an ONNX model (no graph)"));
-  }
-  return model;
 }
 
 }  // namespace internal

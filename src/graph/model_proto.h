@@ -1,6 +1,6 @@
 // Reading a whole ModelProto with protobuf, for the protobuf loader
 // (Loader::kProtobuf). Limited to 2 GB (protobuf's message limit); the wire
-// scan, and annotate and extract, which work at the wire level
+// scan, and annotate, extract and stages, which work at the wire level
 // (wire_writer.h, wire_model_index.h), have no such limit.
 #ifndef SEMMAP_SRC_GRAPH_MODEL_PROTO_H_
 #define SEMMAP_SRC_GRAPH_MODEL_PROTO_H_
@@ -22,12 +22,6 @@ namespace internal {
 // about the content.
 absl::Status ParseModelProto(absl::string_view bytes, absl::string_view origin,
                              int max_subgraph_depth, onnx::ModelProto* model);
-
-// Reads and parses `path`; also requires a graph. NotFound (missing),
-// InvalidArgument (empty, not an ONNX model, above `max_bytes` or 2 GB).
-// Messages start with `path`.
-absl::StatusOr<onnx::ModelProto> LoadModelProto(const std::string& path, std::uint64_t max_bytes,
-                                                int max_subgraph_depth);
 
 }  // namespace internal
 }  // namespace semmap

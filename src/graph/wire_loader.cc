@@ -1,95 +1,58 @@
 #include "graph/wire_loader.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "base/parallel.h"
 #include "base/status_macros.h"
 #include "graph/onnx_fields.h"
+#include "graph/wire_messages.h"
 #include "graph/wire_reader.h"
 
 namespace semmap {
 namespace internal {
 namespace {
 
-
-// The occurrences of one singular message field: protobuf merges them, which
-// is the same as reading their fields in order.
-using Spans = absl::InlinedVector<absl::string_view, 1>;
-
-
-struct Attribute {
-  absl::string_view name;
-  std::int32_t type = 0;
-  Spans g;
-  absl::InlinedVector<absl::string_view, 1> graphs;
-  bool hasBody() const {
-    return type == attribute_field::kTypeGraph || !g.empty() || !graphs.empty();
-  }
-};
+// A parallel walk splits the main graph's nodes into runs of this many, and
+// gives each worker at least kParallelWalkNodes: below, a thread costs more
+// than it saves.
+constexpr std::size_t kChunkNodes = 1024;
+constexpr std::size_t kParallelWalkNodes = std::size_t{1} << 15;
 
 class WireWalker {
  public:
-  WireWalker(absl::string_view file, absl::string_view origin, GraphBuilder* b)
-      : file_(file), origin_(origin), b_(b) {}
+  WireWalker(const WireSource& source, GraphBuilder* b, std::size_t workers)
+      : source_(source), b_(b), workers_(workers), nodes_(source) {}
 
   absl::Status Walk() {
-    std::int64_t ir_version = 0, opset = 0;
-    absl::string_view producer_name, producer_version;
-    std::vector<MetadataEntry> metadata;
-    Spans graph;
-    std::vector<absl::string_view> functions;
-    WireReader r(file_);
-    WireField f;
-    while (r.Next(&f)) {
-      switch (f.number) {
-        case model_field::kIrVersion:
-          if (IsVarint(f)) ir_version = static_cast<std::int64_t>(f.varint);
-          break;
-        case model_field::kProducerName:
-          if (IsLen(f)) producer_name = f.bytes;
-          break;
-        case model_field::kProducerVersion:
-          if (IsLen(f)) producer_version = f.bytes;
-          break;
-        case model_field::kGraph:
-          if (IsLen(f)) graph.push_back(f.bytes);
-          break;
-        case model_field::kOpsetImport:
-          if (IsLen(f)) SEMMAP_RETURN_IF_ERROR(ReadOpset(f.bytes, &opset));
-          break;
-        case model_field::kMetadataProps:
-          if (IsLen(f)) {
-            SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
-            MetadataEntry kv;
-            WireReader entry(f.bytes);
-            if (!ReadEntry(&entry, &kv)) return Malformed(entry, "StringStringEntryProto");
-            metadata.push_back(kv);
-          }
-          break;
-        case model_field::kFunctions:
-          if (IsLen(f)) functions.push_back(f.bytes);
-          break;
-        default:
-          break;
-      }
+    ModelFields model;
+    SEMMAP_RETURN_IF_ERROR(ReadModel(source_, &model));
+    std::int64_t opset = 0;
+    for (absl::string_view o : model.opset_imports) {
+      SEMMAP_RETURN_IF_ERROR(ReadOpset(source_, o, &opset));
     }
-    if (!r.ok()) return Malformed(r, "ModelProto");
+    std::vector<MetadataEntry> metadata;
+    for (absl::string_view entry : model.metadata_props) {
+      SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
+      SEMMAP_RETURN_IF_ERROR(ReadEntry(source_, entry, &metadata.emplace_back()));
+    }
+    const auto ir_version = static_cast<std::int64_t>(model.ir_version);
     // An empty GraphProto (zero bytes) is no graph: nothing in it to map.
-    const bool has_graph = std::any_of(graph.begin(), graph.end(),
+    const bool has_graph = std::any_of(model.graph.begin(), model.graph.end(),
                                        [](absl::string_view g) { return !g.empty(); });
     if (!has_graph || ir_version <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          origin_, ": not an ONNX model (", !has_graph ? "no graph" : "no ir_version",
+          source_.origin, ": not an ONNX model (", !has_graph ? "no graph" : "no ir_version",
           "; is this a different protobuf message?)"));
     }
-    b_->SetModelInfo(ir_version, producer_name, producer_version, opset);
+    b_->SetModelInfo(ir_version, model.producer_name, model.producer_version, opset);
     for (const MetadataEntry& kv : metadata) b_->AddModelMetadata(kv.first, kv.second);
-    SEMMAP_RETURN_IF_ERROR(AddGraph(graph, Subgraph()));
-    for (absl::string_view fn : functions) SEMMAP_RETURN_IF_ERROR(AddFunction(fn));
+    SEMMAP_RETURN_IF_ERROR(AddGraph(model.graph, Subgraph()));
+    for (absl::string_view fn : model.functions) SEMMAP_RETURN_IF_ERROR(AddFunction(fn));
     return absl::OkStatus();
   }
 
@@ -105,13 +68,16 @@ class WireWalker {
     std::vector<absl::string_view> sparse;
     absl::string_view name;
     std::size_t nodes = 0;
+    // Where every kChunkNodes-th node begins, for a parallel walk.
+    std::vector<const char*> starts;
     for (absl::string_view span : spans) {
       WireReader r(span);
       WireField f;
-      while (r.Next(&f)) {
+      for (const char* at = r.position(); r.Next(&f); at = r.position()) {
         if (!IsLen(f)) continue;
         switch (f.number) {
           case graph_field::kNode:
+            if (main && nodes % kChunkNodes == 0) starts.push_back(at);
             ++nodes;
             break;
           case graph_field::kName:
@@ -125,7 +91,8 @@ class WireWalker {
             break;
           case graph_field::kInput: {
             absl::string_view value;
-            SEMMAP_RETURN_IF_ERROR(ReadValueName(f.bytes, &value));
+            bool typed;
+            SEMMAP_RETURN_IF_ERROR(ReadValueInfo(source_, f.bytes, &value, &typed));
             if (main) SEMMAP_RETURN_IF_ERROR(b_->AddMainInput(value));
             SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, value));
             break;
@@ -133,7 +100,8 @@ class WireWalker {
           case graph_field::kOutput:
             if (main) {
               absl::string_view value;
-              SEMMAP_RETURN_IF_ERROR(ReadValueName(f.bytes, &value));
+              bool typed;
+              SEMMAP_RETURN_IF_ERROR(ReadValueInfo(source_, f.bytes, &value, &typed));
               SEMMAP_RETURN_IF_ERROR(b_->AddMainOutput(value));
             }
             break;
@@ -141,20 +109,24 @@ class WireWalker {
             break;
         }
       }
-      if (!r.ok()) return Malformed(r, "GraphProto");
+      if (!r.ok()) return source_.Malformed(r, "GraphProto");
     }
     s.name = name;
     b_->AddSubgraph(s);
     if (main) b_->ReserveNodes(nodes);
     for (absl::string_view st : sparse) {
       Spans values;
-      WireReader r(st);
-      WireField f;
-      while (r.Next(&f)) {
-        if (f.number == kSparseValues && IsLen(f)) values.push_back(f.bytes);
-      }
-      if (!r.ok()) return Malformed(r, "SparseTensorProto");
+      SEMMAP_RETURN_IF_ERROR(ReadSparseValues(source_, st, &values));
       SEMMAP_RETURN_IF_ERROR(AddTensor(values, index));
+    }
+    // The main graph of a large file is walked on every core; a graph
+    // written in several pieces (a merged message) or holding bodies is
+    // walked here, node after node.
+    const std::size_t workers =
+        workers_ != 0 ? std::min(workers_, nodes) : WorkerCount(nodes, kParallelWalkNodes);
+    if (main && spans.size() == 1 && workers > 1 &&
+        AddNodesInParallel(spans[0], starts, nodes, workers)) {
+      return absl::OkStatus();
     }
     for (absl::string_view span : spans) {
       WireReader r(span);
@@ -169,96 +141,82 @@ class WireWalker {
     return absl::OkStatus();
   }
 
-  // Long (about 75 lines): a switch with one case per NodeProto field, in
-  // onnx.proto's order, then the descent into the bodies; reads as the
-  // message it decodes.
   absl::Status AddNode(absl::string_view bytes, int subgraph) {
     NodeFields n;
-    inputs_.clear();
-    outputs_.clear();
-    attributes_.clear();
-    metadata_.clear();
-    bool descend = false;
-    WireReader r(bytes);
-    WireField f;
-    while (r.Next(&f)) {
-      if (!IsLen(f)) continue;
-      switch (f.number) {
-        case node_field::kInput:
-          SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
-          inputs_.push_back(f.bytes);
-          break;
-        case node_field::kOutput:
-          SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
-          outputs_.push_back(f.bytes);
-          break;
-        case node_field::kName:
-          n.name = f.bytes;
-          break;
-        case node_field::kOpType:
-          n.op_type = f.bytes;
-          break;
-        case node_field::kAttribute: {
-          Attribute a;
-          SEMMAP_RETURN_IF_ERROR(ReadAttribute(f.bytes, &a));
-          SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
-          attributes_.push_back(a.name);
-          descend = descend || a.hasBody();
-          break;
-        }
-        case node_field::kDocString:
-          n.doc_string = f.bytes;
-          break;
-        case node_field::kDomain:
-          n.domain = f.bytes;
-          break;
-        case node_field::kMetadataProps: {
-          // Unknown to older onnx.proto: an entry protobuf cannot parse is
-          // dropped, as the protobuf loader does.
-          SEMMAP_RETURN_IF_ERROR(b_->Charge(1));
-          MetadataEntry kv;
-          WireReader entry(f.bytes);
-          if (ReadEntry(&entry, &kv)) metadata_.push_back(kv);
-          break;
-        }
-        default:
-          break;
-      }
-    }
-    if (!r.ok()) return Malformed(r, "NodeProto");
-    n.inputs = inputs_;
-    n.outputs = outputs_;
-    n.attribute_names = attributes_;
-    n.metadata = metadata_;
+    bool has_body = false;
+    SEMMAP_RETURN_IF_ERROR(
+        nodes_.Read(bytes, [this](std::size_t k) { return b_->Charge(k); }, &n, &has_body));
     NodeId id;
     SEMMAP_RETURN_IF_ERROR(b_->AddNode(subgraph, n, &id));
-    if (!descend) return absl::OkStatus();
+    if (!has_body) return absl::OkStatus();
     // Descend right after the owning node, in attribute order (the lists
-    // above are stored: the scratch vectors are free again).
-    WireReader again(bytes);
-    while (again.Next(&f)) {
-      if (f.number != node_field::kAttribute || !IsLen(f)) continue;
-      Attribute a;
-      SEMMAP_RETURN_IF_ERROR(ReadAttribute(f.bytes, &a));
-      if (a.type == attribute_field::kTypeGraph || !a.g.empty()) {
-        SEMMAP_RETURN_IF_ERROR(AddAttributeGraph(a.g, id, a.name, subgraph));
-      }
-      for (absl::string_view body : a.graphs) {
-        SEMMAP_RETURN_IF_ERROR(AddAttributeGraph(Spans{body}, id, a.name, subgraph));
-      }
-    }
-    return absl::OkStatus();
+    // above are stored: the reader's scratch lists are free again).
+    return ForEachBody(source_, bytes, [&](absl::string_view attribute, const Spans& body) {
+      SEMMAP_RETURN_IF_ERROR(b_->CheckNesting(subgraph));
+      Subgraph s;
+      s.kind = Subgraph::Kind::kAttribute;
+      s.owner = id;
+      s.attribute = attribute;
+      s.parent = subgraph;
+      return AddGraph(body, s);
+    });
   }
 
-  absl::Status AddAttributeGraph(const Spans& spans, NodeId owner, absl::string_view attribute,
-                                 int parent) {
-    SEMMAP_RETURN_IF_ERROR(b_->CheckNesting(parent));
-    Subgraph s;
-    s.kind = Subgraph::Kind::kAttribute;
-    s.owner = owner;
-    s.attribute = attribute;
-    s.parent = parent;
-    return AddGraph(spans, s);
+  // The main graph's nodes, walked on `workers` threads: `starts` holds
+  // where every kChunkNodes-th node field begins in `graph`, `count` the
+  // nodes in all. False when the serial walk must do it (a node with a
+  // body, malformed bytes, a limit reached: it then says which, as
+  // always); nothing is kept then.
+  bool AddNodesInParallel(absl::string_view graph, const std::vector<const char*>& starts,
+                          std::size_t count, std::size_t workers) {
+    NodeRecord* records = b_->BatchNodes(count);
+    if (records == nullptr) return false;
+    const std::size_t chunks = starts.size();
+    const std::size_t max_name = b_->maxNameBytes();
+    std::vector<NodeBatch> batches(workers);
+    std::vector<char> ok(workers, 0);
+    RunWorkers(workers, [&](std::size_t w) {
+      const std::size_t first = chunks * w / workers, last = chunks * (w + 1) / workers;
+      if (first == last) {
+        ok[w] = 1;
+        return;
+      }
+      const char* begin = starts[first];
+      const char* end = last < chunks ? starts[last] : graph.data() + graph.size();
+      NodeBatch& batch = batches[w];
+      batch.nodes = records + first * kChunkNodes;
+      const std::size_t expected = std::min(count, last * kChunkNodes) - first * kChunkNodes;
+      ok[w] = WireWalker(source_, nullptr, 1)
+                  .WalkNodeRange(absl::string_view(begin, static_cast<std::size_t>(end - begin)),
+                                 expected, max_name, &batch);
+    });
+    if (std::find(ok.begin(), ok.end(), 0) != ok.end() || !b_->AppendBatches(&batches, workers)) {
+      b_->DropBatchNodes(count);
+      return false;
+    }
+    return true;
+  }
+
+  // One worker's part of AddNodesInParallel: the node fields of `range` (a
+  // run of GraphProto fields, already checked) into `batch`.
+  bool WalkNodeRange(absl::string_view range, std::size_t expected, std::size_t max_name,
+                     NodeBatch* batch) {
+    NodeFields n;
+    bool has_body = false;
+    auto charge = [batch](std::size_t k) {
+      batch->entries += k;
+      return absl::OkStatus();
+    };
+    WireReader r(range);
+    WireField f;
+    while (r.Next(&f)) {
+      if (f.number != graph_field::kNode || !IsLen(f)) continue;
+      if (batch->count == expected || !nodes_.Read(f.bytes, charge, &n, &has_body).ok() ||
+          has_body || !batch->Add(0, n, max_name)) {
+        return false;
+      }
+    }
+    return r.ok() && batch->count == expected;
   }
 
   absl::Status AddFunction(absl::string_view bytes) {
@@ -273,7 +231,7 @@ class WireWalker {
       if (f.number == function_field::kDomain) s.domain = f.bytes;
       if (f.number == function_field::kInput) inputs.push_back(f.bytes);
     }
-    if (!r.ok()) return Malformed(r, "FunctionProto");
+    if (!r.ok()) return source_.Malformed(r, "FunctionProto");
     const int index = b_->AddSubgraph(s);
     for (absl::string_view in : inputs) SEMMAP_RETURN_IF_ERROR(b_->DefineValue(index, in));
     WireReader nodes(bytes);
@@ -286,138 +244,25 @@ class WireWalker {
   }
 
   absl::Status AddTensor(const Spans& spans, int subgraph) {
-    absl::string_view name;
-    std::int32_t elem_type = 0;
+    TensorFields t;
     dims_.clear();
-    std::int32_t location = 0;
-    for (absl::string_view span : spans) {
-      WireReader r(span);
-      WireField f;
-      while (r.Next(&f)) {
-        switch (f.number) {
-          case tensor_field::kDims:
-            if (IsVarint(f)) {
-              dims_.push_back(static_cast<std::int64_t>(f.varint));
-            } else if (IsLen(f) &&
-                       !ForEachPackedVarint(f.bytes, [this](std::uint64_t v) {
-                         dims_.push_back(static_cast<std::int64_t>(v));
-                       })) {
-              return MalformedAt(f.bytes.data(), "malformed packed dims in TensorProto");
-            }
-            break;
-          case tensor_field::kDataType:
-            if (IsVarint(f)) elem_type = static_cast<std::int32_t>(f.varint);
-            break;
-          case tensor_field::kName:
-            if (IsLen(f)) name = f.bytes;
-            break;
-          case tensor_field::kDataLocation:
-            if (IsVarint(f)) {
-              const auto v = static_cast<std::int32_t>(f.varint);
-              if (v == 0 || v == tensor_field::kExternal) location = v;
-            }
-            break;
-          default:
-            break;  // payloads (raw_data, *_data, external_data) skipped by length
-        }
-      }
-      if (!r.ok()) return Malformed(r, "TensorProto");
-    }
-    return b_->AddInitializer(name, elem_type, dims_, location == tensor_field::kExternal,
-                              subgraph);
+    SEMMAP_RETURN_IF_ERROR(ReadTensor(source_, spans, &t, &dims_));
+    return b_->AddInitializer(t.name, t.elem_type, dims_, t.external, subgraph);
   }
 
-  absl::Status ReadAttribute(absl::string_view bytes, Attribute* a) {
-    WireReader r(bytes);
-    WireField f;
-    while (r.Next(&f)) {
-      switch (f.number) {
-        case attribute_field::kName:
-          if (IsLen(f)) a->name = f.bytes;
-          break;
-        case attribute_field::kType:
-          if (IsVarint(f)) {
-            const auto v = static_cast<std::int32_t>(f.varint);
-            if (v >= 0 && v <= attribute_field::kMaxKnownType) a->type = v;
-          }
-          break;
-        case attribute_field::kG:
-          if (IsLen(f)) a->g.push_back(f.bytes);
-          break;
-        case attribute_field::kGraphs:
-          if (IsLen(f)) a->graphs.push_back(f.bytes);
-          break;
-        default:
-          break;
-      }
-    }
-    return r.ok() ? absl::OkStatus() : Malformed(r, "AttributeProto");
-  }
-
-  absl::Status ReadValueName(absl::string_view bytes, absl::string_view* name) {
-    *name = absl::string_view();
-    WireReader r(bytes);
-    WireField f;
-    while (r.Next(&f)) {
-      if (f.number == kValueInfoName && IsLen(f)) *name = f.bytes;
-    }
-    return r.ok() ? absl::OkStatus() : Malformed(r, "ValueInfoProto");
-  }
-
-  absl::Status ReadOpset(absl::string_view bytes, std::int64_t* opset) {
-    absl::string_view domain;
-    std::int64_t version = 0;
-    WireReader r(bytes);
-    WireField f;
-    while (r.Next(&f)) {
-      if (f.number == kOpsetDomain && IsLen(f)) domain = f.bytes;
-      if (f.number == kOpsetVersion && IsVarint(f)) version = static_cast<std::int64_t>(f.varint);
-    }
-    if (!r.ok()) return Malformed(r, "OperatorSetIdProto");
-    if (version < 0) return OpsetOutOfRange(origin_, version);
-    if (domain.empty() || domain == "ai.onnx") *opset = version;
-    return absl::OkStatus();
-  }
-
-  static bool ReadEntry(WireReader* r, MetadataEntry* kv) {
-    WireField f;
-    while (r->Next(&f)) {
-      if (!IsLen(f)) continue;
-      if (f.number == kEntryKey) kv->first = f.bytes;
-      if (f.number == kEntryValue) kv->second = f.bytes;
-    }
-    return r->ok();
-  }
-
-  std::uint64_t OffsetOf(const char* at) const {
-    return static_cast<std::uint64_t>(at - file_.data());
-  }
-
-  absl::Status Malformed(const WireReader& r, const char* message) const {
-    return MalformedOnnx(origin_, file_, r, message);
-  }
-
-  absl::Status MalformedAt(const char* at, const char* what) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin_, ": not a valid ONNX model: byte offset ", OffsetOf(at), ": ", what));
-  }
-
-  absl::string_view file_;
-  absl::string_view origin_;
+  const WireSource source_;
   GraphBuilder* b_;
-  // Scratch lists, reused by AddNode (stored before it recurses) and AddTensor.
-  std::vector<absl::string_view> inputs_;
-  std::vector<absl::string_view> outputs_;
-  std::vector<absl::string_view> attributes_;
-  std::vector<MetadataEntry> metadata_;
-  std::vector<std::int64_t> dims_;
+  const std::size_t workers_;  // 0: one per core
+  NodeReader nodes_;
+  std::vector<std::int64_t> dims_;  // scratch list of AddTensor
 };
 
 }  // namespace
 
 absl::Status LoadWithWireScan(absl::string_view bytes, absl::string_view origin,
-                              const GraphOptions& options, GraphBuilder* builder) {
-  return WireWalker(bytes, origin, builder).Walk();
+                              const GraphOptions& options, GraphBuilder* builder,
+                              std::size_t workers) {
+  return WireWalker(WireSource{bytes, origin}, builder, workers).Walk();
 }
 
 }  // namespace internal

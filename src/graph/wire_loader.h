@@ -11,6 +11,8 @@
 #ifndef SEMMAP_SRC_GRAPH_WIRE_LOADER_H_
 #define SEMMAP_SRC_GRAPH_WIRE_LOADER_H_
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "graph/graph_builder.h"
@@ -21,9 +23,12 @@ namespace internal {
 
 // Errors name `origin` and, for malformed bytes, the byte offset:
 // InvalidArgument for bytes that are not a well-formed ONNX ModelProto or
-// exceed a limit of `options`.
+// exceed a limit of `options`. A main graph of many nodes is walked on
+// `workers` threads (0: one per core, one below 64k nodes); the Graph is
+// the same whatever their number.
 absl::Status LoadWithWireScan(absl::string_view bytes, absl::string_view origin,
-                              const GraphOptions& options, GraphBuilder* builder);
+                              const GraphOptions& options, GraphBuilder* builder,
+                              std::size_t workers = 0);
 
 }  // namespace internal
 }  // namespace semmap

@@ -1,5 +1,5 @@
 // The parts of a serialized ONNX model that cutting out a region of its main
-// graph needs (extract), indexed at the wire level over the file's own
+// graph needs (extract, stages), indexed at the wire level over the file's own
 // bytes: views, nothing copied, tensor payloads never read. No protobuf
 // parse, so no 2 GB limit and no dependence on the onnx version.
 //

@@ -160,6 +160,13 @@ absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
 // A fault says the file ends before a page that was read; a file cut
 // inside its last page (or past every page read) faults nowhere, so its
 // size is asked too.
+bool MappedFile::IsFile(const std::string& path) const {
+  struct stat st;
+  return data_ != nullptr && inode_ != 0 && ::stat(path.c_str(), &st) == 0 &&
+         static_cast<std::uint64_t>(st.st_dev) == device_ &&
+         static_cast<std::uint64_t>(st.st_ino) == inode_;
+}
+
 bool MappedFile::truncated() const {
   if (slot_ < 0) return false;
   if (g_slots[slot_].faulted.load()) return true;

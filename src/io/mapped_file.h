@@ -58,6 +58,9 @@ class MappedFile {
   // the path still names it.
   std::uint64_t device() const { return device_; }
   std::uint64_t inode() const { return inode_; }
+  // Whether `path` names the mapped file now (same device and inode);
+  // false for a file read into memory.
+  bool IsFile(const std::string& path) const;
 
  private:
   MappedFile(void* data, std::size_t size, int slot, int fd)

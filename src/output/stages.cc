@@ -1,6 +1,7 @@
 #include "semmap/stages.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -14,7 +15,8 @@
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "base/text.h"
-#include "graph/model_proto.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "graph/graph_rep.h"
 #include "graph/wire_model_index.h"
 #include "io/atomic_write.h"
 #include "io/json_writer.h"
@@ -205,58 +207,91 @@ absl::StatusOr<std::vector<std::size_t>> CutsAtBoundaries(const SemanticMapper& 
   return cuts;
 }
 
-// The source model: its protobuf (whose pieces the stages copy), what each
-// top-level node reads (the wire-level index extract reads too), and its
-// main graph's tables by name.
+// The source model, read once: the bytes the mapper's graph was loaded
+// from (the file mapped again only when the graph holds no mapping of it),
+// indexed at the wire level. Nodes, initializers and value types are
+// parsed with protobuf one by one, when a stage copies them: no 2 GB limit
+// on the model, and no tensor decoded that no stage takes.
 struct Source {
-  onnx::ModelProto model;
-  std::optional<internal::MappedFile> file;  // what `wire` views
+  std::optional<internal::MappedFile> own;  // when the graph's mapping is not the file
+  const internal::MappedFile* file = nullptr;
+  std::string path;
+  int max_depth = 0;  // StageOptions::max_subgraph_depth
   internal::WireModel wire;
-  absl::flat_hash_map<NodeId, int> proto_index;  // top-level Graph node -> proto node
-  absl::flat_hash_map<std::string, const onnx::TensorProto*> initializers;
-  absl::flat_hash_map<std::string, const onnx::SparseTensorProto*> sparse;
-  absl::flat_hash_map<std::string, const onnx::ValueInfoProto*> types;
+  onnx::ModelProto header;  // what every stage copies: opsets, functions, ...
+  absl::flat_hash_map<NodeId, int> proto_index;  // top-level Graph node -> wire node
+
+  // Parses the piece `bytes` of the file into `message`; InvalidArgument
+  // naming the file, the byte offset and the message type when protobuf
+  // cannot.
+  absl::Status Parse(absl::string_view bytes, google::protobuf::MessageLite* message,
+                     const char* type) const {
+    if (bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      google::protobuf::io::CodedInputStream stream(
+          reinterpret_cast<const std::uint8_t*>(bytes.data()), static_cast<int>(bytes.size()));
+      // As the whole-model parse allowed: three message levels a subgraph.
+      stream.SetRecursionLimit(max_depth * 3 + 16);
+      if (message->ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage()) {
+        return absl::OkStatus();
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": not a valid ONNX model: byte offset ", bytes.data() - file->bytes().data(),
+        ": ", type, " of ", bytes.size(), " bytes cannot be parsed by protobuf"));
+  }
 };
+
+// The header fields of the source model the stages copy.
+absl::Status ReadHeader(Source* source) {
+  const internal::WireModel& w = source->wire;
+  onnx::ModelProto& h = source->header;
+  h.set_ir_version(static_cast<std::int64_t>(w.ir_version));
+  for (absl::string_view opset : w.opset_imports) {
+    SEMMAP_RETURN_IF_ERROR(source->Parse(opset, h.add_opset_import(), "OperatorSetIdProto"));
+  }
+  h.set_producer_name(std::string(w.producer_name));
+  h.set_producer_version(std::string(w.producer_version));
+  h.set_domain(std::string(w.domain));
+  h.set_model_version(static_cast<std::int64_t>(w.model_version));
+  for (absl::string_view function : w.functions) {
+    SEMMAP_RETURN_IF_ERROR(source->Parse(function, h.add_functions(), "FunctionProto"));
+  }
+  h.mutable_graph()->set_name(std::string(w.graph_name));
+  return absl::OkStatus();
+}
 
 // Loads `input` into `*source`; FailedPrecondition when its top-level nodes
 // are not those of the mapped graph (`top`).
 absl::Status LoadSource(const Graph& graph, const std::vector<NodeId>& top,
                         const std::string& input, const StageOptions& options, Source* source) {
-  SEMMAP_ASSIGN_OR_RETURN(
-      source->model,
-      internal::LoadModelProto(input, options.max_file_bytes, options.max_subgraph_depth));
-  const onnx::GraphProto& g = source->model.graph();
-  if (top.size() != static_cast<std::size_t>(g.node_size())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        input, ": has ", g.node_size(), " top-level nodes but the mapped graph has ", top.size(),
-        "; was the file changed?"));
+  source->path = input;
+  source->max_depth = options.max_subgraph_depth;
+  source->file = internal::GraphSource(graph, input);
+  if (source->file == nullptr || source->file->bytes().size() > options.max_file_bytes) {
+    SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
+                            internal::MappedFile::Open(input, options.max_file_bytes));
+    source->own.emplace(std::move(file));
+    source->file = &*source->own;
   }
-  SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
-                          internal::MappedFile::Open(input, options.max_file_bytes));
-  source->file.emplace(std::move(file));
   SEMMAP_ASSIGN_OR_RETURN(
       source->wire,
       internal::IndexWireModel(source->file->bytes(), input, options.max_subgraph_depth));
-  if (source->wire.nodes.size() != top.size()) {
+  const std::vector<internal::WireNode>& nodes = source->wire.nodes;
+  if (nodes.size() != top.size()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        input, ": has ", source->wire.nodes.size(), " top-level nodes but the mapped graph has ",
-        top.size(), "; was the file changed?"));
+        input, ": has ", nodes.size(), " top-level nodes but the mapped graph has ", top.size(),
+        "; was the file changed?"));
   }
-  for (int k = 0; k < g.node_size(); ++k) {
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
     const Node& n = graph.node(top[k]);
-    if (n.name != g.node(k).name() || n.op_type != g.node(k).op_type()) {
+    if (n.name != nodes[k].name || n.op_type != nodes[k].op_type) {
       return absl::FailedPreconditionError(absl::StrCat(
-          input, ": node ", k, " (", Quoted(g.node(k).name()),
+          input, ": node ", k, " (", Quoted(nodes[k].name),
           ") differs from the graph that was mapped; was the file changed?"));
     }
-    source->proto_index[top[k]] = k;
+    source->proto_index[top[k]] = static_cast<int>(k);
   }
-  for (const auto& t : g.initializer()) source->initializers.emplace(t.name(), &t);
-  for (const auto& t : g.sparse_initializer()) source->sparse.emplace(t.values().name(), &t);
-  for (const auto& v : g.value_info()) source->types.emplace(v.name(), &v);
-  for (const auto& v : g.output()) source->types[v.name()] = &v;
-  for (const auto& v : g.input()) source->types[v.name()] = &v;
-  return absl::OkStatus();
+  return ReadHeader(source);
 }
 
 // The source's model header with the stage's own metadata; the graph named
@@ -314,17 +349,16 @@ struct StageSpan {
 
 // Adds to `og` the floating constants the proto nodes `body` read, in order
 // of first read, counting them in `*copied`; returns the values they make.
-absl::flat_hash_set<std::string> CopyFloatingConstants(const Graph& graph, const Frame& f,
-                                                       const Source& source,
-                                                       const std::vector<int>& body,
-                                                       onnx::GraphProto* og,
-                                                       std::size_t* copied) {
+absl::StatusOr<absl::flat_hash_set<std::string>> CopyFloatingConstants(
+    const Graph& graph, const Frame& f, const Source& source, const std::vector<int>& body,
+    onnx::GraphProto* og, std::size_t* copied) {
   absl::flat_hash_set<NodeId> constants;
   for (int index : body) {
     for (absl::string_view v : internal::ValuesRead(source.wire.nodes[index])) {
       const NodeId producer = graph.producer(v, 0);
       if (producer != kNoNode && f.Floating(graph, producer) && constants.insert(producer).second) {
-        *og->add_node() = source.model.graph().node(source.proto_index.at(producer));
+        const internal::WireNode& node = source.wire.nodes[source.proto_index.at(producer)];
+        SEMMAP_RETURN_IF_ERROR(source.Parse(node.bytes, og->add_node(), "NodeProto"));
         ++*copied;
       }
     }
@@ -349,7 +383,6 @@ absl::StatusOr<StageInfo> BuildStage(const SemanticMapper& mapper, const Frame& 
                                      const StageSpan& span, const std::string& path,
                                      const std::string& in_dir, std::string* bytes) {
   const Graph& graph = mapper.graph();
-  const onnx::GraphProto& g = source.model.graph();
   StageInfo info;
   info.path = path;
   for (std::size_t p = span.first; p < span.end; ++p) {
@@ -357,46 +390,49 @@ absl::StatusOr<StageInfo> BuildStage(const SemanticMapper& mapper, const Frame& 
     if (info.first_unit.empty()) info.first_unit = mapper.manifest().module(f.unit[p]).path;
     info.last_unit = mapper.manifest().module(f.unit[p]).path;
   }
-  onnx::ModelProto out = StageModel(source.model, span.index, span.count, info);
+  onnx::ModelProto out = StageModel(source.header, span.index, span.count, info);
   onnx::GraphProto* og = out.mutable_graph();
   auto add_type = [&](onnx::ValueInfoProto* vi, const std::string& name) {
-    auto it = source.types.find(name);
-    if (it != source.types.end() && it->second->has_type()) {
-      *vi = *it->second;
-    } else {
-      vi->set_name(name);
-      ++info.untyped;
+    auto it = source.wire.types.find(name);
+    if (it != source.wire.types.end() && it->second.typed) {
+      return source.Parse(it->second.bytes, vi, "ValueInfoProto");
     }
+    vi->set_name(name);
+    ++info.untyped;
+    return absl::OkStatus();
   };
   std::vector<int> body;  // proto indices
   for (std::size_t p = span.first; p < span.end; ++p) body.push_back(source.proto_index.at(f.pos[p]));
-  absl::flat_hash_set<std::string> produced =
-      CopyFloatingConstants(graph, f, source, body, og, &info.copied_constants);
+  SEMMAP_ASSIGN_OR_RETURN(
+      absl::flat_hash_set<std::string> produced,
+      CopyFloatingConstants(graph, f, source, body, og, &info.copied_constants));
   absl::flat_hash_set<std::string> seen;
   for (int index : body) {
-    const onnx::NodeProto& node = g.node(index);
     for (absl::string_view read : internal::ValuesRead(source.wire.nodes[index])) {
       const std::string v(read);
       if (produced.contains(v) || !seen.insert(v).second) continue;
-      if (auto it = source.initializers.find(v); it != source.initializers.end()) {
-        if (it->second->data_location() == onnx::TensorProto::EXTERNAL &&
-            DirectoryOf(info.path) != in_dir) {
+      if (auto it = source.wire.initializers.find(v); it != source.wire.initializers.end()) {
+        if (it->second.external && DirectoryOf(info.path) != in_dir) {
           return absl::FailedPreconditionError(absl::StrCat(
               info.path, ": initializer ", Quoted(v), " keeps its data in an external file "
               "relative to ", in_dir, "; write the stages into that directory"));
         }
-        *og->add_initializer() = *it->second;
+        SEMMAP_RETURN_IF_ERROR(
+            source.Parse(it->second.bytes, og->add_initializer(), "TensorProto"));
         ++info.initializers;
-      } else if (auto sp = source.sparse.find(v); sp != source.sparse.end()) {
-        *og->add_sparse_initializer() = *sp->second;
+      } else if (auto sp = source.wire.sparse_initializers.find(v);
+                 sp != source.wire.sparse_initializers.end()) {
+        SEMMAP_RETURN_IF_ERROR(
+            source.Parse(sp->second, og->add_sparse_initializer(), "SparseTensorProto"));
         ++info.initializers;
       } else {
-        add_type(og->add_input(), v);
+        SEMMAP_RETURN_IF_ERROR(add_type(og->add_input(), v));
         info.inputs.push_back(v);
       }
     }
-    *og->add_node() = node;
-    for (const std::string& v : node.output()) {
+    onnx::NodeProto* node = og->add_node();
+    SEMMAP_RETURN_IF_ERROR(source.Parse(source.wire.nodes[index].bytes, node, "NodeProto"));
+    for (const std::string& v : node->output()) {
       if (v.empty()) continue;
       produced.insert(v);
       bool leaves = f.model_outputs.contains(v);
@@ -406,7 +442,7 @@ absl::StatusOr<StageInfo> BuildStage(const SemanticMapper& mapper, const Frame& 
                             stage_of[o] > static_cast<int>(span.index));
       }
       if (leaves) {
-        add_type(og->add_output(), v);
+        SEMMAP_RETURN_IF_ERROR(add_type(og->add_output(), v));
         info.outputs.push_back(v);
       }
     }

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "graph/graph_builder.h"
+#include "graph/wire_loader.h"
 #include "nlohmann/json.hpp"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -359,5 +361,73 @@ TEST_CASE("The wire loader turns malformed files into statuses", "[loader]") {
     auto ok = Graph::Parse(Serialize(deep), "deep.onnx", roomy);
     REQUIRE(ok.ok());
     CHECK(ok->subgraphs().size() == 201);
+  }
+}
+
+TEST_CASE("A main graph walked on every core gives the Graph a serial walk gives", "[loader]") {
+  // Large enough for the wire scan to walk the main graph's nodes on
+  // several threads (when the machine has several cores): op types and
+  // domains first seen in every range, doc strings, metadata, attributes,
+  // repeated and empty names, against the protobuf loader (one thread).
+  constexpr int kNodes = 100000;
+  onnx::ModelProto model = MakeModel();
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->add_input()->set_name("x");
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string name = i % 997 == 5 ? "dup" : i % 1009 == 3 ? "" : "/n" + std::to_string(i);
+    onnx::NodeProto* n =
+        AddNode(graph, name, "Op" + std::to_string(i / 20000 + i % 3),
+                {i == 0 ? "x" : "v" + std::to_string(i - 1), "x"}, {"v" + std::to_string(i)});
+    if (i % 4 == 0) n->set_domain(i % 8 == 0 ? "" : "custom" + std::to_string(i / 30000));
+    if (i % 7 == 0) n->set_doc_string("doc " + std::to_string(i));
+    if (i % 11 == 0) semmap_test::AddNodeMetadata(n, "pkg.torch.onnx.name_scopes", "['m']");
+    if (i % 3 == 0) {
+      onnx::AttributeProto* a = n->add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(1);
+    }
+  }
+  graph->add_output()->set_name("v" + std::to_string(kNodes - 1));
+  const std::string bytes = Serialize(model);
+  auto proto = Graph::Parse(bytes, "wide.onnx", With(Loader::kProtobuf));
+  auto wire = Graph::Parse(bytes, "wide.onnx", With(Loader::kWireScan));
+  REQUIRE(proto.ok());
+  REQUIRE(wire.ok());
+  CheckSameGraph(*proto, *wire);
+
+  SECTION("the same Graph whatever the number of threads") {
+    // More workers than runs of nodes leaves some with nothing to walk.
+    for (const std::size_t workers : {1, 2, 3, 7, 200}) {
+      CAPTURE(workers);
+      GraphOptions options = With(Loader::kWireScan);
+      semmap::internal::GraphBuilder builder("wide.onnx", options, nullptr, true);
+      REQUIRE(semmap::internal::LoadWithWireScan(bytes, "wide.onnx", options, &builder, workers)
+                  .ok());
+      CheckSameGraph(*proto, builder.Finish());
+    }
+  }
+  SECTION("limits and malformed nodes give the serial walk's errors") {
+    GraphOptions few = With(Loader::kWireScan);
+    few.max_nodes = kNodes - 1;
+    auto over = Graph::Parse(bytes, "wide.onnx", few);
+    REQUIRE_FALSE(over.ok());
+    CHECK(std::string(over.status().message()) ==
+          "wide.onnx: more than 99999 nodes (GraphOptions::max_nodes)");
+    GraphOptions short_lists = With(Loader::kWireScan);
+    short_lists.max_list_entries = 2 * kNodes;
+    auto lists = Graph::Parse(bytes, "wide.onnx", short_lists);
+    REQUIRE_FALSE(lists.ok());
+    CHECK(std::string(lists.status().message()).rfind("wide.onnx: more than 200000 inputs", 0) ==
+          0);
+    // A last node whose input claims more bytes than the node holds.
+    onnx::ModelProto bad = model;
+    bad.mutable_graph()->GetReflection()->MutableUnknownFields(bad.mutable_graph())
+        ->AddLengthDelimited(1, std::string("\x0a\x09short", 7));
+    auto malformed = Graph::Parse(Serialize(bad), "bad.onnx", With(Loader::kWireScan));
+    REQUIRE_FALSE(malformed.ok());
+    const std::string message(malformed.status().message());
+    CHECK(message.rfind("bad.onnx: not a valid ONNX model: byte offset ", 0) == 0);
+    CHECK(message.find("NodeProto") != std::string::npos);
   }
 }

@@ -247,3 +247,42 @@ TEST_CASE("Extraction copies the source's bytes at the wire level, whatever thei
     CHECK_FALSE(std::filesystem::exists(tmp.file("cut.onnx")));
   }
 }
+
+TEST_CASE("Stages read the mapped graph's own bytes, or the file, and write the same stages",
+          "[extract][fixture]") {
+  // A mapper over Graph::Load keeps the file's mapping, which the stages
+  // read; one over Graph::Parse (bytes in memory) makes them map the file.
+  auto loaded = LoadMapped("bert-seqcls.torchscript");
+  auto parsed_graph = semmap::Graph::Parse(ReadBytes(loaded->model_path()), "in memory");
+  REQUIRE(parsed_graph.ok());
+  auto parsed = semmap::SemanticMapper::Create(*parsed_graph, loaded->manifest);
+  REQUIRE(parsed.ok());
+  TempDir tmp;
+  semmap::StageOptions options;
+  options.stages = 3;
+  auto a = semmap::SplitStages(*loaded->mapper, loaded->model_path(), tmp.file("a.onnx"), options);
+  auto b = semmap::SplitStages(*parsed, loaded->model_path(), tmp.file("b.onnx"), options);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(a->stages.size() == 3);
+  REQUIRE(b->stages.size() == 3);
+  for (std::size_t k = 0; k < 3; ++k) {
+    CAPTURE(k);
+    CHECK(a->stages[k].nodes == b->stages[k].nodes);
+    CHECK(ReadBytes(a->stages[k].path) == ReadBytes(b->stages[k].path));
+    const onnx::ModelProto stage = ParseModel(a->stages[k].path);
+    CHECK(static_cast<std::size_t>(stage.graph().node_size()) == a->stages[k].nodes);
+  }
+
+  SECTION("a file changed since it was mapped is refused") {
+    onnx::ModelProto other = ParseModel(loaded->model_path());
+    other.mutable_graph()->mutable_node(3)->set_name("renamed");
+    const std::string path = tmp.file("changed.onnx");
+    WriteBytes(path, semmap_test::Serialize(other));
+    auto changed = semmap::SplitStages(*parsed, path, tmp.file("c.onnx"), options);
+    REQUIRE_FALSE(changed.ok());
+    CHECK(changed.status().code() == absl::StatusCode::kFailedPrecondition);
+    CHECK(std::string(changed.status().message()).find("node 3 (\"renamed\") differs") !=
+          std::string::npos);
+  }
+}
