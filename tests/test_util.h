@@ -12,6 +12,22 @@
 
 namespace semmap_test {
 
+// How many times slower this build runs than a release build. The few time
+// bounds in the tests guard the complexity of work on hostile input (a
+// quadratic walk takes a hundred times its bound or more), not its speed:
+// under the sanitizers (and libFuzzer's coverage) they are this much wider.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr double kTimeScale = 8.0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr double kTimeScale = 8.0;
+#else
+inline constexpr double kTimeScale = 1.0;
+#endif
+#else
+inline constexpr double kTimeScale = 1.0;
+#endif
+
 // Path of a file of a fixture directory, e.g.
 // Fixture("bert-seqcls.torchscript", "model.onnx").
 inline std::string Fixture(const std::string& dir, const std::string& file) {
