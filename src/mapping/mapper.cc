@@ -460,8 +460,8 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   if (reference_answers != nullptr && !derived) {
     own_answers.emplace(mapper.records);
     OwnAnswers& o = *own_answers;
-    const internal::MappingContext own_context{graph,     manifest,  rules,    ops,
-                                               tensors,   o.records, o.evidence, o.origins};
+    const internal::MappingContext own_context{
+        graph, manifest, rules, ops, tensors, o.records, o.evidence, o.origins};
     Infer(own_context, shape, /*factor=*/1.0, options);
     internal::RecordFoldedNeighbours(own_context);
     FinishMappings(rules, /*calibrate=*/true, &o.records);
