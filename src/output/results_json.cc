@@ -218,9 +218,12 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
   Write(out, text);
 }
 
-void WriteNodeListJson(std::ostream& out, const SemanticMapper& mapper,
-                       const std::string& model_path, const NodeQuery& query,
-                       absl::Span<const NodeId> nodes) {
+namespace {
+
+// Both forms of WriteNodeListJson; `write_query` writes the "query" value.
+template <typename WriteQueryValue>
+void WriteNodeList(std::ostream& out, const SemanticMapper& mapper, const std::string& model_path,
+                   absl::Span<const NodeId> nodes, WriteQueryValue&& write_query) {
   std::string text;
   JsonWriter w(&text);
   w.BeginObject();
@@ -232,10 +235,18 @@ void WriteNodeListJson(std::ostream& out, const SemanticMapper& mapper,
     internal::FlushLarge(out, &text);
   }
   w.EndArray();
-  WriteQuery(w.Key("query"), query);
+  write_query(w.Key("query"));
   w.EndObject();
   text += "\n";
   Write(out, text);
+}
+
+}  // namespace
+
+void WriteNodeListJson(std::ostream& out, const SemanticMapper& mapper,
+                       const std::string& model_path, const NodeQuery& query,
+                       absl::Span<const NodeId> nodes) {
+  WriteNodeList(out, mapper, model_path, nodes, [&](JsonWriter& w) { WriteQuery(w, query); });
 }
 
 namespace {
@@ -289,26 +300,13 @@ void WriteNodeListJson(std::ostream& out, const SemanticMapper& mapper,
                        absl::Span<const NodeId> nodes) {
   const absl::StatusOr<internal::JsonDocument> doc =
       internal::JsonDocument::Parse(query_json, "query", {std::size_t{1} << 20, 256});
-  std::string text;
-  JsonWriter w(&text);
-  w.BeginObject();
-  w.Key("count").Integer(nodes.size());
-  w.Key("model").String(model_path);
-  w.Key("nodes").BeginArray();
-  for (NodeId id : nodes) {
-    WriteMapping(w, mapper, id);
-    internal::FlushLarge(out, &text);
-  }
-  w.EndArray();
-  w.Key("query");
-  if (doc.ok()) {
-    WriteParsed(w, doc->root());
-  } else {
-    w.String(query_json);
-  }
-  w.EndObject();
-  text += "\n";
-  Write(out, text);
+  WriteNodeList(out, mapper, model_path, nodes, [&](JsonWriter& w) {
+    if (doc.ok()) {
+      WriteParsed(w, doc->root());
+    } else {
+      w.String(query_json);
+    }
+  });
 }
 
 void WriteModuleListJson(std::ostream& out, const SemanticMapper& mapper,
