@@ -195,7 +195,7 @@ def export_plain(corpus: Corpus, arch: Arch, exporter: str, work: Path) -> varia
         if manifest["schema_version"] == 1:
             corpus.log(f"{name}: the forward pass on the example inputs failed: no forward signatures")
         corpus.write_fixture(name, onnx_model, manifest, truth, fixture)
-        return variants.Plain(model, onnx_model, truth, manifest)
+        return variants.Plain(model, onnx_model, truth, manifest, inputs)
     corpus.fail(arch, exporter, "plain", errors)
     return None
 

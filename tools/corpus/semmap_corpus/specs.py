@@ -156,9 +156,14 @@ def arch(name: str) -> Arch:
 
 # Variants of the torch-2.15 slice, in build order: "-resorted" variants derive
 # from the variant named before the dash ("onnxslim", "stripped").
-CURRENT_TORCHSCRIPT_VARIANTS = ("onnxslim", "ort-optimized", "quantized", "stripped", "stripped-resorted")
+# "-fp16" variants convert the variant named before the dash. The formats
+# people publish beside model.onnx: quantized (dynamic), qdq (static QDQ),
+# q4 (4-bit MatMulNBits), fp16.
+CURRENT_TORCHSCRIPT_VARIANTS = ("onnxslim", "ort-optimized", "quantized", "qdq", "q4", "stripped",
+                                "stripped-resorted")
 CURRENT_DYNAMO_VARIANTS = (
-    "onnxslim", "onnxslim-resorted", "ort-optimized", "ort-session", "quantized", "stripped",
+    "onnxslim", "onnxslim-resorted", "ort-optimized", "ort-session", "quantized", "qdq", "q4", "fp16",
+    "onnxslim-fp16", "stripped",
 )
 
 
@@ -225,8 +230,8 @@ ARCHS_TORCH_2_15: tuple[Arch, ...] = (
 # (semmap_corpus.zoo), narrowed where the library offers it. Fixtures of
 # more than 128 KiB keep their weights' shapes but drop their payloads after
 # every variant was made from the full file (Arch.extra "drop_payloads").
-VISION_TORCHSCRIPT_VARIANTS = ("onnxslim", "quantized", "stripped")
-VISION_DYNAMO_VARIANTS = ("onnxslim", "ort-session", "quantized", "stripped")
+VISION_TORCHSCRIPT_VARIANTS = ("onnxslim", "quantized", "qdq", "stripped")
+VISION_DYNAMO_VARIANTS = ("onnxslim", "ort-session", "quantized", "qdq", "fp16", "stripped")
 
 
 def _vision(name: str, source: str, constructor: str, config: dict[str, Any], image_size: int,
@@ -278,7 +283,8 @@ ARCHS_WIDE_2_15: tuple[Arch, ...] = (
     Arch("albert-masked-lm", "albert", "masked-lm",
          dict(embedding_size=16, hidden_size=16, num_hidden_layers=3, num_attention_heads=2, intermediate_size=32,
               num_hidden_groups=1, inner_group_num=1, **_T),
-         variants=("onnxslim", "quantized", "stripped"), dynamo_variants=("onnxslim", "quantized", "stripped"),
+         variants=("onnxslim", "quantized", "qdq", "q4", "stripped"),
+         dynamo_variants=("onnxslim", "quantized", "qdq", "q4", "fp16", "stripped"),
          held_out=True),
 )
 ARCHS_TORCH_2_15 = ARCHS_TORCH_2_15 + ARCHS_WIDE_2_15

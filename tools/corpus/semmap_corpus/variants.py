@@ -10,6 +10,16 @@
   ``SessionOptions.optimized_model_filepath`` at ``ORT_ENABLE_EXTENDED``, CPU provider.
 * ``onnxslim``: ``onnxslim.slim(model)`` with its defaults.
 * ``quantized``: ``onnxruntime.quantization.quantize_dynamic`` (QInt8 weights).
+* ``qdq``: ``onnxruntime.quantization.quantize_static`` in the QDQ format (the
+  format NPU toolchains require): per-channel QInt8 weights, QUInt8
+  activations calibrated on the export's example inputs; every weight and
+  activation passes through a ``QuantizeLinear`` / ``DequantizeLinear`` pair.
+* ``q4``: ONNX Runtime's ``MatMulNBitsQuantizer`` (4-bit weight-only, how the
+  ``model_q4.onnx`` files people publish are made): block size 16 (the
+  corpus' hidden size), symmetric.
+* ``fp16``: ``onnxruntime.transformers.float16.convert_float_to_float16`` with
+  float32 inputs and outputs kept (``model_fp16.onnx``); ``onnxslim-fp16`` is
+  the onnxslim variant converted the same way (a chain).
 * ``stripped``: :func:`semmap_corpus.strip.strip_names` (of the TorchScript
   and of the dynamo export).
 * ``<base>-resorted``: variant ``<base>`` re-sorted topologically with a seeded
@@ -45,12 +55,14 @@ if TYPE_CHECKING:
 
 
 class Plain(NamedTuple):
-    """A plain export variants derive from: the model, its ONNX export, truth and manifest."""
+    """A plain export variants derive from: the model, its ONNX export, truth, manifest and
+    the example inputs it was exported with (a dict by name or a tuple)."""
 
     model: Any
     onnx_model: onnx.ModelProto
     truth: Truth
     manifest: dict[str, Any]
+    inputs: Any = None
 
 
 def ort_optimize(src: Path, dest: Path, model_type: str, num_heads: int, hidden_size: int) -> None:
@@ -89,6 +101,54 @@ def quantize(src: Path, dest: Path) -> None:
     quantize_dynamic(str(src), str(dest), weight_type=QuantType.QInt8)
 
 
+def onnx_feeds(model: onnx.ModelProto, inputs: Any) -> dict[str, Any]:
+    """The export's example inputs as ONNX Runtime feeds: by name where the graph's
+    inputs are named after them, else by position."""
+    initializers = {t.name for t in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in initializers]
+    values = list(inputs.values()) if isinstance(inputs, dict) else list(inputs)
+    by_name = inputs if isinstance(inputs, dict) else {}
+    feeds = {}
+    for position, name in enumerate(names):
+        value = by_name.get(name, values[position] if position < len(values) else None)
+        if value is None:
+            raise RuntimeError(f"no example input for graph input {name!r}")
+        feeds[name] = value.detach().cpu().numpy()
+    return feeds
+
+
+def quantize_qdq(src: Path, dest: Path, feeds: dict[str, Any]) -> None:
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.items = iter([feeds])
+
+        def get_next(self) -> dict[str, Any] | None:
+            return next(self.items, None)
+
+    quantize_static(str(src), str(dest), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)
+
+
+def quantize_4bit(model: onnx.ModelProto) -> onnx.ModelProto:
+    import copy
+
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    quantizer = MatMulNBitsQuantizer(copy.deepcopy(model), bits=4, block_size=16, is_symmetric=True)
+    quantizer.process()
+    return quantizer.model.model
+
+
+def to_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
+    import copy
+
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    return convert_float_to_float16(copy.deepcopy(model), keep_io_types=True)
+
+
 def build_variant(
     corpus: "Corpus",
     arch: "Arch",
@@ -106,7 +166,7 @@ def build_variant(
     """
 
     built = {} if built is None else built
-    model, original, truth, manifest = plain
+    model, original, truth, manifest, inputs = plain
     if variant == "functions":
         build_functions_variant(corpus, arch, model, work, manifest)
         return None
@@ -136,6 +196,18 @@ def build_variant(
                 onnx.save(slim(original), str(dest))
             elif variant == "quantized":
                 quantize(src, dest)
+            elif variant == "qdq":
+                quantize_qdq(src, dest, onnx_feeds(original, inputs))
+            elif variant == "q4":
+                onnx.save(quantize_4bit(original), str(dest))
+            elif variant == "fp16":
+                onnx.save(to_fp16(original), str(dest))
+            elif variant.endswith("-fp16"):
+                base = variant[: -len("-fp16")]
+                if base not in built:
+                    raise RuntimeError(f"no {exporter} {base} variant to convert")
+                onnx.save(to_fp16(built[base][0]), str(dest))
+                extra["derived_from"] = f"{source}.{base}"
             elif variant == "stripped":
                 onnx.save(strip_names(original), str(dest))
             elif variant.endswith("-resorted"):
