@@ -66,6 +66,11 @@ bool RuleQueries::IsShapeSource(absl::string_view op_type) const {
   return impl_.shape_source_ops && RE2::PartialMatch(Piece(op_type), *impl_.shape_source_ops);
 }
 
+bool RuleQueries::ReadsBlockwiseWeight(absl::string_view op_type) const {
+  return impl_.blockwise_weight_ops &&
+         RE2::PartialMatch(Piece(op_type), *impl_.blockwise_weight_ops);
+}
+
 bool RuleQueries::OrderKey(absl::string_view name, std::uint64_t* key) const {
   for (const auto& re : impl_.order_keys) {
     re2::StringPiece digits;

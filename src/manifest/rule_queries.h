@@ -43,6 +43,9 @@ class RuleQueries {
   // Ops that read only their input's shape (Shape, Size): the start of a
   // shape computation, which belongs with the node using the shape.
   bool IsShapeSource(absl::string_view op_type) const;
+  // Ops whose second input is a weight packed in quantized blocks
+  // ([N, blocks, bytes per block]: rules "blockwise_weight_ops").
+  bool ReadsBlockwiseWeight(absl::string_view op_type) const;
   // A module of the framework's own library (torch.nn.Linear, LayerNorm,
   // containers...): its forward is one library op on its parameters, so it
   // owns the nodes reading them and nothing else; a container owns none.

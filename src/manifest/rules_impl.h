@@ -38,6 +38,7 @@ struct Rules::Impl {
   std::unique_ptr<RE2> passthrough_ops;
   std::unique_ptr<RE2> follow_consumers_ops;
   std::unique_ptr<RE2> shape_source_ops;
+  std::unique_ptr<RE2> blockwise_weight_ops;
   std::vector<Category> categories;
   std::unique_ptr<RE2> library_modules;
   std::unique_ptr<RE2> uncalled_modules;

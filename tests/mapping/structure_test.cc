@@ -9,6 +9,7 @@
 #include "mapping/core/op_traits.h"
 #include "mapping/core/tensor_evidence.h"
 #include "mapping/strategies/structure.h"
+#include "mapping/strategies/structure_pass.h"
 
 namespace semmap_test {
 namespace {
@@ -82,6 +83,43 @@ TEST_CASE("structural answers on stripped exports: mostly right, never confident
 
 namespace semmap_test {
 namespace {
+
+TEST_CASE("a weight packed in 4-bit blocks fits the parameter it stands for", "[structure]") {
+  using semmap::internal::structure::BlockwiseCompatible;
+  // MatMulNBits packs an [N=16, K=16] weight at 4 bits in blocks of 16: one
+  // block of 8 bytes per output row.
+  CHECK(BlockwiseCompatible({16, 1, 8}, {16, 16}));
+  // K = 40 in blocks of 32 (16 bytes at 4 bits): two blocks, the last padded.
+  CHECK(BlockwiseCompatible({64, 2, 16}, {64, 40}));
+  CHECK(BlockwiseCompatible({64, 2, 16}, {40, 64}));  // a Linear's [out, in] or a MatMul's [in, out]
+  CHECK_FALSE(BlockwiseCompatible({64, 2, 16}, {64, 16}));  // one block would do: another K
+  CHECK_FALSE(BlockwiseCompatible({64, 2, 16}, {32, 40}));  // another N
+  CHECK_FALSE(BlockwiseCompatible({64, 2, 16}, {64, 40, 1}));
+  CHECK_FALSE(BlockwiseCompatible({64, 0, 16}, {64, 0}));
+  CHECK_FALSE(BlockwiseCompatible({64, 32}, {64, 32}));  // not packed
+}
+
+TEST_CASE("a 4-bit weight-only file's MatMulNBits nodes go to the Linear of their packed weight",
+          "[structure]") {
+  // bert-seqcls.dynamo.q4: MatMulNBitsQuantizer replaced every MatMul with a
+  // weight by a MatMulNBits node reading "<weight>_Q4" ([N, blocks, bytes]);
+  // the dynamo export's weights are anonymous ("val_92", folded transposes)
+  // and the quantizer dropped the nodes' metadata.
+  auto f = LoadMapped("torch-2.15/bert-seqcls.dynamo.q4");
+  std::size_t packed = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (n.op_type != "MatMulNBits") continue;
+    ++packed;
+    CAPTURE(n.name);
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    auto truth = f->truth.find(std::string(n.id));
+    REQUIRE(truth != f->truth.end());
+    CHECK(std::string(m.module_path) == truth->second);
+    CHECK(m.confidence < 0.9);
+  }
+  CHECK(packed == 12);  // 2 layers x (query, key, value, attention output, intermediate, output)
+}
 
 TEST_CASE("nodes a quantizer named after the node it replaced follow that node", "[structure]") {
   auto f = LoadMapped("torch-2.15/bert-seqcls.dynamo.quantized");

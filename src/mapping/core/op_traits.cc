@@ -16,6 +16,7 @@ OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(),
       if (internal::RuleQueries(rules).FollowsConsumers(op)) bits |= kFollows;
       if (internal::RuleQueries(rules).IsShapeSource(op)) bits |= kShapeSource;
       if (internal::RuleQueries(rules).IsWeightPassthrough(op)) bits |= kPassthrough;
+      if (internal::RuleQueries(rules).ReadsBlockwiseWeight(op)) bits |= kBlockwise;
       it = by_op.emplace(op, bits).first;
     }
     bits_[i] = it->second;

@@ -20,11 +20,13 @@ class OpTraits {
   bool FollowsConsumers(NodeId n) const { return bits_[n] & kFollows; }
   bool IsShapeSource(NodeId n) const { return bits_[n] & kShapeSource; }
   bool IsWeightPassthrough(NodeId n) const { return bits_[n] & kPassthrough; }
+  bool ReadsBlockwiseWeight(NodeId n) const { return bits_[n] & kBlockwise; }
 
  private:
   static constexpr std::uint8_t kFollows = 1;
   static constexpr std::uint8_t kShapeSource = 2;
   static constexpr std::uint8_t kPassthrough = 4;
+  static constexpr std::uint8_t kBlockwise = 8;
   std::vector<std::uint8_t> bits_;
 };
 

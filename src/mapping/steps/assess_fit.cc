@@ -263,6 +263,16 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
         }
       }
       if (!ParameterLike(name)) continue;
+      // A tensor a tool derived from a parameter and named after it (rules
+      // "derived_tensor_suffixes": a quantizer's per-reader copy
+      // "<bias>0_quantized"): its module's, of a shape of its own.
+      const ModuleId derived = owner == kNoModule ? tensors.ParameterOwner(t.name) : kNoModule;
+      if (derived != kNoModule) {
+        ++fit->named_tensors;
+        ++fit->matched_tensors;
+        Touch(manifest, derived, touched);
+        continue;
+      }
     }
     bool beyond_wrapper = false;
     const ModuleId module =

@@ -47,6 +47,11 @@ const TensorInfo* Pass::UnnamedWeight(NodeId i) const {
   return nullptr;
 }
 
+bool Pass::Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_t> shape) const {
+  return Compatible(weight.dims, shape) ||
+         (ops_.ReadsBlockwiseWeight(i) && BlockwiseCompatible(weight.dims, shape));
+}
+
 ModuleId Pass::ConsumersModule(NodeId i) const {
   const Node& n = graph_.node(i);
   ModuleId module = kNoModule;
@@ -64,13 +69,13 @@ ModuleId Pass::ConsumersModule(NodeId i) const {
 
 template <typename Params>
 std::size_t Pass::ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module,
-                           absl::Span<const std::int64_t> dims) {
+                           NodeId i, const TensorInfo& weight) const {
   // `params` is in module order: search the module's range only.
   auto first = std::lower_bound(params.begin(), params.end(), module,
                                 [](const auto& p, ModuleId m) { return p.module < m; });
   for (auto it = first; it != params.end() && it->module == module; ++it) {
     const std::size_t j = static_cast<std::size_t>(it - params.begin());
-    if (!used[j] && Compatible(dims, it->spec->shape)) return j;
+    if (!used[j] && Fits(i, weight, it->spec->shape)) return j;
   }
   return params.size();
 }
@@ -114,14 +119,14 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     if (auto it = by_initializer.find(weight->name); it != by_initializer.end()) {
       match = it->second;
     } else if (const ModuleId holder = ConsumersModule(i); holder != kNoModule &&
-               (match = ParamOf(params, used, holder, weight->dims)) != params.size()) {
+               (match = ParamOf(params, used, holder, i, *weight)) != params.size()) {
       used[match] = true;
       by_initializer.emplace(weight->name, match);
     } else {
       while (first_unused < params.size() && used[first_unused]) ++first_unused;
       const std::size_t end = std::min(params.size(), first_unused + kAlignWindow);
       for (std::size_t j = first_unused; j < end; ++j) {
-        if (!used[j] && Compatible(weight->dims, params[j].spec->shape)) {
+        if (!used[j] && Fits(i, *weight, params[j].spec->shape)) {
           match = j;
           break;
         }

@@ -81,6 +81,24 @@ inline bool Compatible(absl::Span<const std::int64_t> dims, absl::Span<const std
   return dims.size() == 2 && dims[0] == shape[1] && dims[1] == shape[0];
 }
 
+// A weight packed in quantized blocks ([N, blocks, bytes per block]: rules
+// "blockwise_weight_ops") stands for an [N, K] parameter (or its transpose)
+// whose K fills `blocks` blocks at 2, 4 or 8 bits per value: the packing
+// drops K and the bit width, the block count keeps them to a block.
+inline bool BlockwiseCompatible(absl::Span<const std::int64_t> dims,
+                                absl::Span<const std::int64_t> shape) {
+  if (dims.size() != 3 || shape.size() != 2 || dims[1] <= 0 || dims[2] <= 0) return false;
+  for (int n = 0; n < 2; ++n) {
+    if (shape[n] != dims[0]) continue;
+    const std::int64_t k = shape[1 - n];
+    for (const std::int64_t bits : {2, 4, 8}) {
+      const std::int64_t block = dims[2] * 8 / bits;
+      if (k > (dims[1] - 1) * block && k <= dims[1] * block) return true;
+    }
+  }
+  return false;
+}
+
 class Pass {
  public:
   // Reads the context, writes `mappings` (the context's records, or a copy
@@ -111,13 +129,18 @@ class Pass {
   // pass-through ops, when no parameter is named after it; else nullptr.
   const TensorInfo* UnnamedWeight(NodeId i) const;
 
+  // Whether node i's unnamed `weight` may be the parameter of `shape`: the
+  // same dims or transposed (Compatible), or packed in blocks by a
+  // blockwise-quantized op (BlockwiseCompatible).
+  bool Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_t> shape) const;
+
   // The module every consumer of the node's outputs is anchored in (a
   // MatMul's bias Add names its Linear), or kNoModule.
   ModuleId ConsumersModule(NodeId i) const;
 
   template <typename Params>
-  static std::size_t ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module,
-                             absl::Span<const std::int64_t> dims);
+  std::size_t ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module, NodeId i,
+                      const TensorInfo& weight) const;
 
   // What an alignment of unnamed weights found, to judge it on its own.
   struct Alignment {
