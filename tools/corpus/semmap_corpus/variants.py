@@ -102,18 +102,35 @@ def quantize(src: Path, dest: Path) -> None:
 
 
 def onnx_feeds(model: onnx.ModelProto, inputs: Any) -> dict[str, Any]:
-    """The export's example inputs as ONNX Runtime feeds: by name where the graph's
-    inputs are named after them, else by position."""
+    """The export's example inputs as ONNX Runtime feeds for the graph's inputs: the
+    example of the same name where its dtype and rank agree, else the first unused one
+    that agrees (an exporter may name inputs in another order than the example's);
+    a scalar input without an example (``logits_to_keep``) gets 0."""
+    import numpy as np
+    from onnx import helper
+
     initializers = {t.name for t in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in initializers]
     values = list(inputs.values()) if isinstance(inputs, dict) else list(inputs)
-    by_name = inputs if isinstance(inputs, dict) else {}
+    names = list(inputs) if isinstance(inputs, dict) else [None] * len(values)
+    arrays = [v.detach().cpu().numpy() for v in values]
+    unused = list(range(len(arrays)))
     feeds = {}
-    for position, name in enumerate(names):
-        value = by_name.get(name, values[position] if position < len(values) else None)
-        if value is None:
-            raise RuntimeError(f"no example input for graph input {name!r}")
-        feeds[name] = value.detach().cpu().numpy()
+    for graph_input in model.graph.input:
+        if graph_input.name in initializers:
+            continue
+        tensor_type = graph_input.type.tensor_type
+        dtype = helper.tensor_dtype_to_np_dtype(tensor_type.elem_type)
+        rank = len(tensor_type.shape.dim)
+        fits = [k for k in unused if arrays[k].dtype == dtype and arrays[k].ndim == rank]
+        named = [k for k in fits if names[k] == graph_input.name]
+        chosen = (named or fits or [None])[0]
+        if chosen is not None:
+            unused.remove(chosen)
+            feeds[graph_input.name] = arrays[chosen]
+        elif rank == 0:
+            feeds[graph_input.name] = np.zeros((), dtype=dtype)
+        else:
+            raise RuntimeError(f"no example input for graph input {graph_input.name!r}")
     return feeds
 
 
