@@ -71,6 +71,16 @@ bool RuleQueries::ReadsBlockwiseWeight(absl::string_view op_type) const {
          RE2::PartialMatch(Piece(op_type), *impl_.blockwise_weight_ops);
 }
 
+bool RuleQueries::IsSignatureChecked(absl::string_view op_type) const {
+  return impl_.signature_checked_onnx &&
+         RE2::PartialMatch(Piece(op_type), *impl_.signature_checked_onnx);
+}
+
+bool RuleQueries::ExplainsCheckedOps(absl::string_view torch_op) const {
+  return impl_.signature_checked_torch &&
+         RE2::PartialMatch(Piece(torch_op), *impl_.signature_checked_torch);
+}
+
 bool RuleQueries::OrderKey(absl::string_view name, std::uint64_t* key) const {
   for (const auto& re : impl_.order_keys) {
     re2::StringPiece digits;

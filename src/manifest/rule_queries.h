@@ -46,6 +46,11 @@ class RuleQueries {
   // Ops whose second input is a weight packed in quantized blocks
   // ([N, blocks, bytes per block]: rules "blockwise_weight_ops").
   bool ReadsBlockwiseWeight(absl::string_view op_type) const;
+  // ONNX ops a scoped node's module must run in its recorded forward, and
+  // the torch operations of such a forward that may explain them (rules
+  // "signature_checked_ops"; the manifest fit check).
+  bool IsSignatureChecked(absl::string_view op_type) const;
+  bool ExplainsCheckedOps(absl::string_view torch_op) const;
   // A module of the framework's own library (torch.nn.Linear, LayerNorm,
   // containers...): its forward is one library op on its parameters, so it
   // owns the nodes reading them and nothing else; a container owns none.

@@ -39,6 +39,10 @@ struct Rules::Impl {
   std::unique_ptr<RE2> follow_consumers_ops;
   std::unique_ptr<RE2> shape_source_ops;
   std::unique_ptr<RE2> blockwise_weight_ops;
+  // "signature_checked_ops": ONNX op types and the torch operations that
+  // must explain them.
+  std::unique_ptr<RE2> signature_checked_onnx;
+  std::unique_ptr<RE2> signature_checked_torch;
   std::vector<Category> categories;
   std::unique_ptr<RE2> library_modules;
   std::unique_ptr<RE2> uncalled_modules;

@@ -58,6 +58,11 @@ TEST_CASE("Manifests of other models are refused", "[manifest_fit][fixture]") {
       // A sibling architecture with the same module paths: the dynamo
       // exporter's classes tell them apart.
       {"qwen2-causal-lm.dynamo", "llama-causal-lm.dynamo", "another class"},
+      // A twin with GroupNorm for BatchNorm, the same paths and classes in
+      // TorchScript scopes: its norm nodes run no operation of the
+      // manifest's signatures (schema 2).
+      {"torch-2.15/timm-efficientnet-gn.torchscript", "torch-2.15/timm-efficientnet.dynamo",
+       "of a kind their forward does not run"},
       // Another size of the same architecture.
       {"bert-seqcls.torchscript", "mismatch/bert-wider", "contradict it"},
       {"bert-seqcls.torchscript.ort-optimized", "mismatch/bert-wider", "contradict it"},

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -46,6 +47,14 @@ constexpr std::size_t kFewTensors = 3;
 // Unnamed weights of a size their module's parameters do not have: a
 // misfit when more than one in this many.
 constexpr std::size_t kWeightMismatchShare = 4;
+// Scoped nodes of a kind the signatures must explain ("signature_checked_ops":
+// normalisations, convolutions) that no operation of their module's recorded
+// forward may be exported as: a misfit from this many modules on, when they
+// are more than one in this many of the checked nodes. Own manifests have
+// none on any fixture; a twin that swaps BatchNorm for GroupNorm, one per
+// norm layer.
+constexpr std::size_t kMinOpConflictModules = 3;
+constexpr std::size_t kOpConflictShare = 10;
 
 // "encoder.layer.0.output.dense.weight": dotted identifier atoms, as torch
 // names parameters; not an exporter's own name ("onnx::MatMul_12",
@@ -391,6 +400,61 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
   }
 }
 
+// What the scoped nodes' op types say of the manifest's forward signatures.
+struct OpConflicts {
+  std::size_t checked = 0;     // scoped nodes of a checked op type in a traced module
+  std::size_t unexplained = 0; // of them, run by no operation of the module's forward
+  std::size_t modules = 0;     // distinct modules of those
+  std::string first;
+};
+
+// A node whose scope names a module with a recorded forward (schema 2)
+// should be the export of one of that forward's own operations. Only op
+// types the rules name ("signature_checked_ops") are judged: glue (shape
+// arithmetic, casts) is not recorded, and tools fuse the rest.
+OpConflicts CheckSignatureOps(const Graph& graph, absl::Span<const ModuleId> node_modules,
+                              const Manifest& manifest, const Rules& rules) {
+  OpConflicts out;
+  const internal::RuleQueries queries(rules);
+  absl::flat_hash_map<absl::string_view, bool> checked_op;
+  absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, bool> explained;
+  std::vector<bool> counted(manifest.size(), false);
+  for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
+    const ModuleId m = node_modules[n];
+    if (m == kNoModule || !manifest.module(m).traced) continue;
+    const absl::string_view op = graph.node(static_cast<NodeId>(n)).op_type;
+    auto c = checked_op.find(op);
+    if (c == checked_op.end()) c = checked_op.emplace(op, queries.IsSignatureChecked(op)).first;
+    if (!c->second) continue;
+    ++out.checked;
+    // Judged only where the module's forward runs an operation of the kind
+    // (a normalisation of its own): a module that computes its norm from
+    // means and powers may see a tool fuse them into such a node.
+    auto e = explained.find({m, op});
+    if (e == explained.end()) {
+      bool judged = false;
+      bool any = false;
+      for (const ForwardEvent& event : manifest.module(m).forward) {
+        if (event.call != kNoModule || !queries.ExplainsCheckedOps(event.op)) continue;
+        judged = true;
+        any = any || queries.MayExportAs(event.op, op);
+      }
+      e = explained.emplace(std::make_pair(m, op), !judged || any).first;
+    }
+    if (e->second) continue;
+    ++out.unexplained;
+    if (!counted[m]) {
+      counted[m] = true;
+      ++out.modules;
+      if (out.first.empty()) {
+        out.first = absl::StrCat("\"", Abbreviate(manifest.module(m).path, 80), "\" runs ", op,
+                                 " in the graph; no operation of its forward in the manifest is exported as one");
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 // Long (about 90 lines): the counting steps are helpers (CheckScopes,
@@ -421,6 +485,7 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
                &touched, &first_unknown, &first_conflict);
   std::string first_weight;
   CheckLibraryTensors(graph, node_modules, manifest, rules, ops, tensors, &fit, &first_weight);
+  const OpConflicts op_conflicts = CheckSignatureOps(graph, node_modules, manifest, rules);
   // Only scopes reach every item of a repeated container: parameter names
   // alone may not (a fresh model's identical tensors share one name).
   ModuleId container = kNoModule;
@@ -484,6 +549,10 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
     absl::StrAppend(&fit.evidence, ", but ", fit.weight_size_mismatches, " of ",
                     fit.unnamed_weights, " unnamed weights have another size (", first_weight,
                     ")");
+  } else if (op_conflicts.modules >= kMinOpConflictModules &&
+             op_conflicts.unexplained * kOpConflictShare > op_conflicts.checked) {
+    absl::StrAppend(&fit.evidence, ", but the nodes of ", op_conflicts.modules,
+                    " modules are of a kind their forward does not run (", op_conflicts.first, ")");
   } else if (fit.unused_items > 0) {
     const ModuleInfo& info = manifest.module(container);
     absl::StrAppend(&fit.evidence, ", but \"", Abbreviate(info.path, 80), "\" has ",
