@@ -462,10 +462,12 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
     OwnAnswers& o = *own_answers;
     const internal::MappingContext own_context{
         graph, manifest, rules, ops, tensors, o.records, o.evidence, o.origins};
+    tensors.WidenRewrittenNodes(&o.records, &o.evidence, &o.origins);
     Infer(own_context, shape, /*factor=*/1.0, options);
     internal::RecordFoldedNeighbours(own_context);
     FinishMappings(rules, /*calibrate=*/true, &o.records);
   }
+  tensors.WidenRewrittenNodes(&mapper.records, &mapper.evidence, &mapper.origins);
   if (reference_answers != nullptr && !mapper.reference_check.same_graph) {
     internal::TransferContext transfer;
     transfer.reference_mappings = reference_answers;

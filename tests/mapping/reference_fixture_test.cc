@@ -140,7 +140,9 @@ TEST_CASE("torch 2.15 slice: onnxslim, ORT, quantized, stripped and re-sorted co
     CAPTURE(accuracy, source_accuracy, with->referenceCheck().warnings);
     CHECK(source_accuracy >= 0.995);
     CHECK(accuracy >= 0.995);
-    CHECK(with->referenceCheck().ancestor());
+    // A tool that changed nothing (4-bit quantization of a CNN without a
+    // MatMul) leaves the source's own graph: said so, and not used.
+    CHECK((with->referenceCheck().ancestor() || with->referenceCheck().same_graph));
     CHECK(with->referenceCheck().own_answers_kept == 0);
     // No confident own answer gives way to a less confident one (the audit
     // of 1.2: Swin after onnxslim, its nodes' own "...blocks.1" at 1.0

@@ -58,12 +58,21 @@ TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
   if (!wrapper_.empty()) wrapper_prefix_ = absl::StrJoin(wrapper_, ".") + ".";
 }
 
+void TensorEvidence::WidenRewrittenNodes(std::vector<MappingRecord>* mappings,
+                                         EvidenceStore* evidence, OriginTable* origins) const {
+  for (std::size_t i = 0; i < mappings->size(); ++i) {
+    MappingRecord& m = (*mappings)[i];
+    if (m.strategy == Strategy::kExporterMetadata) {
+      WidenRewritten(static_cast<NodeId>(i), &m, evidence, origins);
+    }
+  }
+}
+
 void TensorEvidence::MapNodes(double factor, std::vector<MappingRecord>* mappings,
                               EvidenceStore* evidence, OriginTable* origins) const {
   for (std::size_t i = 0; i < mappings->size(); ++i) {
     const NodeId id = static_cast<NodeId>(i);
     MappingRecord& m = (*mappings)[i];
-    if (m.strategy == Strategy::kExporterMetadata) WidenRewritten(id, &m, evidence, origins);
     if (m.mapped() || ops_.FollowsConsumers(id)) continue;
     TensorFinding finding;
     if (!ForNode(id, &finding)) continue;

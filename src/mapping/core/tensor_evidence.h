@@ -42,8 +42,14 @@ class TensorEvidence {
   TensorEvidence(const Graph& graph, const Manifest& manifest, const Rules& rules,
                  const OpTraits& ops, ModuleId root, absl::Span<const std::string> wrapper);
 
-  // The mapper's tensor-names step, over every node: widens nodes the
-  // exporter's optimizer rewrote (WidenRewritten), then maps each node
+  // WidenRewritten over every node the exporter's metadata mapped: part of
+  // the name steps, so that what follows them (a reference's transfer, the
+  // inference) sees a rewritten node as the module whose operation it is.
+  // Run once per set of records.
+  void WidenRewrittenNodes(std::vector<MappingRecord>* mappings, EvidenceStore* evidence,
+                           OriginTable* origins) const;
+
+  // The mapper's tensor-names step, over every node: maps each node
   // still unmapped whose op does not follow its consumers (OpTraits) from
   // ForNode (Strategy::kTensorNames), its confidence multiplied by
   // `factor` (confidence::kNoManifestFactor without a manifest, else 1).

@@ -252,8 +252,22 @@ void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifes
 // a name a library module does not have), or is unknown. Long (about 70
 // lines) because each branch is one kind of evidence with its count and
 // example, and they read best side by side.
+// Whether initializer `t` is the data some op carries on unchanged (input 0
+// of a DequantizeLinear, a Transpose: rules "weight_passthrough_ops"): a
+// quantized parameter ("<weight>_quantized") has its parameter's elements,
+// whatever its name says; its scale and zero point are other inputs.
+bool CarriedAsData(const Graph& graph, const OpTraits& ops, const TensorInfo& t) {
+  const ValueId v = graph.value(t.name);
+  if (v == kNoValue) return false;
+  for (NodeId c : graph.consumers(v)) {
+    const Node& n = graph.node(c);
+    if (ops.IsWeightPassthrough(c) && !n.input_values.empty() && n.input_values[0] == v) return true;
+  }
+  return false;
+}
+
 void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rules,
-                  const RootBinding& binding, const TensorEvidence& tensors, ManifestFit* fit,
+                  const OpTraits& ops, const RootBinding& binding, const TensorEvidence& tensors, ManifestFit* fit,
                   ManifestFit* outside, NoteTally* notes, NoteTally* outside_notes,
                   std::vector<bool>* touched, std::string* first_unknown,
                   std::string* first_conflict) {
@@ -315,8 +329,9 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     ++fit->matched_tensors;
     Touch(manifest, owner, touched);
     // A tensor named after a parameter with a quantizer's suffix is derived
-    // from it (its scale, zero point, packed blocks): its shape is its own.
-    if (name.size() != t.name.size()) continue;
+    // from it (its scale, zero point, packed blocks): its shape is its own,
+    // unless it is the quantized parameter itself, carried on as data.
+    if (name.size() != t.name.size() && !CarriedAsData(graph, ops, t)) continue;
     const TensorSpec* spec = FindSpec(manifest.module(owner), name.substr(name.rfind('.') + 1));
     if (spec == nullptr || t.dims.empty()) continue;  // scalar or unknown shape
     const std::int64_t have = ElementCount(t.dims);
@@ -481,7 +496,7 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
               &first_scope);
   std::string first_unknown;
   std::string first_conflict;
-  CheckTensors(graph, manifest, rules, binding, tensors, &fit, &outside, &notes, &outside_notes,
+  CheckTensors(graph, manifest, rules, ops, binding, tensors, &fit, &outside, &notes, &outside_notes,
                &touched, &first_unknown, &first_conflict);
   std::string first_weight;
   CheckLibraryTensors(graph, node_modules, manifest, rules, ops, tensors, &fit, &first_weight);

@@ -68,10 +68,17 @@ TransferStats TransferFromReference(const MappingContext& context, const Graph& 
   std::vector<FusedPart> parts;
   std::vector<ModuleId> origins;
   if (transfer.check != nullptr) {
-    const auto unpaired = static_cast<std::size_t>(
-        std::count_if(matches.begin(), matches.end(),
-                      [](const NodeMatch& m) { return m.rule == MatchRule::kNone; }));
-    NotePairing(processed.size() - unpaired, processed.size(), transfer.check);
+    // Nodes a tool inserts to feed others (a static quantizer's Quantize /
+    // DequantizeLinear pair on every weight and activation, fp16's Casts)
+    // pair with nothing by construction: they are not counted.
+    std::size_t unpaired = 0;
+    std::size_t inserted = 0;
+    for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
+      if (matches[p].rule != MatchRule::kNone) continue;
+      ++(context.ops.FollowsConsumers(p) ? inserted : unpaired);
+    }
+    const std::size_t nodes = processed.size() - inserted;
+    NotePairing(nodes - unpaired, nodes, transfer.check);
   }
   for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
     const NodeMatch& match = matches[p];

@@ -3,7 +3,12 @@
 Rules, applied in order to each node of the processed model (P), given the
 original export (O) and its truth:
 
-1. same-name: a node whose name is a node name of O gets that node's module.
+1. same-name: a node whose name is a node name of O gets that node's module;
+   when a tool merged identical nodes of O into it (its consumers read, where
+   they read another node of its op type in O, its outputs now: onnxslim's
+   merging of equal shape arithmetic and constants across layers), it gets
+   the module of the first of the merged nodes in O's order (execution
+   order), and the modules of all of them as origins (docs/mapping.md, "Glue").
    With ``in_place_fusions`` (torch-2.15 slice), when the op type changed
    (ONNX Runtime fuses in place and keeps the name: ``Conv`` + ``Relu`` ->
    ``FusedConv`` named after the Conv), rule 2 is tried first: the node may do
@@ -46,7 +51,9 @@ from semmap_corpus.graph_index import GraphIndex
 from semmap_corpus.truth import Origins, Truth, lowest_common_ancestor, make_truth, truth_origins
 
 MATCH_RULES = (
-    "derived from the unmodified export '{source}': (1) same node name -> same module{in_place}; (2) a node whose inputs "
+    "derived from the unmodified export '{source}': (1) same node name -> same module{in_place}, or, when identical "
+    "nodes of the original were merged into it (its consumers read it where they read another node of its op type), "
+    "the module of the first merged node in the original's order, all of theirs as origins; (2) a node whose inputs "
     "and outputs are values of the original replaced the original nodes between them (backward-reachable "
     "from its outputs up to its inputs, forward-reachable from its inputs) -> their modules (and origins) as its "
     "origins; its module is the module of the replaced nodes whose op type it carries (the longest op type "
@@ -125,6 +132,30 @@ IN_PLACE_RULE = (
 )
 
 
+def _merged_copies(orig: GraphIndex, by_name: dict[str, int], new: GraphIndex, i: int,
+                   twin: int) -> tuple[int, list[int]]:
+    """The original nodes a tool merged into processed node ``i`` (its same-name ``twin``
+    and the identical nodes whose consumers now read its outputs instead: onnxslim's
+    common-subexpression elimination merges equal shape arithmetic and constants across
+    layers), and the first of them in the original's order (execution order)."""
+    node = new.nodes[i]
+    copies = {twin}
+    for v in node.output:
+        for c in new.consumers.get(v, []):
+            consumer = new.nodes[c]
+            original = by_name.get(consumer.name)
+            if original is None or orig.nodes[original].op_type != consumer.op_type:
+                continue
+            before = orig.nodes[original].input
+            for position, read in enumerate(consumer.input):
+                if read != v or position >= len(before) or before[position] == v:
+                    continue
+                producer = orig.producer.get(before[position])
+                if producer is not None and orig.nodes[producer].op_type == node.op_type:
+                    copies.add(producer)
+    return min(copies), sorted(copies)
+
+
 def matched_truth(
     processed: onnx.ModelProto, original: onnx.ModelProto, truth: Truth, source: str, in_place_fusions: bool = False,
     owners: dict[str, str] | None = None,
@@ -154,8 +185,12 @@ def matched_truth(
     for i, node in enumerate(new.nodes):
         same_name = node.name in by_name
         if same_name and (not in_place_fusions or orig_ops.get(node.name) == node.op_type):
-            modules[i] = orig_modules[by_name[node.name]]
-            origins[i] = orig_origins[by_name[node.name]]
+            first, copies = _merged_copies(orig, by_name, new, i, by_name[node.name])
+            modules[i] = orig_modules[first]
+            origins[i] = orig_origins[first]
+            merged = {orig_modules[j] for j in copies if orig_modules[j] is not None}
+            if len(merged) > 1:
+                origins[i] = sorted(merged | set(orig_origins[first] or []))  # type: ignore[arg-type]
             continue
         ins = {v for v in node.input if v in orig_values} - orig.initializers
         outs = {v for v in node.output if v in orig.producer}
