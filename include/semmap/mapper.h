@@ -230,6 +230,9 @@ class SEMMAP_EXPORT SemanticMapper {
   // How well the manifest fits the graph; `checked` is false without a
   // manifest.
   const ManifestFit& manifestFit() const;
+  // What the graph's names and ops leave to inference (GraphKind,
+  // strategy.h): the rule file's calibration may differ per kind.
+  GraphKind graphKind() const;
   // What the reference (MapperOptions::reference) is to the graph;
   // `checked` is false without one.
   const ReferenceCheck& referenceCheck() const;

@@ -56,6 +56,24 @@ inline constexpr double kConfidentFloor = 0.9;
 // them at or above it is refused.
 SEMMAP_EXPORT bool IsInferred(Strategy s);
 
+// What a graph's names and ops leave to inference, as the mapper reads it:
+// the rule file's calibration may differ per kind (docs/rules.md). The
+// numeric values and GraphKindName()'s names are stable.
+enum class GraphKind : std::uint8_t {
+  kNamed = 0,      // scopes or exporter metadata name at least a tenth of
+                   // the nodes (plain exports, copies that kept the names)
+  kUnnamed = 1,    // they name fewer: names stripped, or metadata dropped
+                   // by a tool (a dynamo export after onnxslim or ONNX
+                   // Runtime)
+  kQuantized = 2,  // a quantizer's ops (rules "quantized_ops") in the graph
+};
+inline constexpr std::size_t kGraphKindCount = 3;
+
+// "named", "unnamed", "quantized".
+SEMMAP_EXPORT absl::string_view GraphKindName(GraphKind kind);
+// Inverse of GraphKindName; false when `name` is unknown.
+SEMMAP_EXPORT bool ParseGraphKind(absl::string_view name, GraphKind* out);
+
 }  // namespace semmap
 
 #endif  // SEMMAP_INCLUDE_SEMMAP_STRATEGY_H_

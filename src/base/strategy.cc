@@ -8,7 +8,24 @@ constexpr absl::string_view kStrategyNames[kStrategyCount] = {
     "scope_prefix", "op_rule",     "neighbourhood",     "structure",
     "reference"};
 
+constexpr absl::string_view kGraphKindNames[kGraphKindCount] = {"named", "unnamed", "quantized"};
+
 }  // namespace
+
+absl::string_view GraphKindName(GraphKind kind) {
+  const auto i = static_cast<std::size_t>(kind);
+  return i < kGraphKindCount ? kGraphKindNames[i] : "invalid";
+}
+
+bool ParseGraphKind(absl::string_view name, GraphKind* out) {
+  for (std::size_t i = 0; i < kGraphKindCount; ++i) {
+    if (kGraphKindNames[i] == name) {
+      *out = static_cast<GraphKind>(i);
+      return true;
+    }
+  }
+  return false;
+}
 
 absl::string_view StrategyName(Strategy s) {
   const auto index = static_cast<std::size_t>(s);

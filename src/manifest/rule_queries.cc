@@ -133,8 +133,16 @@ bool RuleQueries::ModuleProduces(int rule, absl::string_view op_type) const {
          RE2::PartialMatch(Piece(op_type), *impl_.module_ops[rule].ops_re);
 }
 
-double RuleQueries::Calibrated(Strategy strategy, double raw) const {
-  const auto& points = impl_.calibration[static_cast<std::size_t>(strategy)];
+bool RuleQueries::IsQuantizerOp(absl::string_view op_type) const {
+  return impl_.quantized_ops && RE2::PartialMatch(Piece(op_type), *impl_.quantized_ops);
+}
+
+double RuleQueries::Calibrated(Strategy strategy, double raw, GraphKind kind) const {
+  const auto s = static_cast<std::size_t>(strategy);
+  // A kind's table speaks from its first point up: below it, that kind's
+  // answers were never seen, and the general table answers.
+  const auto& own = impl_.calibration_by_kind[static_cast<std::size_t>(kind)][s];
+  const auto& points = own.empty() || raw < own.front().first ? impl_.calibration[s] : own;
   // Without points an inferred answer keeps its raw confidence, but below
   // the confident floor all the same (some rules' constants reach it).
   if (points.empty()) return IsInferred(strategy) ? std::min(raw, kInferredCeiling) : raw;

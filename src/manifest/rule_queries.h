@@ -64,12 +64,17 @@ class RuleQueries {
   // pooling module's MaxPool), which identify its nodes in a graph without
   // names.
   int ModuleOpsRule(const ModuleInfo& module) const;
-  // The confidence reported for a `strategy` answer computed at `raw`: the
-  // rule file's calibration points interpolated linearly (clamped at the
-  // ends), or `raw` when the file calibrates no such strategy (at most
-  // kInferredCeiling for an inferred one, IsInferred). Never decreasing in
-  // `raw`; below kConfidentFloor for an inferred strategy.
-  double Calibrated(Strategy strategy, double raw) const;
+  // The confidence reported for a `strategy` answer computed at `raw` in a
+  // graph of `kind`: the rule file's calibration points for that kind
+  // ("calibration_by_kind") from their first raw value up, else its
+  // general ones ("calibration"),
+  // interpolated linearly (clamped at the ends), or `raw` when the file
+  // calibrates no such strategy (at most kInferredCeiling for an inferred
+  // one, IsInferred). Never decreasing in `raw`; below kConfidentFloor for
+  // an inferred strategy.
+  double Calibrated(Strategy strategy, double raw, GraphKind kind = GraphKind::kNamed) const;
+  // A quantizer's op (rules "quantized_ops"): its graph is GraphKind::kQuantized.
+  bool IsQuantizerOp(absl::string_view op_type) const;
   // True when `op_type` is one rule `ModuleOpsRule()` returned produces.
   bool ModuleProduces(int rule, absl::string_view op_type) const;
   // The creation counter an exporter wrote into a node or value name

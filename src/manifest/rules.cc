@@ -141,11 +141,9 @@ namespace {
 // never decreasing (a more confident raw answer is never reported as less
 // so); an inferred strategy's (IsInferred) below kConfidentFloor, since
 // only evidence may be confident; none for "unmapped", which is always 0.
-absl::Status ParseCalibration(const JsonValue& doc, internal::CalibrationTable* tables) {
-  const std::optional<JsonValue> calibration = doc.Find("calibration");
-  if (!calibration) return absl::OkStatus();
-  if (!calibration->is_object()) return calibration->Error("expected an object");
-  return calibration->ForEachField([&](absl::string_view name, const JsonValue& points) {
+absl::Status ParseCalibrationTable(const JsonValue& calibration, internal::CalibrationTable* tables) {
+  if (!calibration.is_object()) return calibration.Error("expected an object");
+  return calibration.ForEachField([&](absl::string_view name, const JsonValue& points) {
     if (name == "description") return absl::OkStatus();
     Strategy strategy;
     if (!ParseStrategy(name, &strategy)) return points.Error("not a strategy name");
@@ -188,6 +186,28 @@ absl::Status ParseCalibration(const JsonValue& doc, internal::CalibrationTable* 
   });
 }
 
+absl::Status ParseCalibration(const JsonValue& doc, internal::CalibrationTable* tables) {
+  const std::optional<JsonValue> calibration = doc.Find("calibration");
+  if (!calibration) return absl::OkStatus();
+  return ParseCalibrationTable(*calibration, tables);
+}
+
+// "calibration_by_kind": {"<graph kind>": {<a "calibration" object>}, ...}.
+absl::Status ParseCalibrationByKind(
+    const JsonValue& doc, std::array<internal::CalibrationTable, kGraphKindCount>* tables) {
+  const std::optional<JsonValue> by_kind = doc.Find("calibration_by_kind");
+  if (!by_kind) return absl::OkStatus();
+  if (!by_kind->is_object()) return by_kind->Error("expected an object");
+  return by_kind->ForEachField([&](absl::string_view name, const JsonValue& table) {
+    if (name == "description") return absl::OkStatus();
+    GraphKind kind;
+    if (!ParseGraphKind(name, &kind)) {
+      return table.Error("not a graph kind (named, unnamed or quantized)");
+    }
+    return ParseCalibrationTable(table, &(*tables)[static_cast<std::size_t>(kind)]);
+  });
+}
+
 }  // namespace
 
 absl::StatusOr<Rules> Rules::Load(const std::string& path) {
@@ -227,6 +247,8 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
                           CompileSingle(doc, "shape_source_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->blockwise_weight_ops,
                           CompileSingle(doc, "blockwise_weight_ops", "pattern", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->quantized_ops,
+                          CompileSingle(doc, "quantized_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->signature_checked_onnx,
                           CompileSingle(doc, "signature_checked_ops", "onnx", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->signature_checked_torch,
@@ -276,6 +298,7 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
     }
   }
   SEMMAP_RETURN_IF_ERROR(ParseCalibration(doc, &impl->calibration));
+  SEMMAP_RETURN_IF_ERROR(ParseCalibrationByKind(doc, &impl->calibration_by_kind));
   if (const std::optional<JsonValue> module_ops = doc.Find("module_ops")) {
     if (!module_ops->is_array()) return module_ops->Error("expected an array");
     const absl::Status status = module_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {

@@ -58,6 +58,10 @@ struct Rules::Impl {
   std::vector<ForwardOps> forward_ops;
   std::vector<std::unique_ptr<RE2>> order_keys;
   internal::CalibrationTable calibration;
+  // "calibration_by_kind": per GraphKind, tables that replace the general
+  // one for their strategies.
+  std::array<internal::CalibrationTable, kGraphKindCount> calibration_by_kind;
+  std::unique_ptr<RE2> quantized_ops;
 };
 
 }  // namespace semmap

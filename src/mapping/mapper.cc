@@ -27,6 +27,7 @@
 #include "mapping/steps/resolve_scopes.h"
 #include "mapping/strategies/fused_nodes.h"
 #include "mapping/strategies/neighbourhood.h"
+#include "mapping/steps/read_graph_kind.h"
 #include "mapping/strategies/reference_transfer.h"
 #include "mapping/strategies/structure.h"
 
@@ -37,12 +38,12 @@ namespace {
 // manifest, mapped ones get the confidence the rules' calibration reports
 // for their strategy's raw one (the steps compare raw confidences, so this
 // runs after all of them); without one, what was not measured stays raw.
-void FinishMappings(const Rules& rules, bool calibrate,
+void FinishMappings(const Rules& rules, bool calibrate, GraphKind kind,
                     std::vector<internal::MappingRecord>* records) {
   const internal::RuleQueries queries(rules);
   for (internal::MappingRecord& m : *records) {
     if (m.mapped()) {
-      if (calibrate) m.confidence = queries.Calibrated(m.strategy, m.confidence);
+      if (calibrate) m.confidence = queries.Calibrated(m.strategy, m.confidence, kind);
       continue;
     }
     m.confidence = 0.0;
@@ -85,6 +86,7 @@ struct SemanticMapper::Impl {
   bool has_manifest = false;
   RootBinding binding;
   ManifestFit fit;
+  GraphKind kind = GraphKind::kNamed;
   ReferenceCheck reference_check;
   Provenance provenance;
   std::vector<internal::MappingRecord> records;  // one per node
@@ -451,6 +453,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   }
   internal::ScopeOutcomes(manifest, derived, &scopes, &mapper.binding, &store);
   internal::ApplyScopeOutcomes(scopes, &mapper.records);
+  mapper.kind = internal::ReadGraphKind(ops, mapper.records);
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding.root,
                                          mapper.binding.wrapper);
   const internal::MappingContext context{
@@ -465,7 +468,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
     tensors.WidenRewrittenNodes(&o.records, &o.evidence, &o.origins);
     Infer(own_context, shape, /*factor=*/1.0, options);
     internal::RecordFoldedNeighbours(own_context);
-    FinishMappings(rules, /*calibrate=*/true, &o.records);
+    FinishMappings(rules, /*calibrate=*/true, mapper.kind, &o.records);
   }
   tensors.WidenRewrittenNodes(&mapper.records, &mapper.evidence, &mapper.origins);
   if (reference_answers != nullptr && !mapper.reference_check.same_graph) {
@@ -496,7 +499,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
         absl::StrCat("the manifest does not fit the graph: ", mapper.fit.evidence));
   }
   internal::RecordFoldedNeighbours(context);
-  FinishMappings(rules, !derived, &mapper.records);
+  FinishMappings(rules, !derived, mapper.kind, &mapper.records);
   // After the calibration: the own mapping's answers are reported ones too.
   if (own_answers || own) {
     mapper.reference_check.own_answers_kept = internal::KeepOwnAnswers(
@@ -573,6 +576,7 @@ std::size_t SemanticMapper::mappedCount() const {
 
 const RootBinding& SemanticMapper::rootBinding() const { return impl_->binding; }
 const ManifestFit& SemanticMapper::manifestFit() const { return impl_->fit; }
+GraphKind SemanticMapper::graphKind() const { return impl_->kind; }
 const ReferenceCheck& SemanticMapper::referenceCheck() const { return impl_->reference_check; }
 const Provenance& SemanticMapper::provenance() const { return impl_->provenance; }
 const Manifest& SemanticMapper::manifest() const { return *impl_->manifest; }

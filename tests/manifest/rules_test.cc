@@ -143,6 +143,38 @@ TEST_CASE("A rule file's calibration maps raw confidences per strategy", "[rules
   }
 }
 
+TEST_CASE("A rule file's calibration may differ per kind of graph", "[rules]") {
+  auto rules = Rules::Parse(
+      RulesWith(R"("calibration":{"structure":[[0.4,0.5],[0.8,0.7]],"op_rule":[[0.5,0.6]]},)"
+                R"("calibration_by_kind":{"description":"x","unnamed":{"structure":[[0.4,0.3],[0.8,0.4]]}})"),
+      "by-kind.json");
+  REQUIRE(rules.ok());
+  const semmap::internal::RuleQueries q(*rules);
+  using semmap::GraphKind;
+  using semmap::Strategy;
+  CHECK(q.Calibrated(Strategy::kStructure, 0.6, GraphKind::kUnnamed) == Approx(0.35));
+  CHECK(q.Calibrated(Strategy::kStructure, 0.6, GraphKind::kNamed) == Approx(0.6));
+  CHECK(q.Calibrated(Strategy::kStructure, 0.6, GraphKind::kQuantized) == Approx(0.6));
+  // A strategy the kind's table leaves out takes the general table, and so
+  // does a raw value below the kind's first point (never seen in that kind).
+  CHECK(q.Calibrated(Strategy::kOpRule, 0.5, GraphKind::kUnnamed) == Approx(0.6));
+  CHECK(q.Calibrated(Strategy::kStructure, 0.2, GraphKind::kUnnamed) == Approx(0.5));
+  for (GraphKind k : {GraphKind::kNamed, GraphKind::kUnnamed, GraphKind::kQuantized}) {
+    GraphKind parsed;
+    REQUIRE(semmap::ParseGraphKind(semmap::GraphKindName(k), &parsed));
+    CHECK(parsed == k);
+  }
+  CHECK(semmap::GraphKindName(static_cast<GraphKind>(7)) == "invalid");
+  // The shipped kinds' tables keep inference below the floor too.
+  const semmap::internal::RuleQueries d(Rules::Default());
+  for (GraphKind k : {GraphKind::kNamed, GraphKind::kUnnamed, GraphKind::kQuantized}) {
+    for (double raw = 0.0; raw <= 1.0; raw += 0.05) {
+      CHECK(d.Calibrated(Strategy::kStructure, raw, k) < semmap::kConfidentFloor);
+      CHECK(d.Calibrated(Strategy::kOpRule, raw, k) < semmap::kConfidentFloor);
+    }
+  }
+}
+
 TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
   auto row = GENERATE(table<std::string, absl::StatusCode, std::string>({
       {"not json", absl::StatusCode::kInvalidArgument, "not valid JSON"},
@@ -158,6 +190,11 @@ TEST_CASE("Bad rule files name the file, the place and the cause", "[rules]") {
        absl::StatusCode::kInvalidArgument, "needs class, qualified_class, path or repeated_child"},
       {RulesWith(R"("calibration":{"guessing":[[0.1,0.2]]})"),
        absl::StatusCode::kInvalidArgument, "/calibration/guessing: not a strategy name"},
+      {RulesWith(R"("calibration_by_kind":{"blurry":{"structure":[[0.1,0.2]]}})"),
+       absl::StatusCode::kInvalidArgument, "/calibration_by_kind/blurry: not a graph kind"},
+      {RulesWith(R"("calibration_by_kind":{"unnamed":{"structure":[[0.4,0.95]]}})"),
+       absl::StatusCode::kInvalidArgument,
+       "/calibration_by_kind/unnamed/structure/0: structure infers its answers"},
       {RulesWith(R"("calibration":{"structure":[[0.5,0.6],[0.4,0.7]]})"),
        absl::StatusCode::kInvalidArgument, "/calibration/structure/1: raw confidences must increase"},
       // Inference never reaches the confident floor, whatever the table says,

@@ -23,12 +23,13 @@ constexpr char kTool[] = "semmap-eval";
 // One line per node the truth knows: strategy, confidence, right (1) or not.
 void PrintAnswers(const semmap::SemanticMapper& mapper, const semmap::GroundTruth& truth) {
   const semmap::Graph& graph = mapper.graph();
+  const absl::string_view kind = semmap::GraphKindName(mapper.graphKind());
   for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(graph.size()); ++i) {
     const std::string* expected = truth.find(graph.node(i).id);
     if (expected == nullptr) continue;
     const semmap::Mapping m = mapper.moduleFor(i);
     std::cout << semmap::StrategyName(m.strategy) << '\t' << m.confidence << '\t'
-              << (m.mapped() && m.module_path == *expected ? 1 : 0) << '\n';
+              << (m.mapped() && m.module_path == *expected ? 1 : 0) << '\t' << kind << '\n';
   }
 }
 
@@ -83,7 +84,8 @@ int RunEval(int argc, char** argv) {
   command_line.Flag("--json", "machine-readable output");
   command_line.Flag("--answers",
                     "print one line per node the truth knows instead:\n"
-                    "strategy, confidence, 1 if right else 0 (tab-separated;\n"
+                    "strategy, confidence, 1 if right else 0, the graph's kind\n"
+                    "(named, unnamed, quantized: docs/rules.md; tab-separated;\n"
                     "what scripts/fit-calibration reads)");
   command_line.Positionals(1, 1, "expected MODEL.onnx and --truth TRUTH.json");
   int exit_code = semmap_cli::kExitOk;

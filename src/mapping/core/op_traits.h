@@ -21,12 +21,14 @@ class OpTraits {
   bool IsShapeSource(NodeId n) const { return bits_[n] & kShapeSource; }
   bool IsWeightPassthrough(NodeId n) const { return bits_[n] & kPassthrough; }
   bool ReadsBlockwiseWeight(NodeId n) const { return bits_[n] & kBlockwise; }
+  bool IsQuantizerOp(NodeId n) const { return bits_[n] & kQuantizer; }
 
  private:
   static constexpr std::uint8_t kFollows = 1;
   static constexpr std::uint8_t kShapeSource = 2;
   static constexpr std::uint8_t kPassthrough = 4;
   static constexpr std::uint8_t kBlockwise = 8;
+  static constexpr std::uint8_t kQuantizer = 16;
   std::vector<std::uint8_t> bits_;
 };
 
