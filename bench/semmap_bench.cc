@@ -10,9 +10,10 @@
 // and discards), and prints one JSON line: nodes, load_s, manifest_s,
 // map_s, total_s (load + manifest + map), write_s and json_bytes, nodes/s
 // of each step, mapped nodes, peak_rss_mb (VmHWM) and the file size. With
-// --repeat the fastest of N rounds is reported for each step. --manifest-only loads only the manifest
-// and prints modules, manifest_s, modules/s, peak_rss_mb (the manifest's
-// alone, the process's start-up included) and the file size.
+// --repeat the fastest of N rounds is reported for each step.
+// --manifest-only loads only the manifest and prints modules, manifest_s,
+// modules/s, peak_rss_mb (the manifest's alone, the process's start-up
+// included) and the file size.
 // Exit codes: 0 ok, 2 bad usage or input.
 #include <sys/resource.h>
 #include <sys/stat.h>

@@ -66,7 +66,9 @@ int main(int argc, char** argv) {
             << ",\"modules\":" << result.modules << ",\"model_bytes\":" << result.model_bytes
             << ",\"shape\":\""
             << (options.shape == semmap_bench::SynthShape::kMoe ? "moe" : "llama") << "\"";
-  if (options.shape == semmap_bench::SynthShape::kMoe) std::cout << ",\"experts\":" << options.experts;
+  if (options.shape == semmap_bench::SynthShape::kMoe) {
+    std::cout << ",\"experts\":" << options.experts;
+  }
   if (forward) {
     std::cout << ",\"forward_modules\":" << result.forward_modules
               << ",\"forward_events\":" << result.forward_events;
