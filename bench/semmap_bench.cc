@@ -5,12 +5,15 @@
 //                [--repeat N] [--no-map]
 //   semmap_bench --manifest-only MANIFEST.json [--repeat N]
 //
-// Loads the graph, loads the manifest, maps every node, and prints one JSON
-// line: nodes, load_s, manifest_s, map_s, total_s, nodes/s of each step,
-// mapped nodes, peak_rss_mb (VmHWM) and the file size. With --repeat the
-// fastest of N rounds is reported. --manifest-only loads only the manifest
-// and prints modules, manifest_s, modules/s, peak_rss_mb (the manifest's
-// alone, the process's start-up included) and the file size.
+// Loads the graph, loads the manifest, maps every node, writes what
+// `semmap map --json` writes (WriteSummaryJson, into a stream that counts
+// and discards), and prints one JSON line: nodes, load_s, manifest_s,
+// map_s, total_s (load + manifest + map), write_s and json_bytes, nodes/s
+// of each step, mapped nodes, peak_rss_mb (VmHWM) and the file size. With
+// --repeat the fastest of N rounds is reported for each step.
+// --manifest-only loads only the manifest and prints modules, manifest_s,
+// modules/s, peak_rss_mb (the manifest's alone, the process's start-up
+// included) and the file size.
 // Exit codes: 0 ok, 2 bad usage or input.
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -22,6 +25,8 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <ostream>
+#include <streambuf>
 #include <string>
 
 #include "base/parallel.h"  // the thread threshold, printed with the figures
@@ -55,6 +60,26 @@ double CurrentRssMb() {
   }
   return 0.0;
 }
+
+// Counts what is written to it and keeps none of it: the write step's
+// cost without a disk's.
+class CountingBuffer : public std::streambuf {
+ public:
+  std::size_t bytes() const { return bytes_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!traits_type::eq_int_type(c, traits_type::eof())) ++bytes_;
+    return traits_type::not_eof(c);
+  }
+  std::streamsize xsputn(const char*, std::streamsize n) override {
+    bytes_ += static_cast<std::size_t>(n);
+    return n;
+  }
+
+ private:
+  std::size_t bytes_ = 0;
+};
 
 int Usage() {
   std::cerr << "usage: semmap_bench MODEL.onnx MANIFEST.json [--loader wire|protobuf] "
@@ -157,8 +182,8 @@ int main(int argc, char** argv) {
   }
 
   const double inf = std::numeric_limits<double>::infinity();
-  double load_s = inf, manifest_s = inf, map_s = inf, total_s = inf;
-  std::size_t nodes = 0, mapped = 0;
+  double load_s = inf, manifest_s = inf, map_s = inf, total_s = inf, write_s = inf;
+  std::size_t nodes = 0, mapped = 0, json_bytes = 0;
   // Resident memory after each step of the last round: where the peak goes.
   double rss_load = 0, rss_manifest = 0, rss_map = 0;
   for (int round = 0; round < repeat; ++round) {
@@ -171,7 +196,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     nodes = graph->size();
-    double t2 = t1, t3 = t1;
+    double t2 = t1, t3 = t1, t4 = t1;
     if (map) {
       auto manifest = semmap::Manifest::Load(manifest_path);
       t2 = Now();
@@ -189,21 +214,33 @@ int main(int argc, char** argv) {
       }
       mapped = mapper->mappedCount();
       rss_map = CurrentRssMb();
+      CountingBuffer counter;
+      std::ostream out(&counter);
+      semmap::JsonSources sources;
+      sources.model = model;
+      sources.manifest = manifest_path;
+      const double t3w = Now();
+      semmap::WriteSummaryJson(out, *mapper, sources);
+      t4 = Now();
+      json_bytes = counter.bytes();
+      write_s = std::min(write_s, t4 - t3w);
     }
     load_s = std::min(load_s, t1 - t0);
     manifest_s = std::min(manifest_s, t2 - t1);
     map_s = std::min(map_s, t3 - t2);
     total_s = std::min(total_s, t3 - t0);
   }
+  if (!map) write_s = 0;
   const double file_mb = FileMb(model);
   const double n = static_cast<double>(nodes);
   std::printf(
       "{\"loader\":\"%s\",\"nodes\":%zu,\"mapped\":%zu,\"load_s\":%.6f,\"manifest_s\":%.6f,"
       "\"map_s\":%.6f,\"total_s\":%.6f,\"load_nodes_per_s\":%.0f,\"map_nodes_per_s\":%.0f,"
       "\"peak_rss_mb\":%.1f,\"rss_after_load_mb\":%.1f,\"rss_after_manifest_mb\":%.1f,"
-      "\"rss_after_map_mb\":%.1f,\"file_mb\":%.1f,\"threads\":%d}\n",
+      "\"rss_after_map_mb\":%.1f,\"file_mb\":%.1f,\"threads\":%d,\"write_s\":%.6f,"
+      "\"json_bytes\":%zu}\n",
       loader_name.c_str(), nodes, mapped, load_s, manifest_s, map_s, total_s,
       load_s > 0 ? n / load_s : 0.0, map && map_s > 0 ? n / map_s : 0.0, PeakRssMb(), rss_load, rss_manifest,
-      rss_map, file_mb, nodes >= semmap::internal::kParallelNodes ? 2 : 1);
+      rss_map, file_mb, nodes >= semmap::internal::kParallelNodes ? 2 : 1, write_s, json_bytes);
   return 0;
 }

@@ -1,6 +1,10 @@
 #include "synth_model.h"
 
+#include "synth_manifest.h"
+
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -52,6 +56,7 @@ struct Weight {
   std::string name;
   std::vector<std::int64_t> dims;
   std::uint64_t bytes = 0;  // raw_data size
+  bool linear = false;      // a Linear's weight: padded to the payload asked for
 };
 
 // One op of the layer template: scope below /model/layers.N, leaf name, op
@@ -125,7 +130,6 @@ constexpr std::size_t kLayerOps = sizeof(kLayer) / sizeof(kLayer[0]);
 // Per layer, besides kLayer: two unscoped Identity_N (norm weights shared
 // with layer 0, as torch de-duplicates them) and one unscoped Constant_N.
 constexpr std::size_t kUnscopedPerLayer = 3;
-constexpr std::size_t kPerLayer = kLayerOps + kUnscopedPerLayer;
 constexpr std::size_t kPrefix = 2;   // embed_tokens Gather, rotary_emb
 constexpr std::size_t kSuffix = 12;  // model.norm (11) + lm_head
 
@@ -135,7 +139,8 @@ class Writer {
 
   void Build() {
     std::uint64_t body = o_.nodes > kPrefix + kSuffix ? o_.nodes - kPrefix - kSuffix : 0;
-    layers_ = (body + kPerLayer - 1) / kPerLayer;
+    const std::uint64_t per_layer = PerLayer();
+    layers_ = (body + per_layer - 1) / per_layer;
     if (layers_ == 0) layers_ = 1;
     AddWeight("model.embed_tokens.weight", {1000, kHidden});
     Node("/model/embed_tokens/Gather", "Gather", {"input_ids", "model.embed_tokens.weight"},
@@ -166,12 +171,12 @@ class Writer {
   bool WriteModel(const std::string& path, std::uint64_t* size, std::string* error) {
     // Distribute the payload over the linear weights.
     std::uint64_t linear = 0;
-    for (const Weight& w : weights_) linear += w.name.rfind("onnx::MatMul_", 0) == 0;
+    for (const Weight& w : weights_) linear += w.linear;
     for (Weight& w : weights_) {
       std::int64_t elems = 1;
       for (std::int64_t d : w.dims) elems *= d;
       w.bytes = static_cast<std::uint64_t>(elems) * 4;
-      if (o_.weight_bytes > 0 && linear > 0 && w.name.rfind("onnx::MatMul_", 0) == 0) {
+      if (o_.weight_bytes > 0 && linear > 0 && w.linear) {
         const std::uint64_t cols = (o_.weight_bytes / linear / 4 / kHidden) + 1;
         w.dims = {kHidden, static_cast<std::int64_t>(cols)};
         w.bytes = cols * kHidden * 4;
@@ -250,88 +255,22 @@ class Writer {
     return true;
   }
 
-  bool WriteManifest(const std::string& out_path, std::uint64_t* modules, std::string* error) {
-    std::string j;
-    j.reserve(layers_ * 4000 + 4096);
-    j += R"({"format":"semmap.manifest","schema_version":1,)"
-         R"("generator":{"semmap":"synthetic"},)"
-         R"("model":{"class":"LlamaForCausalLM",)"
-         R"("qualified_class":"transformers.models.llama.modeling_llama.LlamaForCausalLM",)"
-         R"("model_type":"llama","config":{"num_hidden_layers":)" +
-         std::to_string(layers_) + R"(}},"modules":[)";
-    std::uint64_t count = 0;
-    auto mod = [&](const std::string& path, const char* cls, const char* qual,
-                   const std::vector<std::string>& children, const char* params,
-                   const char* buffers) {
-      if (count++) j += ",";
-      const std::size_t dot = path.rfind('.');
-      j += R"({"path":")" + path + R"(","class":")" + cls + R"(","qualified_class":")" + qual +
-           R"(","parent":)";
-      j += path.empty() ? "null"
-                        : "\"" + (dot == std::string::npos ? std::string() : path.substr(0, dot)) +
-                              "\"";
-      j += R"(,"children":[)";
-      for (std::size_t i = 0; i < children.size(); ++i) {
-        j += (i ? ",\"" : "\"") + children[i] + "\"";
-      }
-      j += R"(],"parameters":)";
-      j += params;
-      j += R"(,"buffers":)";
-      j += buffers;
-      j += "}";
-    };
-    // A Linear's weight is [out, in]; the graph stores it transposed
-    // ("onnx::MatMul_<k>", [in, out]), padded to the payload asked for.
-    const std::string linear_params = R"([{"name":"weight","shape":[)" +
-                                      std::to_string(linear_out_) + "," +
-                                      std::to_string(kHidden) + R"(],"dtype":"float32"}])";
-    const char* kLinearP = linear_params.c_str();
-    const char* kNormP = R"([{"name":"weight","shape":[8],"dtype":"float32"}])";
-    const char* kNone = "[]";
-    const std::string llama = "transformers.models.llama.modeling_llama.";
-    mod("", "LlamaForCausalLM", (llama + "LlamaForCausalLM").c_str(), {"model", "lm_head"}, kNone,
-        kNone);
-    mod("model", "LlamaModel", (llama + "LlamaModel").c_str(),
-        {"model.embed_tokens", "model.layers", "model.norm", "model.rotary_emb"}, kNone, kNone);
-    mod("model.embed_tokens", "Embedding", "torch.nn.modules.sparse.Embedding", {},
-        R"([{"name":"weight","shape":[1000,8],"dtype":"float32"}])", kNone);
-    std::vector<std::string> layer_paths;
-    for (std::uint64_t l = 0; l < layers_; ++l) layer_paths.push_back("model.layers." + std::to_string(l));
-    mod("model.layers", "ModuleList", "torch.nn.modules.container.ModuleList", layer_paths, kNone,
-        kNone);
-    for (const std::string& p : layer_paths) {
-      const std::string a = p + ".self_attn", m = p + ".mlp";
-      mod(p, "LlamaDecoderLayer", (llama + "LlamaDecoderLayer").c_str(),
-          {a, m, p + ".input_layernorm", p + ".post_attention_layernorm"}, kNone, kNone);
-      mod(a, "LlamaAttention", (llama + "LlamaAttention").c_str(),
-          {a + ".q_proj", a + ".k_proj", a + ".v_proj", a + ".o_proj"}, kNone, kNone);
-      for (const char* proj : {".q_proj", ".k_proj", ".v_proj", ".o_proj"}) {
-        mod(a + proj, "Linear", "torch.nn.modules.linear.Linear", {}, kLinearP, kNone);
-      }
-      mod(m, "LlamaMLP", (llama + "LlamaMLP").c_str(),
-          {m + ".gate_proj", m + ".up_proj", m + ".down_proj", m + ".act_fn"}, kNone, kNone);
-      for (const char* proj : {".gate_proj", ".up_proj", ".down_proj"}) {
-        mod(m + proj, "Linear", "torch.nn.modules.linear.Linear", {}, kLinearP, kNone);
-      }
-      mod(m + ".act_fn", "SiLUActivation", "transformers.activations.SiLUActivation", {}, kNone,
-          kNone);
-      mod(p + ".input_layernorm", "LlamaRMSNorm", (llama + "LlamaRMSNorm").c_str(), {}, kNormP,
-          kNone);
-      mod(p + ".post_attention_layernorm", "LlamaRMSNorm", (llama + "LlamaRMSNorm").c_str(), {},
-          kNormP, kNone);
-    }
-    mod("model.norm", "LlamaRMSNorm", (llama + "LlamaRMSNorm").c_str(), {}, kNormP, kNone);
-    mod("model.rotary_emb", "LlamaRotaryEmbedding", (llama + "LlamaRotaryEmbedding").c_str(), {},
-        kNone, R"([{"name":"inv_freq","shape":[4],"dtype":"float32"}])");
-    mod("lm_head", "Linear", "torch.nn.modules.linear.Linear", {}, kLinearP, kNone);
-    j += "]}\n";
-    *modules = count;
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(out_path.c_str(), "wb"),
-                                                      &std::fclose);
-    if (f == nullptr || !Put(f.get(), j) || std::fflush(f.get()) != 0) {
-      *error = out_path + ": write failed";
-      return false;
-    }
+  bool WriteManifests(const std::string& path, const std::string& forward_path,
+                      SynthResult* result, std::string* error) const {
+    SynthModules m;
+    m.shape = o_.shape;
+    m.layers = layers_;
+    m.experts = o_.experts;
+    m.last_layer_experts = last_layer_experts_;
+    m.hidden = kHidden;
+    m.linear_out = linear_out_;
+    ManifestCounts counts;
+    if (!WriteText(path, SynthManifestJson(m, false, &counts), error)) return false;
+    result->modules = counts.modules;
+    if (forward_path.empty()) return true;
+    if (!WriteText(forward_path, SynthManifestJson(m, true, &counts), error)) return false;
+    result->forward_modules = counts.forward_modules;
+    result->forward_events = counts.forward_events;
     return true;
   }
 
@@ -343,17 +282,29 @@ class Writer {
     return std::fwrite(s.data(), 1, s.size(), f) == s.size();
   }
 
-  void AddWeight(std::string name, std::vector<std::int64_t> dims) {
+  static bool WriteText(const std::string& path, const std::string& text, std::string* error) {
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
+    if (f == nullptr || !Put(f.get(), text) || std::fflush(f.get()) != 0) {
+      *error = path + ": write failed";
+      return false;
+    }
+    return true;
+  }
+
+  void AddWeight(std::string name, std::vector<std::int64_t> dims, bool linear = false) {
     Weight w;
     w.name = std::move(name);
     w.dims = std::move(dims);
+    w.linear = linear;
     weights_.push_back(std::move(w));
   }
 
-  // TorchScript stores a Linear's transposed weight as "onnx::MatMul_<k>".
-  std::string LinearWeight() {
+  // TorchScript stores a Linear's transposed weight as "onnx::MatMul_<k>";
+  // `padded`: its output width grows with the payload asked for (the
+  // router's, one column per expert, does not).
+  std::string LinearWeight(std::int64_t out = kHidden, bool padded = true) {
     std::string name = "onnx::MatMul_" + std::to_string(next_id_++);
-    AddWeight(name, {kHidden, kHidden});
+    AddWeight(name, {kHidden, out}, padded);
     return name;
   }
 
@@ -410,7 +361,12 @@ class Writer {
     std::string x = input;
     std::string residual = input;
     std::string last_const;
+    const bool moe = o_.shape == SynthShape::kMoe;
     for (std::size_t i = 0; i < kLayerOps; ++i) {
+      if (moe && i == MlpStart()) {
+        x = SparseMoeBlock(base + "block_sparse_moe/", x, shape_const);
+        i = kLayerOps - 1;  // the MLP's ops are the block's; the residual Add_1 follows
+      }
       const Op& op = kLayer[i];
       const std::string scope = op.scope[0] ? base + op.scope + "/" : base;
       const std::string name = scope + op.leaf;
@@ -447,11 +403,93 @@ class Writer {
     return x;
   }
 
+  // Where the MLP's ops begin in kLayer.
+  static std::size_t MlpStart() {
+    std::size_t i = 0;
+    while (i < kLayerOps && std::string(kLayer[i].scope).rfind("mlp", 0) != 0) ++i;
+    return i;
+  }
+
+  // Nodes of one layer: kLayer, with kMoe the sparse block for the MLP.
+  std::uint64_t PerLayer() const {
+    if (o_.shape == SynthShape::kLlama) return kLayerOps + kUnscopedPerLayer;
+    return MlpStart() + 1 + kUnscopedPerLayer + kRouterNodes + kExpertNodes * o_.experts + 1;
+  }
+
+  // The ops of one scope, named as the exporter names them: the op type,
+  // then _1, _2, ... for its later ones.
+  class ScopeNames {
+   public:
+    explicit ScopeNames(std::string scope) : scope_(std::move(scope)) {}
+    std::string operator()(const std::string& op) {
+      const int n = seen_[op]++;
+      return scope_ + op + (n ? "_" + std::to_string(n) : std::string());
+    }
+
+   private:
+    std::string scope_;
+    std::map<std::string, int> seen_;
+  };
+
+  // Mixtral's MixtralSparseMoeBlock as TorchScript exports it, every
+  // expert hit: the router (gate), then per expert the tokens routed to it
+  // gathered, its MLP (w1, act_fn, w3, w2) and the weighted result added
+  // back (index_add_ becomes ScatterND); kRouterNodes + kExpertNodes per
+  // expert + 1 nodes.
+  static constexpr std::uint64_t kRouterNodes = 13;
+  static constexpr std::uint64_t kExpertNodes = 19;
+  std::string SparseMoeBlock(const std::string& scope, const std::string& input,
+                             const std::string& shape_const) {
+    ScopeNames name(scope);
+    // Emits one node of the block's own scope; returns its output.
+    auto own = [&](const char* op, std::vector<std::string> in) {
+      const std::string n = name(op);
+      Node(n, op, in, n + "_output_0");
+      return n + "_output_0";
+    };
+    const std::string flat = own("Reshape", {input, shape_const});
+    const std::string logits = scope + "gate/MatMul_output_0";
+    Node(scope + "gate/MatMul", "MatMul",
+         {flat, LinearWeight(static_cast<std::int64_t>(o_.experts), false)}, logits);
+    const std::string probs = own("Softmax", {logits});
+    const std::string topk = own("TopK", {probs, shape_const});
+    const std::string sum = own("ReduceSum", {topk});
+    const std::string routing = own("Cast", {own("Div", {topk, sum})});
+    std::string acc = own("ConstantOfShape", {shape_const});
+    const std::string mask = own("Transpose", {own("OneHot", {topk, shape_const})});
+    own("NonZero", {own("Greater", {own("ReduceSum", {mask}), shape_const})});
+    last_layer_experts_ = 0;
+    for (std::uint64_t e = 0; e < o_.experts; ++e) {
+      if (emitted_ < o_.nodes) ++last_layer_experts_;
+      const std::string hit = own("NonZero", {own("Squeeze", {own("Gather", {mask})})});
+      const std::string where = own("Transpose", {hit});
+      const std::string idx = own("Gather", {where});
+      const std::string top_x = own("Gather", {where});
+      const std::string state = own("Reshape", {own("Gather", {flat, top_x}), shape_const});
+      const std::string x = scope + "experts." + std::to_string(e) + "/";
+      Node(x + "w1/MatMul", "MatMul", {state, LinearWeight()}, x + "w1/MatMul_output_0");
+      Node(x + "act_fn/Sigmoid", "Sigmoid", {x + "w1/MatMul_output_0"},
+           x + "act_fn/Sigmoid_output_0");
+      Node(x + "act_fn/Mul", "Mul", {x + "w1/MatMul_output_0", x + "act_fn/Sigmoid_output_0"},
+           x + "act_fn/Mul_output_0");
+      Node(x + "w3/MatMul", "MatMul", {state, LinearWeight()}, x + "w3/MatMul_output_0");
+      Node(x + "Mul", "Mul", {x + "act_fn/Mul_output_0", x + "w3/MatMul_output_0"},
+           x + "Mul_output_0");
+      Node(x + "w2/MatMul", "MatMul", {x + "Mul_output_0", LinearWeight()},
+           x + "w2/MatMul_output_0");
+      const std::string weight = own("Unsqueeze", {own("Gather", {routing, top_x, idx})});
+      const std::string weighted = own("Cast", {own("Mul", {x + "w2/MatMul_output_0", weight})});
+      acc = own("ScatterND", {acc, top_x, weighted});
+    }
+    return own("Reshape", {acc, shape_const});
+  }
+
   const SynthOptions& o_;
   Enc nodes_;
   std::vector<Weight> weights_;
   std::uint64_t emitted_ = 0;
   std::uint64_t layers_ = 0;
+  std::uint64_t last_layer_experts_ = 0;  // kMoe: experts with nodes in the last layer
   std::uint64_t next_id_ = 1;
   std::int64_t linear_out_ = kHidden;  // a Linear's output width (WriteModel pads it)
   std::string output_;
@@ -460,13 +498,14 @@ class Writer {
 }  // namespace
 
 bool WriteSynthetic(const SynthOptions& options, const std::string& model_path,
-                    const std::string& manifest_path, SynthResult* result, std::string* error) {
+                    const std::string& manifest_path, const std::string& forward_manifest_path,
+                    SynthResult* result, std::string* error) {
   Writer w(options);
   w.Build();
   result->nodes = w.nodes();
   result->layers = w.layers();
   return w.WriteModel(model_path, &result->model_bytes, error) &&
-         w.WriteManifest(manifest_path, &result->modules, error);
+         w.WriteManifests(manifest_path, forward_manifest_path, result, error);
 }
 
 }  // namespace semmap_bench

@@ -154,6 +154,7 @@ void GraphBuilder::ReserveNodes(std::size_t n) {
   // limit named; it reserves no more than the limit on the way.
   n = std::min(n, options_.max_nodes);
   rep_->nodes.reserve(n);
+  name_hashes_.reserve(n);
   AdviseHugePages(rep_->nodes.data(), n * sizeof(NodeRecord));
 }
 
@@ -195,9 +196,13 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
   SetLists(f, subgraph, strings.size(), rep_->node_metadata.size(), &r);
   inputs_ += f.inputs.size();
   outputs_ += f.outputs.size();
-  for (absl::string_view v : f.inputs) strings.push_back(Keep(v));
-  for (absl::string_view v : f.outputs) strings.push_back(Keep(v));
-  for (absl::string_view v : f.attribute_names) strings.push_back(Keep(v));
+  name_hashes_.push_back(NameHash(name));
+  for (const auto* list : {&f.inputs, &f.outputs, &f.attribute_names}) {
+    for (absl::string_view v : *list) {
+      strings.push_back(Keep(v));
+      string_hashes_.push_back(NameHash(v));
+    }
+  }
   for (const MetadataEntry& kv : f.metadata) {
     rep_->node_metadata.emplace_back(Keep(kv.first), Keep(kv.second));
   }
@@ -240,9 +245,11 @@ bool NodeBatch::Add(int subgraph, const NodeFields& f, std::size_t max_name) {
   SetLists(f, subgraph, strings.size(), metadata.size(), &r);
   inputs += f.inputs.size();
   outputs += f.outputs.size();
-  strings.insert(strings.end(), f.inputs.begin(), f.inputs.end());
-  strings.insert(strings.end(), f.outputs.begin(), f.outputs.end());
-  strings.insert(strings.end(), f.attribute_names.begin(), f.attribute_names.end());
+  name_hashes.push_back(NameHash(f.name));
+  for (const auto* list : {&f.inputs, &f.outputs, &f.attribute_names}) {
+    strings.insert(strings.end(), list->begin(), list->end());
+    for (absl::string_view v : *list) string_hashes.push_back(NameHash(v));
+  }
   metadata.insert(metadata.end(), f.metadata.begin(), f.metadata.end());
   return true;
 }
@@ -291,6 +298,8 @@ bool GraphBuilder::AppendBatches(std::vector<NodeBatch>* batches, std::size_t wo
     inputs_ += b.inputs;
     outputs_ += b.outputs;
     AppendOrMove(&rep_->node_strings, &b.strings);
+    AppendOrMove(&name_hashes_, &b.name_hashes);
+    AppendOrMove(&string_hashes_, &b.string_hashes);
     AppendOrMove(&rep_->node_metadata, &b.metadata);
     rep_->doc_strings.insert(rep_->doc_strings.end(), b.doc_strings.begin(), b.doc_strings.end());
     decltype(b.doc_strings)().swap(b.doc_strings);
@@ -326,7 +335,7 @@ void GraphBuilder::AssignIds() {
   for (std::size_t first = 0; first < nodes.size(); first += kNameBatch) {
     const std::size_t last = std::min(nodes.size(), first + kNameBatch);
     for (std::size_t i = first; i < last; ++i) {
-      hashes[i - first] = ScopedHash(NameHash(nodes[i].nameView()), 0);
+      hashes[i - first] = ScopedHash(name_hashes_[i], 0);
       PrefetchName(absl::Span<const Slot>(by_id), hashes[i - first]);
     }
     for (std::size_t i = first; i < last; ++i) {
@@ -403,9 +412,26 @@ Graph GraphBuilder::Finish() {
 // records' `id` and the by-id index; DefineValues reads the records' lists
 // and writes the value tables), so on a large graph they run on two cores.
 void GraphBuilder::BuildIndexes() {
+  // AddNode and AppendBatches hash every name they store; should a way of
+  // adding nodes not, the names are hashed here.
+  if (name_hashes_.size() != rep_->nodes.size() ||
+      string_hashes_.size() != rep_->node_strings.size()) {
+    HashNames();
+  }
   const bool parallel = rep_->nodes.size() >= kParallelNodes;
   RunBoth(parallel, [this] { AssignIds(); }, [this] { DefineValues(); });
   IndexConsumers();
+  std::vector<std::uint64_t>().swap(name_hashes_);
+  std::vector<std::uint64_t>().swap(string_hashes_);
+}
+
+void GraphBuilder::HashNames() {
+  const std::vector<NodeRecord>& nodes = rep_->nodes;
+  const std::vector<absl::string_view>& strings = rep_->node_strings;
+  name_hashes_.resize(nodes.size());
+  string_hashes_.resize(strings.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) name_hashes_[i] = NameHash(nodes[i].nameView());
+  for (std::size_t k = 0; k < strings.size(); ++k) string_hashes_[k] = NameHash(strings[k]);
 }
 
 void GraphBuilder::DefineValues() {
@@ -441,7 +467,7 @@ void GraphBuilder::DefineValues() {
       const NodeRecord& o = nodes[i];
       const std::size_t base = o.strings + o.inputs;
       for (std::size_t k = base; k < base + o.outputs; ++k) {
-        hashes.push_back(ScopedHash(NameHash(strings[k]), o.subgraph));
+        hashes.push_back(ScopedHash(string_hashes_[k], o.subgraph));
         PrefetchName(absl::Span<const Slot>(table), hashes.back());
       }
     }
@@ -560,7 +586,7 @@ void GraphBuilder::IndexConsumers() {
       for (std::size_t i = first; i < last; ++i) {
         const NodeRecord& o = nodes[i];
         for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k) {
-          hashes.push_back(NameHash(strings[k]));
+          hashes.push_back(string_hashes_[k]);
           PrefetchName(table, ScopedHash(hashes.back(), o.subgraph));
         }
       }

@@ -65,6 +65,9 @@ struct NodeBatch {
   absl::flat_hash_map<absl::string_view, std::uint32_t> interned_index;
   std::size_t entries = 0;  // list entries charged
   std::size_t inputs = 0, outputs = 0;
+  // NameHash of each record's name and of each entry of `strings`, taken
+  // while the bytes are at hand (GraphBuilder's index build reads them).
+  std::vector<std::uint64_t> name_hashes, string_hashes;
 
   // Stores node `f` of `subgraph` in record nodes[count]. False when a name
   // is longer than `max_name` (the serial walk then reports it).
@@ -140,6 +143,8 @@ class GraphBuilder {
   void BuildIndexes();
   void DefineValues();
   void IndexConsumers();
+  // Fills name_hashes_ and string_hashes_ from the names.
+  void HashNames();
 
   absl::string_view origin_;
   const GraphOptions& options_;
@@ -148,6 +153,11 @@ class GraphBuilder {
   // Node inputs and outputs so far, all nodes together.
   std::size_t inputs_ = 0, outputs_ = 0;
   std::shared_ptr<GraphRep> rep_;
+  // NameHash of each node's name and of each entry of GraphRep::node_strings,
+  // taken as the nodes are added (on the walk's threads for a parallel walk,
+  // while the names' bytes are in cache) and dropped once the indexes are
+  // built. A path that left them short is hashed again (HashNames).
+  std::vector<std::uint64_t> name_hashes_, string_hashes_;
   // Index of each string of GraphRep::interned, while loading.
   absl::flat_hash_map<absl::string_view, std::uint32_t> interned_index_;
 };
