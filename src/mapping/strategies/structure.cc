@@ -174,10 +174,19 @@ StructureCounts InferFromStructure(const MappingContext& context, const std::vec
   std::vector<MappingRecord>* mappings = &context.records;
   // Only some nodes carry a creation counter (those the exporter created
   // itself; the others sort after their latest producer), so the order it
-  // gives can be worse than the file's. With forward signatures, the order
-  // whose gaps they explain better is kept; a tie keeps the counters'.
+  // gives can be worse than the file's. Both are tried when the counters
+  // apply. With forward signatures, the order whose gaps they explain
+  // better is kept; without them (schema-1 manifests), the order whose
+  // weight-anchored nodes follow the manifest's module order more often
+  // (OrderAgreement). A tie keeps the counters'.
   if (!ForwardSignatures(context.manifest, context.rules).available()) {
-    return structure::Pass(context, shape, mappings).Run(true);
+    std::vector<MappingRecord> file = *mappings;
+    const StructureCounts counts = structure::Pass(context, shape, mappings).Run(true);
+    if (!counts.creation_order) return counts;
+    const StructureCounts in_file = structure::Pass(context, shape, &file).Run(false);
+    if (in_file.order_agreement <= counts.order_agreement) return counts;
+    *mappings = std::move(file);
+    return in_file;
   }
   std::vector<MappingRecord> file = *mappings;
   const StructureCounts counts =
