@@ -10,36 +10,36 @@ constexpr absl::string_view kStrategyNames[kStrategyCount] = {
 
 constexpr absl::string_view kGraphKindNames[kGraphKindCount] = {"named", "unnamed", "quantized"};
 
+// An enum's stable name by its numeric value, and back.
+template <typename Enum, std::size_t N>
+absl::string_view NameOf(const absl::string_view (&names)[N], Enum value) {
+  const auto index = static_cast<std::size_t>(value);
+  return index < N ? names[index] : "invalid";
+}
+
+template <typename Enum, std::size_t N>
+bool ValueOf(const absl::string_view (&names)[N], absl::string_view name, Enum* out) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (names[i] == name) {
+      *out = static_cast<Enum>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
-absl::string_view GraphKindName(GraphKind kind) {
-  const auto i = static_cast<std::size_t>(kind);
-  return i < kGraphKindCount ? kGraphKindNames[i] : "invalid";
-}
+absl::string_view GraphKindName(GraphKind kind) { return NameOf(kGraphKindNames, kind); }
 
 bool ParseGraphKind(absl::string_view name, GraphKind* out) {
-  for (std::size_t i = 0; i < kGraphKindCount; ++i) {
-    if (kGraphKindNames[i] == name) {
-      *out = static_cast<GraphKind>(i);
-      return true;
-    }
-  }
-  return false;
+  return ValueOf(kGraphKindNames, name, out);
 }
 
-absl::string_view StrategyName(Strategy s) {
-  const auto index = static_cast<std::size_t>(s);
-  return index < kStrategyCount ? kStrategyNames[index] : "invalid";
-}
+absl::string_view StrategyName(Strategy s) { return NameOf(kStrategyNames, s); }
 
 bool ParseStrategy(absl::string_view name, Strategy* out) {
-  for (std::size_t i = 0; i < kStrategyCount; ++i) {
-    if (kStrategyNames[i] == name) {
-      *out = static_cast<Strategy>(i);
-      return true;
-    }
-  }
-  return false;
+  return ValueOf(kStrategyNames, name, out);
 }
 
 bool IsInferred(Strategy s) {

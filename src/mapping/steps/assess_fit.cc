@@ -14,6 +14,7 @@
 #include "absl/types/span.h"
 #include "base/text.h"
 #include "mapping/steps/fit_notes.h"
+#include "mapping/steps/fit_signatures.h"
 #include "mapping/steps/repeated_items.h"
 #include "manifest/rule_queries.h"
 #include "semmap/scope_path.h"
@@ -413,61 +414,6 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
       }
     }
   }
-}
-
-// What the scoped nodes' op types say of the manifest's forward signatures.
-struct OpConflicts {
-  std::size_t checked = 0;     // scoped nodes of a checked op type in a traced module
-  std::size_t unexplained = 0; // of them, run by no operation of the module's forward
-  std::size_t modules = 0;     // distinct modules of those
-  std::string first;
-};
-
-// A node whose scope names a module with a recorded forward (schema 2)
-// should be the export of one of that forward's own operations. Only op
-// types the rules name ("signature_checked_ops") are judged: glue (shape
-// arithmetic, casts) is not recorded, and tools fuse the rest.
-OpConflicts CheckSignatureOps(const Graph& graph, absl::Span<const ModuleId> node_modules,
-                              const Manifest& manifest, const Rules& rules) {
-  OpConflicts out;
-  const internal::RuleQueries queries(rules);
-  absl::flat_hash_map<absl::string_view, bool> checked_op;
-  absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, bool> explained;
-  std::vector<bool> counted(manifest.size(), false);
-  for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
-    const ModuleId m = node_modules[n];
-    if (m == kNoModule || !manifest.module(m).traced) continue;
-    const absl::string_view op = graph.node(static_cast<NodeId>(n)).op_type;
-    auto c = checked_op.find(op);
-    if (c == checked_op.end()) c = checked_op.emplace(op, queries.IsSignatureChecked(op)).first;
-    if (!c->second) continue;
-    ++out.checked;
-    // Judged only where the module's forward runs an operation of the kind
-    // (a normalisation of its own): a module that computes its norm from
-    // means and powers may see a tool fuse them into such a node.
-    auto e = explained.find({m, op});
-    if (e == explained.end()) {
-      bool judged = false;
-      bool any = false;
-      for (const ForwardEvent& event : manifest.module(m).forward) {
-        if (event.call != kNoModule || !queries.ExplainsCheckedOps(event.op)) continue;
-        judged = true;
-        any = any || queries.MayExportAs(event.op, op);
-      }
-      e = explained.emplace(std::make_pair(m, op), !judged || any).first;
-    }
-    if (e->second) continue;
-    ++out.unexplained;
-    if (!counted[m]) {
-      counted[m] = true;
-      ++out.modules;
-      if (out.first.empty()) {
-        out.first = absl::StrCat("\"", Abbreviate(manifest.module(m).path, 80), "\" runs ", op,
-                                 " in the graph; no operation of its forward in the manifest is exported as one");
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace

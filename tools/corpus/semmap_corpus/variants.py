@@ -166,6 +166,14 @@ def to_fp16(model: onnx.ModelProto) -> onnx.ModelProto:
     return convert_float_to_float16(copy.deepcopy(model), keep_io_types=True)
 
 
+def _base_variant(variant: str, suffix: str, built: dict[str, Any], exporter: str) -> str:
+    """The variant ``<base><suffix>`` derives from, which must be built already."""
+    base = variant[: -len(suffix)]
+    if base not in built:
+        raise RuntimeError(f"no {exporter} {base} variant to derive {variant} from")
+    return base
+
+
 def build_variant(
     corpus: "Corpus",
     arch: "Arch",
@@ -220,17 +228,13 @@ def build_variant(
             elif variant == "fp16":
                 onnx.save(to_fp16(original), str(dest))
             elif variant.endswith("-fp16"):
-                base = variant[: -len("-fp16")]
-                if base not in built:
-                    raise RuntimeError(f"no {exporter} {base} variant to convert")
+                base = _base_variant(variant, "-fp16", built, exporter)
                 onnx.save(to_fp16(built[base][0]), str(dest))
                 extra["derived_from"] = f"{source}.{base}"
             elif variant == "stripped":
                 onnx.save(strip_names(original), str(dest))
             elif variant.endswith("-resorted"):
-                base = variant[: -len("-resorted")]
-                if base not in built:
-                    raise RuntimeError(f"no {exporter} {base} variant to re-sort")
+                base = _base_variant(variant, "-resorted", built, exporter)
                 derived_from, base_truth = built[base]
                 resorted, order = resort(derived_from, RESORT_SEED)
                 if base == "stripped":
