@@ -124,6 +124,21 @@ TEST_CASE("a 4-bit weight-only file's MatMulNBits nodes go to the Linear of thei
   CHECK(packed == 12);  // 2 layers x (query, key, value, attention output, intermediate, output)
 }
 
+TEST_CASE("what a caller computes after a child returned is not the child's", "[structure]") {
+  // bert-seqcls.dynamo.stripped: BertModel.forward builds the attention mask
+  // right after its embeddings ran (n14-n32, from the embeddings output's
+  // shape and the mask input). n31 (GatherND) and n32 (And) lie between
+  // embeddings.LayerNorm and layer 0's query: they read values computed
+  // after the embeddings' last node, so the embeddings do not hold them.
+  auto f = LoadMapped("torch-2.15/bert-seqcls.dynamo.stripped");
+  for (const char* node : {"n31", "n32"}) {
+    CAPTURE(node);
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(node));
+    CHECK(m.module_path == "bert");
+    CHECK(f->truth.at(node) == "bert");
+  }
+}
+
 TEST_CASE("without signatures, the order whose anchors follow the manifest is kept",
           "[structure]") {
   // timm-vit2.dynamo.quantized with its manifest as a schema-1 writer makes

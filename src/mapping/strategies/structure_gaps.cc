@@ -250,11 +250,16 @@ void Pass::Region(NodeId seed, ModuleId module, NodeId lo, NodeId hi) {
 
 void Pass::ComputeStarts() {
   start_.assign(manifest_.size(), n_);
+  end_.assign(manifest_.size(), 0);
   for (NodeId i : order_) {
     if (!Settled(i)) continue;
     for (ModuleId m = out_[i].module; m != kNoModule && start_[m] > pos_[i];
          m = manifest_.module(m).parent) {
       start_[m] = pos_[i];
+    }
+    for (ModuleId m = out_[i].module; m != kNoModule && end_[m] < pos_[i];
+         m = manifest_.module(m).parent) {
+      end_[m] = pos_[i];
     }
   }
 }
@@ -267,6 +272,13 @@ bool Pass::Available(NodeId i, ModuleId module) const {
   const bool ok = ForComputedInputs(
       i,
       [&](absl::string_view v, NodeId p) {
+        // A value computed after the module's last settled node, by a node
+        // not settled in it, was computed outside it (by the caller, after
+        // the module returned: a mask built from its output's shape).
+        if (pos_[p] > end_[module] &&
+            !(Settled(p) && manifest_.isAncestorOrSelf(module, out_[p].module))) {
+          return false;
+        }
         if (pos_[p] >= begin) return true;
         // Bounded: a value read by very many nodes is not looked through.
         const auto consumers = graph_.consumers(v, subgraph);

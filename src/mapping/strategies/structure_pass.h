@@ -236,10 +236,11 @@ class Pass {
   // x * ... -> * 0.5), between the anchors `lo` and `hi`.
   void Region(NodeId seed, ModuleId module, NodeId lo, NodeId hi);
 
-  // First settled node of each module's subtree.
+  // First and last settled node of each module's subtree.
   void ComputeStarts();
 
   // True when every value `i` reads was produced inside `module`'s interval
+  // (from its first to its last settled node, or by a node settled in it)
   // or was already read there before `i` (the module received it).
   bool Available(NodeId i, ModuleId module) const;
 
@@ -265,6 +266,8 @@ class Pass {
   std::vector<std::size_t> pos_;   // node -> index in order_
   std::vector<std::vector<NodeId>> buckets_;
   std::vector<std::size_t> start_;
+  // Per module: the position of its (or a descendant's) last settled node.
+  std::vector<std::size_t> end_;
   std::vector<std::size_t> first_anchor_;  // per module, in order_
   double factor_ = 1.0;
 };
