@@ -109,7 +109,19 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   absl::flat_hash_set<absl::string_view> counted;  // unnamed weights met
   std::size_t first_unused = 0;
   std::size_t aligned = 0;
+  // The module of the last node before this one whose own scope or exporter
+  // metadata named it (a quantizer's file keeps them on the nodes it did not
+  // replace): an unnamed weight read after it is aligned from that
+  // module's parent's subtree on in the manifest's order, when a parameter
+  // fits there; else from the first unused one as before.
+  std::vector<bool> named(n_, false);
+  for (std::size_t i = 0; i < n_; ++i) {
+    named[i] = out_[i].mapped() && (out_[i].strategy == Strategy::kExactScope ||
+                                    out_[i].strategy == Strategy::kExporterMetadata);
+  }
+  ModuleId last_named = kNoModule;
   for (const NodeId i : order_) {
+    if (named[i]) last_named = out_[i].module;
     if (out_[i].mapped() || ops_.IsWeightPassthrough(i) || ops_.FollowsConsumers(i)) continue;
     const TensorInfo* weight = UnnamedWeight(i);
     if (weight == nullptr) continue;
@@ -124,12 +136,20 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
       by_initializer.emplace(weight->name, match);
     } else {
       while (first_unused < params.size() && used[first_unused]) ++first_unused;
-      const std::size_t end = std::min(params.size(), first_unused + kAlignWindow);
-      for (std::size_t j = first_unused; j < end; ++j) {
-        if (!used[j] && Fits(i, *weight, params[j].spec->shape)) {
-          match = j;
-          break;
+      std::size_t start = first_unused;
+      if (last_named != kNoModule) {
+        ModuleId floor = manifest_.module(last_named).parent;
+        if (floor == kNoModule) floor = last_named;
+        const auto lb = std::lower_bound(params.begin(), params.end(), floor,
+                                         [](const Param& p, ModuleId m) { return p.module < m; });
+        start = std::max(start, static_cast<std::size_t>(lb - params.begin()));
+      }
+      for (std::size_t from : {start, first_unused}) {
+        const std::size_t end = std::min(params.size(), from + kAlignWindow);
+        for (std::size_t j = from; j < end && match == params.size(); ++j) {
+          if (!used[j] && Fits(i, *weight, params[j].spec->shape)) match = j;
         }
+        if (match != params.size() || from == first_unused) break;
       }
       if (match == params.size()) continue;
       used[match] = true;
