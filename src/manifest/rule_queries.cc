@@ -71,6 +71,11 @@ bool RuleQueries::ReadsBlockwiseWeight(absl::string_view op_type) const {
          RE2::PartialMatch(Piece(op_type), *impl_.blockwise_weight_ops);
 }
 
+bool RuleQueries::ReadsTransposedWeight(absl::string_view op_type) const {
+  return impl_.transposed_weight_ops &&
+         RE2::PartialMatch(Piece(op_type), *impl_.transposed_weight_ops);
+}
+
 bool RuleQueries::IsSignatureChecked(absl::string_view op_type) const {
   return impl_.signature_checked_onnx &&
          RE2::PartialMatch(Piece(op_type), *impl_.signature_checked_onnx);

@@ -46,6 +46,9 @@ class RuleQueries {
   // Ops whose second input is a weight packed in quantized blocks
   // ([N, blocks, bytes per block]: rules "blockwise_weight_ops").
   bool ReadsBlockwiseWeight(absl::string_view op_type) const;
+  // Ops whose weight operand is stored [in, out], the transpose of a
+  // Linear's [out, in] (rules "transposed_weight_ops").
+  bool ReadsTransposedWeight(absl::string_view op_type) const;
   // ONNX ops a scoped node's module must run in its recorded forward, and
   // the torch operations of such a forward that may explain them (rules
   // "signature_checked_ops"; the manifest fit check).

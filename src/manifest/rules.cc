@@ -247,6 +247,8 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
                           CompileSingle(doc, "shape_source_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->blockwise_weight_ops,
                           CompileSingle(doc, "blockwise_weight_ops", "pattern", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->transposed_weight_ops,
+                          CompileSingle(doc, "transposed_weight_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->quantized_ops,
                           CompileSingle(doc, "quantized_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->signature_checked_onnx,

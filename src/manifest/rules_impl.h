@@ -39,6 +39,7 @@ struct Rules::Impl {
   std::unique_ptr<RE2> follow_consumers_ops;
   std::unique_ptr<RE2> shape_source_ops;
   std::unique_ptr<RE2> blockwise_weight_ops;
+  std::unique_ptr<RE2> transposed_weight_ops;
   // "signature_checked_ops": ONNX op types and the torch operations that
   // must explain them.
   std::unique_ptr<RE2> signature_checked_onnx;

@@ -149,6 +149,22 @@ TEST_CASE("an unnamed weight aligns after the last module names gave", "[structu
   CHECK(encoder_for_decoder == 0);
 }
 
+TEST_CASE("a MatMul's weight stored [in, out] is the Linear it is the transpose of",
+          "[structure]") {
+  // vit-imgcls.dynamo.quantized: layer 0's fc1 (Linear 16 -> 32, weight
+  // [32, 16]) and fc2 (32 -> 16, weight [16, 32]) read anonymous weights
+  // [16, 32] and [32, 16]. Each fits both parameters, one as stored and one
+  // transposed; a MatMul stores its weight transposed.
+  auto f = LoadMapped("torch-2.15/vit-imgcls.dynamo.quantized");
+  for (const char* node : {"node_MatMul_92_quant", "node_MatMul_94_quant"}) {
+    CAPTURE(node);
+    const semmap::NodeId n = f->graph->find(node);
+    REQUIRE(n != semmap::kNoNode);
+    CHECK(std::string(f->mapper->moduleFor(n).module_path) == f->truth.at(node));
+  }
+  CHECK(f->truth.at("node_MatMul_92_quant") == "vit.layers.0.mlp.fc1");
+}
+
 TEST_CASE("what a caller computes after a child returned is not the child's", "[structure]") {
   // bert-seqcls.dynamo.stripped: BertModel.forward builds the attention mask
   // right after its embeddings ran (n14-n32, from the embeddings output's

@@ -22,6 +22,7 @@ class OpTraits {
   bool IsWeightPassthrough(NodeId n) const { return bits_[n] & kPassthrough; }
   bool ReadsBlockwiseWeight(NodeId n) const { return bits_[n] & kBlockwise; }
   bool IsQuantizerOp(NodeId n) const { return bits_[n] & kQuantizer; }
+  bool ReadsTransposedWeight(NodeId n) const { return bits_[n] & kTransposed; }
 
  private:
   static constexpr std::uint8_t kFollows = 1;
@@ -29,6 +30,7 @@ class OpTraits {
   static constexpr std::uint8_t kPassthrough = 4;
   static constexpr std::uint8_t kBlockwise = 8;
   static constexpr std::uint8_t kQuantizer = 16;
+  static constexpr std::uint8_t kTransposed = 32;
   std::vector<std::uint8_t> bits_;
 };
 

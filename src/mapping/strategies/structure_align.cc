@@ -52,6 +52,21 @@ bool Pass::Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_
          (ops_.ReadsBlockwiseWeight(i) && BlockwiseCompatible(weight.dims, shape));
 }
 
+bool Pass::ReadsTransposed(NodeId i, const TensorInfo& weight) const {
+  if (!ops_.ReadsTransposedWeight(i)) return false;
+  // Only a weight that reaches the op unchanged in layout: directly, or
+  // through nodes that quantize, dequantize or cast it.
+  for (ValueId value : graph_.node(i).input_values) {
+    for (int depth = 0; depth <= kMaxPassthrough && value != kNoValue; ++depth) {
+      if (graph_.initializerOf(value) == &weight) return true;
+      const NodeId p = graph_.producer(value);
+      if (p == kNoNode || !ops_.FollowsConsumers(p) || graph_.node(p).inputs.empty()) break;
+      value = graph_.node(p).input_values[0];
+    }
+  }
+  return false;
+}
+
 ModuleId Pass::ConsumersModule(NodeId i) const {
   const Node& n = graph_.node(i);
   ModuleId module = kNoModule;
@@ -144,10 +159,22 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
                                          [](const Param& p, ModuleId m) { return p.module < m; });
         start = std::max(start, static_cast<std::size_t>(lb - params.begin()));
       }
+      // A MatMul's weight, stored [in, out], fitting one parameter as
+      // stored and another transposed is the transposed one's.
+      const bool transposed = ReadsTransposed(i, *weight);
+      const auto preferred = [&](absl::Span<const std::int64_t> shape) {
+        return !transposed || weight->dims.size() != 2 || shape.size() != 2 ||
+               (weight->dims[0] == shape[1] && weight->dims[1] == shape[0]);
+      };
       for (std::size_t from : {start, first_unused}) {
         const std::size_t end = std::min(params.size(), from + kAlignWindow);
-        for (std::size_t j = from; j < end && match == params.size(); ++j) {
-          if (!used[j] && Fits(i, *weight, params[j].spec->shape)) match = j;
+        for (const bool strict : {true, false}) {
+          for (std::size_t j = from; j < end && match == params.size(); ++j) {
+            if (!used[j] && Fits(i, *weight, params[j].spec->shape) &&
+                (!strict || preferred(params[j].spec->shape))) {
+              match = j;
+            }
+          }
         }
         if (match != params.size() || from == first_unused) break;
       }

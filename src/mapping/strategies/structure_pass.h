@@ -134,6 +134,10 @@ class Pass {
   // blockwise-quantized op (BlockwiseCompatible).
   bool Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_t> shape) const;
 
+  // Whether node i reads `weight` stored [in, out] (rules
+  // "transposed_weight_ops"), reaching it with its layout unchanged.
+  bool ReadsTransposed(NodeId i, const TensorInfo& weight) const;
+
   // The module every consumer of the node's outputs is anchored in (a
   // MatMul's bias Add names its Linear), or kNoModule.
   ModuleId ConsumersModule(NodeId i) const;
