@@ -1,6 +1,7 @@
 #include "manifest/rule_queries.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "manifest/rules_impl.h"
 #include "re2/re2.h"
@@ -10,6 +11,11 @@ namespace internal {
 namespace {
 
 re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
+
+// Whether a rule file's optional single pattern matches `s` somewhere.
+bool Matches(const std::unique_ptr<RE2>& pattern, absl::string_view s) {
+  return pattern != nullptr && RE2::PartialMatch(Piece(s), *pattern);
+}
 
 // The length of `re`'s first match in `s` when it ends where `s` ends and
 // is not empty (a suffix the rule names); else 0.
@@ -54,36 +60,31 @@ absl::string_view RuleQueries::StripValueSuffixes(absl::string_view value) const
 }
 
 bool RuleQueries::IsWeightPassthrough(absl::string_view op_type) const {
-  return impl_.passthrough_ops && RE2::PartialMatch(Piece(op_type), *impl_.passthrough_ops);
+  return Matches(impl_.passthrough_ops, op_type);
 }
 
 bool RuleQueries::FollowsConsumers(absl::string_view op_type) const {
-  return impl_.follow_consumers_ops &&
-         RE2::PartialMatch(Piece(op_type), *impl_.follow_consumers_ops);
+  return Matches(impl_.follow_consumers_ops, op_type);
 }
 
 bool RuleQueries::IsShapeSource(absl::string_view op_type) const {
-  return impl_.shape_source_ops && RE2::PartialMatch(Piece(op_type), *impl_.shape_source_ops);
+  return Matches(impl_.shape_source_ops, op_type);
 }
 
 bool RuleQueries::ReadsBlockwiseWeight(absl::string_view op_type) const {
-  return impl_.blockwise_weight_ops &&
-         RE2::PartialMatch(Piece(op_type), *impl_.blockwise_weight_ops);
+  return Matches(impl_.blockwise_weight_ops, op_type);
 }
 
 bool RuleQueries::ReadsTransposedWeight(absl::string_view op_type) const {
-  return impl_.transposed_weight_ops &&
-         RE2::PartialMatch(Piece(op_type), *impl_.transposed_weight_ops);
+  return Matches(impl_.transposed_weight_ops, op_type);
 }
 
 bool RuleQueries::IsSignatureChecked(absl::string_view op_type) const {
-  return impl_.signature_checked_onnx &&
-         RE2::PartialMatch(Piece(op_type), *impl_.signature_checked_onnx);
+  return Matches(impl_.signature_checked_onnx, op_type);
 }
 
 bool RuleQueries::ExplainsCheckedOps(absl::string_view torch_op) const {
-  return impl_.signature_checked_torch &&
-         RE2::PartialMatch(Piece(torch_op), *impl_.signature_checked_torch);
+  return Matches(impl_.signature_checked_torch, torch_op);
 }
 
 bool RuleQueries::OrderKey(absl::string_view name, std::uint64_t* key) const {
@@ -139,7 +140,7 @@ bool RuleQueries::ModuleProduces(int rule, absl::string_view op_type) const {
 }
 
 bool RuleQueries::IsQuantizerOp(absl::string_view op_type) const {
-  return impl_.quantized_ops && RE2::PartialMatch(Piece(op_type), *impl_.quantized_ops);
+  return Matches(impl_.quantized_ops, op_type);
 }
 
 double RuleQueries::Calibrated(Strategy strategy, double raw, GraphKind kind) const {
