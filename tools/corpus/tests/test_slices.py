@@ -58,13 +58,15 @@ def test_slice_lists_every_directory(slice_index: dict) -> None:
 
 
 def test_slice_is_small(slice_index: dict) -> None:
-    assert sum(p.stat().st_size for p in SLICE.rglob("*") if p.is_file()) < 64 * 1024 * 1024
-    # a few MB per architecture, every variant included
+    # about 60 MB with the processed variants, 40 more with the published
+    # formats (qdq, q4, fp16): git packs them to about half
+    assert sum(p.stat().st_size for p in SLICE.rglob("*") if p.is_file()) < 112 * 1024 * 1024
+    # a few MB per architecture, every variant included (T5, the largest, 8 MB)
     per_arch: dict[str, int] = {}
     for f in slice_index["fixtures"]:
         size = sum(p.stat().st_size for p in (SLICE / f["dir"]).iterdir())
         per_arch[f["name"]] = per_arch.get(f["name"], 0) + size
-    assert max(per_arch.values()) < 5 * 1024 * 1024, max(per_arch.items(), key=lambda kv: kv[1])
+    assert max(per_arch.values()) < 10 * 1024 * 1024, max(per_arch.items(), key=lambda kv: kv[1])
 
 
 def _with_zero_payloads(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -98,8 +100,14 @@ def test_slice_fixture(fixture: Path, slice_index: dict, schema: dict) -> None:
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as e:
-        ops = {n.op_type for n in model.graph.node}
-        assert ops & ORT_DEFAULT_DOMAIN_OPS and any(op in str(e) for op in ORT_DEFAULT_DOMAIN_OPS), e
+        if entry["variant"].endswith("fp16") and "topologically sorted" in str(e):
+            # onnxruntime.transformers.float16 appends the Casts it puts on the
+            # graph inputs at the end of the node list: the file people get
+            # (ONNX Runtime sorts it when it loads it) is kept as it is
+            pass
+        else:
+            ops = {n.op_type for n in model.graph.node}
+            assert ops & ORT_DEFAULT_DOMAIN_OPS and any(op in str(e) for op in ORT_DEFAULT_DOMAIN_OPS), e
     truth = json.loads((fixture / "truth.json").read_text())
     ids = node_ids(model)
     known, unknown = set(truth["nodes"]), set(truth["unknown"])
