@@ -100,6 +100,10 @@ TEST_CASE("a weight packed in 4-bit blocks fits the parameter it stands for", "[
   CHECK_FALSE(BlockwiseCompatible({64, 2, 16}, {64, 40, 1}));
   CHECK_FALSE(BlockwiseCompatible({64, 0, 16}, {64, 0}));
   CHECK_FALSE(BlockwiseCompatible({64, 32}, {64, 32}));  // not packed
+  // Hostile sizes: no overflow (UBSan checks), no match.
+  constexpr std::int64_t kHuge = std::int64_t{1} << 62;
+  CHECK_FALSE(BlockwiseCompatible({64, kHuge, kHuge}, {64, 40}));
+  CHECK_FALSE(BlockwiseCompatible({64, 2, kHuge}, {64, kHuge}));
 }
 
 TEST_CASE("a 4-bit weight-only file's MatMulNBits nodes go to the Linear of their packed weight",

@@ -87,7 +87,13 @@ inline bool Compatible(absl::Span<const std::int64_t> dims, absl::Span<const std
 // drops K and the bit width, the block count keeps them to a block.
 inline bool BlockwiseCompatible(absl::Span<const std::int64_t> dims,
                                 absl::Span<const std::int64_t> shape) {
-  if (dims.size() != 3 || shape.size() != 2 || dims[1] <= 0 || dims[2] <= 0) return false;
+  // Sizes from the file: bounded before any product (a hostile [N, 2^62,
+  // 2^62] must not overflow).
+  constexpr std::int64_t kMax = std::int64_t{1} << 31;
+  if (dims.size() != 3 || shape.size() != 2 || dims[1] <= 0 || dims[2] <= 0 ||
+      dims[1] > kMax || dims[2] > kMax) {
+    return false;
+  }
   for (int n = 0; n < 2; ++n) {
     if (shape[n] != dims[0]) continue;
     const std::int64_t k = shape[1 - n];
