@@ -357,6 +357,14 @@ class MappedModel:
         return json.loads(self._core.manifest_fit_json)
 
     @property
+    def graph_kind(self) -> str:
+        """What the graph's names and ops leave to inference, as the mapper reads
+        it: ``"named"``, ``"unnamed"`` (names stripped, or metadata dropped by a
+        tool) or ``"quantized"``; the rule file's confidence calibration may
+        differ per kind (``SemanticMapper::graphKind()``, docs/rules.md)."""
+        return self._core.graph_kind
+
+    @property
     def provenance(self) -> dict[str, Any]:
         """Where the manifest and the reference came from (``"file"``, ``"record"``,
         ``"none"``) and what became of the model's provenance record

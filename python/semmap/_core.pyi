@@ -185,6 +185,9 @@ class Model:
     def provenance_json(self) -> str: ...
 
     @property
+    def graph_kind(self) -> str: ...
+
+    @property
     def reference_check_json(self) -> str: ...
 
     @property

@@ -578,6 +578,8 @@ void BindModel(nb::module_& mod) {
                    [](Model& m) { return semmap::ManifestFitJson(m.mapper().manifestFit()); })
       .def_prop_ro("provenance_json",
                    [](Model& m) { return semmap::ProvenanceJson(m.mapper().provenance()); })
+      .def_prop_ro("graph_kind",
+                   [](Model& m) { return Str(semmap::GraphKindName(m.mapper().graphKind())); })
       .def_prop_ro("reference_check_json",
                    [](Model& m) {
                      return semmap::ReferenceCheckJson(m.mapper().referenceCheck());

@@ -207,6 +207,21 @@ def test_a_reused_module_and_folded_batchnorms_fit_with_notes():
     assert m["/layer1/layer1.0/relu_1/Relu"].module == "layer1.0.relu"
 
 
+def test_graph_kind_says_what_names_and_ops_leave_to_inference():
+    # calibration_by_kind (docs/rules.md): the mapper reads the kind once the
+    # names have answered
+    kinds = {
+        "tv-resnet18.torchscript": "named",
+        "tv-resnet18.torchscript.stripped": "unnamed",
+        "bert-seqcls.dynamo.onnxslim": "unnamed",  # node metadata dropped
+        "bert-seqcls.dynamo.quantized": "quantized",
+        "tv-resnet18.dynamo.qdq": "quantized",
+    }
+    for name, kind in kinds.items():
+        d = FIXTURES / "torch-2.15" / name
+        assert semmap.load(d / "model.onnx", d / "manifest.json").graph_kind == kind, name
+
+
 def test_another_width_of_a_cnn_is_refused_by_its_unnamed_weights():
     # ShuffleNetV2 with its BatchNorms folded names no conv weight
     d = FIXTURES / "torch-2.15" / "tv-shufflenet.torchscript"
