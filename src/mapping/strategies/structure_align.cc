@@ -95,6 +95,42 @@ std::size_t Pass::ParamOf(const Params& params, const std::vector<bool>& used, M
   return params.size();
 }
 
+template <typename Params>
+std::size_t Pass::WindowMatch(const Params& params, const std::vector<bool>& used,
+                              std::size_t first_unused, ModuleId last_named, NodeId i,
+                              const TensorInfo& weight) const {
+  // From the subtree of the last named module's parent on, when a parameter
+  // fits there; else from the first unused one.
+  std::size_t start = first_unused;
+  if (last_named != kNoModule) {
+    ModuleId floor = manifest_.module(last_named).parent;
+    if (floor == kNoModule) floor = last_named;
+    const auto lb = std::lower_bound(params.begin(), params.end(), floor,
+                                     [](const auto& p, ModuleId m) { return p.module < m; });
+    start = std::max(start, static_cast<std::size_t>(lb - params.begin()));
+  }
+  // A MatMul's weight, stored [in, out], fitting one parameter as stored
+  // and another transposed is the transposed one's.
+  const bool transposed = ReadsTransposed(i, weight);
+  const auto preferred = [&](absl::Span<const std::int64_t> shape) {
+    return !transposed || weight.dims.size() != 2 || shape.size() != 2 ||
+           (weight.dims[0] == shape[1] && weight.dims[1] == shape[0]);
+  };
+  for (std::size_t from : {start, first_unused}) {
+    const std::size_t end = std::min(params.size(), from + kAlignWindow);
+    for (const bool strict : {true, false}) {
+      for (std::size_t j = from; j < end; ++j) {
+        if (!used[j] && Fits(i, weight, params[j].spec->shape) &&
+            (!strict || preferred(params[j].spec->shape))) {
+          return j;
+        }
+      }
+    }
+    if (from == first_unused) break;
+  }
+  return params.size();
+}
+
 std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   // Parameters some initializer is named after are accounted for.
   absl::flat_hash_set<std::pair<ModuleId, std::string>> claimed;
@@ -151,33 +187,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
       by_initializer.emplace(weight->name, match);
     } else {
       while (first_unused < params.size() && used[first_unused]) ++first_unused;
-      std::size_t start = first_unused;
-      if (last_named != kNoModule) {
-        ModuleId floor = manifest_.module(last_named).parent;
-        if (floor == kNoModule) floor = last_named;
-        const auto lb = std::lower_bound(params.begin(), params.end(), floor,
-                                         [](const Param& p, ModuleId m) { return p.module < m; });
-        start = std::max(start, static_cast<std::size_t>(lb - params.begin()));
-      }
-      // A MatMul's weight, stored [in, out], fitting one parameter as
-      // stored and another transposed is the transposed one's.
-      const bool transposed = ReadsTransposed(i, *weight);
-      const auto preferred = [&](absl::Span<const std::int64_t> shape) {
-        return !transposed || weight->dims.size() != 2 || shape.size() != 2 ||
-               (weight->dims[0] == shape[1] && weight->dims[1] == shape[0]);
-      };
-      for (std::size_t from : {start, first_unused}) {
-        const std::size_t end = std::min(params.size(), from + kAlignWindow);
-        for (const bool strict : {true, false}) {
-          for (std::size_t j = from; j < end && match == params.size(); ++j) {
-            if (!used[j] && Fits(i, *weight, params[j].spec->shape) &&
-                (!strict || preferred(params[j].spec->shape))) {
-              match = j;
-            }
-          }
-        }
-        if (match != params.size() || from == first_unused) break;
-      }
+      match = WindowMatch(params, used, first_unused, last_named, i, *weight);
       if (match == params.size()) continue;
       used[match] = true;
       by_initializer.emplace(weight->name, match);

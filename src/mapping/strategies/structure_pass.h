@@ -152,6 +152,16 @@ class Pass {
   std::size_t ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module, NodeId i,
                       const TensorInfo& weight) const;
 
+  // The unused parameter node i's unnamed `weight` aligns with in a window
+  // of the manifest's order (kAlignWindow), or params.size(): searched from
+  // the subtree of `last_named`'s parent (the last module a node's own scope
+  // or metadata named before i), then from `first_unused`; in each window a
+  // MatMul's weight prefers the parameter it is the transpose of.
+  template <typename Params>
+  std::size_t WindowMatch(const Params& params, const std::vector<bool>& used,
+                          std::size_t first_unused, ModuleId last_named, NodeId i,
+                          const TensorInfo& weight) const;
+
   // What an alignment of unnamed weights found, to judge it on its own.
   struct Alignment {
     std::size_t weights = 0;     // distinct unnamed weights read
