@@ -22,12 +22,12 @@
 #include "mapping/steps/bind_root.h"
 #include "mapping/steps/check_reference.h"
 #include "mapping/steps/group_scopes.h"
+#include "mapping/steps/read_graph_kind.h"
 #include "mapping/steps/read_record.h"
 #include "mapping/steps/repeated_items.h"
 #include "mapping/steps/resolve_scopes.h"
 #include "mapping/strategies/fused_nodes.h"
 #include "mapping/strategies/neighbourhood.h"
-#include "mapping/steps/read_graph_kind.h"
 #include "mapping/strategies/reference_transfer.h"
 #include "mapping/strategies/structure.h"
 

@@ -6,7 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -49,8 +48,8 @@ constexpr std::size_t kFewTensors = 3;
 // misfit when more than one in this many.
 constexpr std::size_t kWeightMismatchShare = 4;
 // Scoped nodes of a kind the signatures must explain ("signature_checked_ops":
-// normalisations, convolutions) that no operation of their module's recorded
-// forward may be exported as: a misfit from this many modules on, when they
+// normalisations) that no normalisation of their module's recorded forward
+// may be exported as (steps/fit_signatures.h): a misfit from this many modules on, when they
 // are more than one in this many of the checked nodes. Own manifests have
 // none on any fixture; a twin that swaps BatchNorm for GroupNorm, one per
 // norm layer.
@@ -247,12 +246,6 @@ void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifes
   }
 }
 
-// Parameter-named initializers: each agrees with the manifest (its
-// parameter or buffer, of the same size; a tensor derived from one; a
-// constant a custom module's forward made), contradicts it (another size;
-// a name a library module does not have), or is unknown. Long (about 70
-// lines) because each branch is one kind of evidence with its count and
-// example, and they read best side by side.
 // Whether initializer `t` is the data some op carries on unchanged (input 0
 // of a DequantizeLinear, a Transpose: rules "weight_passthrough_ops"): a
 // quantized parameter ("<weight>_quantized") has its parameter's elements,
@@ -267,9 +260,15 @@ bool CarriedAsData(const Graph& graph, const OpTraits& ops, const TensorInfo& t)
   return false;
 }
 
+// Parameter-named initializers: each agrees with the manifest (its
+// parameter or buffer, of the same size; a tensor derived from one; a
+// constant a custom module's forward made), contradicts it (another size;
+// a name a library module does not have), or is unknown. Long (about 70
+// lines) because each branch is one kind of evidence with its count and
+// example, and they read best side by side.
 void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rules,
-                  const OpTraits& ops, const RootBinding& binding, const TensorEvidence& tensors, ManifestFit* fit,
-                  ManifestFit* outside, NoteTally* notes, NoteTally* outside_notes,
+                  const OpTraits& ops, const RootBinding& binding, const TensorEvidence& tensors,
+                  ManifestFit* fit, ManifestFit* outside, NoteTally* notes, NoteTally* outside_notes,
                   std::vector<bool>* touched, std::string* first_unknown,
                   std::string* first_conflict) {
   for (const TensorInfo& t : graph.initializers()) {
@@ -442,8 +441,8 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
               &first_scope);
   std::string first_unknown;
   std::string first_conflict;
-  CheckTensors(graph, manifest, rules, ops, binding, tensors, &fit, &outside, &notes, &outside_notes,
-               &touched, &first_unknown, &first_conflict);
+  CheckTensors(graph, manifest, rules, ops, binding, tensors, &fit, &outside, &notes,
+               &outside_notes, &touched, &first_unknown, &first_conflict);
   std::string first_weight;
   CheckLibraryTensors(graph, node_modules, manifest, rules, ops, tensors, &fit, &first_weight);
   const OpConflicts op_conflicts = CheckSignatureOps(graph, node_modules, manifest, rules);

@@ -179,22 +179,14 @@ StructureCounts InferFromStructure(const MappingContext& context, const std::vec
   // better is kept; without them (schema-1 manifests), the order whose
   // weight-anchored nodes follow the manifest's module order more often
   // (OrderAgreement). A tie keeps the counters'.
-  if (!ForwardSignatures(context.manifest, context.rules).available()) {
-    std::vector<MappingRecord> file = *mappings;
-    const StructureCounts counts = structure::Pass(context, shape, mappings).Run(true);
-    if (!counts.creation_order) return counts;
-    const StructureCounts in_file = structure::Pass(context, shape, &file).Run(false);
-    if (in_file.order_agreement <= counts.order_agreement) return counts;
-    *mappings = std::move(file);
-    return in_file;
-  }
+  const bool signatures = ForwardSignatures(context.manifest, context.rules).available();
   std::vector<MappingRecord> file = *mappings;
-  const StructureCounts counts =
-      structure::Pass(context, shape, mappings).Run(true);
-  if (!counts.creation_order || counts.signature_matches == 0) return counts;
-  const StructureCounts in_file =
-      structure::Pass(context, shape, &file).Run(false);
-  if (in_file.signature_matches <= counts.signature_matches) return counts;
+  const StructureCounts counts = structure::Pass(context, shape, mappings).Run(true);
+  if (!counts.creation_order || (signatures && counts.signature_matches == 0)) return counts;
+  const StructureCounts in_file = structure::Pass(context, shape, &file).Run(false);
+  const bool file_better = signatures ? in_file.signature_matches > counts.signature_matches
+                                      : in_file.order_agreement > counts.order_agreement;
+  if (!file_better) return counts;
   *mappings = std::move(file);
   return in_file;
 }
