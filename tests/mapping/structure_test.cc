@@ -2,6 +2,7 @@
 // anonymised, metadata gone, initializer names kept.
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "catch2/catch.hpp"
@@ -17,17 +18,30 @@
 namespace semmap_test {
 namespace {
 
-double Accuracy(const MappedFixture& f, semmap::Strategy only, std::size_t* answers) {
-  std::size_t correct = 0;
-  *answers = 0;
+struct Tally {
+  std::size_t known = 0;    // nodes the truth knows (of the strategy asked)
+  std::size_t correct = 0;  // of them, mapped to the truth's module
+};
+
+// `mapper`'s answers on the fixture's known nodes; with `only`, those of
+// that strategy alone.
+Tally Count(const MappedFixture& f, const semmap::SemanticMapper& mapper,
+            std::optional<semmap::Strategy> only = std::nullopt) {
+  Tally t;
   for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f.graph->size()); ++i) {
-    const semmap::Mapping& m = f.mapper->moduleFor(i);
+    const semmap::Mapping& m = mapper.moduleFor(i);
     auto truth = f.truth.find(std::string(f.graph->node(i).id));
-    if (m.strategy != only || truth == f.truth.end()) continue;
-    ++*answers;
-    if (std::string(m.module_path) == truth->second) ++correct;
+    if ((only && m.strategy != *only) || truth == f.truth.end()) continue;
+    ++t.known;
+    if (std::string(m.module_path) == truth->second) ++t.correct;
   }
-  return *answers == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(*answers);
+  return t;
+}
+
+double Accuracy(const MappedFixture& f, semmap::Strategy only, std::size_t* answers) {
+  const Tally t = Count(f, *f.mapper, only);
+  *answers = t.known;
+  return t.known == 0 ? 0.0 : static_cast<double>(t.correct) / static_cast<double>(t.known);
 }
 
 TEST_CASE("an unnamed constant-folded weight is aligned with its parameter by shape and order",
@@ -137,19 +151,14 @@ TEST_CASE("an unnamed weight aligns after the last module names gave", "[structu
   // before, 83.1 % with it (the decoder's self- and cross-attention still
   // trade places: they run in another order than the manifest lists them).
   auto f = LoadMapped("torch-2.15/t5-seq2seq-lm.dynamo.quantized");
-  std::size_t answers = 0;
-  std::size_t right = 0;
+  const Tally t = Count(*f, *f->mapper);
+  CAPTURE(t.correct, t.known);
+  CHECK(t.correct * 100 >= t.known * 82);
   std::size_t encoder_for_decoder = 0;
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
-    auto truth = f->truth.find(std::string(f->graph->node(i).id));
-    if (truth == f->truth.end()) continue;
-    const std::string got(f->mapper->moduleFor(i).module_path);
-    ++answers;
-    right += got == truth->second;
-    encoder_for_decoder += truth->second.rfind("decoder.", 0) == 0 && got.rfind("encoder.", 0) == 0;
+  for (const auto& [id, module] : f->truth) {
+    const std::string got(f->mapper->moduleFor(f->graph->find(id)).module_path);
+    encoder_for_decoder += module.rfind("decoder.", 0) == 0 && got.rfind("encoder.", 0) == 0;
   }
-  CAPTURE(right, answers);
-  CHECK(right * 100 >= answers * 82);
   CHECK(encoder_for_decoder == 0);
 }
 
@@ -204,16 +213,10 @@ TEST_CASE("without signatures, the order whose anchors follow the manifest is ke
   auto mapper = semmap::SemanticMapper::Create(
       *f->graph, std::make_shared<const semmap::Manifest>(*std::move(manifest)));
   REQUIRE(mapper.ok());
-  std::size_t known = 0, correct = 0;
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
-    auto truth = f->truth.find(std::string(f->graph->node(i).id));
-    if (truth == f->truth.end()) continue;
-    ++known;
-    correct += std::string(mapper->moduleFor(i).module_path) == truth->second;
-  }
-  CAPTURE(correct, known);
-  CHECK(known == 462);
-  CHECK(correct >= 450);
+  const Tally t = Count(*f, *mapper);
+  CAPTURE(t.correct, t.known);
+  CHECK(t.known == 462);
+  CHECK(t.correct >= 450);
 }
 
 TEST_CASE("nodes a quantizer named after the node it replaced follow that node", "[structure]") {
@@ -240,15 +243,9 @@ TEST_CASE("the dynamo exporter's creation counters restore a re-sorted file's or
   // onnxslim re-sorts every file; mapped in the restored order, the structural
   // answers on its dynamo output are mostly right (floor at the level reached).
   auto f = LoadMapped("torch-2.15/vit-imgcls.dynamo.onnxslim");
-  std::size_t correct = 0, known = 0;
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
-    auto truth = f->truth.find(std::string(f->graph->node(i).id));
-    if (truth == f->truth.end()) continue;
-    ++known;
-    if (std::string(f->mapper->moduleFor(i).module_path) == truth->second) ++correct;
-  }
-  CAPTURE(correct, known);
-  CHECK(correct * 100 >= known * 90);
+  const Tally t = Count(*f, *f->mapper);
+  CAPTURE(t.correct, t.known);
+  CHECK(t.correct * 100 >= t.known * 90);
 }
 
 TEST_CASE("a rule file's order_keys need exactly one capturing group", "[rules]") {

@@ -31,16 +31,23 @@ bool Pass::ManifestFits() const {
   return params > 0 && named * kMinNamedShare >= params;
 }
 
-const TensorInfo* Pass::UnnamedWeight(NodeId i) const {
+const TensorInfo* Pass::UnnamedWeight(NodeId i, bool* as_stored) const {
   const Node& n = graph_.node(i);
   for (ValueId value : n.input_values) {
+    bool layout_kept = true;
     for (int depth = 0; depth <= kMaxPassthrough && value != kNoValue; ++depth) {
       if (const TensorInfo* t = graph_.initializerOf(value)) {
-        if (t->dims.size() >= 2 && tensors_.ParameterOwner(t->name) == kNoModule) return t;
+        if (t->dims.size() >= 2 && tensors_.ParameterOwner(t->name) == kNoModule) {
+          if (as_stored != nullptr) *as_stored = layout_kept;
+          return t;
+        }
         break;
       }
       const NodeId p = graph_.producer(value);
       if (p == kNoNode || !ops_.IsWeightPassthrough(p) || graph_.node(p).inputs.empty()) break;
+      // Quantize, dequantize and cast nodes keep the layout; a Transpose or
+      // a Reshape does not.
+      layout_kept = layout_kept && ops_.FollowsConsumers(p);
       value = graph_.node(p).input_values[0];
     }
   }
@@ -50,21 +57,6 @@ const TensorInfo* Pass::UnnamedWeight(NodeId i) const {
 bool Pass::Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_t> shape) const {
   return Compatible(weight.dims, shape) ||
          (ops_.ReadsBlockwiseWeight(i) && BlockwiseCompatible(weight.dims, shape));
-}
-
-bool Pass::ReadsTransposed(NodeId i, const TensorInfo& weight) const {
-  if (!ops_.ReadsTransposedWeight(i)) return false;
-  // Only a weight that reaches the op unchanged in layout: directly, or
-  // through nodes that quantize, dequantize or cast it.
-  for (ValueId value : graph_.node(i).input_values) {
-    for (int depth = 0; depth <= kMaxPassthrough && value != kNoValue; ++depth) {
-      if (graph_.initializerOf(value) == &weight) return true;
-      const NodeId p = graph_.producer(value);
-      if (p == kNoNode || !ops_.FollowsConsumers(p) || graph_.node(p).inputs.empty()) break;
-      value = graph_.node(p).input_values[0];
-    }
-  }
-  return false;
 }
 
 ModuleId Pass::ConsumersModule(NodeId i) const {
@@ -98,7 +90,7 @@ std::size_t Pass::ParamOf(const Params& params, const std::vector<bool>& used, M
 template <typename Params>
 std::size_t Pass::WindowMatch(const Params& params, const std::vector<bool>& used,
                               std::size_t first_unused, ModuleId last_named, NodeId i,
-                              const TensorInfo& weight) const {
+                              const TensorInfo& weight, bool transposed) const {
   // From the subtree of the last named module's parent on, when a parameter
   // fits there; else from the first unused one.
   std::size_t start = first_unused;
@@ -111,7 +103,6 @@ std::size_t Pass::WindowMatch(const Params& params, const std::vector<bool>& use
   }
   // A MatMul's weight, stored [in, out], fitting one parameter as stored
   // and another transposed is the transposed one's.
-  const bool transposed = ReadsTransposed(i, weight);
   const auto preferred = [&](absl::Span<const std::int64_t> shape) {
     return !transposed || weight.dims.size() != 2 || shape.size() != 2 ||
            (weight.dims[0] == shape[1] && weight.dims[1] == shape[0]);
@@ -174,7 +165,8 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   for (const NodeId i : order_) {
     if (named[i]) last_named = out_[i].module;
     if (out_[i].mapped() || ops_.IsWeightPassthrough(i) || ops_.FollowsConsumers(i)) continue;
-    const TensorInfo* weight = UnnamedWeight(i);
+    bool as_stored = false;
+    const TensorInfo* weight = UnnamedWeight(i, &as_stored);
     if (weight == nullptr) continue;
     const bool seen = by_initializer.contains(weight->name) || !counted.insert(weight->name).second;
     if (alignment != nullptr && !seen) ++alignment->weights;
@@ -187,7 +179,8 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
       by_initializer.emplace(weight->name, match);
     } else {
       while (first_unused < params.size() && used[first_unused]) ++first_unused;
-      match = WindowMatch(params, used, first_unused, last_named, i, *weight);
+      match = WindowMatch(params, used, first_unused, last_named, i, *weight,
+                          as_stored && ops_.ReadsTransposedWeight(i));
       if (match == params.size()) continue;
       used[match] = true;
       by_initializer.emplace(weight->name, match);

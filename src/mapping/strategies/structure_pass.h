@@ -133,16 +133,14 @@ class Pass {
 
   // The rank >= 2 initializer node `i` reads directly or through
   // pass-through ops, when no parameter is named after it; else nullptr.
-  const TensorInfo* UnnamedWeight(NodeId i) const;
+  // `as_stored`: whether it reaches `i` in its stored layout (directly, or
+  // only through quantize, dequantize and cast nodes).
+  const TensorInfo* UnnamedWeight(NodeId i, bool* as_stored = nullptr) const;
 
   // Whether node i's unnamed `weight` may be the parameter of `shape`: the
   // same dims or transposed (Compatible), or packed in blocks by a
   // blockwise-quantized op (BlockwiseCompatible).
   bool Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_t> shape) const;
-
-  // Whether node i reads `weight` stored [in, out] (rules
-  // "transposed_weight_ops"), reaching it with its layout unchanged.
-  bool ReadsTransposed(NodeId i, const TensorInfo& weight) const;
 
   // The module every consumer of the node's outputs is anchored in (a
   // MatMul's bias Add names its Linear), or kNoModule.
@@ -155,12 +153,14 @@ class Pass {
   // The unused parameter node i's unnamed `weight` aligns with in a window
   // of the manifest's order (kAlignWindow), or params.size(): searched from
   // the subtree of `last_named`'s parent (the last module a node's own scope
-  // or metadata named before i), then from `first_unused`; in each window a
-  // MatMul's weight prefers the parameter it is the transpose of.
+  // or metadata named before i), then from `first_unused`; in each window,
+  // with `transposed` (a MatMul reading its weight in the stored [in, out]
+  // layout: rules "transposed_weight_ops"), the parameter it is the
+  // transpose of comes first.
   template <typename Params>
   std::size_t WindowMatch(const Params& params, const std::vector<bool>& used,
                           std::size_t first_unused, ModuleId last_named, NodeId i,
-                          const TensorInfo& weight) const;
+                          const TensorInfo& weight, bool transposed) const;
 
   // What an alignment of unnamed weights found, to judge it on its own.
   struct Alignment {
