@@ -103,6 +103,32 @@ bool RuleQueries::OrderKey(absl::string_view name, std::uint64_t* key) const {
   return false;
 }
 
+bool RuleQueries::OpCallName(absl::string_view name, absl::string_view* op,
+                             std::uint64_t* call) const {
+  for (const auto& re : impl_.op_call_names) {
+    re2::StringPiece base, digits;
+    if (!RE2::FullMatch(Piece(name), *re, &base, &digits) || base.empty() || digits.size() > 9) {
+      continue;
+    }
+    std::uint64_t v = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    *op = absl::string_view(base.data(), base.size());
+    *call = v;
+    return true;
+  }
+  return false;
+}
+
+absl::string_view RuleQueries::OpCallAlias(absl::string_view torch_op) const {
+  for (const auto& alias : impl_.op_call_aliases) {
+    if (RE2::FullMatch(Piece(torch_op), *alias.torch_re)) return alias.name;
+  }
+  return torch_op;
+}
+
 bool RuleQueries::MayExportAs(absl::string_view torch_op, absl::string_view op_type) const {
   for (const auto& rule : impl_.forward_ops) {
     if (RE2::PartialMatch(Piece(torch_op), *rule.torch_re) &&

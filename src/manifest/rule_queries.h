@@ -84,6 +84,16 @@ class RuleQueries {
   // ("node_MatMul_55", "val_93" -> 55, 93: the dynamo exporter numbers what
   // it creates in execution order), when an "order_keys" rule matches.
   bool OrderKey(absl::string_view name, std::uint64_t* key) const;
+  // The torch op a node name says the node computes and the number of that
+  // op's calls before it in the forward ("node_linear_4" -> "linear", 4;
+  // "node_linear" -> "linear", 0: the dynamo exporter names a node after
+  // the FX node whose output it computes), when an "op_call_names" rule
+  // matches. `op` views `name`.
+  bool OpCallName(absl::string_view name, absl::string_view* op, std::uint64_t* call) const;
+  // The name under which those node names count the calls of `torch_op`,
+  // an op of a manifest's forward signature ("to" -> "_to_copy": rules
+  // "op_call_aliases"); `torch_op` itself when no alias applies.
+  absl::string_view OpCallAlias(absl::string_view torch_op) const;
   // True when a "forward_ops" rule says the torch operation `torch_op` of a
   // manifest's forward signature ("add", "layer_norm") may be exported as
   // an `op_type` node.

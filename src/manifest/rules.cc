@@ -299,6 +299,30 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
           origin, ": /order_keys/", i, "/pattern: needs exactly one capturing group (the counter)"));
     }
   }
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "op_call_names", &budget, &impl->op_call_names));
+  for (std::size_t i = 0; i < impl->op_call_names.size(); ++i) {
+    if (impl->op_call_names[i]->NumberOfCapturingGroups() != 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": /op_call_names/", i,
+                       "/pattern: needs exactly two capturing groups (the op, the call's number)"));
+    }
+  }
+  if (const std::optional<JsonValue> aliases = doc.Find("op_call_aliases")) {
+    if (!aliases->is_array()) return aliases->Error("expected an array");
+    SEMMAP_RETURN_IF_ERROR(aliases->ForEachElement([&](const JsonValue& r) -> absl::Status {
+      static constexpr absl::string_view kKeys[] = {"torch", "name"};
+      std::optional<JsonValue> f[2];
+      if (r.is_object()) r.Lookup(kKeys, absl::MakeSpan(f));
+      if (!f[0] || !f[1] || !f[1]->is_string()) {
+        return r.Error("expected {\"torch\": ..., \"name\": \"...\"}");
+      }
+      Impl::OpCallAlias alias;
+      SEMMAP_ASSIGN_OR_RETURN(alias.torch_re, Compile(*f[0], &budget));
+      alias.name = std::string(f[1]->string());
+      impl->op_call_aliases.push_back(std::move(alias));
+      return absl::OkStatus();
+    }));
+  }
   SEMMAP_RETURN_IF_ERROR(ParseCalibration(doc, &impl->calibration));
   SEMMAP_RETURN_IF_ERROR(ParseCalibrationByKind(doc, &impl->calibration_by_kind));
   if (const std::optional<JsonValue> module_ops = doc.Find("module_ops")) {

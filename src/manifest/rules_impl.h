@@ -58,6 +58,16 @@ struct Rules::Impl {
   };
   std::vector<ForwardOps> forward_ops;
   std::vector<std::unique_ptr<RE2>> order_keys;
+  // "op_call_names": node names carrying the torch op a node computes and
+  // its call's number among that op's calls (two capturing groups).
+  std::vector<std::unique_ptr<RE2>> op_call_names;
+  // "op_call_aliases": torch ops of the forward signatures whose calls
+  // those names count under another op's name.
+  struct OpCallAlias {
+    std::unique_ptr<RE2> torch_re;
+    std::string name;
+  };
+  std::vector<OpCallAlias> op_call_aliases;
   internal::CalibrationTable calibration;
   // "calibration_by_kind": per GraphKind, tables that replace the general
   // one for their strategies.

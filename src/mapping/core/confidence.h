@@ -47,6 +47,9 @@ inline constexpr double kFusedDominant = 0.8;  // the part a fusion still is
 // (mapping/strategies/structure.cc). Measured on name-stripped copies of the corpus:
 // all stay below 0.9.
 namespace structure {
+// A node whose name numbers the op call it computes, placed at that call of
+// the expanded forward signatures after the checks of op_calls.h.
+inline constexpr double kOpCall = 0.9;
 inline constexpr double kAlignedWeight = 0.8;
 // A node matched, in order, with an operation the manifest's forward
 // signatures run between its two anchors (forward_signature.h). A value of

@@ -13,6 +13,7 @@
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
 #include "mapping/strategies/forward_signature.h"
+#include "mapping/strategies/op_calls.h"
 #include "mapping/strategies/structure_pass.h"
 
 namespace semmap {
@@ -20,13 +21,14 @@ namespace internal {
 namespace structure {
 
 Pass::Pass(const MappingContext& context, const std::vector<bool>& shape,
-           std::vector<MappingRecord>* mappings)
+           std::vector<MappingRecord>* mappings, const OpCallPlaces* places)
     : graph_(context.graph),
       manifest_(context.manifest),
       rules_(context.rules),
       ops_(context.ops),
       tensors_(context.tensors),
       shape_(shape),
+      places_(places != nullptr && !places->empty() ? places : nullptr),
       out_(*mappings),
       evidence_(&context.evidence),
       n_(context.graph.size()) {
@@ -154,6 +156,33 @@ StructureCounts Pass::Run(bool creation_order) {
   return counts;
 }
 
+std::size_t Pass::EdgesAgainstOrder() const {
+  std::size_t against = 0;
+  for (const NodeId i : order_) {
+    for (const ValueId v : graph_.node(i).input_values) {
+      const NodeId p = graph_.producer(v);
+      against += p != kNoNode && pos_[p] > pos_[i];
+    }
+  }
+  return against;
+}
+
+double Pass::FollowsPlaces() const {
+  if (places_ == nullptr) return -1.0;
+  const std::vector<std::int64_t>& places = places_->place;
+  std::size_t pairs = 0, kept = 0;
+  std::int64_t last = -1;
+  for (const NodeId i : order_) {
+    if (places[i] < 0) continue;
+    if (last >= 0) {
+      ++pairs;
+      kept += places[i] >= last;
+    }
+    last = places[i];
+  }
+  return pairs == 0 ? -1.0 : static_cast<double>(kept) / static_cast<double>(pairs);
+}
+
 bool Pass::Candidate(NodeId i) const {
   const Node& n = graph_.node(i);
   return !out_[i].mapped() && !ops_.FollowsConsumers(i) && !shape_[i] && !n.inputs.empty();
@@ -172,20 +201,43 @@ void Pass::Assign(NodeId i, ModuleId module, double confidence, std::string evid
 
 StructureCounts InferFromStructure(const MappingContext& context, const std::vector<bool>& shape) {
   std::vector<MappingRecord>* mappings = &context.records;
+  const bool signatures = ForwardSignatures(context.manifest, context.rules).available();
+  // Names that number the op call a node computes place it outright
+  // (op_calls.h); both orders below start from those places.
+  const OpCallPlaces places = signatures ? PlaceOpCalls(context) : OpCallPlaces();
   // Only some nodes carry a creation counter (those the exporter created
   // itself; the others sort after their latest producer), so the order it
   // gives can be worse than the file's. Both are tried when the counters
-  // apply. With forward signatures, the order whose gaps they explain
-  // better is kept; without them (schema-1 manifests), the order whose
-  // weight-anchored nodes follow the manifest's module order more often
-  // (OrderAgreement). A tie keeps the counters'.
-  const bool signatures = ForwardSignatures(context.manifest, context.rules).available();
+  // apply, and the one kept is, in turn:
+  //   - the one keeping the order of the nodes' places (op_calls.h) more
+  //     often, then the one running fewer data-flow edges backwards (the
+  //     counters put a node the exporter's optimizer rebuilt after the
+  //     nodes it feeds), when places are known;
+  //   - with forward signatures, the one whose gaps they explain better;
+  //     without (schema-1 manifests), the one whose weight-anchored nodes
+  //     follow the manifest's module order more often (OrderAgreement);
+  //   - on a tie, the counters'.
   std::vector<MappingRecord> file = *mappings;
-  const StructureCounts counts = structure::Pass(context, shape, mappings).Run(true);
-  if (!counts.creation_order || (signatures && counts.signature_matches == 0)) return counts;
-  const StructureCounts in_file = structure::Pass(context, shape, &file).Run(false);
-  const bool file_better = signatures ? in_file.signature_matches > counts.signature_matches
-                                      : in_file.order_agreement > counts.order_agreement;
+  structure::Pass by_counters(context, shape, mappings, &places);
+  const StructureCounts counts = by_counters.Run(true);
+  if (!counts.creation_order ||
+      (signatures && places.empty() && counts.signature_matches == 0)) {
+    return counts;
+  }
+  structure::Pass by_file(context, shape, &file, &places);
+  const StructureCounts in_file = by_file.Run(false);
+  bool file_better = signatures ? in_file.signature_matches > counts.signature_matches
+                                : in_file.order_agreement > counts.order_agreement;
+  if (!places.empty()) {
+    const double kept_counters = by_counters.FollowsPlaces(), kept_file = by_file.FollowsPlaces();
+    const std::size_t back_counters = by_counters.EdgesAgainstOrder();
+    const std::size_t back_file = by_file.EdgesAgainstOrder();
+    if (kept_counters != kept_file) {
+      file_better = kept_file > kept_counters;
+    } else if (back_counters != back_file) {
+      file_better = back_file < back_counters;
+    }
+  }
   if (!file_better) return counts;
   *mappings = std::move(file);
   return in_file;

@@ -47,10 +47,15 @@ std::size_t Pass::Signatures(const std::vector<NodeId>& bucket, const ForwardSig
       if (Candidate(i)) gap.push_back(i);
       continue;
     }
-    const ModuleId a = last == kNoNode ? kNoModule : out_[last].module;
-    const ModuleId b = out_[i].module;
+    const NodeId before = last;
     last = i;
-    if (a != kNoModule && a != b && !gap.empty() && signatures.Between(a, b, &expected)) {
+    if (before == kNoNode || gap.empty()) {
+      gap.clear();
+      continue;
+    }
+    const ModuleId a = out_[before].module;
+    const ModuleId b = out_[i].module;
+    if (Expected(before, i, signatures, &expected)) {
       op_types.clear();
       for (NodeId g : gap) op_types.push_back(graph_.node(g).op_type);
       const std::vector<ModuleId> modules = signatures.Align(op_types, expected);
@@ -65,6 +70,21 @@ std::size_t Pass::Signatures(const std::vector<NodeId>& bucket, const ForwardSig
     gap.clear();
   }
   return matched;
+}
+
+bool Pass::Expected(NodeId before, NodeId after, const ForwardSignatures& signatures,
+                    std::vector<ExpectedOp>* expected) const {
+  // Both ends placed in the expanded signatures: exactly the ops between
+  // their places, theirs included (an op exported as several nodes).
+  if (places_ != nullptr) {
+    const std::int64_t from = places_->place[before], to = places_->place[after];
+    if (from >= 0 && to >= from && static_cast<std::size_t>(to - from) < kMaxPlacedGap) {
+      expected->assign(places_->calls.begin() + from, places_->calls.begin() + to + 1);
+      return true;
+    }
+  }
+  const ModuleId a = out_[before].module, b = out_[after].module;
+  return a != kNoModule && a != b && signatures.Between(a, b, expected);
 }
 
 absl::string_view Pass::Named(ModuleId m) const {

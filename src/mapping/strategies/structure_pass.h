@@ -25,6 +25,7 @@
 #include "mapping/core/op_traits.h"
 #include "mapping/core/tensor_evidence.h"
 #include "mapping/strategies/forward_signature.h"
+#include "mapping/strategies/op_calls.h"
 #include "mapping/strategies/structure.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
@@ -64,6 +65,9 @@ inline constexpr double kRelinearisedMargin = 0.04;
 // match: absorbs parameters that the export dropped or fused.
 inline constexpr std::size_t kAlignWindow = 32;
 inline constexpr int kMaxPassthrough = 4;
+// The most calls of the expanded signatures a gap between two placed nodes
+// is matched with (the alignment's table grows with it).
+inline constexpr std::size_t kMaxPlacedGap = 4096;
 // At least one in this many of the manifest's parameters must be named by an
 // initializer of the graph (ManifestFits).
 inline constexpr std::size_t kMinNamedShare = 10;
@@ -109,12 +113,22 @@ class Pass {
  public:
   // Reads the context, writes `mappings` (the context's records, or a copy
   // of them for the second order tried) and the context's evidence.
+  // `places`: where PlaceOpCalls put nodes in the expanded signatures, or
+  // nullptr.
   Pass(const MappingContext& context, const std::vector<bool>& shape,
-       std::vector<MappingRecord>* mappings);
+       std::vector<MappingRecord>* mappings, const OpCallPlaces* places = nullptr);
 
   // With `creation_order`, the nodes are ordered by the exporter's creation
   // counters where names carry them (CreationOrder); else as in the file.
   StructureCounts Run(bool creation_order);
+
+  // The share of consecutive nodes with a place (PlaceOpCalls) that the
+  // order Run() used keeps in the places' order; -1 without two of them.
+  double FollowsPlaces() const;
+  // The data-flow edges the order Run() used runs backwards: a node before
+  // its producer (an order by creation counters puts a node a tool or the
+  // exporter's optimizer rebuilt after the nodes it feeds).
+  std::size_t EdgesAgainstOrder() const;
 
  private:
   std::vector<NodeId> FileOrder() const;
@@ -222,6 +236,11 @@ class Pass {
   // operations the manifest's forward signatures run there. A node the
   // matching leaves open is left to the rules below.
   std::size_t Signatures(const std::vector<NodeId>& bucket, const ForwardSignatures& signatures);
+  // The ops expected between two settled nodes: the expanded signatures'
+  // calls between their places when both have one, else what the
+  // signatures run between their modules (ForwardSignatures::Between).
+  bool Expected(NodeId before, NodeId after, const ForwardSignatures& signatures,
+                std::vector<ExpectedOp>* expected) const;
 
   // A module's path for evidence, "<root>" for the root.
   absl::string_view Named(ModuleId m) const;
@@ -272,6 +291,7 @@ class Pass {
   const OpTraits& ops_;
   const TensorEvidence& tensors_;
   const std::vector<bool>& shape_;
+  const OpCallPlaces* places_;
   std::vector<MappingRecord>& out_;
   EvidenceStore* evidence_;
   const std::size_t n_;

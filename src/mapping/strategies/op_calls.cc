@@ -1,0 +1,274 @@
+#include "mapping/strategies/op_calls.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "manifest/rule_queries.h"
+#include "mapping/core/confidence.h"
+
+namespace semmap {
+namespace internal {
+namespace {
+
+// Events visited while expanding the signatures: this many, plus
+// kVisitsPerItem per graph node and manifest event (a module calling an
+// empty one 10^5 times, each of those calling ... expands in bounded work).
+constexpr std::size_t kMaxVisited = std::size_t{1} << 16;
+constexpr std::size_t kVisitsPerItem = 16;
+// Checks of the placements against the data flow, each dropping at least
+// one op; past this many the names place nothing.
+constexpr int kMaxSweeps = 32;
+constexpr std::int64_t kNowhere = -1;
+
+// One op the model ran, in order: the module whose own code ran it.
+struct Call {
+  ModuleId module;
+  const ForwardEvent* event;
+};
+
+// The root's forward with every call of a recorded module expanded, in
+// order. False past `budget` events visited.
+bool ExpandRoot(const Manifest& manifest, std::size_t budget, std::vector<Call>* out) {
+  if (manifest.size() == 0 || !manifest.module(manifest.root()).traced) return false;
+  struct Frame {
+    ModuleId module;
+    std::size_t next;
+  };
+  std::vector<Frame> stack = {{manifest.root(), 0}};
+  while (!stack.empty()) {
+    const ModuleId module = stack.back().module;
+    const std::vector<ForwardEvent>& events = manifest.module(module).forward;
+    if (stack.back().next >= events.size()) {
+      stack.pop_back();
+      continue;
+    }
+    if (budget-- == 0) return false;
+    const ForwardEvent& e = events[stack.back().next++];
+    if (e.call == kNoModule) {
+      out->push_back({module, &e});
+    } else if (manifest.module(e.call).traced) {
+      stack.push_back({e.call, 0});
+    }
+  }
+  return true;
+}
+
+// The checks of op_calls.h over the graph's numbered names.
+class OpCallPlacer {
+ public:
+  explicit OpCallPlacer(const MappingContext& context)
+      : context_(context), graph_(context.graph), manifest_(context.manifest) {}
+
+  OpCallPlaces Run() {
+    if (!AnyUnmapped()) return {};
+    std::size_t events = 0;
+    for (const ModuleInfo& info : manifest_.modules()) events += info.forward.size();
+    const std::size_t budget = kMaxVisited + kVisitsPerItem * (graph_.size() + events);
+    if (!ExpandRoot(manifest_, budget, &calls_) || calls_.empty()) return {};
+    IndexCalls();
+    if (!NumberedNodes()) return {};
+    PlaceWeightReads();
+    for (int sweep = 0;; ++sweep) {
+      if (sweep == kMaxSweeps) return {};
+      if (!DropWorstOp()) break;
+    }
+    if (Assign() == 0) return {};
+    OpCallPlaces places;
+    places.calls.reserve(calls_.size());
+    for (const Call& call : calls_) places.calls.push_back({call.module, call.event->op});
+    places.place.resize(graph_.size());
+    for (std::size_t i = 0; i < graph_.size(); ++i) places.place[i] = Place(static_cast<NodeId>(i));
+    return places;
+  }
+
+ private:
+  // The nodes an op's names number, by call.
+  struct Numbered {
+    absl::string_view op;
+    std::vector<std::pair<std::uint64_t, NodeId>> nodes;
+    bool kept = false;
+  };
+
+  bool AnyUnmapped() const {
+    for (const MappingRecord& r : context_.records) {
+      if (!r.mapped()) return true;
+    }
+    return false;
+  }
+
+  // Each op's calls (under its alias), and each parameter read once.
+  void IndexCalls() {
+    const RuleQueries rules(context_.rules);
+    for (std::size_t k = 0; k < calls_.size(); ++k) {
+      const ForwardEvent& e = *calls_[k].event;
+      calls_of_[rules.OpCallAlias(e.op)].push_back(static_cast<std::uint32_t>(k));
+      for (const std::string& read : e.reads) {
+        auto it = read_at_.try_emplace(std::make_pair(calls_[k].module, absl::string_view(read)),
+                                       static_cast<std::int64_t>(k));
+        if (!it.second) it.first->second = kNowhere;  // read more than once
+      }
+    }
+  }
+
+  // The main graph's nodes named after a call, grouped by op; an op is
+  // kept when the signatures record exactly the calls its numbers need.
+  // False when none is.
+  bool NumberedNodes() {
+    const RuleQueries rules(context_.rules);
+    absl::flat_hash_map<absl::string_view, std::size_t> index;
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const Node n = graph_.node(static_cast<NodeId>(i));
+      absl::string_view op;
+      std::uint64_t call = 0;
+      if (n.subgraph != 0 || !rules.OpCallName(n.name, &op, &call)) continue;
+      auto it = index.try_emplace(op, ops_.size());
+      if (it.second) ops_.push_back({op, {}, false});
+      ops_[it.first->second].nodes.push_back({call, static_cast<NodeId>(i)});
+    }
+    pos_.assign(graph_.size(), kNowhere);
+    op_of_.assign(graph_.size(), -1);
+    bool any = false;
+    for (std::size_t o = 0; o < ops_.size(); ++o) {
+      Numbered& numbered = ops_[o];
+      std::sort(numbered.nodes.begin(), numbered.nodes.end());
+      const auto calls = calls_of_.find(numbered.op);
+      if (calls == calls_of_.end() || numbered.nodes.back().first + 1 != calls->second.size()) {
+        continue;
+      }
+      bool repeated = false;
+      for (std::size_t k = 1; k < numbered.nodes.size(); ++k) {
+        repeated = repeated || numbered.nodes[k].first == numbered.nodes[k - 1].first;
+      }
+      if (repeated) continue;
+      numbered.kept = any = true;
+      for (const auto& [call, node] : numbered.nodes) {
+        pos_[node] = calls->second[call];
+        op_of_[node] = static_cast<int>(o);
+      }
+    }
+    return any;
+  }
+
+  // The place of the parameter read each main-graph node makes, when its
+  // module's signature reads it once, as an op that may export as the
+  // node's op type.
+  void PlaceWeightReads() {
+    const RuleQueries rules(context_.rules);
+    read_pos_.assign(graph_.size(), kNowhere);
+    absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> may;
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const Node n = graph_.node(static_cast<NodeId>(i));
+      if (n.subgraph != 0) continue;
+      for (std::size_t k = 0; k < n.inputs.size() && read_pos_[i] == kNowhere; ++k) {
+        if (graph_.initializerOf(n.input_values[k]) == nullptr) continue;
+        const absl::string_view name = n.inputs[k];
+        const ModuleId owner = context_.tensors.LiteralOwner(name);
+        if (owner == kNoModule) continue;
+        const absl::string_view local = name.substr(name.rfind('.') + 1);
+        const auto it = read_at_.find(std::make_pair(owner, local));
+        if (it == read_at_.end() || it->second == kNowhere) continue;
+        const absl::string_view op = calls_[static_cast<std::size_t>(it->second)].event->op;
+        auto fits = may.try_emplace(std::make_pair(op, n.op_type), false);
+        if (fits.second) fits.first->second = rules.MayExportAs(op, n.op_type);
+        if (fits.first->second) read_pos_[i] = it->second;
+      }
+    }
+  }
+
+  // One sweep over the main graph in its (topological) order: the latest
+  // place among each node's producers and theirs. An op is at fault when
+  // one of its nodes sits later than a node it feeds, or outside the
+  // module of a parameter it reads. Drops the op most often at fault;
+  // false when none is.
+  bool DropWorstOp() {
+    struct Reach {
+      std::int64_t at = kNowhere;
+      NodeId from = kNoNode;
+    };
+    std::vector<Reach> reach(graph_.size());
+    std::vector<std::size_t> faults(ops_.size(), 0);
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const Node n = graph_.node(static_cast<NodeId>(i));
+      if (n.subgraph != 0) continue;
+      Reach best;
+      for (const ValueId v : n.input_values) {
+        const NodeId p = graph_.producer(v);
+        if (p == kNoNode || static_cast<std::size_t>(p) >= i) continue;
+        if (reach[p].at > best.at) best = reach[p];
+        const std::int64_t own = Place(p);
+        if (own > best.at) best = {own, p};
+      }
+      const std::int64_t own = Place(static_cast<NodeId>(i));
+      if (own != kNowhere && best.at > own) {
+        const int culprit = Kept(best.from) ? op_of_[best.from] : op_of_[i];
+        if (culprit >= 0 && ops_[culprit].kept) ++faults[culprit];
+      }
+      if (Kept(static_cast<NodeId>(i)) && read_pos_[i] != kNowhere &&
+          calls_[static_cast<std::size_t>(read_pos_[i])].module !=
+              calls_[static_cast<std::size_t>(pos_[i])].module) {
+        ++faults[op_of_[i]];
+      }
+      reach[i] = best;
+    }
+    const auto worst = std::max_element(faults.begin(), faults.end());
+    if (worst == faults.end() || *worst == 0) return false;
+    ops_[worst - faults.begin()].kept = false;
+    return true;
+  }
+
+  bool Kept(NodeId i) const {
+    return i != kNoNode && op_of_[i] >= 0 && ops_[op_of_[i]].kept;
+  }
+
+  // A node's place in the expanded signatures: its numbered call when its
+  // op is kept, else the parameter read it makes.
+  std::int64_t Place(NodeId i) const { return Kept(i) ? pos_[i] : read_pos_[i]; }
+
+  std::size_t Assign() {
+    std::size_t placed = 0;
+    for (const Numbered& numbered : ops_) {
+      if (!numbered.kept) continue;
+      for (const auto& [call, node] : numbered.nodes) {
+        MappingRecord& r = context_.records[node];
+        if (r.mapped()) continue;
+        const ModuleId module = calls_[static_cast<std::size_t>(pos_[node])].module;
+        const std::string& path = manifest_.module(module).path;
+        r.module = module;
+        r.confidence = confidence::structure::kOpCall;
+        r.strategy = Strategy::kStructure;
+        r.evidence = context_.evidence.Intern(absl::StrCat(
+            path.empty() ? "<root>" : path, "'s forward runs this ", numbered.op,
+            " call: the node's name numbers it among the model's ", numbered.op,
+            " calls (forward signatures)"));
+        ++placed;
+      }
+    }
+    return placed;
+  }
+
+  const MappingContext& context_;
+  const Graph& graph_;
+  const Manifest& manifest_;
+  std::vector<Call> calls_;
+  // Keys view the rules' aliases and the manifest's events.
+  absl::flat_hash_map<absl::string_view, std::vector<std::uint32_t>> calls_of_;
+  absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, std::int64_t> read_at_;
+  std::vector<Numbered> ops_;   // keys view the graph's node names
+  std::vector<std::int64_t> pos_;       // per node: its call, when numbered
+  std::vector<int> op_of_;              // per node: its entry of ops_, or -1
+  std::vector<std::int64_t> read_pos_;  // per node: its parameter read
+};
+
+}  // namespace
+
+OpCallPlaces PlaceOpCalls(const MappingContext& context) {
+  return OpCallPlacer(context).Run();
+}
+
+}  // namespace internal
+}  // namespace semmap

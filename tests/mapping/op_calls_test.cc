@@ -1,0 +1,192 @@
+// Nodes named after the op call they compute (the dynamo exporter's
+// node_<FX name>), placed with the forward signatures, on real processed
+// exports whose metadata a tool removed.
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "catch2/catch.hpp"
+#include "manifest/rule_queries.h"
+#include "mapped_fixture.h"
+#include "nlohmann/json.hpp"
+#include "test_util.h"
+
+namespace semmap_test {
+namespace {
+
+constexpr const char* kBertSlim = "torch-2.15/bert-seqcls.dynamo.onnxslim";
+
+bool PlacedByName(const semmap::Mapping& m) {
+  return m.strategy == semmap::Strategy::kStructure &&
+         std::string(m.evidence).find("the node's name numbers it") != std::string::npos;
+}
+
+// The fixture's manifest as JSON, for editing.
+nlohmann::json ManifestDoc(const std::string& dir) {
+  std::ifstream in(Fixture(dir, "manifest.json"));
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+semmap::Mapping MapWith(const MappedFixture& f, const nlohmann::json& doc, const char* node) {
+  auto manifest = semmap::Manifest::Parse(doc.dump(), "edited.json");
+  REQUIRE(manifest.ok());
+  auto mapper = semmap::SemanticMapper::Create(
+      *f.graph, std::make_shared<const semmap::Manifest>(*std::move(manifest)));
+  REQUIRE(mapper.ok());
+  return mapper->moduleFor(f.graph->find(node));
+}
+
+TEST_CASE("op call names read the op and the call's number", "[op_calls][rules]") {
+  const semmap::internal::RuleQueries rules(semmap::Rules::Default());
+  absl::string_view op;
+  std::uint64_t call = 99;
+  CHECK(rules.OpCallName("node_linear_4", &op, &call));
+  CHECK(op == "linear");
+  CHECK(call == 4);
+  CHECK(rules.OpCallName("node_linear", &op, &call));
+  CHECK(op == "linear");
+  CHECK(call == 0);
+  CHECK(rules.OpCallName("node_sym_size_int_3", &op, &call));
+  CHECK(op == "sym_size_int");
+  CHECK(call == 3);
+  CHECK(rules.OpCallName("node__to_copy_1", &op, &call));
+  CHECK(op == "_to_copy");
+  // Nodes the exporter created inside an op's lowering carry a creation
+  // counter, not a call: never read as one.
+  CHECK_FALSE(rules.OpCallName("node_MatMul_55", &op, &call));
+  CHECK_FALSE(rules.OpCallName("/encoder/layer.0/MatMul", &op, &call));
+  CHECK(rules.OpCallAlias("to") == "_to_copy");
+  CHECK(rules.OpCallAlias("float") == "_to_copy");
+  CHECK(rules.OpCallAlias("linear") == "linear");
+}
+
+TEST_CASE("a rule file's op_call_names need two capturing groups", "[op_calls][rules]") {
+  auto bad = semmap::Rules::Parse(
+      R"({"format": "semmap.rules", "version": 1, "op_call_names": [{"pattern": "^node_([a-z]+)$"}]})",
+      "r.json");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(std::string(bad.status().message()),
+             Catch::Contains("r.json") && Catch::Contains("/op_call_names/0"));
+  auto alias = semmap::Rules::Parse(
+      R"({"format": "semmap.rules", "version": 1, "op_call_aliases": [{"torch": "^to$"}]})",
+      "r.json");
+  REQUIRE_FALSE(alias.ok());
+  CHECK_THAT(std::string(alias.status().message()), Catch::Contains("/op_call_aliases/0"));
+}
+
+TEST_CASE("a node named after its op call runs in the module whose forward made that call",
+          "[op_calls]") {
+  // onnxslim removed every node's metadata. BertModel.forward builds the
+  // attention mask after its embeddings ran: node_ge and node_bitwise_and are
+  // the model's first ge and bitwise_and calls, both in bert's own forward.
+  auto f = LoadMapped(kBertSlim);
+  for (const char* node : {"node_ge", "node_bitwise_and", "node_bitwise_and_1"}) {
+    CAPTURE(node);
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(node));
+    CHECK(PlacedByName(m));
+    CHECK(m.module_path == "bert");
+    CHECK(f->truth.at(node) == "bert");
+  }
+}
+
+TEST_CASE("an op the signatures count otherwise than the names is not placed by them",
+          "[op_calls]") {
+  // Without the ge call in bert's recorded forward, the graph numbers one
+  // call more than the signatures hold: the names of ge say nothing.
+  auto f = LoadMapped(kBertSlim);
+  nlohmann::json doc = ManifestDoc(kBertSlim);
+  bool removed = false;
+  for (auto& module : doc.at("modules")) {
+    if (module.at("path") != "bert") continue;
+    auto& events = module.at("forward");
+    for (auto it = events.begin(); it != events.end(); ++it) {
+      if (it->contains("op") && it->at("op") == "ge") {
+        events.erase(it);
+        removed = true;
+        break;
+      }
+    }
+  }
+  REQUIRE(removed);
+  CHECK_FALSE(PlacedByName(MapWith(*f, doc, "node_ge")));
+  // The other ops' names still place their nodes.
+  CHECK(PlacedByName(MapWith(*f, doc, "node_bitwise_and")));
+}
+
+TEST_CASE("placements that run against the data flow are dropped", "[op_calls]") {
+  // tv-convnext.dynamo.onnxslim: the export called permute once more than
+  // the signatures record (node_permute_4, gone from the file) and onnxslim
+  // removed the last one, so the counts agree while every call from the
+  // fifth on is one off: node_permute_6 would sit at features.3.0's permute,
+  // after the LayerNorm it feeds. The permute names are dropped.
+  auto f = LoadMapped("torch-2.15/tv-convnext.dynamo.onnxslim");
+  for (const char* node : {"node_permute_6", "node_permute_7", "node_permute_8"}) {
+    CAPTURE(node);
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(node));
+    CHECK_FALSE(PlacedByName(m));
+    CHECK(m.module_path == f->truth.at(node));
+  }
+}
+
+TEST_CASE("op call places on processed dynamo exports are right", "[op_calls]") {
+  // Every node placed by its name is right, on files of all three sources.
+  for (const char* dir : {"torch-2.15/t5-seq2seq-lm.dynamo.onnxslim",
+                          "torch-2.15/llama-causal-lm.dynamo.ort-session",
+                          "torch-2.15/tv-vit.dynamo.onnxslim",
+                          "torch-2.15/timm-convnext.dynamo.ort-session"}) {
+    CAPTURE(dir);
+    auto f = LoadMapped(dir);
+    std::size_t placed = 0, right = 0;
+    for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+      const semmap::Mapping& m = f->mapper->moduleFor(i);
+      const auto truth = f->truth.find(std::string(f->graph->node(i).name));
+      if (!PlacedByName(m) || truth == f->truth.end()) continue;
+      ++placed;
+      right += m.module_path == truth->second;
+    }
+    CAPTURE(placed);
+    CHECK(placed >= 5);
+    CHECK(right == placed);
+  }
+}
+
+TEST_CASE("signatures that expand past the bound place nothing, in bounded time",
+          "[op_calls][robustness]") {
+  // The root calls b 1,000 times and b calls a 1,000 times: a million calls
+  // of a's relu, far past the bound for a 2-node graph and 2,000 events.
+  // Expanded in full, they would place both nodes (the first and the last
+  // relu call) in a.
+  nlohmann::json doc = nlohmann::json::parse(ManifestJson({"a", "b"}));
+  doc["schema_version"] = 2;
+  nlohmann::json calls_a = nlohmann::json::array(), calls_b = nlohmann::json::array();
+  for (int k = 0; k < 1000; ++k) {
+    calls_a.push_back({{"call", "a"}});
+    calls_b.push_back({{"call", "b"}});
+  }
+  for (auto& module : doc.at("modules")) {
+    const std::string path = module.at("path");
+    if (path.empty()) module["forward"] = calls_b;
+    if (path == "b") module["forward"] = calls_a;
+    if (path == "a") module["forward"] = nlohmann::json::array({{{"op", "relu"}}});
+  }
+  auto manifest = semmap::Manifest::Parse(doc.dump(), "m.json");
+  REQUIRE(manifest.ok());
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("x");
+  AddNode(graph, "node_relu", "Relu", {"x"}, {"y"});
+  AddNode(graph, "node_relu_999999", "Relu", {"y"}, {"z"});
+  graph->add_output()->set_name("z");
+  auto g = semmap::Graph::Parse(Serialize(model), "h.onnx");
+  REQUIRE(g.ok());
+  semmap::MapperOptions options;
+  options.allow_manifest_mismatch = true;
+  auto mapper = semmap::SemanticMapper::Create(*g, &*manifest, options);
+  REQUIRE(mapper.ok());
+  CHECK_FALSE(PlacedByName(mapper->moduleFor(0)));
+  CHECK_FALSE(PlacedByName(mapper->moduleFor(1)));
+}
+
+}  // namespace
+}  // namespace semmap_test
