@@ -52,6 +52,10 @@ TEST_CASE("op call names read the op and the call's number", "[op_calls][rules]"
   CHECK(call == 3);
   CHECK(rules.OpCallName("node__to_copy_1", &op, &call));
   CHECK(op == "_to_copy");
+  // quantize_dynamic names the MatMulInteger replacing a node <node>_quant.
+  CHECK(rules.OpCallName("node_linear_12_quant", &op, &call));
+  CHECK(op == "linear");
+  CHECK(call == 12);
   // Nodes the exporter created inside an op's lowering carry a creation
   // counter, not a call: never read as one.
   CHECK_FALSE(rules.OpCallName("node_MatMul_55", &op, &call));
@@ -149,6 +153,21 @@ TEST_CASE("op call places on processed dynamo exports are right", "[op_calls]") 
     CHECK(placed >= 5);
     CHECK(right == placed);
   }
+}
+
+TEST_CASE("a quantizer's matmul keeps the op call of the node it replaced", "[op_calls]") {
+  // t5-seq2seq-lm.dynamo.quantized: T5's Linears have no bias, so each is
+  // one MatMul named after its linear call, which quantize_dynamic replaced
+  // by node_linear_<k>_quant. The decoder's self-attention and
+  // cross-attention projections have one shape; their calls tell them apart.
+  auto f = LoadMapped("torch-2.15/t5-seq2seq-lm.dynamo.quantized");
+  for (const char* node : {"node_linear_12_quant", "node_linear_13_quant", "node_linear_15_quant"}) {
+    CAPTURE(node);
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(node));
+    CHECK(PlacedByName(m));
+    CHECK(m.module_path == f->truth.at(node));
+  }
+  CHECK(f->truth.at("node_linear_12_quant") == "decoder.block.0.layer.0.SelfAttention.q");
 }
 
 TEST_CASE("signatures that expand past the bound place nothing, in bounded time",

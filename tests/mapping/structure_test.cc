@@ -219,6 +219,22 @@ TEST_CASE("without signatures, the order whose anchors follow the manifest is ke
   CHECK(t.correct >= 450);
 }
 
+TEST_CASE("a quantized matmul's weight is its bias Add's Linear, through the quantizer's nodes",
+          "[structure]") {
+  // clip.dynamo.quantized: q, k and v are one shape; each MatMulInteger
+  // reads an unnamed folded weight, and its output reaches the bias Add
+  // (named by the metadata quantize_dynamic kept) through a Cast and the
+  // node named after it (..._quant_output_scale_mul).
+  auto f = LoadMapped("torch-2.15/clip.dynamo.quantized");
+  for (const char* node : {"node_MatMul_222_quant", "node_MatMul_224_quant", "node_MatMul_226_quant"}) {
+    CAPTURE(node);
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(node));
+    CHECK(m.strategy == semmap::Strategy::kStructure);
+    CHECK(m.module_path == f->truth.at(node));
+  }
+  CHECK(f->truth.at("node_MatMul_222_quant") == "text_model.encoder.layers.0.self_attn.q_proj");
+}
+
 TEST_CASE("nodes a quantizer named after the node it replaced follow that node", "[structure]") {
   auto f = LoadMapped("torch-2.15/bert-seqcls.dynamo.quantized");
   const semmap::Mapping& root = f->mapper->moduleFor(f->graph->find("node_MatMul_91_quant"));

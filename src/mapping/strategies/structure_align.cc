@@ -3,6 +3,8 @@
 
 #include "mapping/strategies/structure_pass.h"
 
+#include "absl/strings/match.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -60,15 +62,35 @@ bool Pass::Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_
 }
 
 ModuleId Pass::ConsumersModule(NodeId i) const {
-  const Node& n = graph_.node(i);
+  // Consumers mapped by their names (a bias Add by its bias, or by the
+  // metadata a quantizer keeps on the nodes it left alone), seen through
+  // the nodes a quantizer puts between a matmul and its bias Add:
+  // casts and the like (rules "follow_consumers_ops") and nodes named after
+  // the node (node_MatMul_55_quant_output_scale_mul), a few levels deep.
+  const absl::string_view name = graph_.node(i).name;
   ModuleId module = kNoModule;
-  for (ValueId v : n.output_values) {
-    for (NodeId c : graph_.consumers(v)) {
-      const MappingRecord& m = out_[c];
-      if (!m.mapped() || m.strategy != Strategy::kTensorNames || (module != kNoModule && m.module != module)) {
-        return kNoModule;
+  std::vector<std::pair<NodeId, int>> todo = {{i, 0}};
+  while (!todo.empty()) {
+    const auto [at, depth] = todo.back();
+    todo.pop_back();
+    for (ValueId v : graph_.node(at).output_values) {
+      for (NodeId c : graph_.consumers(v)) {
+        const MappingRecord& m = out_[c];
+        const bool by_name = m.strategy == Strategy::kTensorNames ||
+                             m.strategy == Strategy::kExporterMetadata ||
+                             m.strategy == Strategy::kExactScope;
+        if (m.mapped() && by_name && (module == kNoModule || m.module == module)) {
+          module = m.module;
+          continue;
+        }
+        const absl::string_view consumer = graph_.node(c).name;
+        const bool between = !m.mapped() && depth < kMaxPassthrough &&
+                             (ops_.FollowsConsumers(c) ||
+                              (!name.empty() && consumer.size() > name.size() &&
+                               absl::StartsWith(consumer, name) && consumer[name.size()] == '_'));
+        if (!between) return kNoModule;
+        todo.push_back({c, depth + 1});
       }
-      module = m.module;
     }
   }
   return module;
