@@ -170,6 +170,40 @@ TEST_CASE("a quantizer's matmul keeps the op call of the node it replaced", "[op
   CHECK(f->truth.at("node_linear_12_quant") == "decoder.block.0.layer.0.SelfAttention.q");
 }
 
+TEST_CASE("a node goes to the one module whose calls in its window may export it", "[op_calls]") {
+  // bert-seqcls.dynamo.onnxslim: the attention's softmax and the mask
+  // arithmetic around it come after the projections' calls and before the
+  // attention's output; of the calls between, only the self-attention's
+  // scaled_dot_product_attention may export as Softmax or Where (the Add
+  // between them then reads only the attention's results).
+  auto f = LoadMapped(kBertSlim);
+  for (const char* node : {"node_Softmax_138", "node_Where_135"}) {
+    CAPTURE(node);
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(node));
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("is the only one to run an op exported as"));
+    CHECK(m.module_path == "bert.encoder.layer.0.attention.self");
+    CHECK(f->truth.at(node) == m.module_path);
+  }
+  CHECK(f->mapper->moduleFor(f->graph->find("node_Add_137")).module_path ==
+        "bert.encoder.layer.0.attention.self");
+}
+
+TEST_CASE("shape computations and a tool's nodes are not placed by windows", "[op_calls]") {
+  // clip.dynamo.ort-session: node_Concat_161 builds a view's shape in the
+  // text model; the only `cat` before its reader is the vision embeddings'
+  // class token, which does not export it.
+  auto f = LoadMapped("torch-2.15/clip.dynamo.ort-session");
+  const semmap::Mapping& shape = f->mapper->moduleFor(f->graph->find("node_Concat_161"));
+  CHECK_THAT(std::string(shape.evidence), !Catch::Contains("is the only one to run"));
+  CHECK(shape.module_path != "vision_model.embeddings");
+  // t5-seq2seq-lm.dynamo.quantized: the scale Mul quantize_dynamic put after
+  // a projection is not the next layer norm's mul.
+  auto q = LoadMapped("torch-2.15/t5-seq2seq-lm.dynamo.quantized");
+  const semmap::Mapping& scale =
+      q->mapper->moduleFor(q->graph->find("node_linear_3_quant_output_scale_mul"));
+  CHECK(scale.module_path == q->truth.at("node_linear_3_quant_output_scale_mul"));
+}
+
 TEST_CASE("signatures that expand past the bound place nothing, in bounded time",
           "[op_calls][robustness]") {
   // The root calls b 1,000 times and b calls a 1,000 times: a million calls

@@ -50,6 +50,9 @@ namespace structure {
 // A node whose name numbers the op call it computes, placed at that call of
 // the expanded forward signatures after the checks of op_calls.h.
 inline constexpr double kOpCall = 0.9;
+// An unplaced node whose window of calls (between those producing its
+// inputs and the first reading it) holds compatible ops of one module only.
+inline constexpr double kOpWindow = 0.82;
 inline constexpr double kAlignedWeight = 0.8;
 // A node matched, in order, with an operation the manifest's forward
 // signatures run between its two anchors (forward_signature.h). A value of

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
+#include "mapping/core/name_family.h"
 
 namespace semmap {
 namespace internal {
@@ -24,6 +25,10 @@ constexpr std::size_t kVisitsPerItem = 16;
 // one op; past this many the names place nothing.
 constexpr int kMaxSweeps = 32;
 constexpr std::int64_t kNowhere = -1;
+// The most calls a node's window spans (PlaceInWindows), and the calls
+// all windows of a graph may visit: this many per graph node.
+constexpr std::int64_t kMaxWindow = 4096;
+constexpr std::size_t kWindowVisitsPerNode = 64;
 
 // One op the model ran, in order: the module whose own code ran it.
 struct Call {
@@ -61,8 +66,8 @@ bool ExpandRoot(const Manifest& manifest, std::size_t budget, std::vector<Call>*
 // The checks of op_calls.h over the graph's numbered names.
 class OpCallPlacer {
  public:
-  explicit OpCallPlacer(const MappingContext& context)
-      : context_(context), graph_(context.graph), manifest_(context.manifest) {}
+  OpCallPlacer(const MappingContext& context, const std::vector<bool>& shape)
+      : context_(context), graph_(context.graph), manifest_(context.manifest), shape_(&shape) {}
 
   OpCallPlaces Run() {
     if (!AnyUnmapped()) return {};
@@ -78,6 +83,7 @@ class OpCallPlacer {
       if (!DropWorstOp()) break;
     }
     if (Assign() == 0) return {};
+    PlaceInWindows();
     OpCallPlaces places;
     places.calls.reserve(calls_.size());
     for (const Call& call : calls_) places.calls.push_back({call.module, call.event->op});
@@ -160,7 +166,6 @@ class OpCallPlacer {
   void PlaceWeightReads() {
     const RuleQueries rules(context_.rules);
     read_pos_.assign(graph_.size(), kNowhere);
-    absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> may;
     for (std::size_t i = 0; i < graph_.size(); ++i) {
       const Node n = graph_.node(static_cast<NodeId>(i));
       if (n.subgraph != 0) continue;
@@ -173,9 +178,7 @@ class OpCallPlacer {
         const auto it = read_at_.find(std::make_pair(owner, local));
         if (it == read_at_.end() || it->second == kNowhere) continue;
         const absl::string_view op = calls_[static_cast<std::size_t>(it->second)].event->op;
-        auto fits = may.try_emplace(std::make_pair(op, n.op_type), false);
-        if (fits.second) fits.first->second = rules.MayExportAs(op, n.op_type);
-        if (fits.first->second) read_pos_[i] = it->second;
+        if (MayExport(rules, op, n.op_type)) read_pos_[i] = it->second;
       }
     }
   }
@@ -225,6 +228,85 @@ class OpCallPlacer {
     return i != kNoNode && op_of_[i] >= 0 && ops_[op_of_[i]].kept;
   }
 
+  // Each unplaced node runs after the calls that produced its inputs and
+  // no later than the first call that reads its outputs (a node inside an
+  // op's lowering feeds the node named after the call): when every call
+  // in that window that may export as its op type is one module's, that
+  // module ran it (confidence::structure::kOpWindow). Not for shape
+  // computations (the arguments of a view, a mask's sizes): no call of
+  // their own exports them, so a window would find another op of their
+  // type (a `cat` for a shape's Concat); nor for the nodes a tool inserted
+  // (FromExport).
+  void PlaceInWindows() {
+    const std::size_t n = graph_.size();
+    std::vector<std::int64_t> after(n, kNowhere);  // latest place upstream
+    std::vector<std::int64_t> until(n, kNowhere);  // earliest place downstream
+    for (std::size_t i = 0; i < n; ++i) {
+      for (const ValueId v : graph_.node(static_cast<NodeId>(i)).input_values) {
+        const NodeId p = graph_.producer(v);
+        if (p == kNoNode || static_cast<std::size_t>(p) >= i) continue;
+        after[i] = std::max({after[i], after[p], Place(p)});
+      }
+    }
+    for (std::size_t i = n; i-- > 0;) {
+      for (const ValueId v : graph_.node(static_cast<NodeId>(i)).output_values) {
+        for (const NodeId c : graph_.consumers(v)) {
+          if (static_cast<std::size_t>(c) <= i) continue;
+          for (const std::int64_t at : {until[c], Place(c)}) {
+            if (at != kNowhere && (until[i] == kNowhere || at < until[i])) until[i] = at;
+          }
+        }
+      }
+    }
+    const RuleQueries rules(context_.rules);
+    std::size_t visits_left = kWindowVisitsPerNode * n;
+    for (std::size_t i = 0; i < n; ++i) {
+      MappingRecord& r = context_.records[i];
+      if (r.mapped() || Place(static_cast<NodeId>(i)) != kNowhere || until[i] == kNowhere ||
+          until[i] <= after[i] || until[i] - after[i] > kMaxWindow || (*shape_)[i]) {
+        continue;
+      }
+      const Node node = graph_.node(static_cast<NodeId>(i));
+      if (node.subgraph != 0 || !FromExport(static_cast<NodeId>(i))) continue;
+      const std::size_t span = static_cast<std::size_t>(until[i] - after[i]);
+      if (span > visits_left) break;
+      visits_left -= span;
+      ModuleId module = kNoModule;
+      bool one = true;
+      for (std::int64_t k = after[i] + 1; k <= until[i] && one; ++k) {
+        const Call& call = calls_[static_cast<std::size_t>(k)];
+        if (!MayExport(rules, call.event->op, node.op_type)) continue;
+        one = module == kNoModule || module == call.module;
+        module = call.module;
+      }
+      if (!one || module == kNoModule) continue;
+      const std::string& path = manifest_.module(module).path;
+      r.module = module;
+      r.confidence = confidence::structure::kOpWindow;
+      r.strategy = Strategy::kStructure;
+      r.evidence = context_.evidence.Intern(absl::StrCat(
+          path.empty() ? "<root>" : path, "'s forward is the only one to run an op exported as ",
+          node.op_type, " between the calls its inputs come from and the first that reads it",
+          " (forward signatures)"));
+    }
+  }
+
+  // Whether a node may be an export of a call: not one a tool inserted
+  // (quantizer ops, casts and the like that follow their consumers, a node
+  // named after another node plus a suffix: node_MatMul_55_quant_scales_mul).
+  bool FromExport(NodeId i) const {
+    if (context_.ops.FollowsConsumers(i) || context_.ops.IsQuantizerOp(i)) return false;
+    return DerivedFrom(graph_.node(i).name, [&](absl::string_view prefix) {
+             return graph_.find(prefix) != kNoNode;
+           }).empty();
+  }
+
+  bool MayExport(const RuleQueries& rules, absl::string_view op, absl::string_view op_type) {
+    auto fits = may_.try_emplace(std::make_pair(op, op_type), false);
+    if (fits.second) fits.first->second = rules.MayExportAs(op, op_type);
+    return fits.first->second;
+  }
+
   // A node's place in the expanded signatures: its numbered call when its
   // op is kept, else the parameter read it makes.
   std::int64_t Place(NodeId i) const { return Kept(i) ? pos_[i] : read_pos_[i]; }
@@ -254,6 +336,7 @@ class OpCallPlacer {
   const MappingContext& context_;
   const Graph& graph_;
   const Manifest& manifest_;
+  const std::vector<bool>* shape_;
   std::vector<Call> calls_;
   // Keys view the rules' aliases and the manifest's events.
   absl::flat_hash_map<absl::string_view, std::vector<std::uint32_t>> calls_of_;
@@ -262,12 +345,15 @@ class OpCallPlacer {
   std::vector<std::int64_t> pos_;       // per node: its call, when numbered
   std::vector<int> op_of_;              // per node: its entry of ops_, or -1
   std::vector<std::int64_t> read_pos_;  // per node: its parameter read
+  // Whether a torch op may be exported as an op type (keys view the
+  // manifest's events and the graph's op types).
+  absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> may_;
 };
 
 }  // namespace
 
-OpCallPlaces PlaceOpCalls(const MappingContext& context) {
-  return OpCallPlacer(context).Run();
+OpCallPlaces PlaceOpCalls(const MappingContext& context, const std::vector<bool>& shape) {
+  return OpCallPlacer(context, shape).Run();
 }
 
 }  // namespace internal

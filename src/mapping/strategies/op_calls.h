@@ -24,6 +24,11 @@
 //     often at fault first, and the rest are checked again.
 // Measured on the corpus's dynamo exports (plain and processed), the names
 // kept place every node they place right (docs/mapping.md).
+//
+// The places then bound the other nodes: a node runs after the calls its
+// inputs come from and no later than the first call reading its outputs;
+// when the calls in that window that may export as its op type (rules
+// "forward_ops") are all one module's, that module ran it.
 #ifndef SEMMAP_SRC_MAPPING_STRATEGIES_OP_CALLS_H_
 #define SEMMAP_SRC_MAPPING_STRATEGIES_OP_CALLS_H_
 
@@ -50,11 +55,16 @@ struct OpCallPlaces {
 };
 
 // Maps each unmapped main-graph node whose name numbers a call the checks
-// above keep (Strategy::kStructure, confidence::structure::kOpCall), and
-// returns the places; empty when no op's names are kept. Linear in the graph and the expanded
+// above keep (Strategy::kStructure, confidence::structure::kOpCall); then
+// each other unmapped node, not a shape computation (`shape`,
+// ShapeComputations()) nor one a tool inserted, whose window of calls
+// (after those its inputs come from, up to the first that reads it) holds
+// ops that may export as its type of one module only
+// (confidence::structure::kOpWindow). Returns the places; empty when no
+// op's names are kept. Linear in the graph and the expanded
 // signatures, both bounded (docs/robustness.md): a manifest whose calls
 // expand past 65,536 + 16 per graph node and manifest event places nothing.
-OpCallPlaces PlaceOpCalls(const MappingContext& context);
+OpCallPlaces PlaceOpCalls(const MappingContext& context, const std::vector<bool>& shape);
 
 }  // namespace internal
 }  // namespace semmap

@@ -204,7 +204,7 @@ StructureCounts InferFromStructure(const MappingContext& context, const std::vec
   const bool signatures = ForwardSignatures(context.manifest, context.rules).available();
   // Names that number the op call a node computes place it outright
   // (op_calls.h); both orders below start from those places.
-  const OpCallPlaces places = signatures ? PlaceOpCalls(context) : OpCallPlaces();
+  const OpCallPlaces places = signatures ? PlaceOpCalls(context, shape) : OpCallPlaces();
   // Only some nodes carry a creation counter (those the exporter created
   // itself; the others sort after their latest producer), so the order it
   // gives can be worse than the file's. Both are tried when the counters

@@ -3,6 +3,8 @@
 
 #include "mapping/strategies/structure_pass.h"
 
+#include "mapping/core/name_family.h"
+
 #include <algorithm>
 #include <utility>
 
@@ -39,25 +41,18 @@ void Pass::NameFamilies() {
   });
   for (NodeId i : by_length) {
     if (out_[i].mapped()) continue;
-    absl::string_view name = graph_.node(i).name;
-    if (name.empty() || name.size() > kMaxFamilyName || internal::RuleQueries(rules_).IsDerivedNodeName(name)) continue;
-    int tries = 0;
-    for (std::size_t cut = name.rfind('_'); cut != std::string::npos && cut > 0 && tries++ < kMaxFamilyCuts;
-         cut = name.rfind('_', cut - 1)) {
-      // "_4" numbers another call of the same op ("node_linear_4"), it
-      // does not derive from "node_linear".
-      if (cut + 1 < name.size() && absl::ascii_isdigit(static_cast<unsigned char>(name[cut + 1]))) continue;
-      auto it = by_name.find(absl::string_view(name).substr(0, cut));
-      if (it == by_name.end()) continue;
-      const MappingRecord& root = out_[it->second];
-      if (root.mapped() && root.confidence >= 0.5) {
-        MappingRecord& m = out_[i];
-        m.module = root.module;
-        m.confidence = std::min(root.confidence, kNameFamily);
-        m.strategy = Strategy::kStructure;
-        m.evidence = evidence_->Intern(absl::StrCat("named after node ", it->first));
-      }
-      break;
+    const absl::string_view name = graph_.node(i).name;
+    if (internal::RuleQueries(rules_).IsDerivedNodeName(name)) continue;
+    const absl::string_view from =
+        DerivedFrom(name, [&](absl::string_view prefix) { return by_name.contains(prefix); });
+    if (from.empty()) continue;
+    const MappingRecord& root = out_[by_name.at(from)];
+    if (root.mapped() && root.confidence >= 0.5) {
+      MappingRecord& m = out_[i];
+      m.module = root.module;
+      m.confidence = std::min(root.confidence, kNameFamily);
+      m.strategy = Strategy::kStructure;
+      m.evidence = evidence_->Intern(absl::StrCat("named after node ", from));
     }
   }
 }

@@ -47,10 +47,6 @@ using confidence::structure::kLca;
 using confidence::structure::kDisorderFactor;
 
 // The pass's tuning.
-// Name families look at the last few '_' of names of bounded length: the
-// work per name stays linear (a hostile 16 MB name is skipped).
-inline constexpr std::size_t kMaxFamilyName = 1024;
-inline constexpr int kMaxFamilyCuts = 8;
 // Available() looks through at most this many consumers of one value.
 inline constexpr std::size_t kMaxConsumerScan = 256;
 // When the anchors' order disagrees with the manifest's module order (a
