@@ -56,6 +56,13 @@ TEST_CASE("op call names read the op and the call's number", "[op_calls][rules]"
   CHECK(rules.OpCallName("node_linear_12_quant", &op, &call));
   CHECK(op == "linear");
   CHECK(call == 12);
+  // ONNX Runtime names a fusion after the first node it replaced.
+  CHECK(rules.OpCallName("node_linear_32/MatMulScaleFusion/", &op, &call));
+  CHECK(op == "linear");
+  CHECK(call == 32);
+  CHECK(rules.OpCallName("node_matmul/MatmulTransposeFusion//MatMulScaleFusion/", &op, &call));
+  CHECK(op == "matmul");
+  CHECK(call == 0);
   // Nodes the exporter created inside an op's lowering carry a creation
   // counter, not a call: never read as one.
   CHECK_FALSE(rules.OpCallName("node_MatMul_55", &op, &call));
