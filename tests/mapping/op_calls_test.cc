@@ -211,6 +211,37 @@ TEST_CASE("shape computations and a tool's nodes are not placed by windows", "[o
   CHECK(scale.module_path == q->truth.at("node_linear_3_quant_output_scale_mul"));
 }
 
+TEST_CASE("a fusion of a Linear's bias with the activation after it is both modules' work",
+          "[op_calls]") {
+  // timm-convnext.dynamo.ort-session: ONNX Runtime fused fc1's bias add and
+  // the act module's GELU into FastGelu, which reads fc1.bias. A linear
+  // cannot be exported as FastGelu; the act's gelu, in the node's window,
+  // can: the node is the MLP's, with both as origins.
+  auto f = LoadMapped("torch-2.15/timm-convnext.dynamo.ort-session");
+  const semmap::NodeId node = f->graph->find("FastGelu");
+  const semmap::Mapping& m = f->mapper->moduleFor(node);
+  CHECK(m.module_path == "stages.0.blocks.0.mlp");
+  CHECK(f->truth.at("FastGelu") == m.module_path);
+  const std::vector<absl::string_view> origins = f->mapper->originPathsOf(node);
+  CHECK(origins == std::vector<absl::string_view>{"stages.0.blocks.0.mlp.fc1", "stages.0.blocks.0.mlp.act"});
+}
+
+TEST_CASE("unnamed weights of one shape are told apart by the reads in their window",
+          "[op_calls]") {
+  // timm-vit2.dynamo.ort-session: ONNX Runtime folded the transposed
+  // weights into new initializers (val_112, val_114); both MatMuls read the
+  // same norm's output and their weights have one shape. The window between
+  // that norm and the next placed node holds fc1's and fc2's reads, paired
+  // in the order of the nodes' creation counters.
+  auto f = LoadMapped("torch-2.15/timm-vit2.dynamo.ort-session");
+  for (const char* node : {"node_MatMul_109", "node_MatMul_111"}) {
+    CAPTURE(node);
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(node));
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("has the shape of a parameter"));
+    CHECK(m.module_path == f->truth.at(node));
+  }
+}
+
 TEST_CASE("signatures that expand past the bound place nothing, in bounded time",
           "[op_calls][robustness]") {
   // The root calls b 1,000 times and b calls a 1,000 times: a million calls

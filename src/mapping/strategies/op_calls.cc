@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,7 +84,11 @@ class OpCallPlacer {
       if (!DropWorstOp()) break;
     }
     if (Assign() == 0) return {};
+    window_visits_left_ = kWindowVisitsPerNode * graph_.size();
+    Bound();
+    AlignInWindows();
     PlaceInWindows();
+    WidenFusions();
     OpCallPlaces places;
     places.calls.reserve(calls_.size());
     for (const Call& call : calls_) places.calls.push_back({call.module, call.event->op});
@@ -166,6 +171,7 @@ class OpCallPlacer {
   void PlaceWeightReads() {
     const RuleQueries rules(context_.rules);
     read_pos_.assign(graph_.size(), kNowhere);
+    any_read_.assign(graph_.size(), kNowhere);
     for (std::size_t i = 0; i < graph_.size(); ++i) {
       const Node n = graph_.node(static_cast<NodeId>(i));
       if (n.subgraph != 0) continue;
@@ -178,6 +184,7 @@ class OpCallPlacer {
         const auto it = read_at_.find(std::make_pair(owner, local));
         if (it == read_at_.end() || it->second == kNowhere) continue;
         const absl::string_view op = calls_[static_cast<std::size_t>(it->second)].event->op;
+        if (any_read_[i] == kNowhere) any_read_[i] = it->second;
         if (MayExport(rules, op, n.op_type)) read_pos_[i] = it->second;
       }
     }
@@ -237,49 +244,149 @@ class OpCallPlacer {
   // their own exports them, so a window would find another op of their
   // type (a `cat` for a shape's Concat); nor for the nodes a tool inserted
   // (FromExport).
-  void PlaceInWindows() {
+  // Per node, the latest place upstream (after_) and the earliest
+  // downstream (until_).
+  void Bound() {
     const std::size_t n = graph_.size();
-    std::vector<std::int64_t> after(n, kNowhere);  // latest place upstream
-    std::vector<std::int64_t> until(n, kNowhere);  // earliest place downstream
+    after_.assign(n, kNowhere);
+    until_.assign(n, kNowhere);
     for (std::size_t i = 0; i < n; ++i) {
       for (const ValueId v : graph_.node(static_cast<NodeId>(i)).input_values) {
         const NodeId p = graph_.producer(v);
         if (p == kNoNode || static_cast<std::size_t>(p) >= i) continue;
-        after[i] = std::max({after[i], after[p], Place(p)});
+        after_[i] = std::max({after_[i], after_[p], Place(p)});
       }
     }
     for (std::size_t i = n; i-- > 0;) {
       for (const ValueId v : graph_.node(static_cast<NodeId>(i)).output_values) {
         for (const NodeId c : graph_.consumers(v)) {
           if (static_cast<std::size_t>(c) <= i) continue;
-          for (const std::int64_t at : {until[c], Place(c)}) {
-            if (at != kNowhere && (until[i] == kNowhere || at < until[i])) until[i] = at;
+          for (const std::int64_t at : {until_[c], Place(c)}) {
+            if (at != kNowhere && (until_[i] == kNowhere || at < until_[i])) until_[i] = at;
           }
         }
       }
     }
+  }
+
+  // An unmapped node reading a weight no parameter is named after (a
+  // Linear's weight the exporter transposed into a new initializer) takes
+  // the one parameter of a compatible shape that a call in its window
+  // reads, by an op that may export as the node's type; its place is then
+  // that read (q, k, v and an MLP of one shape told apart by where they
+  // run).
+  void AlignInWindows() {
     const RuleQueries rules(context_.rules);
-    std::size_t visits_left = kWindowVisitsPerNode * n;
+    // Nodes whose window holds several such reads, by window and reads:
+    // as many nodes as reads pair up in the order of their creation
+    // counters (rules "order_keys"), which follows execution order.
+    std::map<std::vector<std::int64_t>, std::vector<NodeId>> shared;
+    bool any = false;
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      std::vector<std::int64_t> reads;
+      const TensorInfo* weight = nullptr;
+      if (!ReadsInWindow(static_cast<NodeId>(i), rules, &weight, &reads)) continue;
+      if (reads.size() == 1) {
+        AlignWith(static_cast<NodeId>(i), *weight, reads[0]);
+        any = true;
+      } else if (shared.size() < graph_.size()) {
+        shared[reads].push_back(static_cast<NodeId>(i));
+      }
+    }
+    for (auto& [reads, nodes] : shared) {
+      if (nodes.size() != reads.size()) continue;
+      std::vector<std::pair<std::uint64_t, NodeId>> keyed;
+      for (const NodeId i : nodes) {
+        std::uint64_t key = 0;
+        if (!rules.OrderKey(graph_.node(i).name, &key)) break;
+        keyed.push_back({key, i});
+      }
+      if (keyed.size() != nodes.size()) continue;
+      std::sort(keyed.begin(), keyed.end());
+      bool distinct = true;
+      for (std::size_t k = 1; k < keyed.size(); ++k) distinct &= keyed[k].first != keyed[k - 1].first;
+      if (!distinct) continue;
+      for (std::size_t k = 0; k < keyed.size(); ++k) {
+        const NodeId i = keyed[k].second;
+        const TensorInfo* weight = UnnamedWeightOf(i);
+        if (weight != nullptr) AlignWith(i, *weight, reads[k]);
+      }
+      any = true;
+    }
+    if (any) Bound();
+  }
+
+  // The rank >= 2 initializer node i reads that no parameter is named
+  // after, or nullptr.
+  const TensorInfo* UnnamedWeightOf(NodeId i) const {
+    for (const ValueId v : graph_.node(i).input_values) {
+      const TensorInfo* t = graph_.initializerOf(v);
+      if (t != nullptr && t->dims.size() >= 2 &&
+          context_.tensors.ParameterOwner(t->name) == kNoModule) {
+        return t;
+      }
+    }
+    return nullptr;
+  }
+
+  // For an unmapped node reading an unnamed weight: the calls in its
+  // window that read a parameter of the weight's shape, by an op that may
+  // export as the node's type, in order. False when the node is not one
+  // or its window is unknown.
+  bool ReadsInWindow(NodeId i, const RuleQueries& rules, const TensorInfo** weight,
+                     std::vector<std::int64_t>* reads) {
+    if (context_.records[i].mapped() || (*shape_)[i] || Place(i) != kNowhere) return false;
+    const Node node = graph_.node(i);
+    if (node.subgraph != 0 || !FromExport(i)) return false;
+    *weight = UnnamedWeightOf(i);
+    const std::int64_t from = after_[i], to = until_[i];
+    if (*weight == nullptr || to == kNowhere || to <= from || to - from > kMaxWindow) return false;
+    const std::size_t span = static_cast<std::size_t>(to - from);
+    if (span > window_visits_left_) return false;
+    window_visits_left_ -= span;
+    for (std::int64_t k = from + 1; k <= to; ++k) {
+      const Call& call = calls_[static_cast<std::size_t>(k)];
+      if (call.event->reads.empty() || !MayExport(rules, call.event->op, node.op_type)) continue;
+      if (ReadsShape(call, (*weight)->dims)) reads->push_back(k);
+    }
+    return !reads->empty();
+  }
+
+  void AlignWith(NodeId i, const TensorInfo& weight, std::int64_t read) {
+    const Call& call = calls_[static_cast<std::size_t>(read)];
+    MappingRecord& r = context_.records[i];
+    r.module = call.module;
+    r.confidence = confidence::structure::kOpWindow;
+    r.strategy = Strategy::kStructure;
+    r.evidence = context_.evidence.Intern(absl::StrCat(
+        "unnamed weight ", weight.name, " has the shape of a parameter ",
+        manifest_.module(call.module).path, "'s forward reads between the calls its inputs",
+        " come from and the first that reads it (forward signatures)"));
+    read_pos_[i] = read;
+  }
+
+  // Whether `call` reads a parameter of its module of shape `dims` or, for
+  // a matrix, its transpose.
+  bool ReadsShape(const Call& call, absl::Span<const std::int64_t> dims) const {
+    for (const std::string& read : call.event->reads) {
+      for (const TensorSpec& p : manifest_.module(call.module).parameters) {
+        if (p.name != read || p.shape.size() != dims.size()) continue;
+        if (absl::MakeConstSpan(p.shape) == dims) return true;
+        if (dims.size() == 2 && p.shape[0] == dims[1] && p.shape[1] == dims[0]) return true;
+      }
+    }
+    return false;
+  }
+
+  void PlaceInWindows() {
+    const std::size_t n = graph_.size();
     for (std::size_t i = 0; i < n; ++i) {
       MappingRecord& r = context_.records[i];
-      if (r.mapped() || Place(static_cast<NodeId>(i)) != kNowhere || until[i] == kNowhere ||
-          until[i] <= after[i] || until[i] - after[i] > kMaxWindow || (*shape_)[i]) {
-        continue;
-      }
+      if (r.mapped() || Place(static_cast<NodeId>(i)) != kNowhere || (*shape_)[i]) continue;
       const Node node = graph_.node(static_cast<NodeId>(i));
       if (node.subgraph != 0 || !FromExport(static_cast<NodeId>(i))) continue;
-      const std::size_t span = static_cast<std::size_t>(until[i] - after[i]);
-      if (span > visits_left) break;
-      visits_left -= span;
-      ModuleId module = kNoModule;
-      bool one = true;
-      for (std::int64_t k = after[i] + 1; k <= until[i] && one; ++k) {
-        const Call& call = calls_[static_cast<std::size_t>(k)];
-        if (!MayExport(rules, call.event->op, node.op_type)) continue;
-        one = module == kNoModule || module == call.module;
-        module = call.module;
-      }
-      if (!one || module == kNoModule) continue;
+      const ModuleId module = OneModuleInWindow(static_cast<NodeId>(i), node.op_type);
+      if (module == kNoModule) continue;
       const std::string& path = manifest_.module(module).path;
       r.module = module;
       r.confidence = confidence::structure::kOpWindow;
@@ -289,6 +396,58 @@ class OpCallPlacer {
           node.op_type, " between the calls its inputs come from and the first that reads it",
           " (forward signatures)"));
     }
+  }
+
+  // A node its parameter names (tensor_names) whose type the op reading
+  // that parameter cannot be exported as, and one other module's op in its
+  // window can, does both modules' work: a tool fused them (ONNX Runtime's
+  // BiasGelu, a Linear's bias add with the activation module's GELU). It
+  // becomes their lowest common ancestor, with both as origins, as a
+  // fusion whose output names tell its parts does (TensorEvidence).
+  void WidenFusions() {
+    const RuleQueries rules(context_.rules);
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      MappingRecord& r = context_.records[i];
+      if (!r.mapped() || r.strategy != Strategy::kTensorNames || any_read_[i] == kNowhere ||
+          !context_.origins.Of(static_cast<NodeId>(i)).empty()) {
+        continue;
+      }
+      const Call& read = calls_[static_cast<std::size_t>(any_read_[i])];
+      const Node node = graph_.node(static_cast<NodeId>(i));
+      if (read.module != r.module || MayExport(rules, read.event->op, node.op_type)) continue;
+      const ModuleId other = OneModuleInWindow(static_cast<NodeId>(i), node.op_type);
+      if (other == kNoModule || other == r.module) continue;
+      const ModuleId both = manifest_.lowestCommonAncestor(r.module, other);
+      if (both == kNoModule) continue;
+      context_.origins.Set(static_cast<NodeId>(i), {r.module, other});
+      const std::string& path = manifest_.module(other).path;
+      r.module = both;
+      r.evidence = context_.evidence.Intern(absl::StrCat(
+          "fuses its parameters' module's ", read.event->op, " with ",
+          path.empty() ? "<root>" : path, "'s op exported as ", node.op_type,
+          " (forward signatures)"));
+    }
+  }
+
+  // The one module whose calls in node i's window (after the calls its
+  // inputs come from, up to the first reading it) may export `op_type`;
+  // kNoModule when none, several, the window is unknown or too wide, or
+  // the graph's budget of visits is spent.
+  ModuleId OneModuleInWindow(NodeId i, absl::string_view op_type) {
+    const std::int64_t from = after_[i], to = until_[i];
+    if (to == kNowhere || to <= from || to - from > kMaxWindow) return kNoModule;
+    const std::size_t span = static_cast<std::size_t>(to - from);
+    if (span > window_visits_left_) return kNoModule;
+    window_visits_left_ -= span;
+    const RuleQueries rules(context_.rules);
+    ModuleId module = kNoModule;
+    for (std::int64_t k = from + 1; k <= to; ++k) {
+      const Call& call = calls_[static_cast<std::size_t>(k)];
+      if (!MayExport(rules, call.event->op, op_type)) continue;
+      if (module != kNoModule && module != call.module) return kNoModule;
+      module = call.module;
+    }
+    return module;
   }
 
   // Whether a node may be an export of a call: not one a tool inserted
@@ -345,6 +504,10 @@ class OpCallPlacer {
   std::vector<std::int64_t> pos_;       // per node: its call, when numbered
   std::vector<int> op_of_;              // per node: its entry of ops_, or -1
   std::vector<std::int64_t> read_pos_;  // per node: its parameter read
+  std::vector<std::int64_t> any_read_;  // ... whatever op reads it
+  // Per node: the latest place upstream and the earliest downstream.
+  std::vector<std::int64_t> after_, until_;
+  std::size_t window_visits_left_ = 0;
   // Whether a torch op may be exported as an op type (keys view the
   // manifest's events and the graph's op types).
   absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, bool> may_;
