@@ -242,6 +242,21 @@ TEST_CASE("unnamed weights of one shape are told apart by the reads in their win
   }
 }
 
+TEST_CASE("without names, the parameter reads alone give windows", "[op_calls]") {
+  // llama-causal-lm.torchscript.stripped: nodes and values renamed, no
+  // metadata; the parameters keep their names. The RMSNorm's arithmetic
+  // before its weight's Mul runs between the previous read and that one,
+  // where only input_layernorm's forward runs pow, mean and rsqrt.
+  auto f = LoadMapped("torch-2.15/llama-causal-lm.torchscript.stripped");
+  for (const char* node : {"n93", "n94", "n97"}) {
+    CAPTURE(node);
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(node));
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("is the only one to run an op exported as"));
+    CHECK(m.module_path == "model.layers.0.input_layernorm");
+    CHECK(f->truth.at(node) == m.module_path);
+  }
+}
+
 TEST_CASE("signatures that expand past the bound place nothing, in bounded time",
           "[op_calls][robustness]") {
   // The root calls b 1,000 times and b calls a 1,000 times: a million calls

@@ -44,16 +44,19 @@ double Accuracy(const MappedFixture& f, semmap::Strategy only, std::size_t* answ
   return t.known == 0 ? 0.0 : static_cast<double>(t.correct) / static_cast<double>(t.known);
 }
 
-TEST_CASE("an unnamed constant-folded weight is aligned with its parameter by shape and order",
+TEST_CASE("an unnamed constant-folded weight's reader goes to the Linear the weight belongs to",
           "[structure]") {
   // bert-seqcls.torchscript.stripped: n81 is layer 0's query MatMul, reading
   // the folded weight onnx::MatMul_331 (no parameter carries that name).
+  // Between the parameter reads around it only the query's linear may be
+  // exported as a MatMul (its window, op_calls.h), so it is placed there
+  // before the alignment; its weight, read by no other node, is the
+  // query's all the same.
   auto f = LoadMapped("bert-seqcls.torchscript.stripped");
   const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find("n81"));
   CHECK(m.strategy == semmap::Strategy::kStructure);
   CHECK(m.module_path == "bert.encoder.layer.0.attention.self.query");
   CHECK(m.confidence < 0.9);
-  CHECK(m.evidence.find("onnx::MatMul_331") != std::string::npos);
 }
 
 TEST_CASE("an activation's op between two anchors goes to the parameterless module beside them",
@@ -353,7 +356,9 @@ TEST_CASE("structure reports the order it used and the weights it aligned", "[st
   // Stripped names carry no counter: the file's order (or a re-linearisation).
   const auto stripped = RunStructure("bert-seqcls.torchscript.stripped");
   CHECK_FALSE(stripped.creation_order);
-  CHECK(stripped.aligned_weights >= 12);  // two layers' folded Linear weights
+  // Of two layers' 12 folded Linear weights, those the parameter reads'
+  // windows do not place (op_calls.h).
+  CHECK(stripped.aligned_weights >= 6);
   CHECK(stripped.order_agreement > 0.9);
   CHECK_FALSE(stripped.relinearised);
 }

@@ -84,6 +84,16 @@ void TensorEvidence::MapNodes(double factor, std::vector<MappingRecord>* mapping
   }
 }
 
+bool TensorEvidence::NamesManifest(std::size_t share) const {
+  std::size_t params = 0;
+  for (const ModuleInfo& info : manifest_.modules()) params += info.parameters.size();
+  std::size_t named = 0;
+  for (const TensorInfo& t : graph_.initializers()) {
+    if (ParameterOwner(t.name) != kNoModule) ++named;
+  }
+  return params > 0 && named * share >= params;
+}
+
 ModuleId TensorEvidence::ParameterOwner(absl::string_view value) const {
   // The name as written first: a parameter may end like a suffix the rules
   // strip from derived values ("features.1.0.layer_scale" is no

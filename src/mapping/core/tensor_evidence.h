@@ -24,6 +24,12 @@
 namespace semmap {
 namespace internal {
 
+// At least one in this many of the manifest's parameters must be named by
+// an initializer of the graph for its names to say the manifest is this
+// model's (NamesManifest): the structural step and the op call places read
+// the graph against the manifest only then.
+inline constexpr std::size_t kMinNamedShare = 10;
+
 struct TensorFinding {
   ModuleId module = kNoModule;
   double confidence = 0.0;
@@ -80,6 +86,11 @@ class TensorEvidence {
   // Returns true when `*m` changed.
   bool WidenRewritten(NodeId node, MappingRecord* m, EvidenceStore* evidence,
                       OriginTable* origins) const;
+
+  // True when at least one in `share` of the manifest's parameters is
+  // named by an initializer of the graph (under the root binding): the
+  // graph's names say the manifest is this model's.
+  bool NamesManifest(std::size_t share) const;
 
   // The module owning the parameter or buffer named `value` under the root
   // binding (as written, else with the rules' value suffixes stripped), or

@@ -77,23 +77,37 @@ class OpCallPlacer {
     const std::size_t budget = kMaxVisited + kVisitsPerItem * (graph_.size() + events);
     if (!ExpandRoot(manifest_, budget, &calls_) || calls_.empty()) return {};
     IndexCalls();
-    if (!NumberedNodes()) return {};
+    // Without names numbering calls, the parameter reads alone place
+    // nodes, when the graph's names say the manifest is this model's (a
+    // graph of anonymous weights is left to the structural step, which
+    // confirms such a manifest by itself first).
+    const bool numbered = NumberedNodes();
+    if (!numbered && !context_.tensors.NamesManifest(kMinNamedShare)) return {};
     PlaceWeightReads();
-    for (int sweep = 0;; ++sweep) {
+    for (int sweep = 0; numbered; ++sweep) {
       if (sweep == kMaxSweeps) return {};
       if (!DropWorstOp()) break;
     }
-    if (Assign() == 0) return {};
+    if (numbered) Assign();
     window_visits_left_ = kWindowVisitsPerNode * graph_.size();
     Bound();
-    AlignInWindows();
+    // Weights are aligned in windows only between nodes named after their
+    // calls: the parameter reads alone leave windows wide, and the
+    // structural step's own alignment does better there (measured).
+    if (numbered) AlignInWindows();
     PlaceInWindows();
     WidenFusions();
     OpCallPlaces places;
     places.calls.reserve(calls_.size());
     for (const Call& call : calls_) places.calls.push_back({call.module, call.event->op});
     places.place.resize(graph_.size());
-    for (std::size_t i = 0; i < graph_.size(); ++i) places.place[i] = Place(static_cast<NodeId>(i));
+    bool any = false;
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      places.place[i] = Place(static_cast<NodeId>(i));
+      if (places.place[i] == kNowhere && !in_call_.empty()) places.place[i] = in_call_[i];
+      any = any || places.place[i] != kNowhere;
+    }
+    if (!any) return {};
     return places;
   }
 
@@ -244,17 +258,19 @@ class OpCallPlacer {
   // their own exports them, so a window would find another op of their
   // type (a `cat` for a shape's Concat); nor for the nodes a tool inserted
   // (FromExport).
-  // Per node, the latest place upstream (after_) and the earliest
-  // downstream (until_).
+  // Per node, the first call it may be part of (from_: after the calls
+  // named upstream, whose lowering ends with the named node; at the
+  // parameter reads upstream, whose call goes on after the reading node)
+  // and the earliest place downstream (until_).
   void Bound() {
     const std::size_t n = graph_.size();
-    after_.assign(n, kNowhere);
+    from_.assign(n, 0);
     until_.assign(n, kNowhere);
     for (std::size_t i = 0; i < n; ++i) {
       for (const ValueId v : graph_.node(static_cast<NodeId>(i)).input_values) {
         const NodeId p = graph_.producer(v);
         if (p == kNoNode || static_cast<std::size_t>(p) >= i) continue;
-        after_[i] = std::max({after_[i], after_[p], Place(p)});
+        from_[i] = std::max(from_[i], From(p));
       }
     }
     for (std::size_t i = n; i-- > 0;) {
@@ -267,6 +283,12 @@ class OpCallPlacer {
         }
       }
     }
+  }
+
+  // The first call a consumer of node p may be part of.
+  std::int64_t From(NodeId p) const {
+    if (Kept(p)) return std::max(from_[p], pos_[p] + 1);
+    return std::max(from_[p], read_pos_[p] == kNowhere ? 0 : read_pos_[p]);
   }
 
   // An unmapped node reading a weight no parameter is named after (a
@@ -339,12 +361,12 @@ class OpCallPlacer {
     const Node node = graph_.node(i);
     if (node.subgraph != 0 || !FromExport(i)) return false;
     *weight = UnnamedWeightOf(i);
-    const std::int64_t from = after_[i], to = until_[i];
-    if (*weight == nullptr || to == kNowhere || to <= from || to - from > kMaxWindow) return false;
-    const std::size_t span = static_cast<std::size_t>(to - from);
+    const std::int64_t from = from_[i], to = until_[i];
+    if (*weight == nullptr || to == kNowhere || to < from || to - from >= kMaxWindow) return false;
+    const std::size_t span = static_cast<std::size_t>(to - from + 1);
     if (span > window_visits_left_) return false;
     window_visits_left_ -= span;
-    for (std::int64_t k = from + 1; k <= to; ++k) {
+    for (std::int64_t k = from; k <= to; ++k) {
       const Call& call = calls_[static_cast<std::size_t>(k)];
       if (call.event->reads.empty() || !MayExport(rules, call.event->op, node.op_type)) continue;
       if (ReadsShape(call, (*weight)->dims)) reads->push_back(k);
@@ -380,13 +402,26 @@ class OpCallPlacer {
 
   void PlaceInWindows() {
     const std::size_t n = graph_.size();
+    // The first call each node may be part of: after the places upstream,
+    // or at the one call a node upstream was placed in (the rest of that
+    // call's lowering may follow it: a SiLU's Mul after its Sigmoid).
+    std::vector<std::int64_t> first(n, 0);
+    std::vector<std::int64_t>& in_call = in_call_;
+    in_call.assign(n, kNowhere);
     for (std::size_t i = 0; i < n; ++i) {
+      for (const ValueId v : graph_.node(static_cast<NodeId>(i)).input_values) {
+        const NodeId p = graph_.producer(v);
+        if (p == kNoNode || static_cast<std::size_t>(p) >= i) continue;
+        first[i] = std::max({first[i], first[p], From(p), in_call[p]});
+      }
       MappingRecord& r = context_.records[i];
       if (r.mapped() || Place(static_cast<NodeId>(i)) != kNowhere || (*shape_)[i]) continue;
       const Node node = graph_.node(static_cast<NodeId>(i));
       if (node.subgraph != 0 || !FromExport(static_cast<NodeId>(i))) continue;
-      const ModuleId module = OneModuleInWindow(static_cast<NodeId>(i), node.op_type);
+      std::int64_t call = kNowhere;
+      const ModuleId module = OneModuleIn(first[i], until_[i], node.op_type, &call);
       if (module == kNoModule) continue;
+      in_call[i] = call;
       const std::string& path = manifest_.module(module).path;
       r.module = module;
       r.confidence = confidence::structure::kOpWindow;
@@ -414,7 +449,14 @@ class OpCallPlacer {
       }
       const Call& read = calls_[static_cast<std::size_t>(any_read_[i])];
       const Node node = graph_.node(static_cast<NodeId>(i));
-      if (read.module != r.module || MayExport(rules, read.event->op, node.op_type)) continue;
+      // It continues the work of the call that reads its parameter (its
+      // inputs come from that call), and is not a reshape or cast of the
+      // parameter itself.
+      if (read.module != r.module || from_[i] != any_read_[i] ||
+          context_.ops.IsWeightPassthrough(static_cast<NodeId>(i)) ||
+          MayExport(rules, read.event->op, node.op_type)) {
+        continue;
+      }
       const ModuleId other = OneModuleInWindow(static_cast<NodeId>(i), node.op_type);
       if (other == kNoModule || other == r.module) continue;
       const ModuleId both = manifest_.lowestCommonAncestor(r.module, other);
@@ -434,19 +476,32 @@ class OpCallPlacer {
   // kNoModule when none, several, the window is unknown or too wide, or
   // the graph's budget of visits is spent.
   ModuleId OneModuleInWindow(NodeId i, absl::string_view op_type) {
-    const std::int64_t from = after_[i], to = until_[i];
-    if (to == kNowhere || to <= from || to - from > kMaxWindow) return kNoModule;
-    const std::size_t span = static_cast<std::size_t>(to - from);
+    std::int64_t call = kNowhere;
+    return OneModuleIn(from_[i], until_[i], op_type, &call);
+  }
+
+  // The one module whose calls [from, to] may export `op_type`, and in
+  // `*call` the one such call, when there is one (else kNowhere);
+  // kNoModule when none, several, the window is unknown or too wide, or the
+  // graph's budget of visits is spent.
+  ModuleId OneModuleIn(std::int64_t from, std::int64_t to, absl::string_view op_type,
+                       std::int64_t* call) {
+    if (to == kNowhere || to < from || to - from >= kMaxWindow) return kNoModule;
+    const std::size_t span = static_cast<std::size_t>(to - from + 1);
     if (span > window_visits_left_) return kNoModule;
     window_visits_left_ -= span;
     const RuleQueries rules(context_.rules);
     ModuleId module = kNoModule;
-    for (std::int64_t k = from + 1; k <= to; ++k) {
-      const Call& call = calls_[static_cast<std::size_t>(k)];
-      if (!MayExport(rules, call.event->op, op_type)) continue;
-      if (module != kNoModule && module != call.module) return kNoModule;
-      module = call.module;
+    std::size_t found = 0;
+    for (std::int64_t k = from; k <= to; ++k) {
+      const Call& c = calls_[static_cast<std::size_t>(k)];
+      if (!MayExport(rules, c.event->op, op_type)) continue;
+      if (module != kNoModule && module != c.module) return kNoModule;
+      module = c.module;
+      *call = k;
+      ++found;
     }
+    if (found != 1) *call = kNowhere;
     return module;
   }
 
@@ -505,8 +560,12 @@ class OpCallPlacer {
   std::vector<int> op_of_;              // per node: its entry of ops_, or -1
   std::vector<std::int64_t> read_pos_;  // per node: its parameter read
   std::vector<std::int64_t> any_read_;  // ... whatever op reads it
-  // Per node: the latest place upstream and the earliest downstream.
-  std::vector<std::int64_t> after_, until_;
+  // Per node: the first call it may be part of, the earliest place
+  // downstream (Bound).
+  std::vector<std::int64_t> from_, until_;
+  // Per node placed by its window: the one call there that may export it,
+  // when there is one (PlaceInWindows).
+  std::vector<std::int64_t> in_call_;
   std::size_t window_visits_left_ = 0;
   // Whether a torch op may be exported as an op type (keys view the
   // manifest's events and the graph's op types).

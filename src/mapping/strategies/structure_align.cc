@@ -21,17 +21,7 @@ namespace semmap {
 namespace internal {
 namespace structure {
 
-bool Pass::ManifestFits() const {
-  std::size_t params = 0;
-  for (std::size_t m = 0; m < manifest_.size(); ++m) {
-    params += manifest_.module(static_cast<ModuleId>(m)).parameters.size();
-  }
-  std::size_t named = 0;
-  for (const TensorInfo& t : graph_.initializers()) {
-    if (tensors_.ParameterOwner(t.name) != kNoModule) ++named;
-  }
-  return params > 0 && named * kMinNamedShare >= params;
-}
+bool Pass::ManifestFits() const { return tensors_.NamesManifest(kMinNamedShare); }
 
 const TensorInfo* Pass::UnnamedWeight(NodeId i, bool* as_stored) const {
   const Node& n = graph_.node(i);

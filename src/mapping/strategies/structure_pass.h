@@ -64,9 +64,6 @@ inline constexpr int kMaxPassthrough = 4;
 // The most calls of the expanded signatures a gap between two placed nodes
 // is matched with (the alignment's table grows with it).
 inline constexpr std::size_t kMaxPlacedGap = 4096;
-// At least one in this many of the manifest's parameters must be named by an
-// initializer of the graph (ManifestFits).
-inline constexpr std::size_t kMinNamedShare = 10;
 // Without names, an alignment confirms the manifest by itself with at least
 // this many weights of at least this many shapes (Alignment::Confirms).
 inline constexpr std::size_t kMinConfirmingWeights = 8;
