@@ -15,7 +15,7 @@ namespace semmap {
 namespace internal {
 
 void GraphBuilder::AssignIds() {
-  std::vector<NodeRecord>& nodes = rep_->nodes;
+  auto& nodes = rep_->nodes;
   // A name is its node's id (a record's id is -1 until told otherwise) when
   // non-empty and unique in the model; the by-id index is built on the way
   // (one probe per node). A repeated name's slot is marked erased: it leaves
@@ -101,13 +101,13 @@ void GraphBuilder::BuildIndexes() {
   const bool parallel = rep_->nodes.size() >= kParallelNodes;
   RunBoth(parallel, [this] { AssignIds(); }, [this] { DefineValues(); });
   IndexConsumers();
-  std::vector<std::uint64_t>().swap(name_hashes_);
-  std::vector<std::uint64_t>().swap(string_hashes_);
+  decltype(name_hashes_)().swap(name_hashes_);
+  decltype(string_hashes_)().swap(string_hashes_);
 }
 
 void GraphBuilder::HashNames() {
-  const std::vector<NodeRecord>& nodes = rep_->nodes;
-  const std::vector<absl::string_view>& strings = rep_->node_strings;
+  const auto& nodes = rep_->nodes;
+  const auto& strings = rep_->node_strings;
   name_hashes_.resize(nodes.size());
   string_hashes_.resize(strings.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) name_hashes_[i] = NameHash(nodes[i].nameView());
@@ -116,7 +116,7 @@ void GraphBuilder::HashNames() {
 
 void GraphBuilder::DefineValues() {
   GraphRep& rep = *rep_;
-  const std::vector<NodeRecord>& nodes = rep.nodes;
+  const auto& nodes = rep.nodes;
   const absl::string_view* strings = rep.node_strings.data();
   ValueId* node_values = rep.node_values.data();
   const std::size_t expected = outputs_ + rep.initializers.size() + rep.defined_values.size();
@@ -225,7 +225,7 @@ void GroupConsumers(std::vector<std::pair<std::uint32_t, NodeId>> uses, GraphRep
 
 void GraphBuilder::IndexConsumers() {
   GraphRep& rep = *rep_;
-  const std::vector<NodeRecord>& nodes = rep.nodes;
+  const auto& nodes = rep.nodes;
   const absl::string_view* strings = rep.node_strings.data();
   ValueId* node_values = rep.node_values.data();
   const std::vector<Subgraph>& subgraphs = rep.subgraphs;
