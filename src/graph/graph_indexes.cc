@@ -190,53 +190,57 @@ void GraphBuilder::DefineValues() {
 
 namespace {
 
-// Lays out the consumers of each value from (value, consumer) pairs in node
-// order: grouped by value (counting sort), each group sorted and without
-// repeats, as rep->consumer_offsets and consumer_nodes.
-void GroupConsumers(std::vector<std::pair<std::uint32_t, NodeId>> uses, GraphRep* rep_out) {
+// The consumers one share of the nodes gives each value (IndexConsumers):
+// how many per value (then where its next one goes in consumer_nodes), and
+// those that are the owners of subgraphs (an outer value read inside a
+// body is consumed by every owner between the use and the definition).
+struct ConsumerShare {
+  std::size_t from = 0, to = 0;  // nodes [from, to)
+  std::vector<std::uint32_t> next;
+  std::vector<std::pair<ValueId, NodeId>> owners;
+};
+
+// Sorts each value's consumers and drops repeats (a node reading a value
+// twice), closing up consumer_nodes; `rep.consumer_offsets[v]` is where
+// value v's consumers begin before, and after.
+void CompactConsumers(GraphRep* rep_out) {
   GraphRep& rep = *rep_out;
-  const std::size_t count = rep.value_producer.size();
-  std::vector<std::uint32_t> begin(count + 1, 0);
-  for (const auto& use : uses) ++begin[use.first + 1];
-  for (std::size_t v = 0; v < count; ++v) begin[v + 1] += begin[v];
   std::vector<NodeId>& consumer_nodes = rep.consumer_nodes;
-  consumer_nodes.resize(uses.size());
-  {
-    std::vector<std::uint32_t> fill(begin.begin(), begin.end() - 1);
-    for (const auto& use : uses) consumer_nodes[fill[use.first]++] = use.second;
-  }
-  std::vector<std::pair<std::uint32_t, NodeId>>().swap(uses);
-  rep.consumer_offsets.assign(count + 1, 0);
+  std::vector<std::uint32_t>& offsets = rep.consumer_offsets;
   std::uint32_t out = 0;
-  for (std::size_t v = 0; v < count; ++v) {
-    auto first = consumer_nodes.begin() + begin[v];
-    auto last = consumer_nodes.begin() + begin[v + 1];
+  for (std::size_t v = 0; v + 1 < offsets.size(); ++v) {
+    auto first = consumer_nodes.begin() + offsets[v];
+    auto last = consumer_nodes.begin() + offsets[v + 1];
     if (!std::is_sorted(first, last)) std::sort(first, last);
     last = std::unique(first, last);
-    rep.consumer_offsets[v] = out;
-    for (auto it = first; it != last; ++it) consumer_nodes[out++] = *it;
+    offsets[v] = out;
+    if (consumer_nodes.begin() + out != first) std::copy(first, last, consumer_nodes.begin() + out);
+    out += static_cast<std::uint32_t>(last - first);
   }
-  rep.consumer_offsets[count] = out;
+  offsets.back() = out;
   consumer_nodes.resize(out);
   consumer_nodes.shrink_to_fit();
 }
 
 }  // namespace
 
+// Long (about 80 lines): the inputs resolved and counted per share of the
+// nodes, the consumer lists laid out from the counts, each share filling
+// its own places, then compacted.
 void GraphBuilder::IndexConsumers() {
   GraphRep& rep = *rep_;
   const auto& nodes = rep.nodes;
   const absl::string_view* strings = rep.node_strings.data();
   ValueId* node_values = rep.node_values.data();
   const std::vector<Subgraph>& subgraphs = rep.subgraphs;
-  // (value, consumer) pairs in node order, then grouped by value (counting
-  // sort), sorted and de-duplicated per value. The lookups only read the
-  // value table, and each node writes its own input ids, so on a large
-  // graph the two halves of the nodes are resolved on two cores.
-  using Uses = std::vector<std::pair<std::uint32_t, NodeId>>;
+  const std::size_t values = rep.value_producer.size();
+  // The lookups only read the value table and each node writes its own
+  // input ids, so on a large graph the two halves of the nodes are
+  // resolved on two cores, each counting its uses per value; the lists
+  // are then laid out by value (a counting sort without the pairs).
   const absl::Span<const NameSlot> table(rep.values);
-  // The uses of node i's inputs, given their NameHash in `hash`.
-  auto resolve_node = [&](std::size_t i, const std::uint64_t* hash, Uses* uses) {
+  // Resolves node i's inputs, given their NameHash in `hash`.
+  auto resolve_node = [&](std::size_t i, const std::uint64_t* hash, ConsumerShare* share) {
     const NodeRecord& o = nodes[i];
     for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k, ++hash) {
       const absl::string_view input = strings[k];
@@ -245,23 +249,23 @@ void GraphBuilder::IndexConsumers() {
       const ValueId value = ResolveValue(rep, input, *hash, o.subgraph, &scope);
       if (value < 0) continue;
       node_values[k] = value;
-      uses->emplace_back(static_cast<std::uint32_t>(value), static_cast<NodeId>(i));
-      // An outer value used inside a subgraph is consumed by every owner
-      // between the use and the definition.
+      ++share->next[static_cast<std::size_t>(value)];
       for (int s = o.subgraph; s != scope && s > 0;) {
         const Subgraph& sub = subgraphs[static_cast<std::size_t>(s)];
         if (sub.kind != Subgraph::Kind::kAttribute) break;
-        uses->emplace_back(static_cast<std::uint32_t>(value), sub.owner);
+        share->owners.emplace_back(value, sub.owner);
+        ++share->next[static_cast<std::size_t>(value)];
         s = sub.parent;
       }
     }
   };
   // The inputs of a batch of nodes are hashed and the slots of their own
   // scope prefetched, then resolved.
-  auto resolve = [&](std::size_t from, std::size_t to, Uses* uses) {
+  auto resolve = [&](ConsumerShare* share) {
+    share->next.assign(values, 0);
     std::vector<std::uint64_t> hashes;
-    for (std::size_t first = from; first < to; first += kNameBatch) {
-      const std::size_t last = std::min(to, first + kNameBatch);
+    for (std::size_t first = share->from; first < share->to; first += kNameBatch) {
+      const std::size_t last = std::min(share->to, first + kNameBatch);
       hashes.clear();
       for (std::size_t i = first; i < last; ++i) {
         const NodeRecord& o = nodes[i];
@@ -272,20 +276,49 @@ void GraphBuilder::IndexConsumers() {
       }
       const std::uint64_t* hash = hashes.data();
       for (std::size_t i = first; i < last; ++i) {
-        resolve_node(i, hash, uses);
+        resolve_node(i, hash, share);
         hash += nodes[i].inputs;
       }
     }
   };
-  const std::size_t count_nodes = nodes.size();
-  const std::size_t mid = count_nodes / 2;
-  Uses uses, second_half;
-  uses.reserve(inputs_);
-  RunBoth(count_nodes >= kParallelNodes, [&] { resolve(mid, count_nodes, &second_half); },
-          [&] { resolve(0, mid, &uses); });
-  uses.insert(uses.end(), second_half.begin(), second_half.end());
-  Uses().swap(second_half);
-  GroupConsumers(std::move(uses), &rep);
+  // Each share writes its nodes into its own places of each value's list.
+  auto fill = [&](ConsumerShare* share) {
+    for (std::size_t i = share->from; i < share->to; ++i) {
+      const NodeRecord& o = nodes[i];
+      for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k) {
+        if (node_values[k] >= 0) {
+          rep.consumer_nodes[share->next[static_cast<std::size_t>(node_values[k])]++] =
+              static_cast<NodeId>(i);
+        }
+      }
+    }
+    for (const auto& use : share->owners) {
+      rep.consumer_nodes[share->next[static_cast<std::size_t>(use.first)]++] = use.second;
+    }
+  };
+  const bool parallel = nodes.size() >= kParallelNodes;
+  ConsumerShare shares[2];
+  shares[0].to = shares[1].from = parallel ? nodes.size() / 2 : nodes.size();
+  shares[1].to = nodes.size();
+  RunBoth(parallel, [&] { resolve(&shares[1]); }, [&] { resolve(&shares[0]); });
+  // Counts into places: value v's list begins at consumer_offsets[v], the
+  // first share's consumers first.
+  rep.consumer_offsets.resize(values + 1);
+  std::uint32_t at = 0;
+  for (std::size_t v = 0; v < values; ++v) {
+    const std::uint32_t first = shares[0].next[v], second = shares[1].next[v];
+    rep.consumer_offsets[v] = at;
+    shares[0].next[v] = at;
+    shares[1].next[v] = at + first;
+    at += first + second;
+  }
+  rep.consumer_offsets[values] = at;
+  rep.consumer_nodes.resize(at);
+  RunBoth(parallel, [&] { fill(&shares[1]); }, [&] { fill(&shares[0]); });
+  for (ConsumerShare& share : shares) {
+    decltype(share.next)().swap(share.next);
+  }
+  CompactConsumers(&rep);
 }
 
 }  // namespace internal
