@@ -29,6 +29,8 @@
 namespace semmap {
 namespace internal {
 
+struct ConsumerShare;  // graph_indexes.cc
+
 // InvalidArgument for an opset_import version out of range (a varint above
 // INT64_MAX reads as negative); both loaders refuse it alike.
 absl::Status OpsetOutOfRange(absl::string_view origin, std::int64_t version);
@@ -157,6 +159,11 @@ class GraphBuilder {
   void BuildIndexes();
   void DefineValues();
   void IndexConsumers();
+  // The input ids of share's nodes (node_values), and how many consumers
+  // they give each value.
+  void ResolveInputs(ConsumerShare* share);
+  // Share's consumers into its places of each value's list.
+  void FillConsumers(ConsumerShare* share);
   // Fills name_hashes_ and string_hashes_ from the names.
   void HashNames();
 

@@ -188,8 +188,6 @@ void GraphBuilder::DefineValues() {
   rep.value_initializer.resize(rep.value_producer.size(), -1);
 }
 
-namespace {
-
 // The consumers one share of the nodes gives each value (IndexConsumers):
 // how many per value (then where its next one goes in consumer_nodes), and
 // those that are the owners of subgraphs (an outer value read inside a
@@ -199,6 +197,8 @@ struct ConsumerShare {
   std::vector<std::uint32_t> next;
   std::vector<std::pair<ValueId, NodeId>> owners;
 };
+
+namespace {
 
 // Sorts each value's consumers and drops repeats (a node reading a value
 // twice), closing up consumer_nodes; `rep.consumer_offsets[v]` is where
@@ -224,26 +224,49 @@ void CompactConsumers(GraphRep* rep_out) {
 
 }  // namespace
 
-// Long (about 80 lines): the inputs resolved and counted per share of the
-// nodes, the consumer lists laid out from the counts, each share filling
-// its own places, then compacted.
+// The lookups only read the value table and each node writes its own input
+// ids, so on a large graph the two halves of the nodes are resolved on two
+// cores, each counting its uses per value; the counts give each half its
+// own places in every value's list (a counting sort, without pairs), which
+// the two fill on two cores.
 void GraphBuilder::IndexConsumers() {
   GraphRep& rep = *rep_;
-  const auto& nodes = rep.nodes;
-  const absl::string_view* strings = rep.node_strings.data();
-  ValueId* node_values = rep.node_values.data();
-  const std::vector<Subgraph>& subgraphs = rep.subgraphs;
+  const std::size_t nodes = rep.nodes.size();
   const std::size_t values = rep.value_producer.size();
-  // The lookups only read the value table and each node writes its own
-  // input ids, so on a large graph the two halves of the nodes are
-  // resolved on two cores, each counting its uses per value; the lists
-  // are then laid out by value (a counting sort without the pairs).
-  const absl::Span<const NameSlot> table(rep.values);
+  const bool parallel = nodes >= kParallelNodes;
+  ConsumerShare shares[2];
+  shares[0].to = shares[1].from = parallel ? nodes / 2 : nodes;
+  shares[1].to = nodes;
+  for (ConsumerShare& share : shares) share.next.assign(values, 0);
+  RunBoth(parallel, [&] { ResolveInputs(&shares[1]); }, [&] { ResolveInputs(&shares[0]); });
+  // Counts into places: value v's list begins at consumer_offsets[v], the
+  // first share's consumers first.
+  rep.consumer_offsets.resize(values + 1);
+  std::uint32_t at = 0;
+  for (std::size_t v = 0; v < values; ++v) {
+    const std::uint32_t first = shares[0].next[v], second = shares[1].next[v];
+    rep.consumer_offsets[v] = at;
+    shares[0].next[v] = at;
+    shares[1].next[v] = at + first;
+    at += first + second;
+  }
+  rep.consumer_offsets[values] = at;
+  rep.consumer_nodes.resize(at);
+  RunBoth(parallel, [&] { FillConsumers(&shares[1]); }, [&] { FillConsumers(&shares[0]); });
+  for (ConsumerShare& share : shares) decltype(share.next)().swap(share.next);
+  CompactConsumers(&rep);
+}
+
+void GraphBuilder::ResolveInputs(ConsumerShare* share) {
+  const GraphRep& rep = *rep_;
+  const auto& nodes = rep.nodes;
+  const std::vector<Subgraph>& subgraphs = rep.subgraphs;
+  ValueId* node_values = rep_->node_values.data();
   // Resolves node i's inputs, given their NameHash in `hash`.
-  auto resolve_node = [&](std::size_t i, const std::uint64_t* hash, ConsumerShare* share) {
+  auto resolve_node = [&](std::size_t i, const std::uint64_t* hash) {
     const NodeRecord& o = nodes[i];
     for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k, ++hash) {
-      const absl::string_view input = strings[k];
+      const absl::string_view input = rep.node_strings[k];
       if (input.empty()) continue;
       int scope = -1;
       const ValueId value = ResolveValue(rep, input, *hash, o.subgraph, &scope);
@@ -261,64 +284,40 @@ void GraphBuilder::IndexConsumers() {
   };
   // The inputs of a batch of nodes are hashed and the slots of their own
   // scope prefetched, then resolved.
-  auto resolve = [&](ConsumerShare* share) {
-    share->next.assign(values, 0);
-    std::vector<std::uint64_t> hashes;
-    for (std::size_t first = share->from; first < share->to; first += kNameBatch) {
-      const std::size_t last = std::min(share->to, first + kNameBatch);
-      hashes.clear();
-      for (std::size_t i = first; i < last; ++i) {
-        const NodeRecord& o = nodes[i];
-        for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k) {
-          hashes.push_back(string_hashes_[k]);
-          PrefetchName(table, ScopedHash(hashes.back(), o.subgraph));
-        }
-      }
-      const std::uint64_t* hash = hashes.data();
-      for (std::size_t i = first; i < last; ++i) {
-        resolve_node(i, hash, share);
-        hash += nodes[i].inputs;
-      }
-    }
-  };
-  // Each share writes its nodes into its own places of each value's list.
-  auto fill = [&](ConsumerShare* share) {
-    for (std::size_t i = share->from; i < share->to; ++i) {
+  const absl::Span<const NameSlot> table(rep.values);
+  std::vector<std::uint64_t> hashes;
+  for (std::size_t first = share->from; first < share->to; first += kNameBatch) {
+    const std::size_t last = std::min(share->to, first + kNameBatch);
+    hashes.clear();
+    for (std::size_t i = first; i < last; ++i) {
       const NodeRecord& o = nodes[i];
       for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k) {
-        if (node_values[k] >= 0) {
-          rep.consumer_nodes[share->next[static_cast<std::size_t>(node_values[k])]++] =
-              static_cast<NodeId>(i);
-        }
+        hashes.push_back(string_hashes_[k]);
+        PrefetchName(table, ScopedHash(hashes.back(), o.subgraph));
       }
     }
-    for (const auto& use : share->owners) {
-      rep.consumer_nodes[share->next[static_cast<std::size_t>(use.first)]++] = use.second;
+    const std::uint64_t* hash = hashes.data();
+    for (std::size_t i = first; i < last; ++i) {
+      resolve_node(i, hash);
+      hash += nodes[i].inputs;
     }
-  };
-  const bool parallel = nodes.size() >= kParallelNodes;
-  ConsumerShare shares[2];
-  shares[0].to = shares[1].from = parallel ? nodes.size() / 2 : nodes.size();
-  shares[1].to = nodes.size();
-  RunBoth(parallel, [&] { resolve(&shares[1]); }, [&] { resolve(&shares[0]); });
-  // Counts into places: value v's list begins at consumer_offsets[v], the
-  // first share's consumers first.
-  rep.consumer_offsets.resize(values + 1);
-  std::uint32_t at = 0;
-  for (std::size_t v = 0; v < values; ++v) {
-    const std::uint32_t first = shares[0].next[v], second = shares[1].next[v];
-    rep.consumer_offsets[v] = at;
-    shares[0].next[v] = at;
-    shares[1].next[v] = at + first;
-    at += first + second;
   }
-  rep.consumer_offsets[values] = at;
-  rep.consumer_nodes.resize(at);
-  RunBoth(parallel, [&] { fill(&shares[1]); }, [&] { fill(&shares[0]); });
-  for (ConsumerShare& share : shares) {
-    decltype(share.next)().swap(share.next);
+}
+
+void GraphBuilder::FillConsumers(ConsumerShare* share) {
+  GraphRep& rep = *rep_;
+  for (std::size_t i = share->from; i < share->to; ++i) {
+    const NodeRecord& o = rep.nodes[i];
+    for (std::size_t k = o.strings; k < o.strings + o.inputs; ++k) {
+      const ValueId value = rep.node_values[k];
+      if (value >= 0) {
+        rep.consumer_nodes[share->next[static_cast<std::size_t>(value)]++] = static_cast<NodeId>(i);
+      }
+    }
   }
-  CompactConsumers(&rep);
+  for (const auto& use : share->owners) {
+    rep.consumer_nodes[share->next[static_cast<std::size_t>(use.first)]++] = use.second;
+  }
 }
 
 }  // namespace internal
