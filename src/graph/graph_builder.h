@@ -153,11 +153,23 @@ class GraphBuilder {
   std::uint32_t Intern(absl::string_view s);
   // Node ids (a unique name, else "<name>#<index>") and the by-id index.
   void AssignIds();
-  // The ids (AssignIds), the value tables (DefineValues: a ValueId per
-  // scoped name, its producer and initializer) and the consumers of each
-  // value (IndexConsumers).
+  // The ids (AssignIds), the value tables (a ValueId per scoped name, its
+  // producer and initializer) and the consumers of each value
+  // (IndexConsumers). The value table's longest part, the nodes' outputs,
+  // runs beside the ids, the initializers' hashes and their index by name;
+  // the initializers and inputs are defined after.
   void BuildIndexes();
-  void DefineValues();
+  // Defines `name` in `scope` (`hash` its ScopedHash) when not defined
+  // before (the first definition wins); its ValueId.
+  ValueId AddValue(int scope, absl::string_view name, std::uint64_t hash, NodeId producer);
+  // The values the nodes' outputs define, in node order.
+  void DefineOutputValues();
+  // Then those the initializers define, then graph and function inputs.
+  void DefineOtherValues();
+  // initializer_hashes_, from the initializers' names and subgraphs.
+  void HashInitializers();
+  // The main graph's initializers by name (GraphRep::initializer_index).
+  void IndexInitializers();
   void IndexConsumers();
   // The input ids of share's nodes (node_values), and how many consumers
   // they give each value.
@@ -179,6 +191,8 @@ class GraphBuilder {
   // while the names' bytes are in cache) and dropped once the indexes are
   // built. A path that left them short is hashed again (HashNames).
   UninitVector<std::uint64_t> name_hashes_, string_hashes_;
+  // ScopedHash of each initializer's name, while the indexes are built.
+  std::vector<std::uint64_t> initializer_hashes_;
   // Index of each string of GraphRep::interned, while loading.
   absl::flat_hash_map<absl::string_view, std::uint32_t> interned_index_;
 };

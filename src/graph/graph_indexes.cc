@@ -99,7 +99,15 @@ void GraphBuilder::BuildIndexes() {
     HashNames();
   }
   const bool parallel = rep_->nodes.size() >= kParallelNodes;
-  RunBoth(parallel, [this] { AssignIds(); }, [this] { DefineValues(); });
+  RunBoth(
+      parallel,
+      [this] {
+        HashInitializers();
+        AssignIds();
+        IndexInitializers();
+      },
+      [this] { DefineOutputValues(); });
+  DefineOtherValues();
   IndexConsumers();
   decltype(name_hashes_)().swap(name_hashes_);
   decltype(string_hashes_)().swap(string_hashes_);
@@ -114,29 +122,28 @@ void GraphBuilder::HashNames() {
   for (std::size_t k = 0; k < strings.size(); ++k) string_hashes_[k] = NameHash(strings[k]);
 }
 
-void GraphBuilder::DefineValues() {
+ValueId GraphBuilder::AddValue(int scope, absl::string_view name, std::uint64_t hash,
+                               NodeId producer) {
+  GraphRep& rep = *rep_;
+  NameSlot* slot = InsertName(absl::MakeSpan(rep.values), hash, scope, name, ValueKeys{rep});
+  if (slot->index == kFreeSlot) {
+    slot->index = static_cast<ValueId>(rep.value_producer.size());
+    rep.value_producer.push_back(producer);
+    rep.value_names.push_back(name);
+  }
+  return slot->index;
+}
+
+void GraphBuilder::DefineOutputValues() {
   GraphRep& rep = *rep_;
   const auto& nodes = rep.nodes;
   const absl::string_view* strings = rep.node_strings.data();
   ValueId* node_values = rep.node_values.data();
   const std::size_t expected = outputs_ + rep.initializers.size() + rep.defined_values.size();
-  using Slot = NameSlot;
   InitNameTable(&rep.values, NameTableCapacity(expected));
-  const absl::Span<Slot> table = absl::MakeSpan(rep.values);
+  const absl::Span<const NameSlot> table(rep.values);
   rep.value_producer.reserve(expected);
   rep.value_names.reserve(expected);
-  // Defines `name` in `scope`; the first definition wins.
-  const ValueKeys key{rep};
-  auto define = [&rep, table, &key](int scope, absl::string_view name, std::uint64_t hash,
-                                    NodeId producer) {
-    Slot* slot = InsertName(table, hash, scope, name, key);
-    if (slot->index == kFreeSlot) {
-      slot->index = static_cast<ValueId>(rep.value_producer.size());
-      rep.value_producer.push_back(producer);
-      rep.value_names.push_back(name);
-    }
-    return slot->index;
-  };
   // The outputs of a batch of nodes are hashed and their slots prefetched,
   // then defined.
   std::vector<std::uint64_t> hashes;
@@ -148,7 +155,7 @@ void GraphBuilder::DefineValues() {
       const std::size_t base = o.strings + o.inputs;
       for (std::size_t k = base; k < base + o.outputs; ++k) {
         hashes.push_back(ScopedHash(string_hashes_[k], o.subgraph));
-        PrefetchName(absl::Span<const Slot>(table), hashes.back());
+        PrefetchName(table, hashes.back());
       }
     }
     const std::uint64_t* hash = hashes.data();
@@ -157,35 +164,51 @@ void GraphBuilder::DefineValues() {
       const std::size_t base = o.strings + o.inputs;
       for (std::size_t k = base; k < base + o.outputs; ++k, ++hash) {
         if (strings[k].empty()) continue;
-        node_values[k] = define(o.subgraph, strings[k], *hash, static_cast<NodeId>(i));
+        node_values[k] = AddValue(o.subgraph, strings[k], *hash, static_cast<NodeId>(i));
       }
     }
   }
-  // Initializers likewise, in batches (their names lie all over the file).
+}
+
+void GraphBuilder::HashInitializers() {
+  const std::vector<TensorInfo>& initializers = rep_->initializers;
+  initializer_hashes_.resize(initializers.size());
+  for (std::size_t i = 0; i < initializers.size(); ++i) {
+    initializer_hashes_[i] = ScopedHash(NameHash(initializers[i].name), initializers[i].subgraph);
+  }
+}
+
+void GraphBuilder::IndexInitializers() {
+  const std::vector<TensorInfo>& initializers = rep_->initializers;
+  rep_->initializer_index.reserve(initializers.size());
+  for (std::size_t i = 0; i < initializers.size(); ++i) {
+    if (initializers[i].subgraph == 0) rep_->initializer_index.emplace(initializers[i].name, i);
+  }
+}
+
+void GraphBuilder::DefineOtherValues() {
+  GraphRep& rep = *rep_;
   const std::vector<TensorInfo>& initializers = rep.initializers;
+  const absl::Span<const NameSlot> table(rep.values);
   rep.value_initializer.assign(rep.value_producer.size() + initializers.size(), -1);
-  rep.initializer_index.reserve(initializers.size());
+  // In batches, as the outputs: their slots prefetched, then defined.
   for (std::size_t first = 0; first < initializers.size(); first += kNameBatch) {
     const std::size_t last = std::min(initializers.size(), first + kNameBatch);
-    hashes.clear();
-    for (std::size_t i = first; i < last; ++i) {
-      hashes.push_back(ScopedHash(NameHash(initializers[i].name), initializers[i].subgraph));
-      PrefetchName(absl::Span<const Slot>(table), hashes.back());
-    }
+    for (std::size_t i = first; i < last; ++i) PrefetchName(table, initializer_hashes_[i]);
     for (std::size_t i = first; i < last; ++i) {
       const TensorInfo& t = initializers[i];
       const auto next = static_cast<ValueId>(rep.value_producer.size());
-      const ValueId v = define(t.subgraph, t.name, hashes[i - first], kNoNode);
+      const ValueId v = AddValue(t.subgraph, t.name, initializer_hashes_[i], kNoNode);
       // The first definition of a name wins: an initializer defines it when
       // it was not defined before.
       if (v == next) rep.value_initializer[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(i);
-      if (t.subgraph == 0) rep.initializer_index.emplace(t.name, i);
     }
   }
   for (const auto& value : rep.defined_values) {
-    define(value.first, value.second, ScopedHash(NameHash(value.second), value.first), kNoNode);
+    AddValue(value.first, value.second, ScopedHash(NameHash(value.second), value.first), kNoNode);
   }
   rep.value_initializer.resize(rep.value_producer.size(), -1);
+  decltype(initializer_hashes_)().swap(initializer_hashes_);
 }
 
 // The consumers one share of the nodes gives each value (IndexConsumers):
