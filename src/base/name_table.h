@@ -1,17 +1,17 @@
 // Name tables: the open-addressing hash tables behind Graph's by-id index and
 // value table (graph/graph_rep.h, NameSlot).
 //
-// A table is a vector of slots whose size is a power of two, sized once for
-// the most entries it will hold and kept at most 3/4 full, so it never
-// rehashes while loading and every probe sequence ends at a free slot. A
-// slot is 12 bytes: the index its key maps to (a NodeId or ValueId), the
-// key's scope, and a tag, the high 32 bits of the key's 64-bit hash (the low
-// bits choose the slot). The key's name is not stored: the table's owner
+// A table is a vector of slots sized once for the most entries it will hold
+// and kept at most 3/4 full, so it never rehashes while loading and every
+// probe sequence ends at a free slot. A slot is 12 bytes: the index its key
+// maps to (a NodeId or ValueId), the key's scope, and a tag, the high 32
+// bits of the key's 64-bit hash (the low bits choose the slot, HomeSlot).
+// The key's name is not stored: the table's owner
 // gives it from the index (`name_of`, the node's id or the value's name).
 // A probe compares tags and scopes first and reads the name only when they
 // match, so a miss costs one cache line of slots and a hit two more reads
 // (the owner's entry, then the name's bytes). At 1M nodes the two tables
-// take 48 MB instead of the 128 MB of slots that kept the name beside the
+// take 32 MB instead of the 128 MB of slots that kept the name beside the
 // hash. Linear probing keeps the next candidates on the same cache line.
 //
 // Slots are never removed: an erased key keeps its slot, its index encoded
@@ -26,6 +26,7 @@
 #ifndef SEMMAP_SRC_BASE_NAME_TABLE_H_
 #define SEMMAP_SRC_BASE_NAME_TABLE_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -69,12 +70,20 @@ inline std::uint64_t ScopedHash(std::uint64_t name_hash, std::int32_t scope) {
   return h;
 }
 
-// Slots for a table of up to `entries` keys: a power of two, at least 8, at
-// most 3/4 full.
+// Slots for a table of up to `entries` keys: at least 8, at most 3/4 full
+// (any size: HomeSlot scales the hash to it; a power of two was up to 3/8
+// full, and its free slots were memory zeroed for nothing).
 inline std::size_t NameTableCapacity(std::size_t entries) {
-  std::size_t capacity = 8;
-  while (capacity - capacity / 4 < entries) capacity *= 2;
-  return capacity;
+  return std::max<std::size_t>(8, entries + entries / 3 + 1);
+}
+
+// The slot where a probe for `hash` begins in `size` slots: the low 32 bits
+// of the hash scaled to the size (multiply and shift), so that the tag's
+// high 32 bits are not reused. Sizes stay far below 2^32 slots (48 GB).
+inline std::size_t HomeSlot(std::uint64_t hash, std::size_t size) {
+  return static_cast<std::size_t>((static_cast<std::uint64_t>(static_cast<std::uint32_t>(hash)) *
+                                   static_cast<std::uint64_t>(size)) >>
+                                  32);
 }
 
 // Starts loading the slot where a probe for `hash` begins. Loops over many
@@ -83,7 +92,7 @@ inline std::size_t NameTableCapacity(std::size_t entries) {
 template <typename Slot>
 inline void PrefetchName(absl::Span<const Slot> table, std::uint64_t hash) {
 #if defined(__GNUC__) || defined(__clang__)
-  if (!table.empty()) __builtin_prefetch(&table[static_cast<std::size_t>(hash) & (table.size() - 1)]);
+  if (!table.empty()) __builtin_prefetch(&table[HomeSlot(hash, table.size())]);
 #else
   (void)table;
   (void)hash;
@@ -110,9 +119,8 @@ template <typename Slot, typename NameOf>
 const Slot* FindName(absl::Span<const Slot> table, std::uint64_t hash, std::int32_t scope,
                      absl::string_view name, const NameOf& name_of) {
   if (table.empty()) return nullptr;
-  const std::size_t mask = table.size() - 1;
   const std::uint32_t tag = NameTag(hash);
-  for (std::size_t i = static_cast<std::size_t>(hash) & mask;; i = (i + 1) & mask) {
+  for (std::size_t i = HomeSlot(hash, table.size());; i = i + 1 == table.size() ? 0 : i + 1) {
     const Slot& s = table[i];
     if (s.index == kFreeSlot) return nullptr;
     if (s.tag == tag && s.scope == scope && name_of(s.index) == name) return &s;
@@ -126,9 +134,8 @@ const Slot* FindName(absl::Span<const Slot> table, std::uint64_t hash, std::int3
 template <typename Slot, typename NameOf>
 Slot* InsertName(absl::Span<Slot> table, std::uint64_t hash, std::int32_t scope,
                  absl::string_view name, const NameOf& name_of) {
-  const std::size_t mask = table.size() - 1;
   const std::uint32_t tag = NameTag(hash);
-  for (std::size_t i = static_cast<std::size_t>(hash) & mask;; i = (i + 1) & mask) {
+  for (std::size_t i = HomeSlot(hash, table.size());; i = i + 1 == table.size() ? 0 : i + 1) {
     Slot& s = table[i];
     if (s.index == kFreeSlot) {
       s.tag = tag;
@@ -145,12 +152,11 @@ template <typename Slot, typename NameOf>
 void ResizeNameTable(std::vector<Slot>* table, std::size_t capacity, const NameOf& name_of) {
   std::vector<Slot> old(capacity);
   old.swap(*table);
-  const std::size_t mask = capacity - 1;
   for (const Slot& s : old) {
     if (s.index == kFreeSlot) continue;
     const std::uint64_t hash = ScopedHash(NameHash(name_of(s.index)), s.scope);
-    std::size_t i = static_cast<std::size_t>(hash) & mask;
-    while ((*table)[i].index != kFreeSlot) i = (i + 1) & mask;
+    std::size_t i = HomeSlot(hash, capacity);
+    while ((*table)[i].index != kFreeSlot) i = i + 1 == capacity ? 0 : i + 1;
     (*table)[i] = s;
   }
 }

@@ -1,6 +1,7 @@
 #include "graph/graph_builder.h"
 
 #include <algorithm>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "base/huge_pages.h"
@@ -12,15 +13,21 @@ namespace semmap {
 namespace internal {
 namespace {
 
-// Appends `from` to `to`, taking its storage when `to` is empty.
-template <typename T>
-void AppendOrMove(std::vector<T>* to, std::vector<T>* from) {
-  if (to->empty()) {
-    to->swap(*from);
-  } else {
-    to->insert(to->end(), from->begin(), from->end());
-  }
-  std::vector<T>().swap(*from);
+// Makes `*to` `size` entries long, the new ones unwritten (UninitVector),
+// taking the storage of `*first` when `*to` is empty: `*first`'s entries are
+// then in place and `*first` is left empty (CopyInto copies nothing).
+template <typename Vector>
+void SizeFor(Vector* to, Vector* first, std::size_t size) {
+  if (to->empty()) to->swap(*first);
+  to->reserve(size);  // no copy when the walk reserved enough
+  to->resize(size);
+}
+
+// Copies `*from` into `*to` from index `at`, and frees it.
+template <typename Vector>
+void CopyInto(Vector* from, Vector* to, std::size_t at) {
+  std::copy(from->begin(), from->end(), to->begin() + static_cast<std::ptrdiff_t>(at));
+  Vector().swap(*from);
 }
 
 // A record's subgraph, list sizes and where its lists begin (`strings`,
@@ -159,7 +166,7 @@ void GraphBuilder::ReserveNodes(std::size_t n) {
 }
 
 absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id) {
-  std::vector<NodeRecord>& nodes = rep_->nodes;
+  auto& nodes = rep_->nodes;
   if (nodes.size() >= options_.max_nodes) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin_, ": more than ", options_.max_nodes, " nodes (GraphOptions::max_nodes)"));
@@ -171,7 +178,7 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
         origin_, ": node ", nodes.size(), " (", Abbreviate(f.name, 80), ") has a name of ",
         longest, " bytes, above the limit of ", max_name, " (GraphOptions::max_name_bytes)"));
   }
-  std::vector<absl::string_view>& strings = rep_->node_strings;
+  auto& strings = rep_->node_strings;
   const std::size_t lists = f.inputs.size() + f.outputs.size() + f.attribute_names.size();
   // The lists were charged (max_list_entries), but a record's offsets are
   // 32-bit whatever the limit says.
@@ -183,7 +190,7 @@ absl::Status GraphBuilder::AddNode(int subgraph, const NodeFields& f, NodeId* id
         "above ", UINT32_MAX, ", the most a Graph holds"));
   }
   *id = static_cast<NodeId>(nodes.size());
-  NodeRecord& r = nodes.emplace_back();
+  NodeRecord& r = nodes.emplace_back(NodeRecord());
   const absl::string_view name = Keep(f.name);
   r.name = name.data();
   r.name_size = static_cast<std::uint32_t>(name.size());
@@ -232,7 +239,9 @@ std::uint32_t NodeBatch::Intern(absl::string_view s) {
 
 bool NodeBatch::Add(int subgraph, const NodeFields& f, std::size_t max_name) {
   if (LongestNodeName(f) > max_name) return false;
+  // The record is unwritten memory (BatchNodes): every field is set.
   NodeRecord& r = nodes[count++];
+  r = NodeRecord();
   r.name = f.name.data();
   r.name_size = static_cast<std::uint32_t>(f.name.size());
   r.op_type = f.op_type.empty() ? 0 : Intern(f.op_type);
@@ -254,8 +263,23 @@ bool NodeBatch::Add(int subgraph, const NodeFields& f, std::size_t max_name) {
   return true;
 }
 
+void NodeBatch::Reserve(std::size_t nodes_in_all, std::size_t max_entries) {
+  if (count == 0) return;
+  const double estimate = static_cast<double>(strings.size()) / static_cast<double>(count) *
+                          static_cast<double>(nodes_in_all) * 1.125;
+  const std::size_t room =
+      estimate < static_cast<double>(max_entries) ? static_cast<std::size_t>(estimate) : max_entries;
+  try {
+    name_hashes.reserve(nodes_in_all);
+    strings.reserve(room);
+    string_hashes.reserve(room);
+  } catch (const std::bad_alloc&) {
+    // An estimate too large for this machine: the lists grow as they go.
+  }
+}
+
 NodeRecord* GraphBuilder::BatchNodes(std::size_t n) {
-  std::vector<NodeRecord>& nodes = rep_->nodes;
+  auto& nodes = rep_->nodes;
   if (!durable_ || n > options_.max_nodes - std::min(options_.max_nodes, nodes.size())) {
     return nullptr;
   }
@@ -265,9 +289,11 @@ NodeRecord* GraphBuilder::BatchNodes(std::size_t n) {
 
 void GraphBuilder::DropBatchNodes(std::size_t n) { rep_->nodes.resize(rep_->nodes.size() - n); }
 
-// Long (about 60 lines): the limits of AddNode checked on the sums, the
-// op types and domains interned in batch order (first seen first, as one
-// by one), then the lists appended and the records' offsets shifted.
+// Long (about 70 lines): the limits of AddNode checked on the sums; each
+// batch's offsets, op types and domains (interned in batch order: first
+// seen first, as one by one) and its few metadata entries and doc strings,
+// in order; then the lists sized once and each batch copied into place and
+// its records fixed up, by `workers` threads.
 bool GraphBuilder::AppendBatches(std::vector<NodeBatch>* batches, std::size_t workers) {
   std::vector<NodeBatch>& all = *batches;
   std::size_t entries = 0, strings = rep_->node_strings.size(),
@@ -285,29 +311,38 @@ bool GraphBuilder::AppendBatches(std::vector<NodeBatch>* batches, std::size_t wo
   list_entries_ += entries;
   struct Shift {
     std::uint32_t strings, metadata, docs;
+    std::size_t names;  // index of the batch's first name hash
     std::vector<std::uint32_t> interned;
   };
   std::vector<Shift> shifts(all.size());
+  std::size_t at_string = rep_->node_strings.size(), at_name = name_hashes_.size();
   for (std::size_t w = 0; w < all.size(); ++w) {
     NodeBatch& b = all[w];
     Shift& s = shifts[w];
-    s.strings = static_cast<std::uint32_t>(rep_->node_strings.size());
+    s.strings = static_cast<std::uint32_t>(at_string);
+    s.names = at_name;
+    at_string += b.strings.size();
+    at_name += b.name_hashes.size();
     s.metadata = static_cast<std::uint32_t>(rep_->node_metadata.size());
     s.docs = static_cast<std::uint32_t>(rep_->doc_strings.size()) - 1;
     for (absl::string_view t : b.interned) s.interned.push_back(Intern(t));
     inputs_ += b.inputs;
     outputs_ += b.outputs;
-    AppendOrMove(&rep_->node_strings, &b.strings);
-    AppendOrMove(&name_hashes_, &b.name_hashes);
-    AppendOrMove(&string_hashes_, &b.string_hashes);
-    AppendOrMove(&rep_->node_metadata, &b.metadata);
+    rep_->node_metadata.insert(rep_->node_metadata.end(), b.metadata.begin(), b.metadata.end());
     rep_->doc_strings.insert(rep_->doc_strings.end(), b.doc_strings.begin(), b.doc_strings.end());
+    decltype(b.metadata)().swap(b.metadata);
     decltype(b.doc_strings)().swap(b.doc_strings);
   }
+  SizeFor(&rep_->node_strings, &all[0].strings, at_string);
+  SizeFor(&string_hashes_, &all[0].string_hashes, at_string);
+  SizeFor(&name_hashes_, &all[0].name_hashes, at_name);
   const std::size_t threads = std::max<std::size_t>(1, std::min(workers, all.size()));
-  RunWorkers(threads, [&all, &shifts, threads](std::size_t worker) {
+  RunWorkers(threads, [this, &all, &shifts, threads](std::size_t worker) {
     for (std::size_t w = worker; w < all.size(); w += threads) {
       const Shift& s = shifts[w];
+      CopyInto(&all[w].strings, &rep_->node_strings, s.strings);
+      CopyInto(&all[w].string_hashes, &string_hashes_, s.strings);
+      CopyInto(&all[w].name_hashes, &name_hashes_, s.names);
       for (NodeRecord* r = all[w].nodes; r != all[w].nodes + all[w].count; ++r) {
         r->strings += s.strings;
         r->metadata += s.metadata;

@@ -22,11 +22,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "base/uninit_vector.h"
 #include "graph/graph_rep.h"
 #include "semmap/graph.h"
 
 namespace semmap {
 namespace internal {
+
+struct ConsumerShare;  // graph_indexes.cc
 
 // InvalidArgument for an opset_import version out of range (a varint above
 // INT64_MAX reads as negative); both loaders refuse it alike.
@@ -55,10 +58,15 @@ std::size_t LongestNodeName(const NodeFields& f);
 // records themselves are written in place (GraphBuilder::BatchNodes).
 // GraphBuilder::AppendBatches lays the batches out in order, so the Graph is
 // the one a serial walk builds, whatever the number of workers.
+//
+// The lists are sized up front (Reserve), so that they never grow by copying
+// (the copy, and the zeroing of each fresh page, were most of a walk's
+// memory traffic): the first batch for the whole graph, as its lists become
+// the graph's, the others for their own nodes.
 struct NodeBatch {
   NodeRecord* nodes = nullptr;  // this batch's records, in the builder's array
   std::size_t count = 0;        // records written
-  std::vector<absl::string_view> strings;
+  UninitVector<absl::string_view> strings;
   std::vector<MetadataEntry> metadata;
   std::vector<absl::string_view> doc_strings;
   std::vector<absl::string_view> interned{absl::string_view()};  // [0] is ""
@@ -67,11 +75,16 @@ struct NodeBatch {
   std::size_t inputs = 0, outputs = 0;
   // NameHash of each record's name and of each entry of `strings`, taken
   // while the bytes are at hand (GraphBuilder's index build reads them).
-  std::vector<std::uint64_t> name_hashes, string_hashes;
+  UninitVector<std::uint64_t> name_hashes, string_hashes;
 
   // Stores node `f` of `subgraph` in record nodes[count]. False when a name
   // is longer than `max_name` (the serial walk then reports it).
   bool Add(int subgraph, const NodeFields& f, std::size_t max_name);
+  // Room for the lists of `nodes_in_all` nodes, at the rate of the nodes
+  // added so far plus an eighth, and at most `max_entries` list entries.
+  // Only an estimate: a list that needs more grows as a vector does, and
+  // memory refused for it is not an error (nothing is reserved then).
+  void Reserve(std::size_t nodes_in_all, std::size_t max_entries);
 
  private:
   std::uint32_t Intern(absl::string_view s);
@@ -116,14 +129,17 @@ class GraphBuilder {
   std::size_t nodeCount() const { return rep_->nodes.size(); }
 
   // For a parallel walk of `n` nodes (durable builders only): room for
-  // their records after the nodes so far, or null when `n` nodes would pass
-  // GraphOptions::max_nodes. DropBatchNodes gives the room back.
+  // their records after the nodes so far, left unwritten for the walk's
+  // workers to write (and so to touch first), or null when `n` nodes would
+  // pass GraphOptions::max_nodes. DropBatchNodes gives the room back.
   NodeRecord* BatchNodes(std::size_t n);
   void DropBatchNodes(std::size_t n);
   // The limit a batch checks names against.
   std::size_t maxNameBytes() const;
   // Appends the nodes of `batches`, in order, as AddNode would have one by
-  // one; `workers` threads fix up the records. False, with nothing
+  // one: the first batch's lists are taken whole when the builder has none
+  // yet, then `workers` threads copy the others' lists into place and fix
+  // up the records. Takes the batches' lists. False, with nothing
   // appended, when a limit would be passed (the serial walk then reports
   // it); the records' room must then be dropped.
   bool AppendBatches(std::vector<NodeBatch>* batches, std::size_t workers);
@@ -137,12 +153,29 @@ class GraphBuilder {
   std::uint32_t Intern(absl::string_view s);
   // Node ids (a unique name, else "<name>#<index>") and the by-id index.
   void AssignIds();
-  // The ids (AssignIds), the value tables (DefineValues: a ValueId per
-  // scoped name, its producer and initializer) and the consumers of each
-  // value (IndexConsumers).
+  // The ids (AssignIds), the value tables (a ValueId per scoped name, its
+  // producer and initializer) and the consumers of each value
+  // (IndexConsumers). The value table's longest part, the nodes' outputs,
+  // runs beside the ids, the initializers' hashes and their index by name;
+  // the initializers and inputs are defined after.
   void BuildIndexes();
-  void DefineValues();
+  // Defines `name` in `scope` (`hash` its ScopedHash) when not defined
+  // before (the first definition wins); its ValueId.
+  ValueId AddValue(int scope, absl::string_view name, std::uint64_t hash, NodeId producer);
+  // The values the nodes' outputs define, in node order.
+  void DefineOutputValues();
+  // Then those the initializers define, then graph and function inputs.
+  void DefineOtherValues();
+  // initializer_hashes_, from the initializers' names and subgraphs.
+  void HashInitializers();
+  // The main graph's initializers by name (GraphRep::initializer_index).
+  void IndexInitializers();
   void IndexConsumers();
+  // The input ids of share's nodes (node_values), and how many consumers
+  // they give each value.
+  void ResolveInputs(ConsumerShare* share);
+  // Share's consumers into its places of each value's list.
+  void FillConsumers(ConsumerShare* share);
   // Fills name_hashes_ and string_hashes_ from the names.
   void HashNames();
 
@@ -157,7 +190,9 @@ class GraphBuilder {
   // taken as the nodes are added (on the walk's threads for a parallel walk,
   // while the names' bytes are in cache) and dropped once the indexes are
   // built. A path that left them short is hashed again (HashNames).
-  std::vector<std::uint64_t> name_hashes_, string_hashes_;
+  UninitVector<std::uint64_t> name_hashes_, string_hashes_;
+  // ScopedHash of each initializer's name, while the indexes are built.
+  std::vector<std::uint64_t> initializer_hashes_;
   // Index of each string of GraphRep::interned, while loading.
   absl::flat_hash_map<absl::string_view, std::uint32_t> interned_index_;
 };

@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "base/name_table.h"
+#include "base/uninit_vector.h"
 #include "io/mapped_file.h"
 #include "semmap/graph.h"
 
@@ -77,7 +78,9 @@ struct GraphRep {
   // one (`backing` owns it).
   const MappedFile* source_file = nullptr;
 
-  std::vector<NodeRecord> nodes;
+  // Sized before the records are written (a parallel walk writes them in
+  // place, GraphBuilder::BatchNodes): UninitVector leaves them unwritten.
+  UninitVector<NodeRecord> nodes;
   // Op types and domains, each distinct string once (index 0 is "").
   std::vector<absl::string_view> interned;
   // Ids of the nodes whose id is not their name ("<name>#<index>").
@@ -99,7 +102,7 @@ struct GraphRep {
   std::vector<std::pair<int, absl::string_view>> defined_values;
 
   // Storage of the nodes' lists and the initializers' dims.
-  std::vector<absl::string_view> node_strings;
+  UninitVector<absl::string_view> node_strings;  // sized, then filled
   std::vector<MetadataEntry> node_metadata;
   std::vector<ValueId> node_values;  // parallel to node_strings
   std::vector<std::int64_t> dims;

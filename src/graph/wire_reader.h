@@ -7,6 +7,7 @@
 #ifndef SEMMAP_SRC_GRAPH_WIRE_READER_H_
 #define SEMMAP_SRC_GRAPH_WIRE_READER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -23,6 +24,22 @@ enum class WireType : std::uint8_t {
   kEndGroup = 4,
   kFixed32 = 5,
 };
+
+// Starts loading the bytes `kPrefetchBytes` past `at`, where a walk over
+// consecutive messages (a graph's nodes) reads next: each message's place
+// is known only once the one before it is read, so without it every
+// message's first cache line is a miss of its own. Never faults, even past
+// the end of the bytes.
+inline constexpr std::size_t kPrefetchBytes = 4096;
+inline void PrefetchAhead(const char* at) {
+#if defined(__GNUC__) || defined(__clang__)
+  // An address, not a pointer into the bytes: it may lie past their end.
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(at) +
+                                                   kPrefetchBytes));
+#else
+  (void)at;
+#endif
+}
 
 struct WireField {
   std::uint32_t number = 0;

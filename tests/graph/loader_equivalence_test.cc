@@ -431,3 +431,32 @@ TEST_CASE("A main graph walked on every core gives the Graph a serial walk gives
     CHECK(message.find("NodeProto") != std::string::npos);
   }
 }
+
+TEST_CASE("A parallel walk whose lists outgrow their estimate gives the serial walk's Graph",
+          "[loader]") {
+  // Each worker sizes its lists after its first 1024 nodes, at their rate:
+  // here the first nodes read one value and the later ones a dozen, so the
+  // lists outgrow the estimate and grow as they go.
+  constexpr int kNodes = 70000;
+  onnx::ModelProto model = MakeModel();
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->add_input()->set_name("x");
+  for (int i = 0; i < kNodes; ++i) {
+    onnx::NodeProto* n = AddNode(graph, "/n" + std::to_string(i), "Op",
+                                 {i == 0 ? "x" : "v" + std::to_string(i - 1)},
+                                 {"v" + std::to_string(i)});
+    for (int k = 1; i >= 2048 && k < 12; ++k) n->add_input("v" + std::to_string(i - 1 - k));
+  }
+  graph->add_output()->set_name("v" + std::to_string(kNodes - 1));
+  const std::string bytes = Serialize(model);
+  auto proto = Graph::Parse(bytes, "growing.onnx", With(Loader::kProtobuf));
+  REQUIRE(proto.ok());
+  for (const std::size_t workers : {2, 3}) {
+    CAPTURE(workers);
+    GraphOptions options = With(Loader::kWireScan);
+    semmap::internal::GraphBuilder builder("growing.onnx", options, nullptr, true);
+    REQUIRE(
+        semmap::internal::LoadWithWireScan(bytes, "growing.onnx", options, &builder, workers).ok());
+    CheckSameGraph(*proto, builder.Finish());
+  }
+}
