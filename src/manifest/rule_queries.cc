@@ -12,6 +12,19 @@ namespace {
 
 re2::StringPiece Piece(absl::string_view s) { return re2::StringPiece(s.data(), s.size()); }
 
+// The number a pattern captured (0 when it captured nothing); false when
+// it holds more than `max_digits` digits or anything else.
+bool ParseDigits(re2::StringPiece digits, std::size_t max_digits, std::uint64_t* out) {
+  if (digits.size() > max_digits) return false;
+  std::uint64_t v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
 // Whether a rule file's optional single pattern matches `s` somewhere.
 bool Matches(const std::unique_ptr<RE2>& pattern, absl::string_view s) {
   return pattern != nullptr && RE2::PartialMatch(Piece(s), *pattern);
@@ -90,14 +103,8 @@ bool RuleQueries::ExplainsCheckedOps(absl::string_view torch_op) const {
 bool RuleQueries::OrderKey(absl::string_view name, std::uint64_t* key) const {
   for (const auto& re : impl_.order_keys) {
     re2::StringPiece digits;
-    if (RE2::FullMatch(Piece(name), *re, &digits) && !digits.empty() && digits.size() <= 18) {
-      std::uint64_t v = 0;
-      for (char c : digits) {
-        if (c < '0' || c > '9') return false;
-        v = v * 10 + static_cast<std::uint64_t>(c - '0');
-      }
-      *key = v;
-      return true;
+    if (RE2::FullMatch(Piece(name), *re, &digits) && !digits.empty()) {
+      return ParseDigits(digits, 18, key);
     }
   }
   return false;
@@ -107,17 +114,11 @@ bool RuleQueries::OpCallName(absl::string_view name, absl::string_view* op,
                              std::uint64_t* call) const {
   for (const auto& re : impl_.op_call_names) {
     re2::StringPiece base, digits;
-    if (!RE2::FullMatch(Piece(name), *re, &base, &digits) || base.empty() || digits.size() > 9) {
-      continue;
+    if (RE2::FullMatch(Piece(name), *re, &base, &digits) && !base.empty()) {
+      *op = absl::string_view(base.data(), base.size());
+      // The first call carries no number.
+      return ParseDigits(digits, 9, call);
     }
-    std::uint64_t v = 0;
-    for (char c : digits) {
-      if (c < '0' || c > '9') return false;
-      v = v * 10 + static_cast<std::uint64_t>(c - '0');
-    }
-    *op = absl::string_view(base.data(), base.size());
-    *call = v;
-    return true;
   }
   return false;
 }
