@@ -30,6 +30,9 @@ constexpr std::int64_t kNowhere = -1;
 // all windows of a graph may visit: this many per graph node.
 constexpr std::int64_t kMaxWindow = 4096;
 constexpr std::size_t kWindowVisitsPerNode = 64;
+// Weights of one shape read in one window pair up by creation counter only
+// this many at a time (the groups' keys are their reads).
+constexpr std::size_t kMaxPairedReads = 8;
 
 // One op the model ran, in order: the module whose own code ran it.
 struct Call {
@@ -249,15 +252,6 @@ class OpCallPlacer {
     return i != kNoNode && op_of_[i] >= 0 && ops_[op_of_[i]].kept;
   }
 
-  // Each unplaced node runs after the calls that produced its inputs and
-  // no later than the first call that reads its outputs (a node inside an
-  // op's lowering feeds the node named after the call): when every call
-  // in that window that may export as its op type is one module's, that
-  // module ran it (confidence::structure::kOpWindow). Not for shape
-  // computations (the arguments of a view, a mask's sizes): no call of
-  // their own exports them, so a window would find another op of their
-  // type (a `cat` for a shape's Concat); nor for the nodes a tool inserted
-  // (FromExport).
   // Per node, the first call it may be part of (from_: after the calls
   // named upstream, whose lowering ends with the named node; at the
   // parameter reads upstream, whose call goes on after the reading node)
@@ -311,7 +305,7 @@ class OpCallPlacer {
       if (reads.size() == 1) {
         AlignWith(static_cast<NodeId>(i), *weight, reads[0]);
         any = true;
-      } else if (shared.size() < graph_.size()) {
+      } else if (reads.size() <= kMaxPairedReads) {
         shared[reads].push_back(static_cast<NodeId>(i));
       }
     }
@@ -400,6 +394,15 @@ class OpCallPlacer {
     return false;
   }
 
+  // Each unplaced node runs after the calls that produced its inputs and
+  // no later than the first call that reads its outputs (a node inside an
+  // op's lowering feeds the node named after the call): when every call
+  // in that window that may export as its op type is one module's, that
+  // module ran it (confidence::structure::kOpWindow). Not for shape
+  // computations (the arguments of a view, a mask's sizes): no call of
+  // their own exports them, so a window would find another op of their
+  // type (a `cat` for a shape's Concat); nor for the nodes a tool inserted
+  // (FromExport).
   void PlaceInWindows() {
     const std::size_t n = graph_.size();
     // The first call each node may be part of: after the places upstream,

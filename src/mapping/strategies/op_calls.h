@@ -1,34 +1,39 @@
-// Nodes whose names number the op call they compute, placed with the
-// manifest's forward signatures.
+// Where nodes sit in the model's forward, from the manifest's forward
+// signatures (schema version 2), and what that places.
 //
-// The dynamo exporter names the node computing an FX node's output after
-// that FX node, and FX names the k-th call of an op `<op>_<k>` in the order
-// the forward ran (rules "op_call_names": `node_linear_4` is the fifth
-// `linear`). The tools after the exporter (onnxslim, ONNX Runtime, the
-// quantizers) drop the nodes' metadata but keep these names. Expanded from
-// the root, the forward signatures (schema version 2) list every op the
-// model ran, in order, each with the module whose own code ran it; the k-th
-// call of an op there is the node named after the k-th call.
-//
-// That holds only where the export called an op exactly as often as the
-// signatures recorded it; an exporter's decomposition adds calls (a `mul`
-// of a GELU), a tool removes nodes. So an op's names are used only when:
-//   - the signatures record exactly as many calls of it as the highest
-//     number a node carries says (plus one), and no number is carried
-//     twice;
-//   - the placements agree with the graph's data flow: no node sits at a
-//     call earlier than a call or a weight read that produced one of its
-//     inputs, and a node reading a parameter sits in that parameter's
-//     module (a parameter read once in the signatures gives the read's
-//     place). An op whose placements break this is dropped, the op most
-//     often at fault first, and the rest are checked again.
-// Measured on the corpus's dynamo exports (plain and processed), the names
-// kept place every node they place right (docs/mapping.md).
-//
-// The places then bound the other nodes: a node runs after the calls its
-// inputs come from and no later than the first call reading its outputs;
-// when the calls in that window that may export as its op type (rules
-// "forward_ops") are all one module's, that module ran it.
+// Expanded from the manifest's root, the signatures list every op the
+// model ran, in order, each with the module whose own code ran it (the
+// calls). Nodes get places among them two ways:
+//   - Names. The dynamo exporter names the node computing an FX node's
+//     output after that FX node, and FX names the k-th call of an op
+//     `<op>_<k>` in the order the forward ran (rules "op_call_names":
+//     `node_linear_4` is the fifth `linear`). The tools after the exporter
+//     (onnxslim, ONNX Runtime, the quantizers) drop the metadata but keep
+//     these names. An op's names are used only where the export called it
+//     exactly as often as the signatures recorded (a GELU's decomposition
+//     adds `mul` calls, a tool removes nodes): the signatures record as
+//     many calls as the highest number a node carries says, no number is
+//     carried twice, and the places follow the graph's data flow (no node
+//     sits at a call before a call or parameter read that produced one of
+//     its inputs; a node reading a parameter sits in the parameter's
+//     module). An op whose places break this is dropped, the op most often
+//     at fault first, and the rest are checked again.
+//   - Parameter reads. A node reading a parameter its module's signature
+//     reads once, by an op that may be exported as the node's type (rules
+//     "forward_ops"), sits at that read. Without names numbering calls,
+//     these alone give places, when the graph's initializers name enough
+//     of the manifest's parameters.
+// Then each node has a window: after the calls its inputs come from, up
+// to the first call reading its outputs. In it:
+//   - an unplaced node goes to the one module whose calls there may export
+//     it (not a shape computation, not a node a tool inserted);
+//   - between named nodes, an unnamed weight goes to the one parameter of
+//     its shape read there (several of one shape pair by creation counter);
+//   - a node its parameter names whose type the reading op cannot export,
+//     while one other module's op there can, does both modules' work (a
+//     fused BiasGelu): their lowest common ancestor, with both as origins.
+// Measured on the corpus's exports, plain and processed: every node the
+// names place is right (docs/mapping.md, structure step 0).
 #ifndef SEMMAP_SRC_MAPPING_STRATEGIES_OP_CALLS_H_
 #define SEMMAP_SRC_MAPPING_STRATEGIES_OP_CALLS_H_
 
