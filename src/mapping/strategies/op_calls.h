@@ -53,20 +53,18 @@ struct OpCallPlaces {
   // it (ops view the manifest's events).
   std::vector<ExpectedOp> calls;
   // Per node: the index in `calls` of the call it is named after, else of
-  // the parameter read it makes; -1 where none is known.
+  // the parameter read it makes, else of the one call its window placed it
+  // in; -1 where none is known.
   std::vector<std::int64_t> place;
 
   bool empty() const { return place.empty(); }
 };
 
 // Maps each unmapped main-graph node whose name numbers a call the checks
-// above keep (Strategy::kStructure, confidence::structure::kOpCall); then
-// each other unmapped node, not a shape computation (`shape`,
-// ShapeComputations()) nor one a tool inserted, whose window of calls
-// (after those its inputs come from, up to the first that reads it) holds
-// ops that may export as its type of one module only
-// (confidence::structure::kOpWindow). Returns the places; empty when no
-// op's names are kept. Linear in the graph and the expanded
+// above keep (Strategy::kStructure, confidence::structure::kOpCall), then
+// what the windows place (confidence::structure::kOpWindow; `shape` marks
+// the shape computations, ShapeComputations()), and returns the places;
+// empty when nothing has one. Linear in the graph and the expanded
 // signatures, both bounded (docs/robustness.md): a manifest whose calls
 // expand past 65,536 + 16 per graph node and manifest event places nothing.
 OpCallPlaces PlaceOpCalls(const MappingContext& context, const std::vector<bool>& shape);
