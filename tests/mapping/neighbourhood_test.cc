@@ -222,4 +222,15 @@ TEST_CASE("Shape computations settle nodes that read a later node's output") {
   }
 }
 
+TEST_CASE("a cast feeding a graph output converts its producer's result", "[neighbourhood]") {
+  // clip.dynamo.onnxslim-fp16: the fp16 converter casts each output back to
+  // float; the casts have no consumer, so they follow their producer (the
+  // text model's final LayerNorm), not its parent.
+  auto f = semmap_test::LoadMapped("torch-2.15/clip.dynamo.onnxslim-fp16");
+  const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find("graph_output_cast4"));
+  CHECK(m.strategy == semmap::Strategy::kOpRule);
+  CHECK(m.module_path == "text_model.final_layer_norm");
+  CHECK(f->truth.at("graph_output_cast4") == m.module_path);
+}
+
 }  // namespace

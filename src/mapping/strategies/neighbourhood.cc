@@ -80,9 +80,12 @@ class NodeRules {
       has_producer = true;
       producers.Add(manifest_, out_[p]);
     }
+    bool has_consumer = false;
     for (ValueId value : n.output_values) {
       for (NodeId c : graph_.consumers(value)) {
-        if (c != static_cast<NodeId>(i)) consumers.Add(manifest_, out_[c]);
+        if (c == static_cast<NodeId>(i)) continue;
+        has_consumer = true;
+        consumers.Add(manifest_, out_[c]);
       }
     }
     MappingRecord& m = out_[i];
@@ -113,6 +116,14 @@ class NodeRules {
       m.confidence = kBothSides * std::min(producers.weakest, consumers.weakest);
       m.evidence = evidence_->Intern(absl::StrCat("lowest common ancestor of ", producers.count,
                                 " producers and ", consumers.count, " consumers"));
+    } else if (!has_consumer && producers.count > 0 && producers.agree &&
+               ops_.FollowsConsumers(static_cast<NodeId>(i))) {
+      // A cast with no consumer feeds a graph output (a converter's cast
+      // back to the output's type): it converts its producer's result.
+      m.module = producers.lca;
+      m.confidence = kFollowAgreeing * producers.weakest;
+      m.strategy = Strategy::kOpRule;
+      m.evidence = evidence_->Intern(absl::StrCat(n.op_type, " feeds a graph output; it follows its producer"));
     } else if (!one_sided) {
       return false;
     } else if (consumers.count > 0) {
