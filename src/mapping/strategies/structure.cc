@@ -29,6 +29,7 @@ Pass::Pass(const MappingContext& context, const std::vector<bool>& shape,
       tensors_(context.tensors),
       shape_(shape),
       places_(places != nullptr && !places->empty() ? places : nullptr),
+      placed_calls_left_(kMaxPlacedGap + kPlacedCallsPerNode * context.graph.size()),
       out_(*mappings),
       evidence_(&context.evidence),
       n_(context.graph.size()) {

@@ -73,12 +73,14 @@ std::size_t Pass::Signatures(const std::vector<NodeId>& bucket, const ForwardSig
 }
 
 bool Pass::Expected(NodeId before, NodeId after, const ForwardSignatures& signatures,
-                    std::vector<ExpectedOp>* expected) const {
+                    std::vector<ExpectedOp>* expected) {
   // Both ends placed in the expanded signatures: exactly the ops between
   // their places, theirs included (an op exported as several nodes).
   if (places_ != nullptr) {
     const std::int64_t from = places_->place[before], to = places_->place[after];
-    if (from >= 0 && to >= from && static_cast<std::size_t>(to - from) < kMaxPlacedGap) {
+    const std::size_t span = static_cast<std::size_t>(to - from) + 1;
+    if (from >= 0 && to >= from && span <= kMaxPlacedGap && span <= placed_calls_left_) {
+      placed_calls_left_ -= span;
       expected->assign(places_->calls.begin() + from, places_->calls.begin() + to + 1);
       return true;
     }

@@ -62,8 +62,11 @@ inline constexpr double kRelinearisedMargin = 0.04;
 inline constexpr std::size_t kAlignWindow = 32;
 inline constexpr int kMaxPassthrough = 4;
 // The most calls of the expanded signatures a gap between two placed nodes
-// is matched with (the alignment's table grows with it).
+// is matched with (the alignment's table grows with it), and the calls all
+// such gaps of one pass may copy: this many per graph node, beside
+// kMaxPlacedGap.
 inline constexpr std::size_t kMaxPlacedGap = 4096;
+inline constexpr std::size_t kPlacedCallsPerNode = 16;
 // Without names, an alignment confirms the manifest by itself with at least
 // this many weights of at least this many shapes (Alignment::Confirms).
 inline constexpr std::size_t kMinConfirmingWeights = 8;
@@ -233,7 +236,7 @@ class Pass {
   // calls between their places when both have one, else what the
   // signatures run between their modules (ForwardSignatures::Between).
   bool Expected(NodeId before, NodeId after, const ForwardSignatures& signatures,
-                std::vector<ExpectedOp>* expected) const;
+                std::vector<ExpectedOp>* expected);
 
   // A module's path for evidence, "<root>" for the root.
   absl::string_view Named(ModuleId m) const;
@@ -285,6 +288,8 @@ class Pass {
   const TensorEvidence& tensors_;
   const std::vector<bool>& shape_;
   const OpCallPlaces* places_;
+  // What Expected() may still copy from the places' calls.
+  std::size_t placed_calls_left_ = 0;
   std::vector<MappingRecord>& out_;
   EvidenceStore* evidence_;
   const std::size_t n_;
