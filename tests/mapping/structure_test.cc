@@ -105,7 +105,7 @@ namespace semmap_test {
 namespace {
 
 TEST_CASE("a weight packed in 4-bit blocks fits the parameter it stands for", "[structure]") {
-  using semmap::internal::structure::BlockwiseCompatible;
+  using semmap::internal::BlockwiseCompatible;
   // MatMulNBits packs an [N=16, K=16] weight at 4 bits in blocks of 16: one
   // block of 8 bytes per output row.
   CHECK(BlockwiseCompatible({16, 1, 8}, {16, 16}));

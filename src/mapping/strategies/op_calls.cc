@@ -12,6 +12,7 @@
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
 #include "mapping/core/name_family.h"
+#include "mapping/core/weight_shapes.h"
 
 namespace semmap {
 namespace internal {
@@ -381,14 +382,12 @@ class OpCallPlacer {
     read_pos_[i] = read;
   }
 
-  // Whether `call` reads a parameter of its module of shape `dims` or, for
-  // a matrix, its transpose.
+  // Whether `call` reads a parameter of its module that a weight of `dims`
+  // may be (Compatible: the same shape or a matrix's transpose).
   bool ReadsShape(const Call& call, absl::Span<const std::int64_t> dims) const {
     for (const std::string& read : call.event->reads) {
       for (const TensorSpec& p : manifest_.module(call.module).parameters) {
-        if (p.name != read || p.shape.size() != dims.size()) continue;
-        if (absl::MakeConstSpan(p.shape) == dims) return true;
-        if (dims.size() == 2 && p.shape[0] == dims[1] && p.shape[1] == dims[0]) return true;
+        if (p.name == read && Compatible(dims, p.shape)) return true;
       }
     }
     return false;
