@@ -357,10 +357,7 @@ class OpCallPlacer {
     if (node.subgraph != 0 || !FromExport(i)) return false;
     *weight = UnnamedWeightOf(i);
     const std::int64_t from = from_[i], to = until_[i];
-    if (*weight == nullptr || to == kNowhere || to < from || to - from >= kMaxWindow) return false;
-    const std::size_t span = static_cast<std::size_t>(to - from + 1);
-    if (span > window_visits_left_) return false;
-    window_visits_left_ -= span;
+    if (*weight == nullptr || !ChargeWindow(from, to)) return false;
     for (std::int64_t k = from; k <= to; ++k) {
       const Call& call = calls_[static_cast<std::size_t>(k)];
       if (call.event->reads.empty() || !MayExport(rules, call.event->op, node.op_type)) continue;
@@ -482,16 +479,23 @@ class OpCallPlacer {
     return OneModuleIn(from_[i], until_[i], op_type, &call);
   }
 
+  // Whether the window [from, to] is known and at most kMaxWindow calls,
+  // and the graph's budget of visits still holds it; charges it then.
+  bool ChargeWindow(std::int64_t from, std::int64_t to) {
+    if (to == kNowhere || to < from || to - from >= kMaxWindow) return false;
+    const std::size_t span = static_cast<std::size_t>(to - from + 1);
+    if (span > window_visits_left_) return false;
+    window_visits_left_ -= span;
+    return true;
+  }
+
   // The one module whose calls [from, to] may export `op_type`, and in
   // `*call` the one such call, when there is one (else kNowhere);
   // kNoModule when none, several, the window is unknown or too wide, or the
   // graph's budget of visits is spent.
   ModuleId OneModuleIn(std::int64_t from, std::int64_t to, absl::string_view op_type,
                        std::int64_t* call) {
-    if (to == kNowhere || to < from || to - from >= kMaxWindow) return kNoModule;
-    const std::size_t span = static_cast<std::size_t>(to - from + 1);
-    if (span > window_visits_left_) return kNoModule;
-    window_visits_left_ -= span;
+    if (!ChargeWindow(from, to)) return kNoModule;
     const RuleQueries rules(context_.rules);
     ModuleId module = kNoModule;
     std::size_t found = 0;
