@@ -12,10 +12,13 @@ When you already hold the model::
     from semmap.manifest import write_manifest
     write_manifest(model, "manifest.json", inputs=example_inputs)  # inputs: optional
 
-for a model too big to hold, built on the meta device (no weight allocated or read)::
+for a model too big to hold, built on the meta device (no weight allocated or
+read); its forward pass on meta example inputs computes nothing and records
+the signatures an export's pass would::
 
-    from semmap.manifest import build_meta_model, write_manifest
-    write_manifest(build_meta_model(model_id="./saved-model", task="causal-lm"), "manifest.json")
+    from semmap.manifest import build_meta_model, example_inputs, write_manifest
+    model = build_meta_model(model_id="./saved-model", task="causal-lm")
+    write_manifest(model, "manifest.json", inputs=example_inputs(model))
 
 to export and map in one call, see :func:`semmap.export`; from the shell::
 
@@ -37,6 +40,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 from semmap.manifest._build import FORMAT, SCHEMA_VERSION, build_manifest, write_manifest  # noqa: E402
 from semmap.manifest._meta import MetaDeviceError, build_meta_model  # noqa: E402
 from semmap.manifest._configs import ModelBuildError  # noqa: E402
+from semmap.manifest._models import example_inputs  # noqa: E402
 
 __all__ = [
     "FORMAT",
@@ -45,5 +49,6 @@ __all__ = [
     "ModelBuildError",
     "build_manifest",
     "build_meta_model",
+    "example_inputs",
     "write_manifest",
 ]

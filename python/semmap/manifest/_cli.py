@@ -2,10 +2,13 @@
 
 ``manifest`` builds the model on PyTorch's meta device (no weight is allocated,
 and ``--model-id DIR`` reads only ``DIR/config.json``), so it works for models
-of any size; it runs no forward pass, so its manifest has no forward
-signatures (schema version 1). ``export`` needs real weights and builds or
-loads them; its manifest records the forward signatures of a pass on the
-example inputs of the export (schema version 2).
+of any size, and records the forward signatures of one pass on meta example
+inputs, which computes nothing (schema version 2; ``--no-forward``, or a model
+whose forward needs tensor values, gives version 1). ``export`` needs real
+weights and builds or loads them; its manifest records the forward signatures
+of a pass on the example inputs of the export (schema version 2). Both
+commands make the same example inputs (``--batch``, ``--sequence``), so a
+manifest written with ``manifest`` records what ``export`` would.
 
 Exit status 0 on success; 2 for bad arguments; 1 when the model cannot be
 built or exported, with the underlying error on stderr. Output files are
@@ -55,6 +58,15 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-o", "--output-dir", type=Path, default=Path("."), help="directory for the output files")
     p.add_argument("--no-config-summary", action="store_true", help="omit model.config from the manifest")
+    p.add_argument(
+        "--vmap-free-masks",
+        action="store_true",
+        help="build attention masks without torch.vmap while exporting and recording (Optimum's functions, the "
+        "'masks' extra); needed by causal LMs and Whisper with transformers 4.53 to 4.x, ignored with "
+        "transformers 5.x; give it to manifest too when the export used it",
+    )
+    p.add_argument("--batch", type=int, default=2, help="batch of the example inputs (default 2)")
+    p.add_argument("--sequence", type=int, default=8, help="sequence length of the example inputs (default 8)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,14 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser(
         "manifest",
         help="write manifest.json for a model (built on the meta device: no weight is allocated or read; "
-        "no forward pass, so no forward signatures)",
+        "the forward signatures come from a pass on meta example inputs, which computes nothing)",
     )
     _add_model_options(m)
     m.add_argument(
         "--allocate-weights",
         action="store_true",
         help="build the model with real weights (random, or loaded with --model-id) instead of on the meta "
-        "device; only for models whose constructor needs real tensors",
+        "device; only for models whose constructor needs real tensors (the signatures' pass then computes)",
+    )
+    m.add_argument(
+        "--no-forward",
+        action="store_true",
+        help="run no forward pass: a manifest without forward signatures (schema version 1)",
     )
     e = sub.add_parser(
         "export",
@@ -84,20 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--exporter", choices=["torchscript", "dynamo"], default="torchscript")
     e.add_argument("--opset", type=int, default=None, help="opset (default: 17 for torchscript, the exporter's default (20) for dynamo)")
     e.add_argument("--static", action="store_true", help="do not declare dynamic batch/sequence axes")
-    e.add_argument(
-        "--vmap-free-masks",
-        action="store_true",
-        help="build attention masks without torch.vmap while exporting (Optimum's functions, the 'masks' "
-        "extra); needed by causal LMs and Whisper with transformers 4.53 to 4.x, ignored with transformers 5.x",
-    )
-    e.add_argument("--batch", type=int, default=2)
-    e.add_argument("--sequence", type=int, default=8)
     return parser
 
 
 def _use_vmap_free_masks(args: argparse.Namespace) -> bool:
     """Whether to patch the masks; checked before the model is built so a missing package fails fast."""
-    if args.command != "export" or not args.vmap_free_masks:
+    if not args.vmap_free_masks or getattr(args, "no_forward", False):
         return False
     from semmap.manifest._export import optimum_model_patcher, vmap_free_masks_needed
 
@@ -142,31 +151,34 @@ def _run(args: argparse.Namespace) -> list[str]:
     from semmap.manifest._models import example_inputs
 
     config = dict(args.config)
-    if args.command == "export":
-        # an export without past key/value inputs must not return a cache object
+    if args.command == "export" or not args.no_forward:
+        # an export without past key/value inputs must not return a cache object; a manifest's
+        # pass records what that export runs
         config.setdefault("use_cache", False)
     vmap_free_masks = _use_vmap_free_masks(args)
     model = _build(args, config)
     out_dir: Path = args.output_dir
-    if args.command == "manifest":
+    if args.command == "manifest" and args.no_forward:
         manifest = build_manifest(model, config_summary=not args.no_config_summary)
     else:
         import contextlib
 
         from semmap.manifest._export import export_onnx, traceable_masks
 
+        # on the model's device: meta tensors for a model built on the meta device
         inputs = example_inputs(model, batch=args.batch, seq=args.sequence)
         with traceable_masks() if vmap_free_masks else contextlib.nullcontext():
             # recorded before the export so that a failure leaves no file
             manifest = build_manifest(model, config_summary=not args.no_config_summary, inputs=inputs)
-            export_onnx(
-                model,
-                inputs,
-                out_dir / "model.onnx",
-                exporter=args.exporter,
-                opset=args.opset,
-                dynamic=not args.static,
-            )
+            if args.command == "export":
+                export_onnx(
+                    model,
+                    inputs,
+                    out_dir / "model.onnx",
+                    exporter=args.exporter,
+                    opset=args.opset,
+                    dynamic=not args.static,
+                )
     write_json(out_dir / "manifest.json", manifest)
     written = [f"{out_dir / 'manifest.json'}: manifest of {manifest['model']['class']}, "
                f"{len(manifest['modules'])} modules, schema version {manifest['schema_version']}"]

@@ -35,21 +35,25 @@ def _dynamic_shapes(inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, obje
 
 
 def _use_cache_given_twice(model: torch.nn.Module) -> bool:
-    """Whether tracing ``model`` would pass ``use_cache`` twice (transformers 5.x).
+    """Whether tracing ``model`` would pass ``use_cache`` twice.
 
-    transformers 5.x wraps some forwards (``BertModel``'s) in a decorator that
-    puts ``config.use_cache`` into the keyword arguments when it cannot find
-    the parameter among the positional ones; it looks for it in the code of
-    the function it wraps, which is another decorator, so it never does. The
-    TorchScript exporter passes every parameter of ``forward`` positionally,
-    ``use_cache`` included: the call then gets it twice (``TypeError: ...
-    got multiple values for argument 'use_cache'``).
+    transformers wraps some forwards (``BertModel``'s in 5.x, ``LlamaModel``'s
+    in 4.5x: ``check_model_inputs``) in a decorator taking ``*args, **kwargs``
+    that puts ``config.use_cache`` into the keyword arguments when it cannot
+    find it among them. The TorchScript exporter passes every parameter of
+    ``forward`` positionally, ``use_cache`` included: the call then gets it
+    twice (``TypeError: ... got multiple values for argument 'use_cache'``).
+    So: a wrapper whose own parameters do not name ``use_cache`` around a
+    forward whose do.
     """
     config = getattr(model, "config", None)
     if getattr(config, "use_cache", None) is None:
         return False
     forward = type(model).forward
-    if not hasattr(forward, "__wrapped__") or "use_cache" in forward.__code__.co_varnames:
+    code = getattr(forward, "__code__", None)
+    if not hasattr(forward, "__wrapped__") or code is None:
+        return False
+    if "use_cache" in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
         return False
     import inspect
 

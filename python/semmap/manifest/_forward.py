@@ -12,6 +12,7 @@ its callers record every call. See ``docs/manifest.md``, "Forward signatures".
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -173,36 +174,62 @@ def _reads(own: dict[int, str], args: Sequence[Any], kwargs: Mapping[str, Any]) 
     return names
 
 
-_tracing_lock = threading.Lock()
-_tracing_users = 0
-_tracing_saved: Any = None
+class _SharedPatch:
+    """An attribute replaced while at least one pass needs it.
 
-
-@contextlib.contextmanager
-def _as_traced() -> Iterator[None]:
-    """``torch.jit.is_tracing()`` reports True, as while an exporter traces.
-
-    Libraries take another path under tracing (transformers builds its
-    attention masks instead of leaving them to the attention kernel); the
-    signature should record the path the export captured. Only the public
-    query changes: torch's own module calls and hooks read the tracer's
-    state directly and run as they would. Passes on several threads share
-    one patch, undone when the last ends (each saving and restoring its own
-    could leave it patched for good).
+    Passes on several threads share one patch, undone when the last ends
+    (each saving and restoring its own could leave it patched for good).
     """
-    global _tracing_users, _tracing_saved
-    with _tracing_lock:
-        if _tracing_users == 0:
-            _tracing_saved = torch.jit.is_tracing
-            torch.jit.is_tracing = lambda: True
-        _tracing_users += 1
-    try:
-        yield
-    finally:
-        with _tracing_lock:
-            _tracing_users -= 1
-            if _tracing_users == 0:
-                torch.jit.is_tracing = _tracing_saved
+
+    def __init__(self, owner: Any, name: str, replacement: Any) -> None:
+        self._owner, self._name, self._replacement = owner, name, replacement
+        self._lock = threading.Lock()
+        self._users = 0
+        self._saved: Any = None
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._users == 0:
+                self._saved = getattr(self._owner, self._name)
+                setattr(self._owner, self._name, self._replacement(self._saved))
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0:
+                    setattr(self._owner, self._name, self._saved)
+
+
+#: ``torch.jit.is_tracing()`` reports True, as while an exporter traces.
+#: Libraries take another path under tracing (transformers builds its
+#: attention masks instead of leaving them to the attention kernel); the
+#: signature should record the path the export captured. Only the public
+#: query changes: torch's own module calls and hooks read the tracer's
+#: state directly and run as they would.
+_as_traced = _SharedPatch(torch.jit, "is_tracing", lambda _saved: lambda: True)
+
+
+def _autocast_meta_as_cpu(autocast: Any) -> Any:
+    class Autocast(autocast):  # type: ignore[misc, valid-type]
+        def __init__(self, device_type: str, *args: Any, **kwargs: Any) -> None:
+            super().__init__("cpu" if device_type == "meta" else device_type, *args, **kwargs)
+
+    return Autocast
+
+
+#: ``torch.autocast(device_type="meta")`` is read as the CPU's. Models open
+#: an autocast region on their input's device (transformers' rotary
+#: embeddings: ``enabled=False``, to compute in float32); older torch
+#: releases have no autocast state for the meta device and raise. Entered
+#: only for a pass on meta tensors, where no autocast changes anything.
+_meta_autocast = _SharedPatch(torch, "autocast", _autocast_meta_as_cpu)
+
+
+def _on_meta(model: torch.nn.Module) -> bool:
+    return any(t.device.type == "meta" for t in itertools.chain(model.parameters(), model.buffers()))
 
 
 def record_signatures(
@@ -218,11 +245,12 @@ def record_signatures(
     flags, its hooks and the global random state are as before the call;
     raises what the forward raises.
     """
-    try:
-        with _as_traced():
+    with _meta_autocast() if _on_meta(model) else contextlib.nullcontext():
+        try:
+            with _as_traced():
+                return _record(model, args, kwargs)
+        except Exception:  # noqa: BLE001 - a path only tracing takes; the plain pass decides
             return _record(model, args, kwargs)
-    except Exception:  # noqa: BLE001 - a path only tracing takes; the plain pass decides
-        return _record(model, args, kwargs)
 
 
 def _record(

@@ -135,7 +135,10 @@ def example_inputs(model: torch.nn.Module, *, batch: int = 2, seq: int = 8) -> d
     Text models get ``input_ids`` and ``attention_mask`` (int64, ``batch x seq``),
     encoder-decoders also ``decoder_input_ids``, vision models ``pixel_values``
     at the config's image size, audio models ``input_features`` or
-    ``input_values``.
+    ``input_values``. The inputs are on the device of the model's parameters
+    (a model built on the meta device gets meta tensors: a forward pass on
+    them computes nothing) and floating inputs in their dtype; the values are
+    drawn on the CPU from a fixed seed, so they do not depend on the device.
     """
     cfg = model.config
     params = _forward_params(model)
@@ -169,7 +172,20 @@ def example_inputs(model: torch.nn.Module, *, batch: int = 2, seq: int = 8) -> d
         inputs["decoder_input_ids"] = torch.randint(3, dec_vocab, (batch, max(seq // 2, 2)), generator=gen)
     if not inputs:
         raise ModelBuildError(f"no example inputs known for {type(model).__name__} (main input {main!r})")
-    return inputs
+    return _placed_like(model, inputs)
+
+
+def _placed_like(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``inputs`` on the device of the model's first parameter, floating ones in its floating dtype."""
+    params = list(model.parameters())
+    if not params:
+        return inputs
+    device = params[0].device
+    dtype = next((p.dtype for p in params if p.is_floating_point()), None)
+    return {
+        name: t.to(device=device, dtype=dtype if dtype is not None and t.is_floating_point() else t.dtype)
+        for name, t in inputs.items()
+    }
 
 
 def dynamic_axes(inputs: dict[str, torch.Tensor]) -> dict[str, dict[int, str]]:

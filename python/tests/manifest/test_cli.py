@@ -65,8 +65,16 @@ def test_manifest_on_meta_device_equals_allocated(tmp_path: Path) -> None:
     assert meta.returncode == 0, meta.stderr
     assert allocated.returncode == 0, allocated.stderr
     assert (tmp_path / "meta" / "manifest.json").read_bytes() == (tmp_path / "allocated" / "manifest.json").read_bytes()
-    # no forward pass: no signatures
-    assert json.loads((tmp_path / "meta" / "manifest.json").read_text())["schema_version"] == 1
+    # the pass on meta example inputs records what the export's pass records
+    assert "schema version 2" in meta.stderr
+    exported = run(*(["export"] + base[1:]), "-o", str(tmp_path / "export"))
+    assert exported.returncode == 0, exported.stderr
+    assert (tmp_path / "meta" / "manifest.json").read_bytes() == (tmp_path / "export" / "manifest.json").read_bytes()
+    without = run(*base, "--no-forward", "-o", str(tmp_path / "without"))
+    assert without.returncode == 0, without.stderr
+    manifest = json.loads((tmp_path / "without" / "manifest.json").read_text())
+    assert manifest["schema_version"] == 1
+    assert not any("forward" in m for m in manifest["modules"])
 
 
 def test_model_id_directory_reads_only_config(tmp_path: Path) -> None:
@@ -132,3 +140,21 @@ def test_task_auto_builds_the_class_config_json_names(tmp_path: Path) -> None:
         assert json.loads((out / "manifest.json").read_text())["model"]["class"] == "BertForSequenceClassification"
     # without architectures (a config built from a model type), auto is AutoModel
     assert type(build_model(model_type="bert", config=TINY_BERT)).__name__ == "BertModel"
+
+
+def test_causal_lm_manifest_on_meta_device_equals_export(tmp_path: Path) -> None:
+    """A rotary, mask-building decoder: its base model's forward is wrapped (use_cache put into the
+    keyword arguments), its rotary embedding opens an autocast region on the input's device (meta
+    here), and under transformers 4.x its export needs the vmap-free masks, given to both commands."""
+    import transformers
+
+    config = json.dumps(dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                             num_key_value_heads=1, vocab_size=200, max_position_embeddings=64))
+    masks = ["--vmap-free-masks"] if int(transformers.__version__.split(".")[0]) < 5 else []
+    base = ["--model-type", "llama", "--config", config, *masks]
+    exported = run("export", *base, "-o", str(tmp_path / "export"))
+    assert exported.returncode == 0, exported.stderr
+    meta = run("manifest", *base, "-o", str(tmp_path / "meta"))
+    assert meta.returncode == 0, meta.stderr
+    assert "schema version 2" in meta.stderr
+    assert (tmp_path / "meta" / "manifest.json").read_bytes() == (tmp_path / "export" / "manifest.json").read_bytes()

@@ -3,9 +3,10 @@
 Every architecture of both corpus slices is built twice, once with weights
 (``build_model``) and once on the meta device (``build_meta_model``), and the
 two manifests are written and compared as files. The committed fixture
-manifests of the slice of the running toolchain are compared too, without
-their forward signatures (their generator block names the toolchain that
-wrote them). Saved directories are
+manifests of the slice of the running toolchain are compared too, forward
+signatures included: the meta model's pass on meta example inputs, with the
+export's mask functions, records what the export's pass recorded (the
+generator block, which names the toolchain, aside). Saved directories are
 compared with ``from_pretrained``, in the dtypes users save (float32,
 bfloat16, float16), and read through a corrupt weight file to prove that only
 ``config.json`` is read.
@@ -26,7 +27,8 @@ from semmap.manifest._atomic import write_json
 from semmap.manifest._build import build_manifest
 from semmap.manifest._meta import MetaDeviceError, build_meta_model, pretrained_dtype
 from semmap.manifest._models import ModelBuildError, build_model
-from semmap_corpus.corpus import SLICE_TORCH
+from semmap_corpus import zoo
+from semmap_corpus.corpus import SLICE_TORCH, export_context, model_inputs
 from semmap_corpus.specs import SLICE_DIRS, SLICES, Arch
 
 
@@ -82,7 +84,7 @@ def _fixture_cases() -> list[tuple[str, Arch, dict[str, Any]]]:
     cases = []
     for slice_name, archs in SLICES.items():
         index = FIXTURES / SLICE_DIRS[slice_name] / "index.json"
-        by_name = {a.name: a for a in archs if a.source == "transformers"}
+        by_name = {a.name: a for a in archs}
         for entry in json.loads(index.read_text())["fixtures"]:
             if entry.get("variant") == "plain" and entry["name"] in by_name and "error" not in entry:
                 cases.append((f"{SLICE_DIRS[slice_name]}/{entry['dir']}".lstrip("/"), by_name[entry["name"]],
@@ -93,27 +95,41 @@ def _fixture_cases() -> list[tuple[str, Arch, dict[str, Any]]]:
 FIXTURE_CASES = _fixture_cases()
 
 
+def _meta_model(arch: Arch, options: dict[str, Any]) -> torch.nn.Module:
+    config = {**arch.config, **options.get("config", {})}
+    if arch.source == "transformers":
+        return build_meta_model(model_type=arch.model_type, task=arch.task, overrides=config,
+                                attn_implementation=options.get("attn_implementation"))
+    try:
+        with torch.device("meta"):  # a vision library's constructor, as a user builds it on the meta device
+            model = zoo.build(arch.source, arch.model_type, config)
+    except NotImplementedError:
+        # a constructor computing with tensor values (torchvision's RegNet): built with weights and
+        # moved, as a user holding such a model would; the pass still runs on meta tensors
+        model = zoo.build(arch.source, arch.model_type, config).to("meta")
+    return model.eval()
+
+
 @pytest.mark.parametrize(("fixture", "arch", "options"), FIXTURE_CASES, ids=[c[0] for c in FIXTURE_CASES])
 def test_meta_manifest_equals_fixture(fixture: str, arch: Arch, options: dict[str, Any], tmp_path: Path) -> None:
+    """Written on the meta device, forward signatures included, the manifest is the export's."""
     if options["slice"] != _running_slice():
         pytest.skip(f"fixture of slice {options['slice']}, written by another toolchain")
     committed = FIXTURES / fixture / "manifest.json"
-    meta = build_meta_model(
-        model_type=arch.model_type,
-        task=arch.task,
-        overrides={**arch.config, **options.get("config", {})},
-        attn_implementation=options.get("attn_implementation"),
-    )
-    manifest = build_manifest(meta)
+    meta = _meta_model(arch, options)
+    assert _all_on_meta(meta)
+    inputs = model_inputs(arch, meta)
+    if not isinstance(inputs, dict):  # the vision libraries' image batch, made on the CPU
+        inputs = tuple(t.to("meta") for t in inputs)
+    # the same mask functions the export used: the pass computes nothing on meta tensors
+    with export_context(options):
+        manifest = build_manifest(meta, inputs=inputs)
     fixture_manifest = json.loads(committed.read_text())
     # the generator block names the writer's versions (semmap may have moved on)
     manifest["generator"] = fixture_manifest["generator"]
     write_json(tmp_path / "manifest.json", manifest)
-    # the meta model runs no forward pass: the fixture's without its signatures
-    fixture_manifest["schema_version"] = manifest["schema_version"]
-    for module in fixture_manifest["modules"]:
-        module.pop("forward", None)
     write_json(tmp_path / "fixture.json", fixture_manifest)
+    assert manifest["schema_version"] == 2
     assert (tmp_path / "manifest.json").read_bytes() == (tmp_path / "fixture.json").read_bytes()
 
 
