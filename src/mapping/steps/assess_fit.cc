@@ -55,6 +55,12 @@ constexpr std::size_t kWeightMismatchShare = 4;
 // norm layer.
 constexpr std::size_t kMinOpConflictModules = 3;
 constexpr std::size_t kOpConflictShare = 10;
+// Modules whose nodes read no weight of the size of a vector parameter their
+// forward reads (steps/fit_signatures.h): a misfit from this many modules on,
+// when they are more than 1 / kReadShortShare of the modules judged. Every
+// fixture with its own manifest has none.
+constexpr std::size_t kMinReadShortModules = 3;
+constexpr std::size_t kReadShortShare = 4;
 
 // "encoder.layer.0.output.dense.weight": dotted identifier atoms, as torch
 // names parameters; not an exporter's own name ("onnx::MatMul_12",
@@ -446,6 +452,7 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
   std::string first_weight;
   CheckLibraryTensors(graph, node_modules, manifest, rules, ops, tensors, &fit, &first_weight);
   const OpConflicts op_conflicts = CheckSignatureOps(graph, node_modules, manifest, rules);
+  const ReadShortfalls read_shortfalls = CheckParameterReads(graph, node_modules, manifest, ops);
   // Only scopes reach every item of a repeated container: parameter names
   // alone may not (a fresh model's identical tensors share one name).
   ModuleId container = kNoModule;
@@ -513,6 +520,11 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
              op_conflicts.unexplained * kOpConflictShare > op_conflicts.checked) {
     absl::StrAppend(&fit.evidence, ", but the nodes of ", op_conflicts.modules,
                     " modules are of a kind their forward does not run (", op_conflicts.first, ")");
+  } else if (read_shortfalls.short_of >= kMinReadShortModules &&
+             read_shortfalls.short_of * kReadShortShare > read_shortfalls.judged) {
+    absl::StrAppend(&fit.evidence, ", but the nodes of ", read_shortfalls.short_of, " of ",
+                    read_shortfalls.judged, " modules read fewer parameters than their forward (",
+                    read_shortfalls.first, ")");
   } else if (fit.unused_items > 0) {
     const ModuleInfo& info = manifest.module(container);
     absl::StrAppend(&fit.evidence, ", but \"", Abbreviate(info.path, 80), "\" has ",

@@ -1,5 +1,7 @@
 #include "mapping/steps/fit_signatures.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,125 @@ OpConflicts CheckSignatureOps(const Graph& graph, absl::Span<const ModuleId> nod
                                  " in the graph; no operation of its forward in the manifest is exported as one");
       }
     }
+  }
+  return out;
+}
+
+namespace {
+
+// Initializers read through at most this many nodes computing only from
+// initializers.
+constexpr int kMaxConstantDepth = 4;
+// WeightSize's answers besides an element count.
+constexpr std::int64_t kNotWeight = INT64_MIN;
+constexpr std::int64_t kAnySize = -1;  // a weight whose size the graph does not say
+
+// The element count of the weight value `v` holds: an initializer, or the
+// first input of a chain of nodes computing only from weights. A Constant
+// node's output, a graph input without initializer read directly (weights
+// given as inputs) and an initializer of unknown dims are weights of any
+// size.
+// Memoised by value and whether it is read directly (depth 0).
+using WeightSizes = absl::flat_hash_map<std::pair<ValueId, bool>, std::int64_t>;
+
+std::int64_t WeightSize(const Graph& graph, ValueId v, int depth, WeightSizes* memo) {
+  if (v == kNoValue) return kNotWeight;
+  if (const TensorInfo* t = graph.initializerOf(v)) {
+    const std::int64_t count = ElementCount(t->dims);
+    return count < 0 ? kAnySize : count;
+  }
+  const NodeId p = graph.producer(v);
+  // A graph input read directly; further up, the model's inputs
+  // (input_ids) are what activations are computed from.
+  if (p == kNoNode) return depth == 0 ? kAnySize : kNotWeight;
+  if (depth >= kMaxConstantDepth) return kNotWeight;
+  const auto key = std::make_pair(v, depth == 0);
+  auto it = memo->find(key);
+  if (it != memo->end()) return it->second;
+  std::int64_t size = kAnySize;  // a node of no input: a Constant
+  bool first = true;
+  for (const ValueId input : graph.node(p).input_values) {
+    if (input == kNoValue) continue;
+    const std::int64_t s = WeightSize(graph, input, depth + 1, memo);
+    if (s == kNotWeight) {
+      size = kNotWeight;
+      break;
+    }
+    if (first) size = s;  // the others: axes, shapes, scales
+    first = false;
+  }
+  memo->emplace(key, size);
+  return size;
+}
+
+}  // namespace
+
+ReadShortfalls CheckParameterReads(const Graph& graph, absl::Span<const ModuleId> node_modules,
+                                   const Manifest& manifest, const OpTraits& ops) {
+  ReadShortfalls out;
+  // The element counts of the vector parameters (not buffers: exporters
+  // fold those into constants; not matrices: an exporter folds a matrix
+  // computed from parameters into one) each module's own operations read.
+  std::vector<std::vector<std::int64_t>> expected(manifest.size());
+  for (std::size_t m = 0; m < manifest.size(); ++m) {
+    const ModuleInfo& info = manifest.module(static_cast<ModuleId>(m));
+    if (!info.traced || info.parameters.empty()) continue;
+    std::vector<absl::string_view> read;
+    for (const ForwardEvent& event : info.forward) {
+      if (event.call != kNoModule) continue;
+      for (const std::string& name : event.reads) {
+        for (const TensorSpec& spec : info.parameters) {
+          if (spec.name != name || spec.shape.size() != 1) continue;
+          bool seen = false;
+          for (absl::string_view r : read) seen = seen || r == name;
+          if (!seen) {
+            read.push_back(name);
+            expected[m].push_back(spec.shape[0]);
+          }
+        }
+      }
+    }
+  }
+  bool any = false;
+  for (const auto& sizes : expected) any = any || !sizes.empty();
+  if (!any) return out;  // no signatures (schema 1)
+  for (std::size_t n = 0; n < graph.size(); ++n) {
+    const Node node = graph.node(static_cast<NodeId>(n));
+    if ((!node.domain.empty() && node.domain != "ai.onnx") || ops.IsQuantizerOp(static_cast<NodeId>(n))) {
+      return out;
+    }
+  }
+  WeightSizes memo;
+  // Per module with scoped nodes: the element counts of the weights they read.
+  absl::flat_hash_map<ModuleId, std::vector<std::int64_t>> sizes;
+  for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
+    const ModuleId m = node_modules[n];
+    if (m == kNoModule || expected[m].empty()) continue;
+    std::vector<std::int64_t>& seen = sizes[m];
+    for (const ValueId input : graph.node(static_cast<NodeId>(n)).input_values) {
+      const std::int64_t size = WeightSize(graph, input, 0, &memo);
+      if (size != kNotWeight) seen.push_back(size);
+    }
+  }
+  ModuleId first = kNoModule;  // the first in manifest order, whatever the map's order
+  std::int64_t first_missing = 0;
+  for (const auto& [m, seen] : sizes) {
+    ++out.judged;
+    if (std::find(seen.begin(), seen.end(), kAnySize) != seen.end()) continue;
+    for (const std::int64_t count : expected[m]) {
+      if (std::find(seen.begin(), seen.end(), count) != seen.end()) continue;
+      ++out.short_of;
+      if (first == kNoModule || m < first) {
+        first = m;
+        first_missing = count;
+      }
+      break;
+    }
+  }
+  if (first != kNoModule) {
+    out.first = absl::StrCat("\"", Abbreviate(manifest.module(first).path, 80),
+                             "\" reads a parameter of ", first_missing,
+                             " elements in its forward, its nodes no weight of that size");
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // The manifest fit check's evidence from forward signatures (schema 2):
-// scoped nodes of a kind their module's recorded forward does not run.
+// scoped nodes of a kind their module's recorded forward does not run, and
+// modules whose nodes read fewer weights than their forward reads parameters.
 #ifndef SEMMAP_SRC_MAPPING_STEPS_FIT_SIGNATURES_H_
 #define SEMMAP_SRC_MAPPING_STEPS_FIT_SIGNATURES_H_
 
@@ -9,6 +10,7 @@
 #include "absl/types/span.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
+#include "mapping/core/op_traits.h"
 #include "semmap/rules.h"
 
 namespace semmap {
@@ -28,6 +30,27 @@ struct OpConflicts {
 // arithmetic, casts) is not recorded, and tools fuse the rest.
 OpConflicts CheckSignatureOps(const Graph& graph, absl::Span<const ModuleId> node_modules,
                               const Manifest& manifest, const Rules& rules);
+
+// What the scoped nodes' weight inputs say of the parameters the manifest's
+// forward signatures read.
+struct ReadShortfalls {
+  std::size_t judged = 0;    // modules with scoped nodes whose own ops read vector parameters
+  std::size_t short_of = 0;  // of them, with one their nodes read no weight of the size of
+  std::string first;
+};
+
+// A vector (1-D) parameter a module's recorded forward reads in its own
+// operations should be read by the module's scoped nodes: some initializer
+// of its element count, seen through nodes computing only from initializers
+// (a cast, an unsqueeze, an Identity of a de-duplicated tensor). A module
+// without one says the manifest's model has a parameter the graph's lacks
+// (a sibling adding biases). Matrices are not judged (an exporter folds a
+// weight computed from several parameters into one tensor), nor modules
+// without scoped nodes (folded by the exporter), nor graphs holding
+// quantizer nodes or nodes of another domain than ONNX's: those tools move
+// a bias into a node of their own, under another name.
+ReadShortfalls CheckParameterReads(const Graph& graph, absl::Span<const ModuleId> node_modules,
+                                   const Manifest& manifest, const OpTraits& ops);
 
 }  // namespace internal
 }  // namespace semmap
