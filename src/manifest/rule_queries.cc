@@ -100,6 +100,10 @@ bool RuleQueries::ExplainsCheckedOps(absl::string_view torch_op) const {
   return Matches(impl_.signature_checked_torch, torch_op);
 }
 
+bool RuleQueries::IsFoldedOp(absl::string_view torch_op) const {
+  return Matches(impl_.folded_torch, torch_op);
+}
+
 bool RuleQueries::OrderKey(absl::string_view name, std::uint64_t* key) const {
   for (const auto& re : impl_.order_keys) {
     re2::StringPiece digits;

@@ -54,6 +54,9 @@ class RuleQueries {
   // "signature_checked_ops"; the manifest fit check).
   bool IsSignatureChecked(absl::string_view op_type) const;
   bool ExplainsCheckedOps(absl::string_view torch_op) const;
+  // A torch operation exporters fold into the weights of the op before it
+  // (rules "folded_ops"; the manifest fit check).
+  bool IsFoldedOp(absl::string_view torch_op) const;
   // A module of the framework's own library (torch.nn.Linear, LayerNorm,
   // containers...): its forward is one library op on its parameters, so it
   // owns the nodes reading them and nothing else; a container owns none.

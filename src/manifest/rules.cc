@@ -255,6 +255,8 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
                           CompileSingle(doc, "signature_checked_ops", "onnx", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->signature_checked_torch,
                           CompileSingle(doc, "signature_checked_ops", "torch", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->folded_torch,
+                          CompileSingle(doc, "folded_ops", "torch", &budget));
   if (const std::optional<JsonValue> categories = doc.Find("categories")) {
     if (!categories->is_array()) return categories->Error("expected an array");
     const absl::Status status = categories->ForEachElement([&](const JsonValue& c) -> absl::Status {

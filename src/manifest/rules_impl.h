@@ -44,6 +44,9 @@ struct Rules::Impl {
   // must explain them.
   std::unique_ptr<RE2> signature_checked_onnx;
   std::unique_ptr<RE2> signature_checked_torch;
+  // "folded_ops": torch operations an exporter folds into the weights of
+  // the op before them.
+  std::unique_ptr<RE2> folded_torch;
   std::vector<Category> categories;
   std::unique_ptr<RE2> library_modules;
   std::unique_ptr<RE2> uncalled_modules;

@@ -63,6 +63,11 @@ TEST_CASE("Manifests of other models are refused", "[manifest_fit][fixture]") {
       // manifest's signatures (schema 2).
       {"torch-2.15/timm-efficientnet-gn.torchscript", "torch-2.15/timm-efficientnet.dynamo",
        "of a kind their forward does not run"},
+      // The same twin the other way: TorchScript folded every BatchNorm
+      // into its Conv, which gained a bias; the manifest's modules after
+      // those Convs run group_norm, which no exporter folds.
+      {"torch-2.15/timm-efficientnet.torchscript", "torch-2.15/timm-efficientnet-gn.dynamo",
+       "13 of 13 folds in the graph are of modules no exporter folds"},
       // A sibling adding q/k/v biases, the same paths in TorchScript scopes
       // (which carry no class) and the same named tensors (norms and
       // embeddings): its signatures read biases no node of those
@@ -387,3 +392,23 @@ TEST_CASE("Confident means at or above the documented floor", "[manifest_fit]") 
 }
 
 }  // namespace
+
+TEST_CASE("Which folds explain a module without nodes is rule data", "[manifest_fit][fixture][rules]") {
+  // The EfficientNet twin the other way: refused with the default rules
+  // (group_norm is no operation exporters fold), accepted by a rule file
+  // that says exporters fold group normalisations too.
+  std::ifstream in(std::string(SEMMAP_SOURCE_DIR) + "/rules/default.json");
+  REQUIRE(in.good());
+  nlohmann::json doc = nlohmann::json::parse(in);
+  REQUIRE(doc.at("folded_ops").at("torch") == "^(batch_norm)$");
+  doc["folded_ops"]["torch"] = "^(batch_norm|group_norm)$";
+  auto rules = semmap::Rules::Parse(doc.dump(), "folds.json");
+  REQUIRE(rules.ok());
+  const Loaded l = Load("torch-2.15/timm-efficientnet.torchscript", "torch-2.15/timm-efficientnet-gn.dynamo");
+  REQUIRE_FALSE(semmap::SemanticMapper::Create(l.graph, &l.manifest).ok());
+  semmap::MapperOptions options;
+  options.rules = &*rules;
+  auto mapper = semmap::SemanticMapper::Create(l.graph, &l.manifest, options);
+  REQUIRE(mapper.ok());
+  CHECK(mapper->manifestFit().fits);
+}

@@ -10,6 +10,12 @@
 namespace semmap {
 namespace internal {
 
+// A floating-point element type (onnx TensorProto.DataType FLOAT, FLOAT16,
+// DOUBLE, BFLOAT16): a weight's, not a shape's or an index's.
+inline bool IsFloat(std::int32_t elem_type) {
+  return elem_type == 1 || elem_type == 10 || elem_type == 11 || elem_type == 16;
+}
+
 // The same dims, or a matrix's transpose (an exporter folds a Linear's
 // weight through its Transpose).
 inline bool Compatible(absl::Span<const std::int64_t> dims, absl::Span<const std::int64_t> shape) {

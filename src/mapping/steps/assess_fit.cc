@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "base/text.h"
+#include "mapping/core/weight_shapes.h"
 #include "mapping/steps/fit_notes.h"
 #include "mapping/steps/fit_signatures.h"
 #include "mapping/steps/repeated_items.h"
@@ -61,6 +62,10 @@ constexpr std::size_t kOpConflictShare = 10;
 // fixture with its own manifest has none.
 constexpr std::size_t kMinReadShortModules = 3;
 constexpr std::size_t kReadShortShare = 4;
+// Folds whose folded module runs no operation exporters fold (rules
+// "folded_ops"; steps/fit_signatures.h): a misfit from this many on, when
+// they are most of the folds. Every fixture with its own manifest has none.
+constexpr std::size_t kMinFoldConflicts = 3;
 
 // "encoder.layer.0.output.dense.weight": dotted identifier atoms, as torch
 // names parameters; not an exporter's own name ("onnx::MatMul_12",
@@ -356,11 +361,6 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
   }
 }
 
-bool IsFloat(std::int32_t elem_type) {
-  // onnx TensorProto.DataType: FLOAT, FLOAT16, DOUBLE, BFLOAT16
-  return elem_type == 1 || elem_type == 10 || elem_type == 11 || elem_type == 16;
-}
-
 // The initializer `value` is, directly or through ops that pass a weight on
 // unchanged (a Transpose, a DequantizeLinear, a de-duplication Identity), or
 // null. Array lookups only: it runs for every input of a scoped node.
@@ -453,6 +453,7 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
   CheckLibraryTensors(graph, node_modules, manifest, rules, ops, tensors, &fit, &first_weight);
   const OpConflicts op_conflicts = CheckSignatureOps(graph, node_modules, manifest, rules);
   const ReadShortfalls read_shortfalls = CheckParameterReads(graph, node_modules, manifest, ops);
+  const FoldConflicts folds = CheckFolds(graph, node_modules, manifest, rules, ops);
   // Only scopes reach every item of a repeated container: parameter names
   // alone may not (a fresh model's identical tensors share one name).
   ModuleId container = kNoModule;
@@ -525,6 +526,9 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
     absl::StrAppend(&fit.evidence, ", but the nodes of ", read_shortfalls.short_of, " of ",
                     read_shortfalls.judged, " modules read fewer parameters than their forward (",
                     read_shortfalls.first, ")");
+  } else if (folds.conflicts >= kMinFoldConflicts && folds.conflicts * 2 > folds.folds) {
+    absl::StrAppend(&fit.evidence, ", but ", folds.conflicts, " of ", folds.folds,
+                    " folds in the graph are of modules no exporter folds (", folds.first, ")");
   } else if (fit.unused_items > 0) {
     const ModuleInfo& info = manifest.module(container);
     absl::StrAppend(&fit.evidence, ", but \"", Abbreviate(info.path, 80), "\" has ",

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/text.h"
+#include "mapping/core/weight_shapes.h"
 #include "manifest/rule_queries.h"
 
 namespace semmap {
@@ -105,13 +106,32 @@ std::int64_t WeightSize(const Graph& graph, ValueId v, int depth, WeightSizes* m
 
 }  // namespace
 
-ReadShortfalls CheckParameterReads(const Graph& graph, absl::Span<const ModuleId> node_modules,
-                                   const Manifest& manifest, const OpTraits& ops) {
-  ReadShortfalls out;
-  // The element counts of the vector parameters (not buffers: exporters
-  // fold those into constants; not matrices: an exporter folds a matrix
-  // computed from parameters into one) each module's own operations read.
-  std::vector<std::vector<std::int64_t>> expected(manifest.size());
+namespace {
+
+// Whether a tool put nodes of its own into the graph: a quantizer's, or a
+// fusion's outside ONNX's domain. They take parameters from several modules
+// under names of their own.
+bool HasToolNodes(const Graph& graph, const OpTraits& ops) {
+  for (std::size_t n = 0; n < graph.size(); ++n) {
+    const Node node = graph.node(static_cast<NodeId>(n));
+    if ((!node.domain.empty() && node.domain != "ai.onnx") || ops.IsQuantizerOp(static_cast<NodeId>(n))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The parameters (not buffers: exporters fold those into constants) a
+// module's own operations read.
+struct OwnReads {
+  bool any = false;
+  // The element counts of the vector ones, once each (not matrices: an
+  // exporter folds a matrix computed from parameters into one).
+  std::vector<std::int64_t> vectors;
+};
+
+std::vector<OwnReads> OwnParameterReads(const Manifest& manifest) {
+  std::vector<OwnReads> out(manifest.size());
   for (std::size_t m = 0; m < manifest.size(); ++m) {
     const ModuleInfo& info = manifest.module(static_cast<ModuleId>(m));
     if (!info.traced || info.parameters.empty()) continue;
@@ -120,32 +140,37 @@ ReadShortfalls CheckParameterReads(const Graph& graph, absl::Span<const ModuleId
       if (event.call != kNoModule) continue;
       for (const std::string& name : event.reads) {
         for (const TensorSpec& spec : info.parameters) {
-          if (spec.name != name || spec.shape.size() != 1) continue;
-          bool seen = false;
-          for (absl::string_view r : read) seen = seen || r == name;
-          if (!seen) {
-            read.push_back(name);
-            expected[m].push_back(spec.shape[0]);
+          if (spec.name != name) continue;
+          out[m].any = true;
+          if (spec.shape.size() != 1 ||
+              std::find(read.begin(), read.end(), name) != read.end()) {
+            continue;
           }
+          read.push_back(name);
+          out[m].vectors.push_back(spec.shape[0]);
         }
       }
     }
   }
-  bool any = false;
-  for (const auto& sizes : expected) any = any || !sizes.empty();
-  if (!any) return out;  // no signatures (schema 1)
-  for (std::size_t n = 0; n < graph.size(); ++n) {
-    const Node node = graph.node(static_cast<NodeId>(n));
-    if ((!node.domain.empty() && node.domain != "ai.onnx") || ops.IsQuantizerOp(static_cast<NodeId>(n))) {
-      return out;
-    }
+  return out;
+}
+
+}  // namespace
+
+ReadShortfalls CheckParameterReads(const Graph& graph, absl::Span<const ModuleId> node_modules,
+                                   const Manifest& manifest, const OpTraits& ops) {
+  ReadShortfalls out;
+  const std::vector<OwnReads> reads = OwnParameterReads(manifest);
+  if (std::none_of(reads.begin(), reads.end(), [](const OwnReads& r) { return !r.vectors.empty(); }) ||
+      HasToolNodes(graph, ops)) {
+    return out;  // no signatures (schema 1), or a tool's graph
   }
   WeightSizes memo;
   // Per module with scoped nodes: the element counts of the weights they read.
   absl::flat_hash_map<ModuleId, std::vector<std::int64_t>> sizes;
   for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
     const ModuleId m = node_modules[n];
-    if (m == kNoModule || expected[m].empty()) continue;
+    if (m == kNoModule || reads[m].vectors.empty()) continue;
     std::vector<std::int64_t>& seen = sizes[m];
     for (const ValueId input : graph.node(static_cast<NodeId>(n)).input_values) {
       const std::int64_t size = WeightSize(graph, input, 0, &memo);
@@ -157,7 +182,7 @@ ReadShortfalls CheckParameterReads(const Graph& graph, absl::Span<const ModuleId
   for (const auto& [m, seen] : sizes) {
     ++out.judged;
     if (std::find(seen.begin(), seen.end(), kAnySize) != seen.end()) continue;
-    for (const std::int64_t count : expected[m]) {
+    for (const std::int64_t count : reads[m].vectors) {
       if (std::find(seen.begin(), seen.end(), count) != seen.end()) continue;
       ++out.short_of;
       if (first == kNoModule || m < first) {
@@ -171,6 +196,71 @@ ReadShortfalls CheckParameterReads(const Graph& graph, absl::Span<const ModuleId
     out.first = absl::StrCat("\"", Abbreviate(manifest.module(first).path, 80),
                              "\" reads a parameter of ", first_missing,
                              " elements in its forward, its nodes no weight of that size");
+  }
+  return out;
+}
+
+namespace {
+
+// The module `m`'s parent calls right after it (no operation of its own in
+// between), or kNoModule.
+ModuleId CalledNext(const Manifest& manifest, ModuleId m) {
+  const ModuleId parent = manifest.module(m).parent;
+  if (parent == kNoModule) return kNoModule;
+  const std::vector<ForwardEvent>& events = manifest.module(parent).forward;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    if (events[i].call == m) return events[i + 1].call;
+  }
+  return kNoModule;
+}
+
+}  // namespace
+
+FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_modules,
+                         const Manifest& manifest, const Rules& rules, const OpTraits& ops) {
+  FoldConflicts out;
+  const std::vector<OwnReads> reads = OwnParameterReads(manifest);
+  // Modules reading only matrices: the ones a fold gives a bias.
+  if (std::none_of(reads.begin(), reads.end(),
+                   [](const OwnReads& r) { return r.any && r.vectors.empty(); }) ||
+      HasToolNodes(graph, ops)) {
+    return out;
+  }
+  std::vector<std::size_t> own_nodes(manifest.size(), 0);
+  for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
+    if (node_modules[n] != kNoModule) ++own_nodes[node_modules[n]];
+  }
+  const internal::RuleQueries queries(rules);
+  std::vector<bool> judged(manifest.size(), false);
+  ModuleId first = kNoModule;
+  for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
+    const ModuleId m = node_modules[n];
+    if (m == kNoModule || judged[m] || !reads[m].any || !reads[m].vectors.empty()) continue;
+    bool gained_bias = false;
+    for (const ValueId input : graph.node(static_cast<NodeId>(n)).input_values) {
+      const TensorInfo* t = input == kNoValue ? nullptr : graph.initializerOf(input);
+      gained_bias = gained_bias || (t != nullptr && t->dims.size() == 1 && t->dims[0] > 1 &&
+                                    IsFloat(t->elem_type));
+    }
+    if (!gained_bias) continue;
+    judged[m] = true;
+    ++out.folds;
+    const ModuleId next = CalledNext(manifest, m);
+    if (next == kNoModule || own_nodes[next] > 0 || !reads[next].any) continue;
+    bool foldable = false;
+    for (const ForwardEvent& event : manifest.module(next).forward) {
+      if (event.call == kNoModule && !event.reads.empty() && queries.IsFoldedOp(event.op)) {
+        foldable = true;
+      }
+    }
+    if (foldable) continue;
+    ++out.conflicts;
+    if (first == kNoModule || next < first) first = next;
+  }
+  if (first != kNoModule) {
+    out.first = absl::StrCat("\"", Abbreviate(manifest.module(first).path, 80),
+                             "\" has no node, and the weights of the module before it gained its "
+                             "bias; its forward runs no operation exporters fold");
   }
   return out;
 }

@@ -52,6 +52,23 @@ struct ReadShortfalls {
 ReadShortfalls CheckParameterReads(const Graph& graph, absl::Span<const ModuleId> node_modules,
                                    const Manifest& manifest, const OpTraits& ops);
 
+// What the graph's folds say of the modules the manifest's forward calls.
+struct FoldConflicts {
+  std::size_t folds = 0;      // modules whose nodes read a bias the module has not
+  std::size_t conflicts = 0;  // of them, followed by a module no exporter folds, without node
+  std::string first;
+};
+
+// A module whose own operations read no vector parameter, but whose
+// scoped nodes read a vector weight, had one folded into it (a Conv that
+// gained a bias). The module its parent calls next, right after it, is the
+// one folded: when that module has no node of its own, its own operations
+// reading parameters must be ones exporters fold (rules "folded_ops");
+// a group normalisation there says the manifest is a twin's. Graphs with
+// quantizer nodes or nodes of another domain than ONNX's are not judged.
+FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_modules,
+                         const Manifest& manifest, const Rules& rules, const OpTraits& ops);
+
 }  // namespace internal
 }  // namespace semmap
 
