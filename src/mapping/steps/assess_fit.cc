@@ -56,12 +56,6 @@ constexpr std::size_t kWeightMismatchShare = 4;
 // norm layer.
 constexpr std::size_t kMinOpConflictModules = 3;
 constexpr std::size_t kOpConflictShare = 10;
-// Modules whose nodes read no weight of the size of a vector parameter their
-// forward reads (steps/fit_signatures.h): a misfit from this many modules on,
-// when they are more than 1 / kReadShortShare of the modules judged. Every
-// fixture with its own manifest has none.
-constexpr std::size_t kMinReadShortModules = 3;
-constexpr std::size_t kReadShortShare = 4;
 // Folds whose folded module runs no operation exporters fold (rules
 // "folded_ops"; steps/fit_signatures.h): a misfit from this many on, when
 // they are most of the folds. Every fixture with its own manifest has none.
@@ -452,7 +446,6 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
   std::string first_weight;
   CheckLibraryTensors(graph, node_modules, manifest, rules, ops, tensors, &fit, &first_weight);
   const OpConflicts op_conflicts = CheckSignatureOps(graph, node_modules, manifest, rules);
-  const ReadShortfalls read_shortfalls = CheckParameterReads(graph, node_modules, manifest, ops);
   const FoldConflicts folds = CheckFolds(graph, node_modules, manifest, rules, ops);
   // Only scopes reach every item of a repeated container: parameter names
   // alone may not (a fresh model's identical tensors share one name).
@@ -521,11 +514,6 @@ ManifestFit AssessManifestFit(const MappingContext& context, const std::vector<S
              op_conflicts.unexplained * kOpConflictShare > op_conflicts.checked) {
     absl::StrAppend(&fit.evidence, ", but the nodes of ", op_conflicts.modules,
                     " modules are of a kind their forward does not run (", op_conflicts.first, ")");
-  } else if (read_shortfalls.short_of >= kMinReadShortModules &&
-             read_shortfalls.short_of * kReadShortShare > read_shortfalls.judged) {
-    absl::StrAppend(&fit.evidence, ", but the nodes of ", read_shortfalls.short_of, " of ",
-                    read_shortfalls.judged, " modules read fewer parameters than their forward (",
-                    read_shortfalls.first, ")");
   } else if (folds.conflicts >= kMinFoldConflicts && folds.conflicts * 2 > folds.folds) {
     absl::StrAppend(&fit.evidence, ", but ", folds.conflicts, " of ", folds.folds,
                     " folds in the graph are of modules no exporter folds (", folds.first, ")");
