@@ -231,6 +231,34 @@ TEST_CASE("Folded BatchNorms on a real CNN: origins and the Conv as the answer")
   }
 }
 
+TEST_CASE("A fold rewritten by dynamo's optimizer, quantized: the Conv through its DequantizeLinear") {
+  // Freshly initialised weights: every BatchNorm is the identity up to its
+  // epsilon, so the fold leaves each Conv its own weight and no bias, read
+  // through the QDQ quantizer's DequantizeLinear; the metadata names the
+  // BatchNorm. The answer is the Conv whose weight the node reads, below
+  // the confident floor; never the BatchNorm at 0.9.
+  const std::string dir = "fresh-weights/resnet-imgcls.dynamo.qdq";
+  const std::unique_ptr<semmap_test::MappedFixture> f = semmap_test::LoadMapped(dir);
+  auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
+  REQUIRE(truth.ok());
+  std::size_t convs = 0;
+  for (NodeId i = 0; i < static_cast<NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (n.op_type != "Conv") continue;
+    ++convs;
+    const semmap::Mapping m = f->mapper->moduleFor(i);
+    const std::string* expected = truth->find(n.id);
+    REQUIRE(expected != nullptr);
+    CAPTURE(n.name, m.module_path, m.evidence);
+    CHECK(m.module_path == *expected);
+    CHECK(m.class_name == "Conv2d");
+    CHECK(m.confidence < semmap::kConfidentFloor);
+  }
+  CHECK(convs == 6);  // the tiny config's stem and two stages
+  const semmap::TruthScore score = semmap::ScoreAgainstTruth(*f->mapper, *truth);
+  CHECK(score.buckets.at(0).correct == score.buckets.at(0).count);  // nothing wrong at 0.9
+}
+
 TEST_CASE("A block's two folded Convs are told apart") {
   const std::unique_ptr<semmap_test::MappedFixture> f =
       semmap_test::LoadMapped("torch-2.15/tv-resnet18.dynamo");

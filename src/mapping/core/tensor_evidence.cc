@@ -154,7 +154,9 @@ bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* 
   if (!rewritten) return false;
   std::vector<ModuleId> owners;
   for (absl::string_view input : n.inputs) {
-    const ModuleId owner = input.empty() ? kNoModule : ParameterOwner(input);
+    // Through a quantizer's DequantizeLinear (a QDQ file keeps the metadata).
+    bool via_identity = false;
+    const ModuleId owner = input.empty() ? kNoModule : WeightOwner(input, n.subgraph, 0, &via_identity);
     if (owner != kNoModule && owner != m->module &&
         std::find(owners.begin(), owners.end(), owner) == owners.end()) {
       owners.push_back(owner);

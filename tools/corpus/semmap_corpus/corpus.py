@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import warnings
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -227,9 +228,11 @@ def write_index(corpus: Corpus) -> None:
 
 
 def build(
-    root: Path, only: set[str] | None, log: Callable[[str], None], slice_name: str = DEFAULT_SLICE
+    root: Path, only: set[str] | None, log: Callable[[str], None], slice_name: str = DEFAULT_SLICE,
+    fresh_weights: bool = False,
 ) -> Corpus:
-    """Build the slice's corpus (or the architectures in ``only``) into ``root``."""
+    """Build the slice's corpus (or the architectures in ``only``) into ``root``; with
+    ``fresh_weights``, every model keeps the weights its constructor initialised."""
     corpus = Corpus(root, log=log, toolchain=slice_name)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="semmap-corpus-work-") as work_dir:
@@ -237,6 +240,8 @@ def build(
         for arch in slice_archs(slice_name):
             if only and arch.name not in only:
                 continue
+            if fresh_weights:
+                arch = dataclasses.replace(arch, extra={**arch.extra, "fresh_init": True})
             for exporter in ("torchscript", "dynamo"):
                 result = export_plain(corpus, arch, exporter, work)
                 wanted = arch.variants if exporter == "torchscript" else arch.dynamo_variants
@@ -330,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"which slice (toolchain) to build (default {DEFAULT_SLICE})")
     parser.add_argument("--only", action="append", help="build only this architecture (repeatable); merges into dest")
     parser.add_argument("--status-file", type=Path, help="append one line per finished fixture to this file")
+    parser.add_argument("--fresh-weights", action="store_true",
+                        help="keep the weights each constructor initialised (not perturbed to look trained); "
+                             "for a directory of its own, never the committed slice")
     args = parser.parse_args(argv)
 
     def log(line: str) -> None:
@@ -343,11 +351,14 @@ def main(argv: list[str] | None = None) -> int:
                      f"this is torch {torch.__version__} (scripts/build-corpus --slice {args.slice} picks the venv)")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     dest: Path = args.dest.resolve()
+    committed = (Path(__file__).resolve().parents[3] / "fixtures").resolve()
+    if args.fresh_weights and (dest == committed or committed in dest.parents):
+        parser.error(f"--fresh-weights builds into a directory of its own, not into the committed corpus {dest}")
     dest.parent.mkdir(parents=True, exist_ok=True)
     new = Path(tempfile.mkdtemp(prefix=f".{dest.name}.new-", dir=dest.parent))
     os.chmod(new, 0o755)
     try:
-        corpus = build(new, set(args.only) if args.only else None, log, args.slice)
+        corpus = build(new, set(args.only) if args.only else None, log, args.slice, args.fresh_weights)
         if args.only:
             _merge_into(new, dest)
             shutil.rmtree(new)

@@ -171,7 +171,7 @@ def build_for(arch: Arch, options: dict[str, Any]) -> torch.nn.Module:
     if arch.source != "transformers":
         from semmap_corpus import zoo
 
-        return zoo.build(arch.source, arch.model_type, config)
+        return zoo.build(arch.source, arch.model_type, config, trained_like=not arch.extra.get("fresh_init", False))
     return build_model(
         model_type=arch.model_type,
         task=arch.task,

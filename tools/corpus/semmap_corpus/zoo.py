@@ -70,8 +70,10 @@ def _torchvision() -> dict[str, Callable[..., torch.nn.Module]]:
     }
 
 
-def build(source: str, constructor: str, config: dict[str, Any], *, seed: int = 0) -> torch.nn.Module:
-    """The model ``constructor(**config)`` of ``source`` in eval mode, seeded and trained-like."""
+def build(source: str, constructor: str, config: dict[str, Any], *, seed: int = 0,
+          trained_like: bool = True) -> torch.nn.Module:
+    """The model ``constructor(**config)`` of ``source`` in eval mode, seeded and (unless
+    ``trained_like`` is false: the weights the constructor initialised) trained-like."""
     torch.manual_seed(seed)
     if source == "torchvision":
         builders = _torchvision()
@@ -84,7 +86,8 @@ def build(source: str, constructor: str, config: dict[str, Any], *, seed: int = 
         model = timm.create_model(constructor, pretrained=False, **config)
     else:
         raise ValueError(f"unknown model source {source!r}")
-    perturb_parameters(model, seed)
+    if trained_like:
+        perturb_parameters(model, seed)
     model.eval()
     return model
 
