@@ -1,6 +1,7 @@
 // Tensor-name evidence (mapping/core/tensor_evidence.h) on its own: which
 // names count, under which binding, at which confidence, and how often it
 // is right on real exports.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "mapping/core/tensor_evidence.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
+#include "semmap/truth.h"
 #include "test_util.h"
 
 namespace {
@@ -257,3 +259,42 @@ TEST_CASE("A bias the exporter folded and named after a Conv's weight is the Con
 }
 
 }  // namespace
+
+TEST_CASE("A tensor de-duplicated from equal parameters says nothing of its readers",
+          "[tensor_evidence][fixture]") {
+  // BERT with its freshly initialised weights, dynamo then onnxslim: every
+  // LayerNorm's weight (ones) and bias (zeros), and every Linear's bias
+  // (zeros), are one initializer each, named after the first parameter.
+  // Their readers outnumber what those modules' forwards read: the names
+  // are ignored, and the nodes are placed from the graph.
+  const std::string dir = "fresh-weights/bert-seqcls.dynamo.onnxslim";
+  auto f = semmap_test::LoadMapped(dir);
+  const Rules& rules = Rules::Default();
+  const OpTraits ops(*f->graph, rules);
+  const semmap::RootBinding& b = f->mapper->rootBinding();
+  const TensorEvidence tensors(*f->graph, *f->manifest, rules, ops, b.root, b.wrapper);
+  CHECK(tensors.IsShared("bert.embeddings.LayerNorm.weight"));
+  CHECK(tensors.IsShared("bert.embeddings.LayerNorm.bias"));
+  // Parameters read where their modules read them keep their names.
+  CHECK_FALSE(tensors.IsShared("bert.embeddings.word_embeddings.weight"));
+  CHECK_FALSE(tensors.IsShared("bert.embeddings.position_embeddings.weight"));
+  auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
+  REQUIRE(truth.ok());
+  std::size_t readers = 0;
+  for (NodeId i = 0; i < static_cast<NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (std::find(n.inputs.begin(), n.inputs.end(), "bert.embeddings.LayerNorm.weight") == n.inputs.end()) {
+      continue;
+    }
+    ++readers;
+    const semmap::Mapping m = f->mapper->moduleFor(i);
+    CAPTURE(n.name, m.module_path, m.evidence);
+    CHECK(m.strategy != semmap::Strategy::kTensorNames);
+    const std::string* expected = truth->find(n.id);
+    REQUIRE(expected != nullptr);
+    CHECK(m.module_path == *expected);
+  }
+  CHECK(readers == 5);  // the embeddings' LayerNorm and two per layer
+  const semmap::TruthScore score = semmap::ScoreAgainstTruth(*f->mapper, *truth);
+  CHECK(score.accuracy() >= 0.9);  // 99 of 105 measured; 45 % before
+}

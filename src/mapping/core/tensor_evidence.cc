@@ -1,6 +1,7 @@
 #include "mapping/core/tensor_evidence.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -56,6 +57,83 @@ TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
   const std::string& root_path = manifest.module(root).path;
   if (!root_path.empty()) root_prefix_ = root_path + ".";
   if (!wrapper_.empty()) wrapper_prefix_ = absl::StrJoin(wrapper_, ".") + ".";
+  FindSharedTensors();
+}
+
+namespace {
+
+// How many times each module's forward ran in the pass the signatures
+// record: the root once, a module as often as its callers' recorded calls
+// of it, times their own; 0 for one the signatures do not reach.
+std::vector<std::size_t> CallCounts(const Manifest& manifest, ModuleId root) {
+  std::vector<std::vector<ModuleId>> callers(manifest.size());
+  for (std::size_t c = 0; c < manifest.size(); ++c) {
+    for (const ForwardEvent& e : manifest.module(static_cast<ModuleId>(c)).forward) {
+      if (e.call != kNoModule && static_cast<std::size_t>(e.call) < manifest.size()) {
+        callers[e.call].push_back(static_cast<ModuleId>(c));
+      }
+    }
+  }
+  constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> calls(manifest.size(), kUnknown);
+  // Iterative, bounded: the manifest reader refuses cycles of calls, and a
+  // count stops growing past any node count that matters.
+  constexpr std::size_t kCap = std::size_t{1} << 32;
+  const std::function<std::size_t(ModuleId, int)> count = [&](ModuleId m, int depth) -> std::size_t {
+    if (calls[m] != kUnknown) return calls[m];
+    if (m == root) return calls[m] = 1;
+    if (depth > 256) return 0;
+    std::size_t n = 0;
+    for (ModuleId c : callers[m]) n = std::min(kCap, n + count(c, depth + 1));
+    return calls[m] = n;
+  };
+  for (std::size_t m = 0; m < manifest.size(); ++m) count(static_cast<ModuleId>(m), 0);
+  return calls;
+}
+
+}  // namespace
+
+void TensorEvidence::FindSharedTensors() {
+  bool traced = false;
+  for (const ModuleInfo& info : manifest_.modules()) traced = traced || info.traced;
+  if (!traced) return;  // no signatures (schema 1): no count to compare with
+  const std::vector<std::size_t> calls = CallCounts(manifest_, root_);
+  absl::flat_hash_set<NodeId> readers;
+  for (const TensorInfo& t : graph_.initializers()) {
+    if (t.subgraph != 0) continue;
+    const ModuleId owner = LiteralOwner(t.name);
+    if (owner == kNoModule || calls[owner] == 0) continue;
+    const ModuleInfo& info = manifest_.module(owner);
+    const absl::string_view local = t.name.substr(t.name.rfind('.') + 1);
+    std::size_t reads = 0;
+    for (const ForwardEvent& e : info.forward) {
+      reads += e.call == kNoModule && std::find(e.reads.begin(), e.reads.end(), local) != e.reads.end();
+    }
+    if (reads == 0) continue;
+    // The nodes reading it, through pass-through ops (a Transpose, a Cast,
+    // a DequantizeLinear): the operations that compute with it.
+    readers.clear();
+    std::vector<std::pair<ValueId, int>> stack = {{graph_.value(t.name), 0}};
+    while (!stack.empty() && readers.size() <= 2 * reads * calls[owner]) {
+      const auto [v, depth] = stack.back();
+      stack.pop_back();
+      if (v == kNoValue) continue;
+      for (const NodeId c : graph_.consumers(v)) {
+        const Node n = graph_.node(c);
+        if (ops_.IsWeightPassthrough(c) && depth < kMaxChain && !n.output_values.empty() &&
+            !n.input_values.empty() && n.input_values[0] == v) {
+          // An Identity stands for another parameter equal to this one
+          // (TorchScript's de-duplication, read with a lower confidence):
+          // its readers are that parameter's.
+          if (n.op_type == "Identity") continue;
+          stack.emplace_back(n.output_values[0], depth + 1);
+        } else {
+          readers.insert(c);
+        }
+      }
+    }
+    if (readers.size() > 2 * reads * calls[owner]) shared_.insert(t.name);
+  }
 }
 
 void TensorEvidence::WidenRewrittenNodes(std::vector<MappingRecord>* mappings,
@@ -135,6 +213,7 @@ ModuleId TensorEvidence::ValueScope(absl::string_view value) const {
 
 ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int depth,
                                      bool* via_identity) const {
+  if (IsShared(value)) return kNoModule;
   const ModuleId owner = ParameterOwner(value);
   if (owner != kNoModule || depth >= kMaxChain) return owner;
   const NodeId p = graph_.producer(value, subgraph);

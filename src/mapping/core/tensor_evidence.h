@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/types/span.h"
 #include "mapping/core/evidence_store.h"
 #include "mapping/core/mapping_record.h"
@@ -98,12 +99,24 @@ class TensorEvidence {
   ModuleId ParameterOwner(absl::string_view value) const;
   // ParameterOwner() of the name exactly as written.
   ModuleId LiteralOwner(absl::string_view value) const;
+  // A parameter-named initializer read by more nodes than its module's
+  // forward accounts for: equal tensors de-duplicated into one, whose name
+  // says nothing of most readers (FindSharedTensors). Weight reads ignore
+  // its name.
+  bool IsShared(absl::string_view value) const { return shared_.contains(value); }
   // The module of the scope a value name carries, or kNoModule.
   ModuleId ValueScope(absl::string_view value) const;
 
  private:
   ModuleId WeightOwner(absl::string_view value, int subgraph, int depth,
                        bool* via_identity) const;
+  // Parameter-named initializers read by more nodes than their module's
+  // forward can account for (forward signatures: its calls times its
+  // operations reading the parameter, twice over): an exporter or tool
+  // de-duplicated equal tensors (the zero biases and unit norm weights of a
+  // freshly initialised model) into one, named after one of them, so the
+  // name says nothing of most readers.
+  void FindSharedTensors();
 
   const Graph& graph_;
   const Manifest& manifest_;
@@ -115,6 +128,7 @@ class TensorEvidence {
   std::string root_prefix_;     // "<root path>." or ""
   std::string wrapper_prefix_;  // "<wrapper atoms joined by .>." or ""
   mutable absl::flat_hash_map<std::string, ModuleId> scope_cache_;
+  absl::flat_hash_set<absl::string_view> shared_;  // FindSharedTensors()
 };
 
 }  // namespace internal

@@ -196,6 +196,7 @@ class OpCallPlacer {
       for (std::size_t k = 0; k < n.inputs.size() && read_pos_[i] == kNowhere; ++k) {
         if (graph_.initializerOf(n.input_values[k]) == nullptr) continue;
         const absl::string_view name = n.inputs[k];
+        if (context_.tensors.IsShared(name)) continue;
         const ModuleId owner = context_.tensors.LiteralOwner(name);
         if (owner == kNoModule) continue;
         const absl::string_view local = name.substr(name.rfind('.') + 1);
