@@ -76,8 +76,9 @@ std::vector<std::size_t> CallCounts(const Manifest& manifest, ModuleId root) {
   }
   constexpr std::size_t kUnknown = static_cast<std::size_t>(-1);
   std::vector<std::size_t> calls(manifest.size(), kUnknown);
-  // Iterative, bounded: the manifest reader refuses cycles of calls, and a
-  // count stops growing past any node count that matters.
+  // Memoised recursion over the callers, bounded in depth (the manifest
+  // reader refuses cycles of calls); a count stops growing past any node
+  // count that matters.
   constexpr std::size_t kCap = std::size_t{1} << 32;
   const std::function<std::size_t(ModuleId, int)> count = [&](ModuleId m, int depth) -> std::size_t {
     if (calls[m] != kUnknown) return calls[m];

@@ -116,10 +116,7 @@ FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_mod
   FoldConflicts out;
   const std::vector<OwnReads> reads = OwnParameterReads(manifest);
   // Modules reading only matrices: the ones a fold gives a bias.
-  if (std::find(reads.begin(), reads.end(), OwnReads::kMatrices) == reads.end() ||
-      HasToolNodes(graph, ops)) {
-    return out;
-  }
+  if (std::find(reads.begin(), reads.end(), OwnReads::kMatrices) == reads.end()) return out;
   std::vector<std::size_t> own_nodes(manifest.size(), 0);
   for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
     if (node_modules[n] != kNoModule) ++own_nodes[node_modules[n]];
@@ -156,6 +153,9 @@ FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_mod
     ++out.conflicts;
     if (first == kNoModule || next < first) first = next;
   }
+  // A tool's graph is not judged; looked at only when there is something
+  // to judge (it walks every node).
+  if (out.conflicts > 0 && HasToolNodes(graph, ops)) return FoldConflicts{};
   if (first != kNoModule) {
     out.first = absl::StrCat("\"", Abbreviate(manifest.module(first).path, 80),
                              "\" has no node, and the weights of the module before it gained its "
