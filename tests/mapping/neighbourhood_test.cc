@@ -234,3 +234,59 @@ TEST_CASE("a cast feeding a graph output converts its producer's result", "[neig
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("a node computed from initializers alone ignores its position", "[neighbourhood]") {
+  // TorchScript opens the graph with the Identity of a de-duplicated
+  // initializer; the module "running" at its position (the stem) says
+  // nothing about it: it follows its consumer alone.
+  const Manifest m = Manifest::FromModulePaths({{"stem", ""}, {"enc.a", ""}});
+  onnx::ModelProto model = semmap_test::MakeModel();
+  onnx::TensorProto* bias = model.mutable_graph()->add_initializer();
+  bias->set_name("b");
+  bias->set_data_type(onnx::TensorProto::FLOAT);
+  bias->add_dims(4);
+  for (int k = 0; k < 4; ++k) bias->add_float_data(0.0f);
+  using semmap_test::AddNode;
+  AddNode(model.mutable_graph(), "id", "Identity", {"b"}, {"v0"});     // 0: hoisted
+  AddNode(model.mutable_graph(), "cast", "Cast", {"x"}, {"v1"});       // 1: in place
+  AddNode(model.mutable_graph(), "stem", "Relu", {"v1"}, {"v2"});      // 2
+  AddNode(model.mutable_graph(), "add", "Add", {"v2", "v0"}, {"v3"});  // 3
+  const Graph g = Parse(model);
+  std::vector<Mapping> in(g.size());
+  in[2] = Answer(m, "stem", 0.8);
+  in[3] = Answer(m, "enc.a", 0.8);  // inferred: below the named floor
+  OrderHints hints;
+  hints.next_module.assign(g.size(), semmap::kNoModule);
+  hints.next_module[0] = m.find("stem");
+  hints.next_module[1] = m.find("stem");
+  semmap_test::ContextParts parts(g, m, std::move(in));
+  const std::vector<bool> shape = semmap::internal::ShapeComputations(g, parts.ops);
+  semmap::internal::InferFromNeighbourhood(parts.context(), shape, hints, 64);
+  CHECK(PathOf(m, parts.records[0]) == "enc.a");  // not the stem's and enc.a's root
+  CHECK(parts.records[0].strategy == Strategy::kOpRule);
+  // A node of the forward still takes its position into account.
+  CHECK(PathOf(m, parts.records[1]) == "stem");
+}
+
+TEST_CASE("fresh weights, TorchScript, stripped: the de-duplicated biases' Identities",
+          "[neighbourhood]") {
+  // Every folded BatchNorm of a fresh ResNet leaves a zero bias; the
+  // exporter keeps one initializer per width and reads it through an
+  // Identity per Conv, all 16 at the head of the graph.
+  const std::unique_ptr<semmap_test::MappedFixture> f =
+      semmap_test::LoadMapped("fresh-weights/tv-resnet18.torchscript.stripped");
+  std::size_t identities = 0;
+  for (NodeId i = 0; i < static_cast<NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (n.op_type != "Identity") continue;
+    ++identities;
+    const semmap::Mapping m = f->mapper->moduleFor(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK(m.module_path == f->truth.at(std::string(n.id)));
+  }
+  CHECK(identities == 16);
+}
+
+}  // namespace

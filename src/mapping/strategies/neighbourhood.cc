@@ -148,7 +148,11 @@ class NodeRules {
   ModuleId Placed(std::size_t i, const Side& consumers) const {
     ModuleId target = consumers.lca;
     if (consumers.weakest >= kNamed) return target;
-    if (!hints_.next_module.empty() && hints_.next_module[i] != kNoModule) {
+    // A node computed from initializers alone has no place in the forward:
+    // exporters hoist it (TorchScript's Identity of a de-duplicated
+    // initializer opens the graph), so its position says nothing.
+    if (!hints_.next_module.empty() && hints_.next_module[i] != kNoModule &&
+        !FromInitializersOnly(graph_.node(static_cast<NodeId>(i)))) {
       target = manifest_.lowestCommonAncestor(target, hints_.next_module[i]);
     }
     if (shape_[i] && !hints_.library.empty()) {
@@ -157,6 +161,15 @@ class NodeRules {
       }
     }
     return target;
+  }
+
+  // True when every input of `n` is an initializer (and it has one).
+  bool FromInitializersOnly(const Node& n) const {
+    if (n.input_values.empty()) return false;
+    for (ValueId v : n.input_values) {
+      if (graph_.initializerOf(v) == nullptr) return false;
+    }
+    return true;
   }
 
   const Graph& graph_;
