@@ -38,7 +38,6 @@ inline constexpr double kProducedParameter = 0.9;
 inline constexpr double kOutputScope = 0.85;
 inline constexpr double kWeightRead = 0.8;
 inline constexpr double kDisagree = 0.6;
-inline constexpr double kViaIdentity = 0.3;  // torch shares identical tensors
 inline constexpr double kRewritten = 0.85;   // a node the exporter rewrote from several
 inline constexpr double kFusedDominant = 0.8;  // the part a fusion still is
 }  // namespace tensor

@@ -21,7 +21,6 @@ using confidence::tensor::kProducedParameter;
 using confidence::tensor::kOutputScope;
 using confidence::tensor::kWeightRead;
 using confidence::tensor::kDisagree;
-using confidence::tensor::kViaIdentity;
 using confidence::tensor::kRewritten;
 using confidence::tensor::kFusedDominant;
 constexpr int kMaxChain = 4;
@@ -212,17 +211,20 @@ ModuleId TensorEvidence::ValueScope(absl::string_view value) const {
   return module;
 }
 
-ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int depth,
-                                     bool* via_identity) const {
+ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int depth) const {
   if (IsShared(value)) return kNoModule;
   const ModuleId owner = ParameterOwner(value);
   if (owner != kNoModule || depth >= kMaxChain) return owner;
   const NodeId p = graph_.producer(value, subgraph);
   if (p == kNoNode) return kNoModule;
   const Node& producer = graph_.node(p);
-  if (!ops_.IsWeightPassthrough(p) || producer.inputs.empty()) return kNoModule;
-  if (producer.op_type == "Identity") *via_identity = true;
-  return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1, via_identity);
+  // An Identity whose output no parameter names stands for another
+  // parameter equal to its input (TorchScript's de-duplication, its name
+  // stripped): the input's name says nothing of it.
+  if (!ops_.IsWeightPassthrough(p) || producer.inputs.empty() || producer.op_type == "Identity") {
+    return kNoModule;
+  }
+  return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1);
 }
 
 bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* evidence,
@@ -235,8 +237,7 @@ bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* 
   std::vector<ModuleId> owners;
   for (absl::string_view input : n.inputs) {
     // Through a quantizer's DequantizeLinear (a QDQ file keeps the metadata).
-    bool via_identity = false;
-    const ModuleId owner = input.empty() ? kNoModule : WeightOwner(input, n.subgraph, 0, &via_identity);
+    const ModuleId owner = input.empty() ? kNoModule : WeightOwner(input, n.subgraph, 0);
     if (owner != kNoModule && owner != m->module &&
         std::find(owners.begin(), owners.end(), owner) == owners.end()) {
       owners.push_back(owner);
@@ -300,9 +301,8 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
   }
   for (absl::string_view i : n.inputs) {
     if (i.empty()) continue;
-    bool via_identity = false;
-    const ModuleId owner = WeightOwner(i, n.subgraph, 0, &via_identity);
-    add(owner, via_identity ? kViaIdentity : kWeightRead, "reads weight", i);
+    const ModuleId owner = WeightOwner(i, n.subgraph, 0);
+    add(owner, kWeightRead, "reads weight", i);
     if (owner != kNoModule) weights.push_back(owner);
   }
   if (sources == 0) return false;

@@ -108,8 +108,10 @@ class TensorEvidence {
   ModuleId ValueScope(absl::string_view value) const;
 
  private:
-  ModuleId WeightOwner(absl::string_view value, int subgraph, int depth,
-                       bool* via_identity) const;
+  // ParameterOwner() of `value`, or of the tensor it passes through
+  // pass-through ops from (not through an Identity); kNoModule for a
+  // shared tensor (IsShared).
+  ModuleId WeightOwner(absl::string_view value, int subgraph, int depth) const;
   // Parameter-named initializers read by more nodes than their module's
   // forward can account for (forward signatures: its calls times its
   // operations reading the parameter, twice over): an exporter or tool
