@@ -114,7 +114,7 @@ void TensorEvidence::FindSharedTensors() {
     // a DequantizeLinear): the operations that compute with it.
     readers.clear();
     std::vector<std::pair<ValueId, int>> stack = {{graph_.value(t.name), 0}};
-    while (!stack.empty() && readers.size() <= 2 * reads * calls[owner]) {
+    while (!stack.empty() && readers.size() <= reads * calls[owner]) {
       const auto [v, depth] = stack.back();
       stack.pop_back();
       if (v == kNoValue) continue;
@@ -132,7 +132,7 @@ void TensorEvidence::FindSharedTensors() {
         }
       }
     }
-    if (readers.size() > 2 * reads * calls[owner]) shared_.insert(t.name);
+    if (readers.size() > reads * calls[owner]) shared_.insert(t.name);
   }
 }
 
