@@ -1,6 +1,7 @@
 // Nodes named after the op call they compute (the dynamo exporter's
 // node_<FX name>), placed with the forward signatures, on real processed
 // exports whose metadata a tool removed.
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -295,6 +296,30 @@ TEST_CASE("signatures that expand past the bound place nothing, in bounded time"
   REQUIRE(mapper.ok());
   CHECK_FALSE(PlacedByName(mapper->moduleFor(0)));
   CHECK_FALSE(PlacedByName(mapper->moduleFor(1)));
+}
+
+TEST_CASE("the readers of a de-duplicated tensor make its parameters' reads in order",
+          "[op_calls][fixture]") {
+  // Phi-3 with its freshly initialised weights, dynamo, names stripped:
+  // the five RMSNorms' weights (ones) are one initializer named after
+  // layer 0's input norm. In the graph's order its five readers make the
+  // five reads the signatures record of [16] parameters no other
+  // initializer is named after.
+  auto f = LoadMapped("fresh-weights/phi3-causal-lm.dynamo.stripped");
+  std::size_t readers = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (std::find(n.inputs.begin(), n.inputs.end(), "model.layers.0.input_layernorm.weight") ==
+        n.inputs.end()) {
+      continue;
+    }
+    ++readers;
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("nodes share"));
+    CHECK(m.module_path == f->truth.at(std::string(n.id)));
+  }
+  CHECK(readers == 5);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
@@ -95,6 +96,7 @@ class OpCallPlacer {
     if (numbered) Assign();
     window_visits_left_ = kWindowVisitsPerNode * graph_.size();
     Bound();
+    PairSharedReads();
     // Weights are aligned in windows only between nodes named after their
     // calls: the parameter reads alone leave windows wide, and the
     // structural step's own alignment does better there (measured).
@@ -207,6 +209,99 @@ class OpCallPlacer {
         if (MayExport(rules, op, n.op_type)) read_pos_[i] = it->second;
       }
     }
+  }
+
+  // The readers of shared tensors (TensorEvidence::IsShared: equal
+  // parameters de-duplicated into one initializer) of one shape, in the
+  // graph's order, against the reads of that shape's parameters no other
+  // initializer is named after, in the forward's order: when they are as
+  // many, each read's op may export as its reader's type, and each read
+  // lies in its reader's window once all are placed (the graph's order
+  // may interleave branches the forward ran one after the other), the
+  // k-th reader makes the k-th read (confidence::structure::kOpWindow).
+  // Bounds the windows again when it placed any.
+  void PairSharedReads() {
+    const RuleQueries rules(context_.rules);
+    using Dims = std::vector<std::int64_t>;
+    std::map<Dims, std::vector<NodeId>> readers;
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const Node n = graph_.node(static_cast<NodeId>(i));
+      if (n.subgraph != 0 || context_.records[i].mapped() || Place(static_cast<NodeId>(i)) != kNowhere) {
+        continue;
+      }
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        const TensorInfo* t = graph_.initializerOf(n.input_values[k]);
+        if (t == nullptr || !context_.tensors.IsShared(t->name)) continue;
+        readers[Dims(t->dims.begin(), t->dims.end())].push_back(static_cast<NodeId>(i));
+        break;
+      }
+    }
+    if (readers.empty()) return;
+    // Parameters some initializer is named after, not shared: read by name.
+    absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> named;
+    for (const TensorInfo& t : graph_.initializers()) {
+      if (t.subgraph != 0 || context_.tensors.IsShared(t.name)) continue;
+      const ModuleId owner = context_.tensors.LiteralOwner(t.name);
+      if (owner != kNoModule) named.emplace(owner, t.name.substr(t.name.rfind('.') + 1));
+    }
+    std::map<Dims, std::vector<std::int64_t>> reads;
+    for (std::size_t k = 0; k < calls_.size(); ++k) {
+      const Call& call = calls_[k];
+      for (const std::string& read : call.event->reads) {
+        const auto key = std::make_pair(call.module, absl::string_view(read));
+        const auto at = read_at_.find(key);
+        if (at == read_at_.end() || at->second != static_cast<std::int64_t>(k) || named.contains(key)) {
+          continue;
+        }
+        for (const TensorSpec& p : manifest_.module(call.module).parameters) {
+          if (p.name != read) continue;
+          const Dims shape(p.shape.begin(), p.shape.end());
+          if (readers.count(shape) != 0) reads[shape].push_back(static_cast<std::int64_t>(k));
+          break;
+        }
+      }
+    }
+    // Each group that fits by count and op, placed at once; then checked
+    // against the windows those places bound.
+    std::vector<std::pair<const std::vector<NodeId>*, const std::vector<std::int64_t>*>> groups;
+    for (const auto& [dims, nodes] : readers) {
+      const auto it = reads.find(dims);
+      if (it == reads.end() || it->second.size() != nodes.size()) continue;
+      bool fits = true;
+      for (std::size_t k = 0; k < nodes.size() && fits; ++k) {
+        fits = MayExport(rules, calls_[static_cast<std::size_t>(it->second[k])].event->op,
+                         graph_.node(nodes[k]).op_type);
+      }
+      if (!fits) continue;
+      for (std::size_t k = 0; k < nodes.size(); ++k) read_pos_[nodes[k]] = it->second[k];
+      groups.emplace_back(&nodes, &it->second);
+    }
+    if (groups.empty()) return;
+    Bound();
+    for (const auto& [nodes, at] : groups) {
+      bool inside = true;
+      for (std::size_t k = 0; k < nodes->size() && inside; ++k) {
+        const NodeId i = (*nodes)[k];
+        inside = from_[i] <= (*at)[k] && (until_[i] == kNowhere || (*at)[k] <= until_[i]);
+      }
+      for (std::size_t k = 0; k < nodes->size(); ++k) {
+        const NodeId i = (*nodes)[k];
+        if (!inside) {
+          read_pos_[i] = kNowhere;
+          continue;
+        }
+        const Call& call = calls_[static_cast<std::size_t>((*at)[k])];
+        MappingRecord& r = context_.records[i];
+        r.module = call.module;
+        r.confidence = confidence::structure::kOpWindow;
+        r.strategy = Strategy::kStructure;
+        r.evidence = context_.evidence.Intern(absl::StrCat(
+            "reads a tensor ", nodes->size(), " nodes share (equal parameters de-duplicated);",
+            " reader ", k + 1, " of them in order makes read ", k + 1, " of a parameter of its shape: ",
+            manifest_.module(call.module).path, "'s (forward signatures)"));
+      }
+    }
+    Bound();
   }
 
   // One sweep over the main graph in its (topological) order: the latest
