@@ -1,10 +1,12 @@
 // The structural step on real name-stripped exports: node and value names
 // anonymised, metadata gone, initializer names kept.
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "catch2/catch.hpp"
 #include "context_parts.h"
 #include "manifest/rule_queries.h"
@@ -397,4 +399,29 @@ TEST_CASE("anonymous weights: the alignment itself confirms the manifest, or not
 }
 
 }  // namespace
+TEST_CASE("unnamed weights align in the order the forward reads them", "[structure][fixture]") {
+  // CLIP with its freshly initialised weights, TorchScript, names
+  // stripped: the manifest defines the text tower before the vision tower,
+  // the forward runs the vision tower first, and no bias names an anchor
+  // (the zero biases are one initializer, read through Identities). Each
+  // transposed Linear weight (onnx::MatMul_*) takes the parameter the
+  // forward reads at its place: all 27 right (3 before: the text tower's
+  // parameters went to the vision tower's matmuls).
+  auto f = semmap_test::LoadMapped("fresh-weights/clip.torchscript.stripped");
+  std::size_t matmuls = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (n.op_type != "MatMul" ||
+        std::none_of(n.inputs.begin(), n.inputs.end(),
+                     [](absl::string_view in) { return absl::StartsWith(in, "onnx::MatMul"); })) {
+      continue;
+    }
+    ++matmuls;
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK(m.module_path == f->truth.at(std::string(n.id)));
+  }
+  CHECK(matmuls == 27);
+}
+
 }  // namespace semmap_test

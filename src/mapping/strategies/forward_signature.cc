@@ -274,5 +274,56 @@ std::vector<ModuleId> ForwardSignatures::Align(absl::Span<const absl::string_vie
   return out;
 }
 
+bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<ForwardCall>* out) {
+  if (manifest.size() == 0 || !manifest.module(manifest.root()).traced) return false;
+  std::size_t events = 0;
+  for (const ModuleInfo& info : manifest.modules()) events += info.forward.size();
+  std::size_t budget = kMaxVisited + kVisitsPerItem * (graph_nodes + events);
+  struct Frame {
+    ModuleId module;
+    std::size_t next;
+  };
+  std::vector<Frame> stack = {{manifest.root(), 0}};
+  while (!stack.empty()) {
+    const ModuleId module = stack.back().module;
+    const std::vector<ForwardEvent>& events = manifest.module(module).forward;
+    if (stack.back().next >= events.size()) {
+      stack.pop_back();
+      continue;
+    }
+    if (budget-- == 0) return false;
+    const ForwardEvent& e = events[stack.back().next++];
+    if (e.call == kNoModule) {
+      out->push_back({module, &e});
+    } else if (manifest.module(e.call).traced) {
+      stack.push_back({e.call, 0});
+    }
+  }
+  return true;
+}
+
+std::vector<std::vector<std::int64_t>> FirstReads(const Manifest& manifest, std::size_t graph_nodes) {
+  std::vector<ForwardCall> calls;
+  if (!ExpandRoot(manifest, graph_nodes, &calls)) return {};
+  std::vector<std::vector<std::int64_t>> first(manifest.size());
+  for (std::size_t m = 0; m < manifest.size(); ++m) {
+    first[m].assign(manifest.module(static_cast<ModuleId>(m)).parameters.size(), -1);
+  }
+  std::int64_t index = 0;
+  for (const ForwardCall& call : calls) {
+    const std::vector<TensorSpec>& params = manifest.module(call.module).parameters;
+    for (const std::string& read : call.event->reads) {
+      for (std::size_t p = 0; p < params.size(); ++p) {
+        if (params[p].name != read) continue;
+        std::int64_t& at = first[call.module][p];
+        if (at < 0) at = index;
+        break;
+      }
+      ++index;
+    }
+  }
+  return first;
+}
+
 }  // namespace internal
 }  // namespace semmap

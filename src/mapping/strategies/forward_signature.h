@@ -27,6 +27,7 @@
 #ifndef SEMMAP_SRC_MAPPING_STRATEGIES_FORWARD_SIGNATURE_H_
 #define SEMMAP_SRC_MAPPING_STRATEGIES_FORWARD_SIGNATURE_H_
 
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -129,6 +130,25 @@ class ForwardSignatures {
   mutable std::vector<CallAt> calls_;
   mutable std::vector<std::size_t> reads_;
 };
+
+// One op the model ran: the module whose own code ran it, and the event.
+struct ForwardCall {
+  ModuleId module;
+  const ForwardEvent* event;
+};
+
+// The root's forward with every call of a recorded module expanded, in
+// order (`out` views the manifest's events). False without a recorded
+// root, or past kMaxVisited plus kVisitsPerItem per manifest event and
+// per node of the graph (`graph_nodes`) events visited: a module calling
+// an empty one 10^5 times, each of those calling ... expands in bounded
+// work.
+bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<ForwardCall>* out);
+
+// Per module, per parameter (in ModuleInfo::parameters' order), the index
+// of its first read among all parameter reads of the expanded root
+// forward; -1 for one never read. Empty where ExpandRoot() fails.
+std::vector<std::vector<std::int64_t>> FirstReads(const Manifest& manifest, std::size_t graph_nodes);
 
 }  // namespace internal
 }  // namespace semmap

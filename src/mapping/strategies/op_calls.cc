@@ -19,11 +19,6 @@ namespace semmap {
 namespace internal {
 namespace {
 
-// Events visited while expanding the signatures: this many, plus
-// kVisitsPerItem per graph node and manifest event (a module calling an
-// empty one 10^5 times, each of those calling ... expands in bounded work).
-constexpr std::size_t kMaxVisited = std::size_t{1} << 16;
-constexpr std::size_t kVisitsPerItem = 16;
 // Checks of the placements against the data flow, each dropping at least
 // one op; past this many the names place nothing.
 constexpr int kMaxSweeps = 32;
@@ -36,38 +31,7 @@ constexpr std::size_t kWindowVisitsPerNode = 64;
 // this many at a time (the groups' keys are their reads).
 constexpr std::size_t kMaxPairedReads = 8;
 
-// One op the model ran, in order: the module whose own code ran it.
-struct Call {
-  ModuleId module;
-  const ForwardEvent* event;
-};
-
-// The root's forward with every call of a recorded module expanded, in
-// order. False past `budget` events visited.
-bool ExpandRoot(const Manifest& manifest, std::size_t budget, std::vector<Call>* out) {
-  if (manifest.size() == 0 || !manifest.module(manifest.root()).traced) return false;
-  struct Frame {
-    ModuleId module;
-    std::size_t next;
-  };
-  std::vector<Frame> stack = {{manifest.root(), 0}};
-  while (!stack.empty()) {
-    const ModuleId module = stack.back().module;
-    const std::vector<ForwardEvent>& events = manifest.module(module).forward;
-    if (stack.back().next >= events.size()) {
-      stack.pop_back();
-      continue;
-    }
-    if (budget-- == 0) return false;
-    const ForwardEvent& e = events[stack.back().next++];
-    if (e.call == kNoModule) {
-      out->push_back({module, &e});
-    } else if (manifest.module(e.call).traced) {
-      stack.push_back({e.call, 0});
-    }
-  }
-  return true;
-}
+using Call = ForwardCall;
 
 // The checks of op_calls.h over the graph's numbered names.
 class OpCallPlacer {
@@ -77,10 +41,7 @@ class OpCallPlacer {
 
   OpCallPlaces Run() {
     if (!AnyUnmapped()) return {};
-    std::size_t events = 0;
-    for (const ModuleInfo& info : manifest_.modules()) events += info.forward.size();
-    const std::size_t budget = kMaxVisited + kVisitsPerItem * (graph_.size() + events);
-    if (!ExpandRoot(manifest_, budget, &calls_) || calls_.empty()) return {};
+    if (!ExpandRoot(manifest_, graph_.size(), &calls_) || calls_.empty()) return {};
     IndexCalls();
     // Without names numbering calls, the parameter reads alone place
     // nodes, when the graph's names say the manifest is this model's (a

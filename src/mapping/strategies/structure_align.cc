@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -87,31 +88,38 @@ ModuleId Pass::ConsumersModule(NodeId i) const {
 }
 
 template <typename Params>
-std::size_t Pass::ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module,
-                           NodeId i, const TensorInfo& weight) const {
-  // `params` is in module order: search the module's range only.
-  auto first = std::lower_bound(params.begin(), params.end(), module,
-                                [](const auto& p, ModuleId m) { return p.module < m; });
-  for (auto it = first; it != params.end() && it->module == module; ++it) {
-    const std::size_t j = static_cast<std::size_t>(it - params.begin());
-    if (!used[j] && Fits(i, weight, it->spec->shape)) return j;
+std::size_t Pass::ParamOf(const Params& params, const std::vector<std::size_t>& by_module,
+                          const std::vector<bool>& used, ModuleId module, NodeId i,
+                          const TensorInfo& weight) const {
+  // Search the module's range of `by_module` only.
+  auto first = std::lower_bound(by_module.begin(), by_module.end(), module,
+                                [&](std::size_t j, ModuleId m) { return params[j].module < m; });
+  for (auto it = first; it != by_module.end() && params[*it].module == module; ++it) {
+    if (!used[*it] && Fits(i, weight, params[*it].spec->shape)) return *it;
   }
   return params.size();
 }
 
 template <typename Params>
-std::size_t Pass::WindowMatch(const Params& params, const std::vector<bool>& used,
-                              std::size_t first_unused, ModuleId last_named, NodeId i,
-                              const TensorInfo& weight, bool transposed) const {
+std::size_t Pass::WindowMatch(const Params& params, const std::vector<std::size_t>& subtree_first,
+                              const std::vector<bool>& used, std::size_t first_unused,
+                              ModuleId last_named, NodeId i, const TensorInfo& weight,
+                              bool transposed) const {
   // From the subtree of the last named module's parent on, when a parameter
   // fits there; else from the first unused one.
   std::size_t start = first_unused;
   if (last_named != kNoModule) {
     ModuleId floor = manifest_.module(last_named).parent;
     if (floor == kNoModule) floor = last_named;
-    const auto lb = std::lower_bound(params.begin(), params.end(), floor,
-                                     [](const auto& p, ModuleId m) { return p.module < m; });
-    start = std::max(start, static_cast<std::size_t>(lb - params.begin()));
+    if (subtree_first.empty()) {
+      // The manifest's order: modules in pre-order, so the subtree's
+      // parameters and those after it start at the floor's first.
+      const auto lb = std::lower_bound(params.begin(), params.end(), floor,
+                                       [](const auto& p, ModuleId m) { return p.module < m; });
+      start = std::max(start, static_cast<std::size_t>(lb - params.begin()));
+    } else if (subtree_first[floor] != static_cast<std::size_t>(-1)) {
+      start = std::max(start, subtree_first[floor]);
+    }
   }
   // A MatMul's weight, stored [in, out], fitting one parameter as stored
   // and another transposed is the transposed one's.
@@ -157,6 +165,31 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     }
   }
   if (params.empty()) return 0;
+  // With forward signatures, in the order the forward first reads them (a
+  // model may run its children in another order than it defines them: one
+  // tower before the other); parameters it never reads after, in the
+  // manifest's order.
+  std::vector<std::size_t> subtree_first;
+  if (const auto first = FirstReads(manifest_, n_); !first.empty()) {
+    constexpr std::int64_t kUnread = std::numeric_limits<std::int64_t>::max();
+    const auto rank = [&](const Param& p) {
+      const ModuleInfo& info = manifest_.module(p.module);
+      const std::int64_t at = first[p.module][static_cast<std::size_t>(p.spec - info.parameters.data())];
+      return at < 0 ? kUnread : at;
+    };
+    std::stable_sort(params.begin(), params.end(),
+                     [&](const Param& a, const Param& b) { return rank(a) < rank(b); });
+    subtree_first.assign(manifest_.size(), static_cast<std::size_t>(-1));
+    for (std::size_t j = params.size(); j-- > 0;) {
+      for (ModuleId m = params[j].module; m != kNoModule; m = manifest_.module(m).parent) {
+        subtree_first[m] = j;
+      }
+    }
+  }
+  std::vector<std::size_t> by_module(params.size());
+  for (std::size_t j = 0; j < params.size(); ++j) by_module[j] = j;
+  std::stable_sort(by_module.begin(), by_module.end(),
+                   [&](std::size_t a, std::size_t b) { return params[a].module < params[b].module; });
   if (alignment != nullptr) alignment->parameters = params.size();
   std::vector<bool> used(params.size(), false);
   absl::flat_hash_map<absl::string_view, std::size_t> by_initializer;
@@ -173,6 +206,17 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     named[i] = out_[i].mapped() && (out_[i].strategy == Strategy::kExactScope ||
                                     out_[i].strategy == Strategy::kExporterMetadata);
   }
+  // A weight whose reader is already mapped is its module's parameter of
+  // that shape: accounted for, before any other weight is aligned with it.
+  for (const NodeId i : order_) {
+    if (!out_[i].mapped() || ops_.IsWeightPassthrough(i) || ops_.FollowsConsumers(i)) continue;
+    const TensorInfo* weight = UnnamedWeight(i, nullptr);
+    if (weight == nullptr || by_initializer.contains(weight->name)) continue;
+    const std::size_t match = ParamOf(params, by_module, used, out_[i].module, i, *weight);
+    if (match == params.size()) continue;
+    used[match] = true;
+    by_initializer.emplace(weight->name, match);
+  }
   ModuleId last_named = kNoModule;
   for (const NodeId i : order_) {
     if (named[i]) last_named = out_[i].module;
@@ -186,12 +230,12 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     if (auto it = by_initializer.find(weight->name); it != by_initializer.end()) {
       match = it->second;
     } else if (const ModuleId holder = ConsumersModule(i); holder != kNoModule &&
-               (match = ParamOf(params, used, holder, i, *weight)) != params.size()) {
+               (match = ParamOf(params, by_module, used, holder, i, *weight)) != params.size()) {
       used[match] = true;
       by_initializer.emplace(weight->name, match);
     } else {
       while (first_unused < params.size() && used[first_unused]) ++first_unused;
-      match = WindowMatch(params, used, first_unused, last_named, i, *weight,
+      match = WindowMatch(params, subtree_first, used, first_unused, last_named, i, *weight,
                           as_stored && ops_.ReadsTransposedWeight(i));
       if (match == params.size()) continue;
       used[match] = true;

@@ -127,21 +127,28 @@ class Pass {
   // MatMul's bias Add names its Linear), or kNoModule.
   ModuleId ConsumersModule(NodeId i) const;
 
+  // The first unused parameter of `module` node i's unnamed `weight` fits,
+  // or params.size(); `by_module` lists the indices of `params` sorted by
+  // module.
   template <typename Params>
-  std::size_t ParamOf(const Params& params, const std::vector<bool>& used, ModuleId module, NodeId i,
+  std::size_t ParamOf(const Params& params, const std::vector<std::size_t>& by_module,
+                      const std::vector<bool>& used, ModuleId module, NodeId i,
                       const TensorInfo& weight) const;
 
   // The unused parameter node i's unnamed `weight` aligns with in a window
-  // of the manifest's order (kAlignWindow), or params.size(): searched from
+  // of `params`' order (kAlignWindow), or params.size(): searched from
   // the subtree of `last_named`'s parent (the last module a node's own scope
   // or metadata named before i), then from `first_unused`; in each window,
   // with `transposed` (a MatMul reading its weight in the stored [in, out]
   // layout: rules "transposed_weight_ops"), the parameter it is the
-  // transpose of comes first.
+  // transpose of comes first. `subtree_first`: per module, the first index
+  // of `params` in its subtree (npos: none), when `params` is in the
+  // forward's order; empty when it is in the manifest's.
   template <typename Params>
-  std::size_t WindowMatch(const Params& params, const std::vector<bool>& used,
-                          std::size_t first_unused, ModuleId last_named, NodeId i,
-                          const TensorInfo& weight, bool transposed) const;
+  std::size_t WindowMatch(const Params& params, const std::vector<std::size_t>& subtree_first,
+                          const std::vector<bool>& used, std::size_t first_unused,
+                          ModuleId last_named, NodeId i, const TensorInfo& weight,
+                          bool transposed) const;
 
   // What an alignment of unnamed weights found, to judge it on its own.
   struct Alignment {
