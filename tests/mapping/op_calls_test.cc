@@ -322,5 +322,28 @@ TEST_CASE("the readers of a de-duplicated tensor make its parameters' reads in o
   CHECK(readers == 5);
 }
 
+TEST_CASE("a graph of anonymous weights still pairs a shared tensor's readers", "[op_calls][fixture]") {
+  // T5 with its freshly initialised weights, dynamo, names stripped: four
+  // of the manifest's 50 parameters name an initializer (too few for the
+  // parameter reads to place nodes), one of them the twelve RMSNorm
+  // weights de-duplicated into one. Its twelve readers still make the
+  // twelve reads in order.
+  auto f = LoadMapped("fresh-weights/t5-seq2seq-lm.dynamo.stripped");
+  std::size_t readers = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (std::find(n.inputs.begin(), n.inputs.end(), "encoder.block.0.layer.0.layer_norm.weight") ==
+        n.inputs.end()) {
+      continue;
+    }
+    ++readers;
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("nodes share"));
+    CHECK(m.module_path == f->truth.at(std::string(n.id)));
+  }
+  CHECK(readers == 12);
+}
+
 }  // namespace
 }  // namespace semmap_test

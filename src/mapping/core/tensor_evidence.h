@@ -104,6 +104,7 @@ class TensorEvidence {
   // says nothing of most readers (FindSharedTensors). Weight reads ignore
   // its name.
   bool IsShared(absl::string_view value) const { return shared_.contains(value); }
+  bool AnyShared() const { return !shared_.empty(); }
   // The module of the scope a value name carries, or kNoModule.
   ModuleId ValueScope(absl::string_view value) const;
 

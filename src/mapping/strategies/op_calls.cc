@@ -47,8 +47,13 @@ class OpCallPlacer {
     // nodes, when the graph's names say the manifest is this model's (a
     // graph of anonymous weights is left to the structural step, which
     // confirms such a manifest by itself first).
+    // Readers of shared tensors pair with their reads only where counts,
+    // ops and windows agree, which a manifest of another model does not
+    // pass by chance: that step alone runs on a graph of anonymous weights
+    // with a shared tensor.
     const bool numbered = NumberedNodes();
-    if (!numbered && !context_.tensors.NamesManifest(kMinNamedShare)) return {};
+    const bool named = numbered || context_.tensors.NamesManifest(kMinNamedShare);
+    if (!named && !context_.tensors.AnyShared()) return {};
     PlaceWeightReads();
     for (int sweep = 0; numbered; ++sweep) {
       if (sweep == kMaxSweeps) return {};
@@ -62,8 +67,10 @@ class OpCallPlacer {
     // calls: the parameter reads alone leave windows wide, and the
     // structural step's own alignment does better there (measured).
     if (numbered) AlignInWindows();
-    PlaceInWindows();
-    WidenFusions();
+    if (named) {
+      PlaceInWindows();
+      WidenFusions();
+    }
     OpCallPlaces places;
     places.calls.reserve(calls_.size());
     for (const Call& call : calls_) places.calls.push_back({call.module, call.event->op});
