@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "catch2/catch.hpp"
 #include "manifest/rule_queries.h"
 #include "mapped_fixture.h"
@@ -343,6 +344,24 @@ TEST_CASE("a graph of anonymous weights still pairs a shared tensor's readers", 
     CHECK(m.module_path == f->truth.at(std::string(n.id)));
   }
   CHECK(readers == 12);
+}
+
+TEST_CASE("TorchScript's anonymous copies of a de-duplicated tensor pair like a shared one",
+          "[op_calls][fixture]") {
+  // T5, fresh weights, TorchScript, names stripped: each RMSNorm weight
+  // but the first is an Identity of the one kept, its output renamed. The
+  // readers of those pair with the reads of the [16] parameters no
+  // initializer is named after: the eleven other norms.
+  auto f = LoadMapped("fresh-weights/t5-seq2seq-lm.torchscript.stripped");
+  std::size_t paired = 0, right = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    if (!absl::StrContains(m.evidence, "nodes share")) continue;
+    ++paired;
+    right += m.module_path == f->truth.at(std::string(f->graph->node(i).id));
+  }
+  CHECK(paired == 11);
+  CHECK(right == paired);
 }
 
 }  // namespace

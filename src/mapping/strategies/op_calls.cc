@@ -53,7 +53,7 @@ class OpCallPlacer {
     // with a shared tensor.
     const bool numbered = NumberedNodes();
     const bool named = numbered || context_.tensors.NamesManifest(kMinNamedShare);
-    if (!named && !context_.tensors.AnyShared()) return {};
+    if (!named && !AnySharedRead()) return {};
     PlaceWeightReads();
     for (int sweep = 0; numbered; ++sweep) {
       if (sweep == kMaxSweeps) return {};
@@ -198,8 +198,8 @@ class OpCallPlacer {
         continue;
       }
       for (std::size_t k = 0; k < n.inputs.size(); ++k) {
-        const TensorInfo* t = graph_.initializerOf(n.input_values[k]);
-        if (t == nullptr || !context_.tensors.IsShared(t->name)) continue;
+        const TensorInfo* t = SharedRead(n.input_values[k], n.inputs[k]);
+        if (t == nullptr) continue;
         readers[Dims(t->dims.begin(), t->dims.end())].push_back(static_cast<NodeId>(i));
         break;
       }
@@ -270,6 +270,34 @@ class OpCallPlacer {
       }
     }
     Bound();
+  }
+
+  // Whether some main-graph node makes a SharedRead().
+  bool AnySharedRead() const {
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const Node n = graph_.node(static_cast<NodeId>(i));
+      if (n.subgraph != 0) continue;
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        if (SharedRead(n.input_values[k], n.inputs[k]) != nullptr) return true;
+      }
+    }
+    return false;
+  }
+
+  // The initializer a node reads as `value` (named `name`) when the read
+  // says nothing of which parameter it is: a shared tensor, or the output
+  // of an Identity of an initializer that no parameter names (TorchScript
+  // reads each de-duplicated copy so; the names stripped, the copy is
+  // anonymous). Else null.
+  const TensorInfo* SharedRead(ValueId value, absl::string_view name) const {
+    if (const TensorInfo* t = graph_.initializerOf(value)) {
+      return context_.tensors.IsShared(t->name) ? t : nullptr;
+    }
+    const NodeId p = graph_.producer(value);
+    if (p == kNoNode || context_.tensors.ParameterOwner(name) != kNoModule) return nullptr;
+    const Node producer = graph_.node(p);
+    if (producer.op_type != "Identity" || producer.input_values.size() != 1) return nullptr;
+    return graph_.initializerOf(producer.input_values[0]);
   }
 
   // One sweep over the main graph in its (topological) order: the latest
