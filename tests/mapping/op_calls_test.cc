@@ -364,5 +364,29 @@ TEST_CASE("TorchScript's anonymous copies of a de-duplicated tensor pair like a 
   CHECK(right == paired);
 }
 
+TEST_CASE("a call whose named read no shared reader makes is left out of the pairing",
+          "[op_calls][fixture]") {
+  // BERT, fresh weights, dynamo, names stripped: the norms' weights and
+  // biases and the [16] Linear biases are two shared tensors, read by 15
+  // nodes. The pooler's Linear reads its weight (named) and a zero bias of
+  // that shape, which the exporter's optimizer dropped from its Gemm: its
+  // call is no read to pair, and the 15 readers make the other 15.
+  auto f = LoadMapped("fresh-weights/bert-seqcls.dynamo.stripped");
+  std::size_t readers = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    const bool shared = std::any_of(n.inputs.begin(), n.inputs.end(), [](absl::string_view in) {
+      return in == "bert.embeddings.LayerNorm.weight" || in == "bert.embeddings.LayerNorm.bias";
+    });
+    if (!shared) continue;
+    ++readers;
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("nodes share"));
+    CHECK(m.module_path == f->truth.at(std::string(n.id)));
+  }
+  CHECK(readers == 15);
+}
+
 }  // namespace
 }  // namespace semmap_test

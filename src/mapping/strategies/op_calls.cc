@@ -205,16 +205,31 @@ class OpCallPlacer {
       }
     }
     if (readers.empty()) return;
+    absl::flat_hash_set<NodeId> shared_readers;
+    for (const auto& [dims, nodes] : readers) shared_readers.insert(nodes.begin(), nodes.end());
     // Parameters some initializer is named after, not shared: read by name.
-    absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> named;
+    // Of those, the ones no reader of a shared tensor reads: a call reading
+    // one made no shared read in the graph (a tool dropped the zero bias a
+    // Gemm read beside its weight).
+    absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, bool> named;
     for (const TensorInfo& t : graph_.initializers()) {
       if (t.subgraph != 0 || context_.tensors.IsShared(t.name)) continue;
       const ModuleId owner = context_.tensors.LiteralOwner(t.name);
-      if (owner != kNoModule) named.emplace(owner, t.name.substr(t.name.rfind('.') + 1));
+      if (owner == kNoModule) continue;
+      bool with_shared = false;
+      for (const NodeId c : graph_.consumers(graph_.value(t.name))) {
+        with_shared = with_shared || shared_readers.contains(c);
+      }
+      named.emplace(std::make_pair(owner, t.name.substr(t.name.rfind('.') + 1)), with_shared);
     }
     std::map<Dims, std::vector<std::int64_t>> reads;
     for (std::size_t k = 0; k < calls_.size(); ++k) {
       const Call& call = calls_[k];
+      const bool dropped = std::any_of(call.event->reads.begin(), call.event->reads.end(), [&](const std::string& read) {
+        const auto it = named.find(std::make_pair(call.module, absl::string_view(read)));
+        return it != named.end() && !it->second;
+      });
+      if (dropped) continue;
       for (const std::string& read : call.event->reads) {
         const auto key = std::make_pair(call.module, absl::string_view(read));
         const auto at = read_at_.find(key);
@@ -223,8 +238,14 @@ class OpCallPlacer {
         }
         for (const TensorSpec& p : manifest_.module(call.module).parameters) {
           if (p.name != read) continue;
+          // One read per call and shape: a norm reads its weight and its
+          // bias in one node.
           const Dims shape(p.shape.begin(), p.shape.end());
-          if (readers.count(shape) != 0) reads[shape].push_back(static_cast<std::int64_t>(k));
+          if (readers.count(shape) == 0) break;
+          std::vector<std::int64_t>& at_shape = reads[shape];
+          if (at_shape.empty() || at_shape.back() != static_cast<std::int64_t>(k)) {
+            at_shape.push_back(static_cast<std::int64_t>(k));
+          }
           break;
         }
       }
