@@ -388,5 +388,26 @@ TEST_CASE("a call whose named read no shared reader makes is left out of the pai
   CHECK(readers == 15);
 }
 
+TEST_CASE("an op whose last calls no node names still places the others", "[op_calls][fixture]") {
+  // timm's ViT, fresh weights, dynamo, then an ONNX Runtime session: the
+  // head's Gemm was rebuilt without its dropped zero bias (node_Gemm_*)
+  // and the last block's fc2 fused, so the linear calls' names stop at 21
+  // of 25 recorded. The bias Adds named after their calls read one shared
+  // zero tensor: their names place them, below the confident floor.
+  auto f = LoadMapped("fresh-weights/timm-vit.dynamo.ort-session");
+  std::size_t placed = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (n.op_type != "Add" || !absl::StartsWith(n.name, "node_linear")) continue;
+    ++placed;
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    CAPTURE(n.name, m.evidence);
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("the last calls named by no node"));
+    CHECK(m.confidence < semmap::kConfidentFloor);
+    CHECK(m.module_path == f->truth.at(std::string(n.id)));
+  }
+  CHECK(placed == 17);
+}
+
 }  // namespace
 }  // namespace semmap_test

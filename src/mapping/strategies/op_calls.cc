@@ -22,6 +22,9 @@ namespace {
 // Checks of the placements against the data flow, each dropping at least
 // one op; past this many the names place nothing.
 constexpr int kMaxSweeps = 32;
+// An op's names may leave at most one in this many of its recorded calls
+// unnamed at the end (NumberedNodes).
+constexpr std::size_t kMaxMissingTail = 8;
 constexpr std::int64_t kNowhere = -1;
 // The most calls a node's window spans (PlaceInWindows), and the calls
 // all windows of a graph may visit: this many per graph node.
@@ -91,6 +94,7 @@ class OpCallPlacer {
     absl::string_view op;
     std::vector<std::pair<std::uint64_t, NodeId>> nodes;
     bool kept = false;
+    bool tail_missing = false;  // the last calls recorded are named by no node
   };
 
   bool AnyUnmapped() const {
@@ -136,7 +140,17 @@ class OpCallPlacer {
       Numbered& numbered = ops_[o];
       std::sort(numbered.nodes.begin(), numbered.nodes.end());
       const auto calls = calls_of_.find(numbered.op);
-      if (calls == calls_of_.end() || numbered.nodes.back().first + 1 != calls->second.size()) {
+      if (calls == calls_of_.end() || numbered.nodes.back().first + 1 > calls->second.size()) {
+        continue;
+      }
+      // Fewer calls named than recorded: only a short tail missing (a tool
+      // renamed or fused the last few: the head's Gemm rebuilt without its
+      // dropped zero bias), with most calls named. Glue ops whose numbers
+      // stop early (arange, where) count otherwise than the signatures.
+      const std::size_t recorded = calls->second.size();
+      const std::size_t missing_tail = recorded - (numbered.nodes.back().first + 1);
+      if (missing_tail > 0 && (missing_tail * kMaxMissingTail > recorded ||
+                               numbered.nodes.size() * 2 < recorded)) {
         continue;
       }
       bool repeated = false;
@@ -145,6 +159,7 @@ class OpCallPlacer {
       }
       if (repeated) continue;
       numbered.kept = any = true;
+      numbered.tail_missing = missing_tail > 0;
       for (const auto& [call, node] : numbered.nodes) {
         pos_[node] = calls->second[call];
         op_of_[node] = static_cast<int>(o);
@@ -654,12 +669,16 @@ class OpCallPlacer {
         const ModuleId module = calls_[static_cast<std::size_t>(pos_[node])].module;
         const std::string& path = manifest_.module(module).path;
         r.module = module;
-        r.confidence = confidence::structure::kOpCall;
+        // Counts that agree exactly confirm the names; a missing tail
+        // does less.
+        r.confidence = numbered.tail_missing ? confidence::structure::kOpWindow
+                                             : confidence::structure::kOpCall;
         r.strategy = Strategy::kStructure;
         r.evidence = context_.evidence.Intern(absl::StrCat(
             path.empty() ? "<root>" : path, "'s forward runs this ", numbered.op,
             " call: the node's name numbers it among the model's ", numbered.op,
-            " calls (forward signatures)"));
+            " calls (forward signatures", numbered.tail_missing ? "; the last calls named by no node" : "",
+            ")"));
         ++placed;
       }
     }
