@@ -2,6 +2,7 @@
 // names count, under which binding, at which confidence, and how often it
 // is right on real exports.
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "mapping/core/evidence_store.h"
 #include "mapping/core/op_traits.h"
 #include "mapping/core/tensor_evidence.h"
+#include "nlohmann/json.hpp"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/truth.h"
@@ -332,3 +334,49 @@ TEST_CASE("A tensor two layers share is caught", "[tensor_evidence][fixture]") {
   const semmap::TruthScore score = semmap::ScoreAgainstTruth(*f->mapper, *truth);
   CHECK(score.accuracy() >= 0.85);  // 104 of 120 measured; 55 % before
 }
+
+namespace {
+
+// The fixture's manifest without its forward signatures (schema version 1).
+Manifest WithoutSignatures(const std::string& dir) {
+  std::ifstream in(semmap_test::Fixture(dir, "manifest.json"));
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["schema_version"] = 1;
+  for (nlohmann::json& module : doc["modules"]) {
+    module.erase("forward");
+    module.erase("traced");
+  }
+  auto m = Manifest::Parse(doc.dump(), "schema 1 manifest");
+  REQUIRE(m.ok());
+  return *std::move(m);
+}
+
+TEST_CASE("Without signatures a tensor read by several nodes is shared, unless a layer is reused",
+          "[tensor_evidence][fixture]") {
+  const Rules& rules = Rules::Default();
+  {
+    // Fresh BERT after onnxslim: every norm's weight is one initializer.
+    const std::string dir = "fresh-weights/bert-seqcls.dynamo.onnxslim";
+    auto f = semmap_test::LoadMapped(dir);
+    const Manifest m = WithoutSignatures(dir);
+    const OpTraits ops(*f->graph, rules);
+    const semmap::RootBinding& b = f->mapper->rootBinding();
+    const TensorEvidence tensors(*f->graph, m, rules, ops, b.root, b.wrapper);
+    CHECK(tensors.IsShared("bert.embeddings.LayerNorm.weight"));
+    CHECK_FALSE(tensors.IsShared("bert.embeddings.word_embeddings.weight"));
+  }
+  {
+    // ALBERT calls its one layer once per depth: the layer's matrices are
+    // read by a matmul per call, and so are its norms' weights; nothing is
+    // shared.
+    const std::string dir = "torch-2.15/albert-masked-lm.dynamo.onnxslim";
+    auto f = semmap_test::LoadMapped(dir);
+    const Manifest m = WithoutSignatures(dir);
+    const OpTraits ops(*f->graph, rules);
+    const semmap::RootBinding& b = f->mapper->rootBinding();
+    const TensorEvidence tensors(*f->graph, m, rules, ops, b.root, b.wrapper);
+    CHECK_FALSE(tensors.AnyShared());
+  }
+}
+
+}  // namespace

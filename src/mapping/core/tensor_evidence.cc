@@ -96,25 +96,15 @@ std::vector<std::size_t> CallCounts(const Manifest& manifest, ModuleId root) {
 void TensorEvidence::FindSharedTensors() {
   bool traced = false;
   for (const ModuleInfo& info : manifest_.modules()) traced = traced || info.traced;
-  if (!traced) return;  // no signatures (schema 1): no count to compare with
-  const std::vector<std::size_t> calls = CallCounts(manifest_, root_);
+  const std::vector<std::size_t> calls = traced ? CallCounts(manifest_, root_) : std::vector<std::size_t>();
   absl::flat_hash_set<NodeId> readers;
-  for (const TensorInfo& t : graph_.initializers()) {
-    if (t.subgraph != 0) continue;
-    const ModuleId owner = LiteralOwner(t.name);
-    if (owner == kNoModule || calls[owner] == 0) continue;
-    const ModuleInfo& info = manifest_.module(owner);
-    const absl::string_view local = t.name.substr(t.name.rfind('.') + 1);
-    std::size_t reads = 0;
-    for (const ForwardEvent& e : info.forward) {
-      reads += e.call == kNoModule && std::find(e.reads.begin(), e.reads.end(), local) != e.reads.end();
-    }
-    if (reads == 0) continue;
-    // The nodes reading it, through pass-through ops (a Transpose, a Cast,
-    // a DequantizeLinear): the operations that compute with it.
+  // The nodes reading initializer `t`, through pass-through ops (a
+  // Transpose, a Cast, a DequantizeLinear): the operations that compute
+  // with it; stops past `limit`.
+  const auto read_by = [&](const TensorInfo& t, std::size_t limit, bool through_identity) {
     readers.clear();
     std::vector<std::pair<ValueId, int>> stack = {{graph_.value(t.name), 0}};
-    while (!stack.empty() && readers.size() <= reads * calls[owner]) {
+    while (!stack.empty() && readers.size() <= limit) {
       const auto [v, depth] = stack.back();
       stack.pop_back();
       if (v == kNoValue) continue;
@@ -123,16 +113,49 @@ void TensorEvidence::FindSharedTensors() {
         if (ops_.IsWeightPassthrough(c) && depth < kMaxChain && !n.output_values.empty() &&
             !n.input_values.empty() && n.input_values[0] == v) {
           // An Identity stands for another parameter equal to this one
-          // (TorchScript's de-duplication, read with a lower confidence):
-          // its readers are that parameter's.
-          if (n.op_type == "Identity") continue;
+          // (TorchScript's de-duplication): its readers are that parameter's.
+          if (n.op_type == "Identity" && !through_identity) continue;
           stack.emplace_back(n.output_values[0], depth + 1);
         } else {
           readers.insert(c);
         }
       }
     }
-    if (readers.size() > reads * calls[owner]) shared_.insert(t.name);
+    return readers.size();
+  };
+  if (!traced) {
+    // No signatures (schema 1): a parameter is taken to be read once, by a
+    // module called once, unless the graph shows a module called several
+    // times: a matrix several matmuls read (rules "transposed_weight_ops"),
+    // TorchScript's copies of it included (a layer a model reuses; tied
+    // embeddings are one lookup and one matmul; equal random matrices do
+    // not happen otherwise).
+    for (const TensorInfo& t : graph_.initializers()) {
+      if (t.subgraph != 0 || t.dims.size() != 2) continue;
+      read_by(t, 2, true);
+      const auto matmuls = std::count_if(readers.begin(), readers.end(),
+                                         [&](NodeId c) { return ops_.ReadsTransposedWeight(c); });
+      if (matmuls > 1) return;
+    }
+  }
+  for (const TensorInfo& t : graph_.initializers()) {
+    if (t.subgraph != 0) continue;
+    const ModuleId owner = LiteralOwner(t.name);
+    if (owner == kNoModule || (traced && calls[owner] == 0)) continue;
+    const ModuleInfo& info = manifest_.module(owner);
+    const absl::string_view local = t.name.substr(t.name.rfind('.') + 1);
+    std::size_t reads = 0;
+    if (traced) {
+      for (const ForwardEvent& e : info.forward) {
+        reads += e.call == kNoModule && std::find(e.reads.begin(), e.reads.end(), local) != e.reads.end();
+      }
+    } else {
+      reads = std::any_of(info.parameters.begin(), info.parameters.end(),
+                          [&](const TensorSpec& p) { return p.name == local; });
+    }
+    if (reads == 0) continue;
+    const std::size_t expected = reads * (traced ? calls[owner] : 1);
+    if (read_by(t, expected, false) > expected) shared_.insert(t.name);
   }
 }
 
