@@ -115,7 +115,8 @@ class TensorEvidence {
   ModuleId WeightOwner(absl::string_view value, int subgraph, int depth) const;
   // Parameter-named initializers read by more nodes than their module's
   // forward can account for (forward signatures: its calls times its
-  // operations reading the parameter): an exporter or tool
+  // operations reading the parameter; without them, one node, unless the
+  // graph shows a layer called several times): an exporter or tool
   // de-duplicated equal tensors (the zero biases and unit norm weights of a
   // freshly initialised model) into one, named after one of them, so the
   // name says nothing of most readers.
