@@ -49,11 +49,10 @@ class OpCallPlacer {
     // Without names numbering calls, the parameter reads alone place
     // nodes, when the graph's names say the manifest is this model's (a
     // graph of anonymous weights is left to the structural step, which
-    // confirms such a manifest by itself first).
-    // Readers of shared tensors pair with their reads only where counts,
-    // ops and windows agree, which a manifest of another model does not
-    // pass by chance: that step alone runs on a graph of anonymous weights
-    // with a shared tensor.
+    // confirms such a manifest by itself first). The readers of shared
+    // tensors pair with their reads only where counts, ops and windows
+    // agree, which a manifest of another model does not pass by chance:
+    // on a graph of anonymous weights that step alone runs.
     const bool numbered = NumberedNodes();
     const bool named = numbered || context_.tensors.NamesManifest(kMinNamedShare);
     if (!named && !AnySharedRead()) return {};
@@ -194,79 +193,26 @@ class OpCallPlacer {
     }
   }
 
+  using Dims = std::vector<std::int64_t>;
+
   // The readers of shared tensors (TensorEvidence::IsShared: equal
   // parameters de-duplicated into one initializer) of one shape, in the
   // graph's order, against the reads of that shape's parameters no other
-  // initializer is named after, in the forward's order: when they are as
-  // many, each read's op may export as its reader's type, and each read
-  // lies in its reader's window once all are placed (the graph's order
-  // may interleave branches the forward ran one after the other), the
-  // k-th reader makes the k-th read (confidence::structure::kOpWindow).
-  // Bounds the windows again when it placed any.
+  // initializer is named after, in the forward's order (SharedReads()):
+  // when they are as many, each read's op may export as its reader's type,
+  // and each read lies in its reader's window once all are placed (the
+  // graph's order may interleave branches the forward ran one after the
+  // other), the k-th reader makes the k-th read
+  // (confidence::structure::kOpWindow). Bounds the windows again when it
+  // placed any.
   void PairSharedReads() {
-    const RuleQueries rules(context_.rules);
-    using Dims = std::vector<std::int64_t>;
-    std::map<Dims, std::vector<NodeId>> readers;
-    for (std::size_t i = 0; i < graph_.size(); ++i) {
-      const Node n = graph_.node(static_cast<NodeId>(i));
-      if (n.subgraph != 0 || context_.records[i].mapped() || Place(static_cast<NodeId>(i)) != kNowhere) {
-        continue;
-      }
-      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
-        const TensorInfo* t = SharedRead(n.input_values[k], n.inputs[k]);
-        if (t == nullptr) continue;
-        readers[Dims(t->dims.begin(), t->dims.end())].push_back(static_cast<NodeId>(i));
-        break;
-      }
-    }
+    std::vector<std::int64_t> taken;
+    const std::map<Dims, std::vector<NodeId>> readers = SharedReaders(&taken);
     if (readers.empty()) return;
-    absl::flat_hash_set<NodeId> shared_readers;
-    for (const auto& [dims, nodes] : readers) shared_readers.insert(nodes.begin(), nodes.end());
-    // Parameters some initializer is named after, not shared: read by name.
-    // Of those, the ones no reader of a shared tensor reads: a call reading
-    // one made no shared read in the graph (a tool dropped the zero bias a
-    // Gemm read beside its weight).
-    absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, bool> named;
-    for (const TensorInfo& t : graph_.initializers()) {
-      if (t.subgraph != 0 || context_.tensors.IsShared(t.name)) continue;
-      const ModuleId owner = context_.tensors.LiteralOwner(t.name);
-      if (owner == kNoModule) continue;
-      bool with_shared = false;
-      for (const NodeId c : graph_.consumers(graph_.value(t.name))) {
-        with_shared = with_shared || shared_readers.contains(c);
-      }
-      named.emplace(std::make_pair(owner, t.name.substr(t.name.rfind('.') + 1)), with_shared);
-    }
-    std::map<Dims, std::vector<std::int64_t>> reads;
-    for (std::size_t k = 0; k < calls_.size(); ++k) {
-      const Call& call = calls_[k];
-      const bool dropped = std::any_of(call.event->reads.begin(), call.event->reads.end(), [&](const std::string& read) {
-        const auto it = named.find(std::make_pair(call.module, absl::string_view(read)));
-        return it != named.end() && !it->second;
-      });
-      if (dropped) continue;
-      for (const std::string& read : call.event->reads) {
-        const auto key = std::make_pair(call.module, absl::string_view(read));
-        const auto at = read_at_.find(key);
-        if (at == read_at_.end() || at->second != static_cast<std::int64_t>(k) || named.contains(key)) {
-          continue;
-        }
-        for (const TensorSpec& p : manifest_.module(call.module).parameters) {
-          if (p.name != read) continue;
-          // One read per call and shape: a norm reads its weight and its
-          // bias in one node.
-          const Dims shape(p.shape.begin(), p.shape.end());
-          if (readers.count(shape) == 0) break;
-          std::vector<std::int64_t>& at_shape = reads[shape];
-          if (at_shape.empty() || at_shape.back() != static_cast<std::int64_t>(k)) {
-            at_shape.push_back(static_cast<std::int64_t>(k));
-          }
-          break;
-        }
-      }
-    }
+    const std::map<Dims, std::vector<std::int64_t>> reads = SharedReads(readers, taken);
     // Each group that fits by count and op, placed at once; then checked
     // against the windows those places bound.
+    const RuleQueries rules(context_.rules);
     std::vector<std::pair<const std::vector<NodeId>*, const std::vector<std::int64_t>*>> groups;
     for (const auto& [dims, nodes] : readers) {
       const auto it = reads.find(dims);
@@ -306,6 +252,85 @@ class OpCallPlacer {
       }
     }
     Bound();
+  }
+
+  // The unmapped, unplaced main-graph nodes making a SharedRead(), by the
+  // shape read, in the graph's order; `taken` gets the places of the
+  // placed ones (their calls are no read left to pair).
+  std::map<Dims, std::vector<NodeId>> SharedReaders(std::vector<std::int64_t>* taken) const {
+    std::map<Dims, std::vector<NodeId>> readers;
+    for (std::size_t i = 0; i < graph_.size(); ++i) {
+      const Node n = graph_.node(static_cast<NodeId>(i));
+      if (n.subgraph != 0) continue;
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        const TensorInfo* t = SharedRead(n.input_values[k], n.inputs[k]);
+        if (t == nullptr) continue;
+        const std::int64_t place = Place(static_cast<NodeId>(i));
+        if (place != kNowhere) {
+          taken->push_back(place);
+        } else if (!context_.records[i].mapped()) {
+          readers[Dims(t->dims.begin(), t->dims.end())].push_back(static_cast<NodeId>(i));
+        }
+        break;
+      }
+    }
+    std::sort(taken->begin(), taken->end());
+    return readers;
+  }
+
+  // Per shape of `readers`, the calls of the expanded forward that read a
+  // parameter of that shape once, in order, one per call (a norm reads its
+  // weight and its bias in one node), but for a parameter some initializer
+  // is named after, a call in `taken`, and a call that also reads a named
+  // parameter whose readers read no shared tensor (it made no shared read
+  // in the graph: a tool dropped the zero bias a Gemm read beside its
+  // named weight).
+  std::map<Dims, std::vector<std::int64_t>> SharedReads(const std::map<Dims, std::vector<NodeId>>& readers,
+                                                        const std::vector<std::int64_t>& taken) const {
+    absl::flat_hash_set<NodeId> shared_readers;
+    for (const auto& [dims, nodes] : readers) shared_readers.insert(nodes.begin(), nodes.end());
+    // Named, not shared: whether a reader of a shared tensor reads it.
+    absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, bool> named;
+    for (const TensorInfo& t : graph_.initializers()) {
+      if (t.subgraph != 0 || context_.tensors.IsShared(t.name)) continue;
+      const ModuleId owner = context_.tensors.LiteralOwner(t.name);
+      if (owner == kNoModule) continue;
+      bool with_shared = false;
+      for (const NodeId c : graph_.consumers(graph_.value(t.name))) {
+        with_shared = with_shared || shared_readers.contains(c);
+      }
+      named.emplace(std::make_pair(owner, t.name.substr(t.name.rfind('.') + 1)), with_shared);
+    }
+    std::map<Dims, std::vector<std::int64_t>> reads;
+    for (std::size_t k = 0; k < calls_.size(); ++k) {
+      const Call& call = calls_[k];
+      const auto dropped = [&](const std::string& read) {
+        const auto it = named.find(std::make_pair(call.module, absl::string_view(read)));
+        return it != named.end() && !it->second;
+      };
+      if (std::binary_search(taken.begin(), taken.end(), static_cast<std::int64_t>(k)) ||
+          std::any_of(call.event->reads.begin(), call.event->reads.end(), dropped)) {
+        continue;
+      }
+      for (const std::string& read : call.event->reads) {
+        const auto key = std::make_pair(call.module, absl::string_view(read));
+        const auto at = read_at_.find(key);
+        if (at == read_at_.end() || at->second != static_cast<std::int64_t>(k) || named.contains(key)) {
+          continue;
+        }
+        const std::vector<TensorSpec>& params = manifest_.module(call.module).parameters;
+        const auto p = std::find_if(params.begin(), params.end(),
+                                    [&](const TensorSpec& spec) { return spec.name == read; });
+        if (p == params.end()) continue;
+        const Dims shape(p->shape.begin(), p->shape.end());
+        if (readers.count(shape) == 0) continue;
+        std::vector<std::int64_t>& at_shape = reads[shape];
+        if (at_shape.empty() || at_shape.back() != static_cast<std::int64_t>(k)) {
+          at_shape.push_back(static_cast<std::int64_t>(k));
+        }
+      }
+    }
+    return reads;
   }
 
   // Whether some main-graph node makes a SharedRead().
