@@ -24,7 +24,7 @@ namespace {
 constexpr int kMaxSweeps = 32;
 // An op's names may leave at most one in this many of its recorded calls
 // unnamed at the end (NumberedNodes).
-constexpr std::size_t kMaxMissingTail = 8;
+constexpr std::size_t kMaxMissingTail = 3;
 constexpr std::int64_t kNowhere = -1;
 // The most calls a node's window spans (PlaceInWindows), and the calls
 // all windows of a graph may visit: this many per graph node.
@@ -143,9 +143,10 @@ class OpCallPlacer {
         continue;
       }
       // Fewer calls named than recorded: only a short tail missing (a tool
-      // renamed or fused the last few: the head's Gemm rebuilt without its
-      // dropped zero bias), with most calls named. Glue ops whose numbers
-      // stop early (arange, where) count otherwise than the signatures.
+      // renamed or fused the last few: the last block's matmuls, the
+      // head's Gemm rebuilt without its dropped zero bias), with half the
+      // calls named. A glue op whose numbers stop early (T5's arange)
+      // counts otherwise than the signatures.
       const std::size_t recorded = calls->second.size();
       const std::size_t missing_tail = recorded - (numbered.nodes.back().first + 1);
       if (missing_tail > 0 && (missing_tail * kMaxMissingTail > recorded ||
