@@ -356,10 +356,12 @@ class OpCallPlacer {
       return context_.tensors.IsShared(t->name) ? t : nullptr;
     }
     const NodeId p = graph_.producer(value);
-    if (p == kNoNode || context_.tensors.ParameterOwner(name) != kNoModule) return nullptr;
+    if (p == kNoNode) return nullptr;
     const Node producer = graph_.node(p);
     if (producer.op_type != "Identity" || producer.input_values.size() != 1) return nullptr;
-    return graph_.initializerOf(producer.input_values[0]);
+    const TensorInfo* t = graph_.initializerOf(producer.input_values[0]);
+    // The name last: the rules' suffixes make it the costly test.
+    return t == nullptr || context_.tensors.ParameterOwner(name) != kNoModule ? nullptr : t;
   }
 
   // One sweep over the main graph in its (topological) order: the latest
