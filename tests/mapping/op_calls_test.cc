@@ -3,6 +3,7 @@
 // exports whose metadata a tool removed.
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -299,6 +300,26 @@ TEST_CASE("signatures that expand past the bound place nothing, in bounded time"
   CHECK_FALSE(PlacedByName(mapper->moduleFor(1)));
 }
 
+// The nodes of `f` reading any of `tensors`, each paired with its read
+// (structure step 0's shared reads) and right; returns how many.
+std::size_t CheckPairedReaders(const MappedFixture& f,
+                               std::initializer_list<absl::string_view> tensors) {
+  std::size_t readers = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f.graph->size()); ++i) {
+    const semmap::Node n = f.graph->node(i);
+    const bool reads = std::any_of(n.inputs.begin(), n.inputs.end(), [&](absl::string_view in) {
+      return std::find(tensors.begin(), tensors.end(), in) != tensors.end();
+    });
+    if (!reads) continue;
+    ++readers;
+    const semmap::Mapping& m = f.mapper->moduleFor(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("nodes share"));
+    CHECK(m.module_path == f.truth.at(std::string(n.id)));
+  }
+  return readers;
+}
+
 TEST_CASE("the readers of a de-duplicated tensor make its parameters' reads in order",
           "[op_calls][fixture]") {
   // Phi-3 with its freshly initialised weights, dynamo, names stripped:
@@ -307,20 +328,7 @@ TEST_CASE("the readers of a de-duplicated tensor make its parameters' reads in o
   // five reads the signatures record of [16] parameters no other
   // initializer is named after.
   auto f = LoadMapped("fresh-weights/phi3-causal-lm.dynamo.stripped");
-  std::size_t readers = 0;
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
-    const semmap::Node n = f->graph->node(i);
-    if (std::find(n.inputs.begin(), n.inputs.end(), "model.layers.0.input_layernorm.weight") ==
-        n.inputs.end()) {
-      continue;
-    }
-    ++readers;
-    const semmap::Mapping& m = f->mapper->moduleFor(i);
-    CAPTURE(n.id, m.evidence);
-    CHECK_THAT(std::string(m.evidence), Catch::Contains("nodes share"));
-    CHECK(m.module_path == f->truth.at(std::string(n.id)));
-  }
-  CHECK(readers == 5);
+  CHECK(CheckPairedReaders(*f, {"model.layers.0.input_layernorm.weight"}) == 5);
 }
 
 TEST_CASE("a graph of anonymous weights still pairs a shared tensor's readers", "[op_calls][fixture]") {
@@ -330,20 +338,7 @@ TEST_CASE("a graph of anonymous weights still pairs a shared tensor's readers", 
   // weights de-duplicated into one. Its twelve readers still make the
   // twelve reads in order.
   auto f = LoadMapped("fresh-weights/t5-seq2seq-lm.dynamo.stripped");
-  std::size_t readers = 0;
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
-    const semmap::Node n = f->graph->node(i);
-    if (std::find(n.inputs.begin(), n.inputs.end(), "encoder.block.0.layer.0.layer_norm.weight") ==
-        n.inputs.end()) {
-      continue;
-    }
-    ++readers;
-    const semmap::Mapping& m = f->mapper->moduleFor(i);
-    CAPTURE(n.id, m.evidence);
-    CHECK_THAT(std::string(m.evidence), Catch::Contains("nodes share"));
-    CHECK(m.module_path == f->truth.at(std::string(n.id)));
-  }
-  CHECK(readers == 12);
+  CHECK(CheckPairedReaders(*f, {"encoder.block.0.layer.0.layer_norm.weight"}) == 12);
 }
 
 TEST_CASE("TorchScript's anonymous copies of a de-duplicated tensor pair like a shared one",
@@ -372,20 +367,8 @@ TEST_CASE("a call whose named read no shared reader makes is left out of the pai
   // that shape, which the exporter's optimizer dropped from its Gemm: its
   // call is no read to pair, and the 15 readers make the other 15.
   auto f = LoadMapped("fresh-weights/bert-seqcls.dynamo.stripped");
-  std::size_t readers = 0;
-  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
-    const semmap::Node n = f->graph->node(i);
-    const bool shared = std::any_of(n.inputs.begin(), n.inputs.end(), [](absl::string_view in) {
-      return in == "bert.embeddings.LayerNorm.weight" || in == "bert.embeddings.LayerNorm.bias";
-    });
-    if (!shared) continue;
-    ++readers;
-    const semmap::Mapping& m = f->mapper->moduleFor(i);
-    CAPTURE(n.id, m.evidence);
-    CHECK_THAT(std::string(m.evidence), Catch::Contains("nodes share"));
-    CHECK(m.module_path == f->truth.at(std::string(n.id)));
-  }
-  CHECK(readers == 15);
+  CHECK(CheckPairedReaders(*f, {"bert.embeddings.LayerNorm.weight",
+                               "bert.embeddings.LayerNorm.bias"}) == 15);
 }
 
 TEST_CASE("an op whose last calls no node names still places the others", "[op_calls][fixture]") {

@@ -3,6 +3,7 @@
 // is right on real exports.
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -262,81 +263,6 @@ TEST_CASE("A bias the exporter folded and named after a Conv's weight is the Con
   CHECK(right == reshapes);
 }
 
-}  // namespace
-
-TEST_CASE("A tensor de-duplicated from equal parameters says nothing of its readers",
-          "[tensor_evidence][fixture]") {
-  // BERT with its freshly initialised weights, dynamo then onnxslim: every
-  // LayerNorm's weight (ones) and bias (zeros), and every Linear's bias
-  // (zeros), are one initializer each, named after the first parameter.
-  // Their readers outnumber what those modules' forwards read: the names
-  // are ignored, and the nodes are placed from the graph.
-  const std::string dir = "fresh-weights/bert-seqcls.dynamo.onnxslim";
-  auto f = semmap_test::LoadMapped(dir);
-  const Rules& rules = Rules::Default();
-  const OpTraits ops(*f->graph, rules);
-  const semmap::RootBinding& b = f->mapper->rootBinding();
-  const TensorEvidence tensors(*f->graph, *f->manifest, rules, ops, b.root, b.wrapper);
-  CHECK(tensors.IsShared("bert.embeddings.LayerNorm.weight"));
-  CHECK(tensors.IsShared("bert.embeddings.LayerNorm.bias"));
-  // Parameters read where their modules read them keep their names.
-  CHECK_FALSE(tensors.IsShared("bert.embeddings.word_embeddings.weight"));
-  CHECK_FALSE(tensors.IsShared("bert.embeddings.position_embeddings.weight"));
-  auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
-  REQUIRE(truth.ok());
-  std::size_t readers = 0;
-  for (NodeId i = 0; i < static_cast<NodeId>(f->graph->size()); ++i) {
-    const semmap::Node n = f->graph->node(i);
-    if (std::find(n.inputs.begin(), n.inputs.end(), "bert.embeddings.LayerNorm.weight") == n.inputs.end()) {
-      continue;
-    }
-    ++readers;
-    const semmap::Mapping m = f->mapper->moduleFor(i);
-    CAPTURE(n.name, m.module_path, m.evidence);
-    CHECK(m.strategy != semmap::Strategy::kTensorNames);
-    const std::string* expected = truth->find(n.id);
-    REQUIRE(expected != nullptr);
-    CHECK(m.module_path == *expected);
-  }
-  CHECK(readers == 5);  // the embeddings' LayerNorm and two per layer
-  const semmap::TruthScore score = semmap::ScoreAgainstTruth(*f->mapper, *truth);
-  CHECK(score.accuracy() >= 0.9);  // 99 of 105 measured; 45 % before
-}
-
-TEST_CASE("A tensor two layers share is caught", "[tensor_evidence][fixture]") {
-  // The same BERT, dynamo, names stripped: the two layers' intermediate
-  // biases (zeros) are one initializer named after layer 0's, read by one
-  // Add per layer where layer 0's forward reads it once.
-  const std::string dir = "fresh-weights/bert-seqcls.dynamo.stripped";
-  auto f = semmap_test::LoadMapped(dir);
-  const Rules& rules = Rules::Default();
-  const OpTraits ops(*f->graph, rules);
-  const semmap::RootBinding& b = f->mapper->rootBinding();
-  const TensorEvidence tensors(*f->graph, *f->manifest, rules, ops, b.root, b.wrapper);
-  CHECK(tensors.IsShared("bert.encoder.layer.0.intermediate.dense.bias"));
-  CHECK_FALSE(tensors.IsShared("bert.embeddings.word_embeddings.weight"));
-  CHECK_FALSE(tensors.IsShared("bert.pooler.dense.weight"));
-  auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
-  REQUIRE(truth.ok());
-  std::size_t readers = 0;
-  for (NodeId i = 0; i < static_cast<NodeId>(f->graph->size()); ++i) {
-    const semmap::Node n = f->graph->node(i);
-    if (std::find(n.inputs.begin(), n.inputs.end(), "bert.encoder.layer.0.intermediate.dense.bias") ==
-        n.inputs.end()) {
-      continue;
-    }
-    ++readers;
-    const semmap::Mapping m = f->mapper->moduleFor(i);
-    CAPTURE(n.name, m.module_path, m.evidence);
-    CHECK(m.strategy != semmap::Strategy::kTensorNames);
-  }
-  CHECK(readers == 2);
-  const semmap::TruthScore score = semmap::ScoreAgainstTruth(*f->mapper, *truth);
-  CHECK(score.accuracy() >= 0.85);  // 104 of 120 measured; 55 % before
-}
-
-namespace {
-
 // The fixture's manifest without its forward signatures (schema version 1).
 Manifest WithoutSignatures(const std::string& dir) {
   std::ifstream in(semmap_test::Fixture(dir, "manifest.json"));
@@ -351,31 +277,105 @@ Manifest WithoutSignatures(const std::string& dir) {
   return *std::move(m);
 }
 
+// A mapped fixture and the tensor evidence over it, bound as its mapper
+// bound the root; with `signatures` false, over its manifest without them.
+struct FixtureEvidence {
+  explicit FixtureEvidence(const std::string& dir, bool signatures = true)
+      : f(semmap_test::LoadMapped(dir)),
+        manifest(signatures ? f->manifest
+                            : std::make_shared<const Manifest>(WithoutSignatures(dir))),
+        ops(*f->graph, Rules::Default()),
+        tensors(*f->graph, *manifest, Rules::Default(), ops, f->mapper->rootBinding().root,
+                f->mapper->rootBinding().wrapper) {}
+
+  // The nodes reading the value named `name`, in the graph's order.
+  std::vector<NodeId> ReadersOf(absl::string_view name) const {
+    std::vector<NodeId> out;
+    for (NodeId i = 0; i < static_cast<NodeId>(f->graph->size()); ++i) {
+      const semmap::Node n = f->graph->node(i);
+      if (std::find(n.inputs.begin(), n.inputs.end(), name) != n.inputs.end()) out.push_back(i);
+    }
+    return out;
+  }
+
+  std::unique_ptr<semmap_test::MappedFixture> f;
+  std::shared_ptr<const Manifest> manifest;
+  OpTraits ops;
+  TensorEvidence tensors;
+};
+
+}  // namespace
+
+TEST_CASE("A tensor de-duplicated from equal parameters says nothing of its readers",
+          "[tensor_evidence][fixture]") {
+  // BERT with its freshly initialised weights, dynamo then onnxslim: every
+  // LayerNorm's weight (ones) and bias (zeros), and every Linear's bias
+  // (zeros), are one initializer each, named after the first parameter.
+  // Their readers outnumber what those modules' forwards read: the names
+  // are ignored, and the nodes are placed from the graph.
+  const std::string dir = "fresh-weights/bert-seqcls.dynamo.onnxslim";
+  const FixtureEvidence e(dir);
+  const TensorEvidence& tensors = e.tensors;
+  CHECK(tensors.IsShared("bert.embeddings.LayerNorm.weight"));
+  CHECK(tensors.IsShared("bert.embeddings.LayerNorm.bias"));
+  // Parameters read where their modules read them keep their names.
+  CHECK_FALSE(tensors.IsShared("bert.embeddings.word_embeddings.weight"));
+  CHECK_FALSE(tensors.IsShared("bert.embeddings.position_embeddings.weight"));
+  auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
+  REQUIRE(truth.ok());
+  const std::vector<NodeId> readers = e.ReadersOf("bert.embeddings.LayerNorm.weight");
+  for (const NodeId i : readers) {
+    const semmap::Node n = e.f->graph->node(i);
+    const semmap::Mapping m = e.f->mapper->moduleFor(i);
+    CAPTURE(n.name, m.module_path, m.evidence);
+    CHECK(m.strategy != semmap::Strategy::kTensorNames);
+    const std::string* expected = truth->find(n.id);
+    REQUIRE(expected != nullptr);
+    CHECK(m.module_path == *expected);
+  }
+  CHECK(readers.size() == 5);  // the embeddings' LayerNorm and two per layer
+  const semmap::TruthScore score = semmap::ScoreAgainstTruth(*e.f->mapper, *truth);
+  CHECK(score.accuracy() >= 0.9);  // 99 of 105 measured; 45 % before
+}
+
+TEST_CASE("A tensor two layers share is caught", "[tensor_evidence][fixture]") {
+  // The same BERT, dynamo, names stripped: the two layers' intermediate
+  // biases (zeros) are one initializer named after layer 0's, read by one
+  // Add per layer where layer 0's forward reads it once.
+  const std::string dir = "fresh-weights/bert-seqcls.dynamo.stripped";
+  const FixtureEvidence e(dir);
+  CHECK(e.tensors.IsShared("bert.encoder.layer.0.intermediate.dense.bias"));
+  CHECK_FALSE(e.tensors.IsShared("bert.embeddings.word_embeddings.weight"));
+  CHECK_FALSE(e.tensors.IsShared("bert.pooler.dense.weight"));
+  auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
+  REQUIRE(truth.ok());
+  const std::vector<NodeId> readers = e.ReadersOf("bert.encoder.layer.0.intermediate.dense.bias");
+  for (const NodeId i : readers) {
+    const semmap::Mapping m = e.f->mapper->moduleFor(i);
+    CAPTURE(e.f->graph->node(i).name, m.module_path, m.evidence);
+    CHECK(m.strategy != semmap::Strategy::kTensorNames);
+  }
+  CHECK(readers.size() == 2);
+  const semmap::TruthScore score = semmap::ScoreAgainstTruth(*e.f->mapper, *truth);
+  CHECK(score.accuracy() >= 0.85);  // 104 of 120 measured; 55 % before
+}
+
+namespace {
+
 TEST_CASE("Without signatures a tensor read by several nodes is shared, unless a layer is reused",
           "[tensor_evidence][fixture]") {
-  const Rules& rules = Rules::Default();
   {
     // Fresh BERT after onnxslim: every norm's weight is one initializer.
-    const std::string dir = "fresh-weights/bert-seqcls.dynamo.onnxslim";
-    auto f = semmap_test::LoadMapped(dir);
-    const Manifest m = WithoutSignatures(dir);
-    const OpTraits ops(*f->graph, rules);
-    const semmap::RootBinding& b = f->mapper->rootBinding();
-    const TensorEvidence tensors(*f->graph, m, rules, ops, b.root, b.wrapper);
-    CHECK(tensors.IsShared("bert.embeddings.LayerNorm.weight"));
-    CHECK_FALSE(tensors.IsShared("bert.embeddings.word_embeddings.weight"));
+    const FixtureEvidence e("fresh-weights/bert-seqcls.dynamo.onnxslim", /*signatures=*/false);
+    CHECK(e.tensors.IsShared("bert.embeddings.LayerNorm.weight"));
+    CHECK_FALSE(e.tensors.IsShared("bert.embeddings.word_embeddings.weight"));
   }
   {
     // ALBERT calls its one layer once per depth: the layer's matrices are
     // read by a matmul per call, and so are its norms' weights; nothing is
     // shared.
-    const std::string dir = "torch-2.15/albert-masked-lm.dynamo.onnxslim";
-    auto f = semmap_test::LoadMapped(dir);
-    const Manifest m = WithoutSignatures(dir);
-    const OpTraits ops(*f->graph, rules);
-    const semmap::RootBinding& b = f->mapper->rootBinding();
-    const TensorEvidence tensors(*f->graph, m, rules, ops, b.root, b.wrapper);
-    CHECK_FALSE(tensors.AnyShared());
+    const FixtureEvidence e("torch-2.15/albert-masked-lm.dynamo.onnxslim", /*signatures=*/false);
+    CHECK_FALSE(e.tensors.AnyShared());
   }
 }
 
