@@ -360,6 +360,36 @@ TEST_CASE("A tensor two layers share is caught", "[tensor_evidence][fixture]") {
   CHECK(score.accuracy() >= 0.85);  // 104 of 120 measured; 55 % before
 }
 
+TEST_CASE("A module that never ran shares its parameter with the tied ones that did",
+          "[tensor_evidence][fixture]") {
+  {
+    // T5, fresh weights, TorchScript, names stripped: the model registers
+    // `shared` and never calls it; the encoder and the decoder look up
+    // their own embeddings, tied to it, and the export keeps one tensor
+    // named `shared.weight`. Its two readers are theirs, not `shared`'s.
+    const FixtureEvidence e("fresh-weights/t5-seq2seq-lm.torchscript.stripped");
+    CHECK(e.tensors.IsShared("shared.weight"));
+    const std::vector<NodeId> readers = e.ReadersOf("shared.weight");
+    REQUIRE(readers.size() == 2);
+    CHECK(e.f->mapper->moduleFor(readers[0]).module_path == "encoder.embed_tokens");
+    CHECK(e.f->mapper->moduleFor(readers[1]).module_path == "decoder.embed_tokens");
+  }
+  {
+    // torchvision's ViT: an attention reads its output projection's
+    // weight without calling it, and no module that ran has an unnamed
+    // parameter of that name and shape: the name stands.
+    const std::string dir = "torch-2.15/tv-vit.dynamo";
+    const FixtureEvidence e(dir);
+    const std::string weight = "encoder.layers.encoder_layer_0.self_attention.out_proj.weight";
+    CHECK_FALSE(e.tensors.IsShared(weight));
+    CHECK_FALSE(e.tensors.AnyShared());
+    auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
+    REQUIRE(truth.ok());
+    const semmap::TruthScore score = semmap::ScoreAgainstTruth(*e.f->mapper, *truth);
+    CHECK(score.correct == score.known);
+  }
+}
+
 namespace {
 
 TEST_CASE("Without signatures a tensor read by several nodes is shared, unless a layer is reused",

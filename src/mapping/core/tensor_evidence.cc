@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -138,12 +139,46 @@ void TensorEvidence::FindSharedTensors() {
       if (matmuls > 1) return;
     }
   }
+  // Tied parameters: (local name, shape) of the parameters of modules
+  // that ran which no initializer is named after.
+  absl::flat_hash_set<std::pair<absl::string_view, std::vector<std::int64_t>>> unnamed;
+  if (traced) {
+    absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> named;
+    for (const TensorInfo& t : graph_.initializers()) {
+      const ModuleId owner = t.subgraph == 0 ? LiteralOwner(t.name) : kNoModule;
+      if (owner != kNoModule) named.emplace(owner, t.name.substr(t.name.rfind('.') + 1));
+    }
+    for (std::size_t m = 0; m < manifest_.size(); ++m) {
+      if (calls[m] == 0) continue;
+      for (const TensorSpec& p : manifest_.module(static_cast<ModuleId>(m)).parameters) {
+        if (!named.contains(std::make_pair(static_cast<ModuleId>(m), absl::string_view(p.name)))) {
+          unnamed.emplace(p.name, p.shape);
+        }
+      }
+    }
+  }
   for (const TensorInfo& t : graph_.initializers()) {
     if (t.subgraph != 0) continue;
     const ModuleId owner = LiteralOwner(t.name);
-    if (owner == kNoModule || (traced && calls[owner] == 0)) continue;
+    if (owner == kNoModule) continue;
     const ModuleInfo& info = manifest_.module(owner);
     const absl::string_view local = t.name.substr(t.name.rfind('.') + 1);
+    if (traced && calls[owner] == 0) {
+      // A module its parent's recorded forward never calls did not run (a
+      // seq2seq model's `shared` embedding, which the encoder and the
+      // decoder each read through an embedding of their own, tied to it).
+      // When a module that ran has a parameter of that name and shape no
+      // initializer is named after, the reads are of that tied parameter;
+      // else they are the parent's own (an attention reading its output
+      // projection's weight without calling it).
+      const bool idle = !info.traced && info.parent != kNoModule &&
+                        manifest_.module(info.parent).traced && calls[info.parent] > 0;
+      const std::vector<std::int64_t> dims(t.dims.begin(), t.dims.end());
+      if (idle && unnamed.contains(std::make_pair(local, dims)) && read_by(t, 0, false) > 0) {
+        shared_.insert(t.name);
+      }
+      continue;
+    }
     std::size_t reads = 0;
     if (traced) {
       for (const ForwardEvent& e : info.forward) {

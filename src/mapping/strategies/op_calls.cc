@@ -285,9 +285,11 @@ class OpCallPlacer {
   // is named after, a call in `taken`, and a call that also reads a named
   // parameter whose readers read no shared tensor (it made no shared read
   // in the graph: a tool dropped the zero bias a Gemm read beside its
-  // named weight).
+  // named weight), and a call whose op no reader of the shape may be
+  // exported as.
   std::map<Dims, std::vector<std::int64_t>> SharedReads(const std::map<Dims, std::vector<NodeId>>& readers,
-                                                        const std::vector<std::int64_t>& taken) const {
+                                                        const std::vector<std::int64_t>& taken) {
+    const RuleQueries rules(context_.rules);
     absl::flat_hash_set<NodeId> shared_readers;
     for (const auto& [dims, nodes] : readers) shared_readers.insert(nodes.begin(), nodes.end());
     // Named, not shared: whether a reader of a shared tensor reads it.
@@ -324,7 +326,15 @@ class OpCallPlacer {
                                     [&](const TensorSpec& spec) { return spec.name == read; });
         if (p == params.end()) continue;
         const Dims shape(p->shape.begin(), p->shape.end());
-        if (readers.count(shape) == 0) continue;
+        const auto of_shape = readers.find(shape);
+        if (of_shape == readers.end()) continue;
+        // A read no reader of its shape could have made is another node's
+        // (a tied embedding's lookup and its head's matmul): not counted.
+        if (std::none_of(of_shape->second.begin(), of_shape->second.end(), [&](NodeId c) {
+              return MayExport(rules, call.event->op, graph_.node(c).op_type);
+            })) {
+          continue;
+        }
         std::vector<std::int64_t>& at_shape = reads[shape];
         if (at_shape.empty() || at_shape.back() != static_cast<std::int64_t>(k)) {
           at_shape.push_back(static_cast<std::int64_t>(k));
