@@ -84,6 +84,10 @@ bool RuleQueries::IsShapeSource(absl::string_view op_type) const {
   return Matches(impl_.shape_source_ops, op_type);
 }
 
+bool RuleQueries::TakesShapeOperands(absl::string_view op_type) const {
+  return Matches(impl_.shape_operand_ops, op_type);
+}
+
 bool RuleQueries::ReadsBlockwiseWeight(absl::string_view op_type) const {
   return Matches(impl_.blockwise_weight_ops, op_type);
 }

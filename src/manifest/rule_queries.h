@@ -43,6 +43,9 @@ class RuleQueries {
   // Ops that read only their input's shape (Shape, Size): the start of a
   // shape computation, which belongs with the node using the shape.
   bool IsShapeSource(absl::string_view op_type) const;
+  // An op whose inputs after the first are arguments computed for it (a
+  // Reshape's shape, an Unsqueeze's axes; rules "shape_operand_ops").
+  bool TakesShapeOperands(absl::string_view op_type) const;
   // Ops whose second input is a weight packed in quantized blocks
   // ([N, blocks, bytes per block]: rules "blockwise_weight_ops").
   bool ReadsBlockwiseWeight(absl::string_view op_type) const;

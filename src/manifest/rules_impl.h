@@ -38,6 +38,9 @@ struct Rules::Impl {
   std::unique_ptr<RE2> passthrough_ops;
   std::unique_ptr<RE2> follow_consumers_ops;
   std::unique_ptr<RE2> shape_source_ops;
+  // "shape_operand_ops": ops whose inputs after the first are arguments of
+  // the op (a shape, axes, repeats, bounds).
+  std::unique_ptr<RE2> shape_operand_ops;
   std::unique_ptr<RE2> blockwise_weight_ops;
   std::unique_ptr<RE2> transposed_weight_ops;
   // "signature_checked_ops": ONNX op types and the torch operations that

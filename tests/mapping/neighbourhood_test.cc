@@ -1,6 +1,7 @@
 // Neighbourhood inference (mapping/strategies/neighbourhood.h) on its own: each rule
 // on a small graph, termination, and how often it is right when it fills
 // the nodes of real exports that the names leave open.
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "mapping/core/evidence_store.h"
 #include "mapping/core/op_traits.h"
 #include "mapping/strategies/neighbourhood.h"
+#include "nlohmann/json.hpp"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "test_util.h"
@@ -287,6 +289,65 @@ TEST_CASE("fresh weights, TorchScript, stripped: the de-duplicated biases' Ident
     CHECK(m.module_path == f->truth.at(std::string(n.id)));
   }
   CHECK(identities == 16);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("a shape argument of several modules' nodes is the first one's", "[neighbourhood]") {
+  // onnxslim merges equal shape arithmetic: one Concat builds the shape
+  // both layers' views read. It is layer 0's copy (the first consumer's
+  // module), not the layers' common ancestor; a shape computation that
+  // several modules read as data (a mask both layers add) stays with
+  // their common ancestor.
+  const Manifest m = Manifest::FromModulePaths({{"enc.layer.0", ""}, {"enc.layer.1", ""}});
+  onnx::ModelProto model = semmap_test::MakeModel();
+  using semmap_test::AddNode;
+  AddNode(model.mutable_graph(), "shape", "Shape", {"x"}, {"s"});              // 0
+  AddNode(model.mutable_graph(), "concat", "Concat", {"s", "s"}, {"dims"});    // 1
+  AddNode(model.mutable_graph(), "view0", "Reshape", {"x", "dims"}, {"y0"});   // 2
+  AddNode(model.mutable_graph(), "view1", "Reshape", {"y0", "dims"}, {"y1"});  // 3
+  AddNode(model.mutable_graph(), "mask", "Range", {"s", "s", "s"}, {"r"});     // 4
+  AddNode(model.mutable_graph(), "add0", "Add", {"y1", "r"}, {"z0"});          // 5
+  AddNode(model.mutable_graph(), "add1", "Add", {"z0", "r"}, {"z1"});          // 6
+  const Graph g = Parse(model);
+  std::vector<Mapping> in(g.size());
+  in[2] = Answer(m, "enc.layer.0", 0.8);
+  in[3] = Answer(m, "enc.layer.1", 0.8);
+  in[5] = Answer(m, "enc.layer.0", 0.8);
+  in[6] = Answer(m, "enc.layer.1", 0.8);
+  const Run run = Infer(g, m, in);
+  CHECK(PathOf(m, run.mappings[1]) == "enc.layer.0");
+  CHECK(run.mappings[1].strategy == Strategy::kOpRule);
+  CHECK(run.mappings[1].confidence == Approx(conf::kFirstOfMerged * 0.8));
+  CHECK(PathOf(m, run.mappings[4]) == "enc.layer");
+
+  // Which inputs are arguments is rule data: a rule file naming no op
+  // leaves the Concat with the layers' common ancestor.
+  std::ifstream file(std::string(SEMMAP_SOURCE_DIR) + "/rules/default.json");
+  REQUIRE(file.good());
+  nlohmann::json doc = nlohmann::json::parse(file);
+  REQUIRE(doc.contains("shape_operand_ops"));
+  doc.erase("shape_operand_ops");
+  auto rules = Rules::Parse(doc.dump(), "no-operands.json");
+  REQUIRE(rules.ok());
+  semmap_test::ContextParts parts(g, m, std::move(in), *rules);
+  const std::vector<bool> shape = semmap::internal::ShapeComputations(g, parts.ops);
+  semmap::internal::InferFromNeighbourhood(parts.context(), shape, OrderHints{}, 64);
+  CHECK(PathOf(m, parts.records[1]) == "enc.layer");
+}
+
+TEST_CASE("onnxslim's merged view shapes go to the first layer's attention", "[neighbourhood][fixture]") {
+  // BERT with its freshly initialised weights, dynamo, then onnxslim: the
+  // two layers' attention views read one Concat per shape.
+  auto f = semmap_test::LoadMapped("fresh-weights/bert-seqcls.dynamo.onnxslim");
+  for (const char* name : {"node_Concat_97", "node_Concat_151"}) {
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(name));
+    CAPTURE(name, m.evidence);
+    CHECK(m.module_path == "bert.encoder.layer.0.attention.self");
+    CHECK(f->truth.at(name) == m.module_path);
+  }
 }
 
 }  // namespace

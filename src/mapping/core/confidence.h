@@ -79,6 +79,10 @@ inline constexpr double kDisagreeing = 0.6;
 inline constexpr double kBothSides = 0.15;
 inline constexpr double kOneSide = 0.1;
 inline constexpr double kWeightToConsumer = 0.7;
+// A shape computation read only as an argument (rules
+// "shape_operand_ops") by nodes of several modules: a tool merged their
+// copies; the first consumer's module computed the first copy.
+inline constexpr double kFirstOfMerged = 0.8;
 // Consumers this sure were mapped by their own names or metadata.
 inline constexpr double kNamed = 0.9;
 }  // namespace neighbourhood

@@ -23,6 +23,9 @@ class OpTraits {
   bool ReadsBlockwiseWeight(NodeId n) const { return bits_[n] & kBlockwise; }
   bool IsQuantizerOp(NodeId n) const { return bits_[n] & kQuantizer; }
   bool ReadsTransposedWeight(NodeId n) const { return bits_[n] & kTransposed; }
+  // Rules "shape_operand_ops": the node's inputs after the first are
+  // arguments of its op (a shape, axes, repeats).
+  bool TakesShapeOperands(NodeId n) const { return bits_[n] & kShapeOperands; }
 
  private:
   static constexpr std::uint8_t kFollows = 1;
@@ -31,6 +34,7 @@ class OpTraits {
   static constexpr std::uint8_t kBlockwise = 8;
   static constexpr std::uint8_t kQuantizer = 16;
   static constexpr std::uint8_t kTransposed = 32;
+  static constexpr std::uint8_t kShapeOperands = 64;
   std::vector<std::uint8_t> bits_;
 };
 

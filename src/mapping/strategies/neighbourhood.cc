@@ -18,6 +18,7 @@ using confidence::neighbourhood::kBothSides;
 using confidence::neighbourhood::kOneSide;
 using confidence::neighbourhood::kWeightToConsumer;
 using confidence::neighbourhood::kNamed;
+using confidence::neighbourhood::kFirstOfMerged;
 
 struct Side {
   ModuleId lca = kNoModule;
@@ -90,7 +91,16 @@ class NodeRules {
     }
     MappingRecord& m = out_[i];
     m.strategy = Strategy::kNeighbourhood;
-    if (consumers.count > 0 && ops_.FollowsConsumers(static_cast<NodeId>(i))) {
+    NodeId first = kNoNode;
+    if (consumers.count > 0 && !consumers.agree && (shape_[i] || ops_.FollowsConsumers(static_cast<NodeId>(i))) &&
+        (first = FirstOfMerged(n)) != kNoNode) {
+      m.module = out_[first].module;
+      m.confidence = kFirstOfMerged * consumers.weakest;
+      m.strategy = Strategy::kOpRule;
+      m.evidence = evidence_->Intern(absl::StrCat(
+          n.op_type, " is an argument of ", consumers.count,
+          " nodes of several modules (copies a tool merged): the first one's"));
+    } else if (consumers.count > 0 && ops_.FollowsConsumers(static_cast<NodeId>(i))) {
       m.module = Placed(i, consumers);
       m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
       m.strategy = Strategy::kOpRule;
@@ -142,6 +152,22 @@ class NodeRules {
   }
 
  private:
+  // The first of `n`'s consumers when every one reads its outputs only as
+  // an argument of its op (rules "shape_operand_ops": a view's shape, an
+  // unsqueeze's axes) and is mapped; kNoNode otherwise.
+  NodeId FirstOfMerged(const Node& n) const {
+    NodeId first = kNoNode;
+    for (ValueId value : n.output_values) {
+      for (NodeId c : graph_.consumers(value)) {
+        if (!ops_.TakesShapeOperands(c) || !out_[c].mapped()) return kNoNode;
+        const Node consumer = graph_.node(c);
+        if (!consumer.input_values.empty() && consumer.input_values[0] == value) return kNoNode;
+        if (first == kNoNode || c < first) first = c;
+      }
+    }
+    return first;
+  }
+
   // Where node `i` runs: its consumers' module, widened to the module
   // active at its position in execution order — only where the consumers'
   // own module was inferred (named consumers need no help).
