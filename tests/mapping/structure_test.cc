@@ -424,4 +424,49 @@ TEST_CASE("unnamed weights align in the order the forward reads them", "[structu
   CHECK(matmuls == 27);
 }
 
+namespace {
+
+// The nodes of `f` answered because one module alone runs an op of their
+// type (Pass::OnlyRunner), each checked against the truth; their op types.
+std::vector<std::string> OnlyRunnerAnswers(const MappedFixture& f) {
+  std::vector<std::string> ops;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f.graph->size()); ++i) {
+    const semmap::Mapping& m = f.mapper->moduleFor(i);
+    if (!absl::StrContains(m.evidence, "is the only one to run an op exported as") ||
+        absl::StrContains(m.evidence, "between")) {
+      continue;
+    }
+    const semmap::Node n = f.graph->node(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK(m.module_path == f.truth.at(std::string(n.id)));
+    CHECK(m.confidence < 0.9);
+    ops.emplace_back(n.op_type);
+  }
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("a node of an op type one module alone runs goes to that module", "[structure][fixture]") {
+  // LLaMA, TorchScript, names stripped: the rotary embedding computes its
+  // tables from positions only (shape computations), and its Cos and Sin
+  // feed every layer's attention. No other module runs `cos` or `sin`.
+  auto f = LoadMapped("torch-2.15/llama-causal-lm.torchscript.stripped");
+  const std::vector<std::string> ops = OnlyRunnerAnswers(*f);
+  CHECK(std::count(ops.begin(), ops.end(), "Cos") == 1);
+  CHECK(std::count(ops.begin(), ops.end(), "Sin") == 1);
+}
+
+TEST_CASE("an op type a composite op also exports is no one module's", "[structure][fixture]") {
+  // torchvision's ViT, TorchScript, names stripped: the model's own code
+  // runs the only `cat`, but each attention's functional call exports
+  // Concats and Unsqueezes too, more than one `cat` accounts for: none is
+  // given to the model's forward.
+  auto f = LoadMapped("torch-2.15/tv-vit.torchscript.stripped");
+  for (const std::string& op : OnlyRunnerAnswers(*f)) {
+    CHECK(op != "Concat");
+    CHECK(op != "Unsqueeze");
+  }
+}
+
 }  // namespace semmap_test

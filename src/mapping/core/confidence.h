@@ -63,6 +63,9 @@ inline constexpr double kTail = 0.7;
 inline constexpr double kModuleOps = 0.7;
 inline constexpr double kInterval = 0.6;
 inline constexpr double kLca = 0.4;
+// A node of an op type one module's forward alone may export
+// (Pass::OnlyRunner).
+inline constexpr double kOnlyRunner = 0.8;
 // Order-based answers in a re-sorted graph (anchors out of the manifest's
 // module order) are worth less.
 inline constexpr double kDisorderFactor = 0.5;

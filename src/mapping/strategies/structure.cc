@@ -134,6 +134,7 @@ StructureCounts Pass::Run(bool creation_order) {
       counts.signature_matches += Signatures(bucket, signatures);
     }
   }
+  OnlyRunner();
   for (std::vector<NodeId>& bucket : buckets_) {
     ModuleOpRegions(bucket);
     Heads(bucket);

@@ -89,6 +89,82 @@ bool Pass::Expected(NodeId before, NodeId after, const ForwardSignatures& signat
   return a != kNoModule && a != b && signatures.Between(a, b, expected);
 }
 
+std::size_t Pass::OnlyRunner() {
+  // Per torch op, the one traced module whose own code runs it (or
+  // kSeveral) and how many times its recorded forward does.
+  constexpr ModuleId kSeveral = kNoModule - 1;
+  struct Runner {
+    ModuleId module;
+    std::size_t runs;
+  };
+  absl::flat_hash_map<absl::string_view, Runner> runner;
+  for (std::size_t m = 0; m < manifest_.size(); ++m) {
+    const ModuleInfo& info = manifest_.module(static_cast<ModuleId>(m));
+    if (!info.traced) continue;
+    for (const ForwardEvent& e : info.forward) {
+      if (e.call != kNoModule) continue;
+      const auto [it, added] = runner.try_emplace(e.op, Runner{static_cast<ModuleId>(m), 0});
+      if (!added && it->second.module != static_cast<ModuleId>(m)) it->second.module = kSeveral;
+      ++it->second.runs;
+    }
+  }
+  if (runner.empty()) return 0;
+  absl::flat_hash_map<absl::string_view, std::size_t> nodes_of_type;
+  for (const NodeId i : order_) ++nodes_of_type[graph_.node(i).op_type];
+  const RuleQueries rules(rules_);
+  // Op type -> its one runner, when the graph holds no more nodes of the
+  // type than that runner's ops (a composite op exports more kinds than
+  // rules "forward_ops" lists: an attention's functional call its
+  // Concats and Gathers, which a single `cat` elsewhere must not claim).
+  absl::flat_hash_map<absl::string_view, ModuleId> by_type;
+  std::vector<signed char> as_data(n_, -1);
+  std::size_t assigned = 0;
+  for (const NodeId i : order_) {
+    const Node& n = graph_.node(i);
+    if (out_[i].mapped() || ops_.FollowsConsumers(i) || n.inputs.empty()) continue;
+    auto [it, added] = by_type.try_emplace(n.op_type, kNoModule);
+    if (added) {
+      std::size_t runs = 0;
+      for (const auto& [op, r] : runner) {
+        if (!rules.MayExportAs(op, n.op_type)) continue;
+        if (r.module == kSeveral || (it->second != kNoModule && it->second != r.module)) {
+          it->second = kSeveral;
+          break;
+        }
+        it->second = r.module;
+        runs += r.runs;
+      }
+      if (it->second != kSeveral && nodes_of_type[n.op_type] > runs) it->second = kSeveral;
+    }
+    const ModuleId module = it->second;
+    if (module == kNoModule || module == kSeveral || (shape_[i] && !ReadAsData(i, &as_data))) continue;
+    ++assigned;
+    Assign(i, module, kOnlyRunner,
+           absl::StrCat(Named(module), "'s forward is the only one to run an op exported as ",
+                        n.op_type, " (forward signatures)"));
+  }
+  return assigned;
+}
+
+bool Pass::ReadAsData(NodeId i, std::vector<signed char>* memo) const {
+  signed char& known = (*memo)[i];
+  if (known >= 0) return known == 1;
+  known = 0;  // a cycle reads nothing as data
+  for (const ValueId v : graph_.node(i).output_values) {
+    for (const NodeId c : graph_.consumers(v)) {
+      if (shape_[c]) {
+        if (!ReadAsData(c, memo)) continue;
+      } else if (ops_.TakesShapeOperands(c)) {
+        const Node consumer = graph_.node(c);
+        if (consumer.input_values.empty() || consumer.input_values[0] != v) continue;
+      }
+      known = 1;
+      return true;
+    }
+  }
+  return false;
+}
+
 absl::string_view Pass::Named(ModuleId m) const {
   const std::string& path = manifest_.module(m).path;
   return path.empty() ? absl::string_view("<root>") : absl::string_view(path);

@@ -45,6 +45,7 @@ using confidence::structure::kTail;
 using confidence::structure::kModuleOps;
 using confidence::structure::kInterval;
 using confidence::structure::kLca;
+using confidence::structure::kOnlyRunner;
 using confidence::structure::kDisorderFactor;
 
 // The pass's tuning.
@@ -218,6 +219,18 @@ class Pass {
 
   // A module's path for evidence, "<root>" for the root.
   absl::string_view Named(ModuleId m) const;
+
+  // Nodes of an op type only one module's recorded forward runs an op of
+  // (rules "forward_ops"; a rotary embedding's `cos` and `sin`): that
+  // module, wherever the node lies. A shape computation only when some
+  // consumer reads it as data (not as an argument: rules
+  // "shape_operand_ops"), since the lowering of any call builds shapes.
+  std::size_t OnlyRunner();
+  // Whether a consumer of node `i` reads an output of it as data: a node
+  // that is no shape computation, reading it other than as an argument,
+  // or a shape computation whose own output is so read (`memo`: per node,
+  // -1 unknown, 0 no, 1 yes).
+  bool ReadAsData(NodeId i, std::vector<signed char>* memo) const;
 
   // Head of B: walking backwards, a node all of whose consumers are B's
   // anchors or B's head nodes.
