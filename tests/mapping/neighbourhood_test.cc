@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "catch2/catch.hpp"
 #include "context_parts.h"
 #include "mapped_fixture.h"
@@ -348,6 +349,42 @@ TEST_CASE("onnxslim's merged view shapes go to the first layer's attention", "[n
     CHECK(m.module_path == "bert.encoder.layer.0.attention.self");
     CHECK(f->truth.at(name) == m.module_path);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The nodes of `f` whose evidence holds `text`, each checked against the
+// truth; how many.
+std::size_t CheckAnswered(const semmap_test::MappedFixture& f, absl::string_view text) {
+  std::size_t count = 0;
+  for (NodeId i = 0; i < static_cast<NodeId>(f.graph->size()); ++i) {
+    const semmap::Mapping& m = f.mapper->moduleFor(i);
+    if (!absl::StrContains(m.evidence, text)) continue;
+    ++count;
+    const semmap::Node n = f.graph->node(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK(m.module_path == f.truth.at(std::string(n.id)));
+  }
+  return count;
+}
+
+TEST_CASE("a value several modules read goes to the first reader when their ancestor cannot compute it",
+          "[neighbourhood][fixture]") {
+  // T5, fresh weights, TorchScript, names stripped: each RMSNorm casts its
+  // input to float, which the residual around it reads too; the layer
+  // runs no cast of its own, the norm does. The T5 stack's shape reads
+  // go to the stack, whose forward gathers.
+  auto t5 = semmap_test::LoadMapped("fresh-weights/t5-seq2seq-lm.torchscript.stripped");
+  CHECK(CheckAnswered(*t5, "their common ancestor's none") >= 10);  // 12 measured
+  // A quantizer's DynamicQuantizeLinear feeding the three projections
+  // is inserted for them all: it stays with the attention, though each
+  // projection's `linear` may export as one.
+  auto quantized = semmap_test::LoadMapped("torch-2.15/bert-seqcls.dynamo.quantized");
+  CHECK(CheckAnswered(*quantized, "their common ancestor's none") == 0);
+  const semmap::Mapping& dql = quantized->mapper->moduleFor(quantized->graph->find("layer_norm_QuantizeLinear"));
+  CHECK(dql.module_path == "bert.encoder.layer.0.attention.self");
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
 
 namespace semmap {
@@ -61,11 +63,11 @@ bool ReadsWeight(const Graph& graph, const Node& n) {
 // The rules of InferFromNeighbourhood (neighbourhood.h) for one node.
 class NodeRules {
  public:
-  NodeRules(const Graph& graph, const Manifest& manifest, const OpTraits& ops,
+  NodeRules(const Graph& graph, const Manifest& manifest, const Rules& rules, const OpTraits& ops,
             const std::vector<bool>& shape, const OrderHints& hints, std::vector<MappingRecord>* out,
             EvidenceStore* evidence)
       : graph_(graph), manifest_(manifest), ops_(ops), shape_(shape), hints_(hints), out_(*out),
-        evidence_(evidence) {}
+        evidence_(evidence), rules_(rules) {}
 
   // Maps unmapped node `i` from its neighbours' current answers; with
   // `one_sided`, also from its producers or its consumers alone. Returns
@@ -91,15 +93,27 @@ class NodeRules {
     }
     MappingRecord& m = out_[i];
     m.strategy = Strategy::kNeighbourhood;
+    // Read by nodes of several modules: perhaps copies a tool merged.
+    const bool merged = consumers.count > 0 && !consumers.agree &&
+                        (shape_[i] || ops_.FollowsConsumers(static_cast<NodeId>(i)));
     NodeId first = kNoNode;
-    if (consumers.count > 0 && !consumers.agree && (shape_[i] || ops_.FollowsConsumers(static_cast<NodeId>(i))) &&
-        (first = FirstOfMerged(n)) != kNoNode) {
+    ModuleId copy = kNoModule;
+    if (merged && (first = FirstOfMerged(n)) != kNoNode) {
       m.module = out_[first].module;
       m.confidence = kFirstOfMerged * consumers.weakest;
       m.strategy = Strategy::kOpRule;
       m.evidence = evidence_->Intern(absl::StrCat(
           n.op_type, " is an argument of ", consumers.count,
           " nodes of several modules (copies a tool merged): the first one's"));
+    } else if (merged && !ops_.IsQuantizerOp(static_cast<NodeId>(i)) &&
+               (copy = FirstCopy(n, consumers)) != kNoModule) {
+      m.module = copy;
+      m.confidence = kFirstOfMerged * consumers.weakest;
+      m.strategy = Strategy::kOpRule;
+      m.evidence = evidence_->Intern(absl::StrCat(
+          "read by ", consumers.count, " nodes of several modules; ", manifest_.module(m.module).path,
+          "'s forward runs an op exported as ", n.op_type,
+          ", their common ancestor's none: the first reader's computed it"));
     } else if (consumers.count > 0 && ops_.FollowsConsumers(static_cast<NodeId>(i))) {
       m.module = Placed(i, consumers);
       m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
@@ -168,6 +182,53 @@ class NodeRules {
     return first;
   }
 
+  // With forward signatures, for a node read by nodes of several modules:
+  // the module on the way from their lowest common ancestor down to the
+  // first consumer's, deepest first, whose own forward runs an op that
+  // may be exported as the node's type, when the ancestor's (or, for a
+  // container, its first traced ancestor's) runs none. The ancestor did
+  // not compute it: the first reader did (a norm's cast its residual also
+  // reads; the first of copies a tool merged). kNoModule otherwise.
+  ModuleId FirstCopy(const Node& n, const Side& consumers) {
+    NodeId first = kNoNode;
+    std::size_t count = 0;
+    for (ValueId value : n.output_values) {
+      for (NodeId c : graph_.consumers(value)) {
+        ++count;
+        if (first == kNoNode || c < first) first = c;
+      }
+    }
+    if (first == kNoNode || count != consumers.count || !out_[first].mapped()) return kNoModule;
+    if (OwnerRuns(consumers.lca, n.op_type)) return kNoModule;
+    for (ModuleId m = out_[first].module; m != kNoModule && m != consumers.lca; m = manifest_.module(m).parent) {
+      if (Runs(m, n.op_type)) return m;
+    }
+    return kNoModule;
+  }
+
+  // Runs() of `module`, or of its first traced ancestor for a container;
+  // true when there is none.
+  bool OwnerRuns(ModuleId module, absl::string_view op_type) {
+    while (module != kNoModule && !manifest_.module(module).traced) module = manifest_.module(module).parent;
+    return module == kNoModule || Runs(module, op_type);
+  }
+
+  // Whether `module`'s own recorded forward runs an op that may be
+  // exported as `op_type` (rules "forward_ops").
+  bool Runs(ModuleId module, absl::string_view op_type) {
+    const auto [it, added] = runs_.try_emplace(std::make_pair(module, op_type), false);
+    if (added) {
+      const RuleQueries rules(rules_);
+      for (const ForwardEvent& e : manifest_.module(module).forward) {
+        if (e.call == kNoModule && rules.MayExportAs(e.op, op_type)) {
+          it->second = true;
+          break;
+        }
+      }
+    }
+    return it->second;
+  }
+
   // Where node `i` runs: its consumers' module, widened to the module
   // active at its position in execution order — only where the consumers'
   // own module was inferred (named consumers need no help).
@@ -205,6 +266,8 @@ class NodeRules {
   const OrderHints& hints_;
   std::vector<MappingRecord>& out_;
   EvidenceStore* evidence_;
+  const Rules& rules_;
+  absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, bool> runs_;  // Runs()
 };
 
 }  // namespace
@@ -213,8 +276,8 @@ int InferFromNeighbourhood(const MappingContext& context, const std::vector<bool
                            const OrderHints& hints, int max_passes) {
   const Graph& graph = context.graph;
   std::vector<MappingRecord>& out = context.records;
-  NodeRules rules(graph, context.manifest, context.ops, shape, hints, &context.records,
-                  &context.evidence);
+  NodeRules rules(graph, context.manifest, context.rules, context.ops, shape, hints,
+                  &context.records, &context.evidence);
   int passes = 0;
   // One-sided evidence (only producers, or only consumers of a node that
   // also has unmapped producers) is used only once two-sided evidence has
