@@ -111,6 +111,45 @@ TEST_CASE("Between lists what runs on the way out of A and into B") {
   CHECK_FALSE(signatures.Between(m->find("attn.o"), m->find("attn.o"), &ops));
 }
 
+TEST_CASE("Between goes through a container of layers to the module calling them") {
+  // A model calls the items of a ModuleList, which has no forward of its
+  // own: between layer 0's MLP and layer 1's norm run the rest of layer 0
+  // (its residual add), the model's own ops between the two calls, then
+  // layer 1's norm up to its scale.
+  const std::string json = R"({"format":"semmap.manifest","schema_version":2,
+    "model":{"class":"Model","qualified_class":"pkg.Model"},"modules":[
+    {"path":"","class":"Model","qualified_class":"pkg.Model","parent":null,
+     "children":["layers"],"parameters":[],"buffers":[],
+     "forward":[{"call":"layers.0"},{"op":"mul"},{"call":"layers.1"}]},
+    {"path":"layers","class":"ModuleList","qualified_class":"torch.nn.modules.container.ModuleList",
+     "parent":"","children":["layers.0","layers.1"],"parameters":[],"buffers":[]},
+    {"path":"layers.0","class":"Layer","qualified_class":"pkg.Layer","parent":"layers",
+     "children":["layers.0.norm","layers.0.fc"],"parameters":[],"buffers":[],
+     "forward":[{"call":"layers.0.norm"},{"call":"layers.0.fc"},{"op":"add"}]},
+    {"path":"layers.0.norm","class":"RMSNorm","qualified_class":"pkg.RMSNorm","parent":"layers.0",
+     "children":[],"parameters":[{"name":"weight","shape":[4],"dtype":"float32"}],"buffers":[],
+     "forward":[{"op":"pow"},{"op":"mul","reads":["weight"]}]},
+    {"path":"layers.0.fc","class":"Linear","qualified_class":"torch.nn.modules.linear.Linear",
+     "parent":"layers.0","children":[],"parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}],
+     "buffers":[],"forward":[{"op":"linear","reads":["weight"]}]},
+    {"path":"layers.1","class":"Layer","qualified_class":"pkg.Layer","parent":"layers",
+     "children":["layers.1.norm","layers.1.fc"],"parameters":[],"buffers":[],
+     "forward":[{"call":"layers.1.norm"},{"call":"layers.1.fc"},{"op":"add"}]},
+    {"path":"layers.1.norm","class":"RMSNorm","qualified_class":"pkg.RMSNorm","parent":"layers.1",
+     "children":[],"parameters":[{"name":"weight","shape":[4],"dtype":"float32"}],"buffers":[],
+     "forward":[{"op":"pow"},{"op":"mul","reads":["weight"]}]},
+    {"path":"layers.1.fc","class":"Linear","qualified_class":"torch.nn.modules.linear.Linear",
+     "parent":"layers.1","children":[],"parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}],
+     "buffers":[],"forward":[{"op":"linear","reads":["weight"]}]}]})";
+  auto m = Manifest::Parse(json, "layers.json");
+  REQUIRE(m.ok());
+  const ForwardSignatures signatures(*m, Rules::Default());
+  std::vector<ExpectedOp> ops;
+  REQUIRE(signatures.Between(m->find("layers.0.fc"), m->find("layers.1.norm"), &ops));
+  CHECK(Describe(*m, ops) == std::vector<std::string>{"layers.0.fc:linear", "layers.0:add", ":mul",
+                                                      "layers.1.norm:pow", "layers.1.norm:mul"});
+}
+
 TEST_CASE("Between needs every module on the way recorded") {
   auto m = Manifest::Parse(BlockManifest(false), "block.json");
   REQUIRE(m.ok());

@@ -54,6 +54,11 @@ void ForwardSignatures::BuildIndex() const {
   }
   calls_.reserve(calls);
   reads_.reserve(reads);
+  container_.assign(n, false);
+  for (std::size_t m = 0; m < n; ++m) {
+    const ModuleInfo& info = manifest_.module(static_cast<ModuleId>(m));
+    container_[m] = !info.traced && RuleQueries(rules_).IsUncalledModule(info);
+  }
   for (std::size_t m = 0; m < n; ++m) {
     const std::vector<ForwardEvent>& forward = manifest_.module(static_cast<ModuleId>(m)).forward;
     ModuleIndex& x = index_[m];
@@ -160,10 +165,13 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   if (!indexed_) BuildIndex();
   gap_visits_left_ = kMaxVisited;
   // The way up and down is charged too: a chain thousands of modules deep.
-  const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
+  // A container (a ModuleList of layers) runs no forward: its parent calls
+  // its items, and the way skips it.
+  ModuleId lca = manifest_.lowestCommonAncestor(a, b);
   if (!Charge(static_cast<std::size_t>(manifest_.module(a).depth + manifest_.module(b).depth) + 1)) {
     return false;
   }
+  while (lca != kNoModule && container_[static_cast<std::size_t>(lca)]) lca = manifest_.module(lca).parent;
   if (lca == kNoModule || !manifest_.module(lca).traced) return false;
   // Up from A: the rest of A's forward from the last operation reading its
   // weights (its other nodes may lie in the gap), then each ancestor's
@@ -173,6 +181,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
     const std::size_t last = index_[static_cast<std::size_t>(a)].last_read;
     if (!Append(a, last, manifest_.module(a).forward.size(), 0, out)) return false;
     for (ModuleId m = manifest_.module(a).parent; m != lca; m = manifest_.module(m).parent) {
+      if (container_[static_cast<std::size_t>(m)]) continue;
       const ModuleInfo& info = manifest_.module(m);
       if (!info.traced) return false;
       const std::size_t call = CallToward(m, a, 0);
@@ -205,7 +214,9 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   if (b == lca) return true;
   // Down to B: each module's forward before its call toward B.
   std::vector<ModuleId> down;
-  for (ModuleId m = b; m != lca; m = manifest_.module(m).parent) down.push_back(m);
+  for (ModuleId m = b; m != lca; m = manifest_.module(m).parent) {
+    if (!container_[static_cast<std::size_t>(m)]) down.push_back(m);
+  }
   for (std::size_t k = down.size(); k-- > 1;) {
     const ModuleId m = down[k];
     if (!manifest_.module(m).traced) return false;

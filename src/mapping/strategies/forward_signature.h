@@ -129,6 +129,8 @@ class ForwardSignatures {
   mutable std::vector<ModuleIndex> index_;
   mutable std::vector<CallAt> calls_;
   mutable std::vector<std::size_t> reads_;
+  // Per module: a container without a forward (rules "uncalled_modules").
+  mutable std::vector<bool> container_;
 };
 
 // One op the model ran: the module whose own code ran it, and the event.
