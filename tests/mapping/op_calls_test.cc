@@ -376,6 +376,31 @@ TEST_CASE("a call whose named read no shared reader makes is left out of the pai
                                "bert.embeddings.LayerNorm.bias"}) == 15);
 }
 
+TEST_CASE("a shared tensor's reader fusing its read with the next call's op does both modules' work",
+          "[op_calls][fixture]") {
+  // timm's ViT, fresh weights, dynamo, then an ONNX Runtime session: each
+  // MLP's fc1 bias (zeros, one tensor for all six blocks) is read by a
+  // BiasGelu, which no `linear` exports; the activation's `gelu`, the
+  // next call, does. Each BiasGelu makes its block's fc1 read and fuses
+  // it with that gelu: the MLP, with both as origins.
+  auto f = LoadMapped("fresh-weights/timm-vit.dynamo.ort-session");
+  std::size_t fused = 0;
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    const semmap::Node n = f->graph->node(i);
+    if (n.op_type != "BiasGelu") continue;
+    const semmap::Mapping& m = f->mapper->moduleFor(i);
+    CAPTURE(n.id, m.evidence);
+    CHECK_THAT(std::string(m.evidence), Catch::Contains("fused with"));
+    CHECK(m.module_path == f->truth.at(std::string(n.id)));
+    const std::vector<absl::string_view> origins = f->mapper->originPathsOf(i);
+    REQUIRE(origins.size() == 2);
+    CHECK(absl::EndsWith(origins[0], ".mlp.fc1"));
+    CHECK(absl::EndsWith(origins[1], ".mlp.act"));
+    ++fused;
+  }
+  CHECK(fused == 6);
+}
+
 TEST_CASE("an op whose last calls no node names still places the others", "[op_calls][fixture]") {
   // timm's ViT, fresh weights, dynamo, then an ONNX Runtime session: the
   // head's Gemm was rebuilt without its dropped zero bias (node_Gemm_*)

@@ -33,6 +33,10 @@ constexpr std::size_t kWindowVisitsPerNode = 64;
 // Weights of one shape read in one window pair up by creation counter only
 // this many at a time (the groups' keys are their reads).
 constexpr std::size_t kMaxPairedReads = 8;
+// A reader of a shared tensor whose type the read's op cannot be exported
+// as may fuse it with an op of one of this many calls after it (ONNX
+// Runtime's BiasGelu: a Linear's bias add and the activation's GELU).
+constexpr std::int64_t kFuseAhead = 4;
 
 using Call = ForwardCall;
 
@@ -215,15 +219,23 @@ class OpCallPlacer {
     // against the windows those places bound.
     const RuleQueries rules(context_.rules);
     std::vector<std::pair<const std::vector<NodeId>*, const std::vector<std::int64_t>*>> groups;
+    // Per reader fusing the read's op with a later call's (FusedWith), that call.
+    absl::flat_hash_map<NodeId, std::int64_t> fused;
     for (const auto& [dims, nodes] : readers) {
       const auto it = reads.find(dims);
       if (it == reads.end() || it->second.size() != nodes.size()) continue;
       bool fits = true;
+      absl::flat_hash_map<NodeId, std::int64_t> fuses;
       for (std::size_t k = 0; k < nodes.size() && fits; ++k) {
-        fits = MayExport(rules, calls_[static_cast<std::size_t>(it->second[k])].event->op,
-                         graph_.node(nodes[k]).op_type);
+        const std::int64_t at = it->second[k];
+        const absl::string_view type = graph_.node(nodes[k]).op_type;
+        if (MayExport(rules, calls_[static_cast<std::size_t>(at)].event->op, type)) continue;
+        const std::int64_t with = context_.ops.IsWeightPassthrough(nodes[k]) ? kNowhere : FusedWith(rules, at, type);
+        fits = with != kNowhere;
+        fuses.emplace(nodes[k], with);
       }
       if (!fits) continue;
+      fused.insert(fuses.begin(), fuses.end());
       for (std::size_t k = 0; k < nodes.size(); ++k) read_pos_[nodes[k]] = it->second[k];
       groups.emplace_back(&nodes, &it->second);
     }
@@ -246,10 +258,23 @@ class OpCallPlacer {
         r.module = call.module;
         r.confidence = confidence::structure::kOpWindow;
         r.strategy = Strategy::kStructure;
+        std::string fusion;
+        if (const auto f = fused.find(i); f != fused.end()) {
+          // It does both calls' work: their lowest common ancestor, with
+          // both as origins.
+          const ModuleId other = calls_[static_cast<std::size_t>(f->second)].module;
+          const ModuleId both = manifest_.lowestCommonAncestor(call.module, other);
+          if (both != kNoModule) {
+            context_.origins.Set(i, {call.module, other});
+            r.module = both;
+            fusion = absl::StrCat(", fused with ", manifest_.module(other).path, "'s ",
+                                  calls_[static_cast<std::size_t>(f->second)].event->op);
+          }
+        }
         r.evidence = context_.evidence.Intern(absl::StrCat(
             "reads a tensor ", nodes->size(), " nodes share (equal parameters de-duplicated);",
             " reader ", k + 1, " of them in order makes read ", k + 1, " of a parameter of its shape: ",
-            manifest_.module(call.module).path, "'s (forward signatures)"));
+            manifest_.module(call.module).path, "'s", fusion, " (forward signatures)"));
       }
     }
     Bound();
@@ -283,10 +308,10 @@ class OpCallPlacer {
   // parameter of that shape once, in order, one per call (a norm reads its
   // weight and its bias in one node), but for a parameter some initializer
   // is named after, a call in `taken`, and a call that also reads a named
-  // parameter whose readers read no shared tensor (it made no shared read
-  // in the graph: a tool dropped the zero bias a Gemm read beside its
-  // named weight), and a call whose op no reader of the shape may be
-  // exported as.
+  // parameter whose readers, and the nodes they feed, read no shared
+  // tensor (it made no shared read in the graph: a tool dropped the zero
+  // bias a Gemm read beside its named weight), and a call whose op no
+  // reader of the shape may be exported as (nor, fused, a call after it).
   std::map<Dims, std::vector<std::int64_t>> SharedReads(const std::map<Dims, std::vector<NodeId>>& readers,
                                                         const std::vector<std::int64_t>& taken) {
     const RuleQueries rules(context_.rules);
@@ -298,9 +323,14 @@ class OpCallPlacer {
       if (t.subgraph != 0 || context_.tensors.IsShared(t.name)) continue;
       const ModuleId owner = context_.tensors.LiteralOwner(t.name);
       if (owner == kNoModule) continue;
+      // Its readers, or the nodes they feed (a MatMul's bias Add, or a
+      // BiasGelu fusing it), read a shared tensor.
       bool with_shared = false;
       for (const NodeId c : graph_.consumers(graph_.value(t.name))) {
         with_shared = with_shared || shared_readers.contains(c);
+        for (const ValueId v : graph_.node(c).output_values) {
+          for (const NodeId next : graph_.consumers(v)) with_shared = with_shared || shared_readers.contains(next);
+        }
       }
       named.emplace(std::make_pair(owner, t.name.substr(t.name.rfind('.') + 1)), with_shared);
     }
@@ -331,7 +361,9 @@ class OpCallPlacer {
         // A read no reader of its shape could have made is another node's
         // (a tied embedding's lookup and its head's matmul): not counted.
         if (std::none_of(of_shape->second.begin(), of_shape->second.end(), [&](NodeId c) {
-              return MayExport(rules, call.event->op, graph_.node(c).op_type);
+              const absl::string_view type = graph_.node(c).op_type;
+              return MayExport(rules, call.event->op, type) ||
+                     FusedWith(rules, static_cast<std::int64_t>(k), type) != kNowhere;
             })) {
           continue;
         }
@@ -342,6 +374,21 @@ class OpCallPlacer {
       }
     }
     return reads;
+  }
+
+  // The first of the kFuseAhead calls after call `at`, of another module,
+  // whose op may be exported as `op_type`; kNowhere when none, or when
+  // call `at` runs an op exporters fold.
+  std::int64_t FusedWith(const RuleQueries& rules, std::int64_t at, absl::string_view op_type) {
+    const ModuleId module = calls_[static_cast<std::size_t>(at)].module;
+    // A normalisation exporters fold goes into the op before it, never
+    // into a later one (rules "folded_ops").
+    if (rules.IsFoldedOp(calls_[static_cast<std::size_t>(at)].event->op)) return kNowhere;
+    for (std::int64_t j = at + 1; j <= at + kFuseAhead && j < static_cast<std::int64_t>(calls_.size()); ++j) {
+      const Call& call = calls_[static_cast<std::size_t>(j)];
+      if (call.module != module && MayExport(rules, call.event->op, op_type)) return j;
+    }
+    return kNowhere;
   }
 
   // Whether some main-graph node makes a SharedRead().
