@@ -388,3 +388,20 @@ TEST_CASE("a value several modules read goes to the first reader when their ance
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("a quantizer's pair on a graph output quantizes its producer's result", "[neighbourhood][fixture]") {
+  // ResNet, fresh weights, dynamo, static QDQ quantization: the logits
+  // the classifier's Linear computes are quantized and dequantized again
+  // before the graph output. The pair follows the Linear, not its parent.
+  auto f = semmap_test::LoadMapped("fresh-weights/resnet-imgcls.dynamo.qdq");
+  for (const char* name : {"linear_QuantizeLinear", "linear_DequantizeLinear"}) {
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(name));
+    CAPTURE(name, m.evidence);
+    CHECK(m.module_path == "classifier.1");
+    CHECK(f->truth.at(name) == m.module_path);
+  }
+}
+
+}  // namespace

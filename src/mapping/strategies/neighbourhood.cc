@@ -140,8 +140,8 @@ class NodeRules {
       m.confidence = kBothSides * std::min(producers.weakest, consumers.weakest);
       m.evidence = evidence_->Intern(absl::StrCat("lowest common ancestor of ", producers.count,
                                 " producers and ", consumers.count, " consumers"));
-    } else if (!has_consumer && producers.count > 0 && producers.agree &&
-               ops_.FollowsConsumers(static_cast<NodeId>(i))) {
+    } else if ((!has_consumer || (one_sided && consumers.count == 0)) && producers.count > 0 &&
+               producers.agree && ops_.FollowsConsumers(static_cast<NodeId>(i))) {
       // A cast with no consumer feeds a graph output (a converter's cast
       // back to the output's type): it converts its producer's result.
       m.module = producers.lca;
