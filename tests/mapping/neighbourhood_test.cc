@@ -405,3 +405,33 @@ TEST_CASE("a quantizer's pair on a graph output quantizes its producer's result"
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("an argument of its consumer's op ignores its position", "[neighbourhood]") {
+  // A shape list read only as a Reshape's shape is built by the view's own
+  // call: it follows the Reshape's module even where the module running at
+  // its position (a re-sorted file) is another. A value the Reshape reads
+  // as data still widens to the module at its position.
+  const Manifest m = Manifest::FromModulePaths({{"enc.a", ""}, {"enc.b", ""}});
+  onnx::ModelProto model = semmap_test::MakeModel();
+  using semmap_test::AddNode;
+  AddNode(model.mutable_graph(), "shape", "Shape", {"x"}, {"s"});               // 0
+  AddNode(model.mutable_graph(), "dims", "Concat", {"s", "s"}, {"d"});         // 1: argument
+  AddNode(model.mutable_graph(), "data", "Range", {"s", "s", "s"}, {"r"});     // 2: data
+  AddNode(model.mutable_graph(), "other", "Relu", {"x"}, {"o"});               // 3
+  AddNode(model.mutable_graph(), "view", "Reshape", {"r", "d"}, {"y"});        // 4
+  const Graph g = Parse(model);
+  std::vector<Mapping> in(g.size());
+  in[3] = Answer(m, "enc.b", 0.8);
+  in[4] = Answer(m, "enc.a", 0.8);  // inferred: below the named floor
+  OrderHints hints;
+  hints.next_module.assign(g.size(), m.find("enc.b"));
+  semmap_test::ContextParts parts(g, m, std::move(in));
+  const std::vector<bool> shape = semmap::internal::ShapeComputations(g, parts.ops);
+  semmap::internal::InferFromNeighbourhood(parts.context(), shape, hints, 64);
+  CHECK(PathOf(m, parts.records[1]) == "enc.a");
+  CHECK(PathOf(m, parts.records[2]) == "enc");
+}
+
+}  // namespace

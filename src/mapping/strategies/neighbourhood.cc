@@ -166,6 +166,21 @@ class NodeRules {
   }
 
  private:
+  // Whether every consumer of `n` reads its outputs only as an argument of
+  // its op (rules "shape_operand_ops"), and it has one.
+  bool ReadAsArgument(const Node& n) const {
+    bool any = false;
+    for (ValueId value : n.output_values) {
+      for (NodeId c : graph_.consumers(value)) {
+        if (!ops_.TakesShapeOperands(c)) return false;
+        const Node consumer = graph_.node(c);
+        if (!consumer.input_values.empty() && consumer.input_values[0] == value) return false;
+        any = true;
+      }
+    }
+    return any;
+  }
+
   // The first of `n`'s consumers when every one reads its outputs only as
   // an argument of its op (rules "shape_operand_ops": a view's shape, an
   // unsqueeze's axes) and is mapped; kNoNode otherwise.
@@ -234,7 +249,8 @@ class NodeRules {
   // own module was inferred (named consumers need no help).
   ModuleId Placed(std::size_t i, const Side& consumers) const {
     ModuleId target = consumers.lca;
-    if (consumers.weakest >= kNamed) return target;
+    // An argument of its consumers' ops is computed by their calls.
+    if (consumers.weakest >= kNamed || ReadAsArgument(graph_.node(static_cast<NodeId>(i)))) return target;
     // A node computed from initializers alone has no place in the forward:
     // exporters hoist it (TorchScript's Identity of a de-duplicated
     // initializer opens the graph), so its position says nothing.
