@@ -88,6 +88,10 @@ bool RuleQueries::TakesShapeOperands(absl::string_view op_type) const {
   return Matches(impl_.shape_operand_ops, op_type);
 }
 
+bool RuleQueries::IsDequantizeOp(absl::string_view op_type) const {
+  return Matches(impl_.dequantize_ops, op_type);
+}
+
 bool RuleQueries::ReadsBlockwiseWeight(absl::string_view op_type) const {
   return Matches(impl_.blockwise_weight_ops, op_type);
 }

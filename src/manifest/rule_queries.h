@@ -46,6 +46,9 @@ class RuleQueries {
   // An op whose inputs after the first are arguments computed for it (a
   // Reshape's shape, an Unsqueeze's axes; rules "shape_operand_ops").
   bool TakesShapeOperands(absl::string_view op_type) const;
+  // An op turning a quantized tensor back into floats (rules
+  // "dequantize_ops").
+  bool IsDequantizeOp(absl::string_view op_type) const;
   // Ops whose second input is a weight packed in quantized blocks
   // ([N, blocks, bytes per block]: rules "blockwise_weight_ops").
   bool ReadsBlockwiseWeight(absl::string_view op_type) const;

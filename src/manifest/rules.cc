@@ -247,6 +247,8 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
                           CompileSingle(doc, "shape_source_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->shape_operand_ops,
                           CompileSingle(doc, "shape_operand_ops", "pattern", &budget));
+  SEMMAP_ASSIGN_OR_RETURN(impl->dequantize_ops,
+                          CompileSingle(doc, "dequantize_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->blockwise_weight_ops,
                           CompileSingle(doc, "blockwise_weight_ops", "pattern", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->transposed_weight_ops,

@@ -41,6 +41,8 @@ struct Rules::Impl {
   // "shape_operand_ops": ops whose inputs after the first are arguments of
   // the op (a shape, axes, repeats, bounds).
   std::unique_ptr<RE2> shape_operand_ops;
+  // "dequantize_ops": ops turning a quantized tensor back into floats.
+  std::unique_ptr<RE2> dequantize_ops;
   std::unique_ptr<RE2> blockwise_weight_ops;
   std::unique_ptr<RE2> transposed_weight_ops;
   // "signature_checked_ops": ONNX op types and the torch operations that

@@ -435,3 +435,36 @@ TEST_CASE("an argument of its consumer's op ignores its position", "[neighbourho
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("a dequantization of an op's quantized result belongs with that op", "[neighbourhood][fixture]") {
+  // BERT, dynamic quantization: each embedding table is stored quantized,
+  // and the lookup's result is dequantized before the embeddings add
+  // them: the DequantizeLinear completes the lookup. A DequantizeLinear
+  // of a weight, or of a QuantizeLinear (a static QDQ pair), still
+  // follows its consumers.
+  auto f = semmap_test::LoadMapped("torch-2.15/bert-seqcls.dynamo.quantized");
+  const std::vector<std::pair<std::string, std::string>> lookups = {
+      {"embedding_DequantizeLinear", "bert.embeddings.word_embeddings"},
+      {"embedding_1_DequantizeLinear", "bert.embeddings.token_type_embeddings"},
+      {"embedding_2_DequantizeLinear", "bert.embeddings.position_embeddings"}};
+  for (const auto& [name, module] : lookups) {
+    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(name));
+    CAPTURE(name, m.evidence);
+    CHECK(m.module_path == module);
+    CHECK(f->truth.at(name) == module);
+  }
+  auto qdq = semmap_test::LoadMapped("fresh-weights/resnet-imgcls.dynamo.qdq");
+  std::size_t dequantized = 0;
+  for (NodeId i = 0; i < static_cast<NodeId>(qdq->graph->size()); ++i) {
+    const semmap::Node n = qdq->graph->node(i);
+    if (n.op_type != "DequantizeLinear") continue;
+    ++dequantized;
+    CAPTURE(n.id);
+    CHECK(qdq->mapper->moduleFor(i).module_path == qdq->truth.at(std::string(n.id)));
+  }
+  CHECK(dequantized == 20);
+}
+
+}  // namespace

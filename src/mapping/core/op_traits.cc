@@ -20,6 +20,7 @@ OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(),
       if (internal::RuleQueries(rules).IsQuantizerOp(op)) bits |= kQuantizer;
       if (internal::RuleQueries(rules).ReadsTransposedWeight(op)) bits |= kTransposed;
       if (internal::RuleQueries(rules).TakesShapeOperands(op)) bits |= kShapeOperands;
+      if (internal::RuleQueries(rules).IsDequantizeOp(op)) bits |= kDequantize;
       it = by_op.emplace(op, bits).first;
     }
     bits_[i] = it->second;

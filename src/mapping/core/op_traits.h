@@ -26,6 +26,8 @@ class OpTraits {
   // Rules "shape_operand_ops": the node's inputs after the first are
   // arguments of its op (a shape, axes, repeats).
   bool TakesShapeOperands(NodeId n) const { return bits_[n] & kShapeOperands; }
+  // Rules "dequantize_ops".
+  bool IsDequantizeOp(NodeId n) const { return bits_[n] & kDequantize; }
 
  private:
   static constexpr std::uint8_t kFollows = 1;
@@ -35,6 +37,7 @@ class OpTraits {
   static constexpr std::uint8_t kQuantizer = 16;
   static constexpr std::uint8_t kTransposed = 32;
   static constexpr std::uint8_t kShapeOperands = 64;
+  static constexpr std::uint8_t kDequantize = 128;
   std::vector<std::uint8_t> bits_;
 };
 

@@ -114,6 +114,13 @@ class NodeRules {
           "read by ", consumers.count, " nodes of several modules; ", manifest_.module(m.module).path,
           "'s forward runs an op exported as ", n.op_type,
           ", their common ancestor's none: the first reader's computed it"));
+    } else if (ops_.IsDequantizeOp(static_cast<NodeId>(i)) && DequantizesResult(n)) {
+      // It completes the op that computed a quantized result (a lookup in
+      // a quantized table): that op's module.
+      m.module = out_[graph_.producer(n.input_values[0])].module;
+      m.confidence = kFollowAgreeing * out_[graph_.producer(n.input_values[0])].confidence;
+      m.strategy = Strategy::kOpRule;
+      m.evidence = evidence_->Intern(absl::StrCat(n.op_type, " converts the result of the op before it"));
     } else if (consumers.count > 0 && ops_.FollowsConsumers(static_cast<NodeId>(i))) {
       m.module = Placed(i, consumers);
       m.confidence = (consumers.agree ? kFollowAgreeing : kDisagreeing) * consumers.weakest;
@@ -166,6 +173,15 @@ class NodeRules {
   }
 
  private:
+  // Whether `n`'s first input is the result of a mapped node that is no
+  // quantizer op itself (a dequantization of a quantized op's output, not
+  // of a weight nor of a quantize / dequantize pair).
+  bool DequantizesResult(const Node& n) const {
+    if (n.input_values.empty()) return false;
+    const NodeId p = graph_.producer(n.input_values[0]);
+    return p != kNoNode && out_[p].mapped() && !ops_.IsQuantizerOp(p) && !ops_.FollowsConsumers(p);
+  }
+
   // Whether every consumer of `n` reads its outputs only as an argument of
   // its op (rules "shape_operand_ops"), and it has one.
   bool ReadAsArgument(const Node& n) const {
