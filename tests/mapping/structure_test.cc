@@ -283,6 +283,50 @@ TEST_CASE("a rule file's order_keys need exactly one capturing group", "[rules]"
 namespace semmap_test {
 namespace {
 
+TEST_CASE("structure: a shape chain of 200000 nodes under a table only one module runs",
+          "[structure]") {
+  // The only-runner rule asks whether a shape computation's result is read
+  // as data, through every shape computation built on it: a chain this
+  // long is walked without recursion, and the Cos still goes to the one
+  // module whose forward runs `cos`.
+  const std::string json = R"({"format":"semmap.manifest","schema_version":2,
+    "model":{"class":"M","qualified_class":"t.M"},"modules":[
+    {"path":"","class":"M","qualified_class":"t.M","parent":null,"children":["rot","fc"],
+     "parameters":[],"buffers":[],"forward":[{"call":"rot"},{"call":"fc"},{"op":"add"}]},
+    {"path":"rot","class":"Rotary","qualified_class":"t.Rotary","parent":"","children":[],
+     "parameters":[],"buffers":[],"forward":[{"op":"cos"}]},
+    {"path":"fc","class":"Linear","qualified_class":"torch.nn.modules.linear.Linear","parent":"",
+     "children":[],"parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}],"buffers":[],
+     "forward":[{"op":"linear","reads":["weight"]}]}]})";
+  auto manifest = semmap::Manifest::Parse(json, "m.json");
+  REQUIRE(manifest.ok());
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("x");
+  auto* w = graph->add_initializer();
+  w->set_name("fc.weight");
+  w->set_data_type(1);
+  w->add_dims(4);
+  w->add_dims(4);
+  AddNode(graph, "shape", "Shape", {"x"}, {"s0"});
+  AddNode(graph, "cos", "Cos", {"s0"}, {"c0"});
+  constexpr int kChain = 200000;
+  for (int k = 0; k < kChain; ++k) {
+    AddNode(graph, "a" + std::to_string(k), "Neg", {"c" + std::to_string(k)}, {"c" + std::to_string(k + 1)});
+  }
+  AddNode(graph, "fc", "MatMul", {"x", "fc.weight"}, {"y"});
+  AddNode(graph, "use", "Add", {"y", "c" + std::to_string(kChain)}, {"out"});
+  graph->add_output()->set_name("out");
+  auto g = semmap::Graph::Parse(Serialize(model), "chain.onnx");
+  REQUIRE(g.ok());
+  auto mapper = semmap::SemanticMapper::Create(*g, &*manifest);
+  REQUIRE(mapper.ok());
+  const semmap::Mapping& cos = mapper->moduleFor(g->find("cos"));
+  CAPTURE(cos.evidence);
+  CHECK(cos.module_path == "rot");
+  CHECK(mapper->moduleFor(g->find("fc")).module_path == "fc");
+}
+
 TEST_CASE("structure: a long hostile name costs linear work and derives nothing", "[structure]") {
   // A manifest with one parameter the graph names, so the step runs.
   std::string json = ManifestJson({"a", "b"});

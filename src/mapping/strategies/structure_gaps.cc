@@ -117,7 +117,7 @@ std::size_t Pass::OnlyRunner() {
   // rules "forward_ops" lists: an attention's functional call its
   // Concats and Gathers, which a single `cat` elsewhere must not claim).
   absl::flat_hash_map<absl::string_view, ModuleId> by_type;
-  std::vector<signed char> as_data(n_, -1);
+  std::vector<bool> as_data;  // ReadAsData(), when a shape computation asks
   std::size_t assigned = 0;
   for (const NodeId i : order_) {
     const Node& n = graph_.node(i);
@@ -137,7 +137,11 @@ std::size_t Pass::OnlyRunner() {
       if (it->second != kSeveral && nodes_of_type[n.op_type] > runs) it->second = kSeveral;
     }
     const ModuleId module = it->second;
-    if (module == kNoModule || module == kSeveral || (shape_[i] && !ReadAsData(i, &as_data))) continue;
+    if (module == kNoModule || module == kSeveral) continue;
+    if (shape_[i]) {
+      if (as_data.empty()) as_data = ReadAsData();
+      if (!as_data[i]) continue;
+    }
     ++assigned;
     Assign(i, module, kOnlyRunner,
            absl::StrCat(Named(module), "'s forward is the only one to run an op exported as ",
@@ -146,23 +150,32 @@ std::size_t Pass::OnlyRunner() {
   return assigned;
 }
 
-bool Pass::ReadAsData(NodeId i, std::vector<signed char>* memo) const {
-  signed char& known = (*memo)[i];
-  if (known >= 0) return known == 1;
-  known = 0;  // a cycle reads nothing as data
-  for (const ValueId v : graph_.node(i).output_values) {
-    for (const NodeId c : graph_.consumers(v)) {
-      if (shape_[c]) {
-        if (!ReadAsData(c, memo)) continue;
-      } else if (ops_.TakesShapeOperands(c)) {
-        const Node consumer = graph_.node(c);
-        if (consumer.input_values.empty() || consumer.input_values[0] != v) continue;
+std::vector<bool> Pass::ReadAsData() const {
+  std::vector<bool> as_data(n_, false);
+  // Consumers come after their producers in a topological order: two
+  // sweeps from the end settle the main graph and subgraph nodes reading
+  // outer values (a malformed graph's cycle reads nothing as data).
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    for (std::size_t k = n_; k-- > 0;) {
+      const NodeId i = static_cast<NodeId>(k);
+      if (as_data[k]) continue;
+      for (const ValueId v : graph_.node(i).output_values) {
+        for (const NodeId c : graph_.consumers(v)) {
+          bool data = false;
+          if (shape_[c]) {
+            data = as_data[static_cast<std::size_t>(c)];
+          } else if (ops_.TakesShapeOperands(c)) {
+            const Node consumer = graph_.node(c);
+            data = !consumer.input_values.empty() && consumer.input_values[0] == v;
+          } else {
+            data = true;
+          }
+          if (data) as_data[k] = true;
+        }
       }
-      known = 1;
-      return true;
     }
   }
-  return false;
+  return as_data;
 }
 
 absl::string_view Pass::Named(ModuleId m) const {

@@ -226,11 +226,10 @@ class Pass {
   // consumer reads it as data (not as an argument: rules
   // "shape_operand_ops"), since the lowering of any call builds shapes.
   std::size_t OnlyRunner();
-  // Whether a consumer of node `i` reads an output of it as data: a node
+  // Per node, whether a consumer reads an output of it as data: a node
   // that is no shape computation, reading it other than as an argument,
-  // or a shape computation whose own output is so read (`memo`: per node,
-  // -1 unknown, 0 no, 1 yes).
-  bool ReadAsData(NodeId i, std::vector<signed char>* memo) const;
+  // or a shape computation whose own output is so read.
+  std::vector<bool> ReadAsData() const;
 
   // Head of B: walking backwards, a node all of whose consumers are B's
   // anchors or B's head nodes.
