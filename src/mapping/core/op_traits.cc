@@ -27,6 +27,12 @@ OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(),
   }
 }
 
+bool ReadsAsArgument(const Graph& graph, const OpTraits& ops, NodeId consumer, ValueId value) {
+  if (!ops.TakesShapeOperands(consumer)) return false;
+  const Node n = graph.node(consumer);
+  return n.input_values.empty() || n.input_values[0] != value;
+}
+
 std::vector<bool> ShapeComputations(const Graph& graph, const OpTraits& ops) {
   std::vector<bool> shape(graph.size(), false);
   // Main-graph nodes are topologically ordered; a second sweep settles

@@ -41,6 +41,11 @@ class OpTraits {
   std::vector<std::uint8_t> bits_;
 };
 
+// Whether node `consumer` reads `value` only as an argument of its op (rules
+// "shape_operand_ops": an input after the first, such as a Reshape's
+// shape or an Unsqueeze's axes), not as the data it computes on.
+bool ReadsAsArgument(const Graph& graph, const OpTraits& ops, NodeId consumer, ValueId value);
+
 // Marks shape computations: Shape/Size nodes and nodes whose inputs all come
 // from shape computations, constants or initializers (at least one from a
 // shape computation). They compute the shape some other node uses.

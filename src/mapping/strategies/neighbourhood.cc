@@ -150,7 +150,9 @@ class NodeRules {
     } else if ((!has_consumer || (one_sided && consumers.count == 0)) && producers.count > 0 &&
                producers.agree && ops_.FollowsConsumers(static_cast<NodeId>(i))) {
       // A cast with no consumer feeds a graph output (a converter's cast
-      // back to the output's type): it converts its producer's result.
+      // back to the output's type), or one whose consumers no evidence
+      // reaches (a quantizer's QuantizeLinear before the DequantizeLinear
+      // feeding the output): it converts its producer's result.
       m.module = producers.lca;
       m.confidence = kFollowAgreeing * producers.weakest;
       m.strategy = Strategy::kOpRule;
@@ -188,9 +190,7 @@ class NodeRules {
     bool any = false;
     for (ValueId value : n.output_values) {
       for (NodeId c : graph_.consumers(value)) {
-        if (!ops_.TakesShapeOperands(c)) return false;
-        const Node consumer = graph_.node(c);
-        if (!consumer.input_values.empty() && consumer.input_values[0] == value) return false;
+        if (!ReadsAsArgument(graph_, ops_, c, value)) return false;
         any = true;
       }
     }
@@ -204,9 +204,7 @@ class NodeRules {
     NodeId first = kNoNode;
     for (ValueId value : n.output_values) {
       for (NodeId c : graph_.consumers(value)) {
-        if (!ops_.TakesShapeOperands(c) || !out_[c].mapped()) return kNoNode;
-        const Node consumer = graph_.node(c);
-        if (!consumer.input_values.empty() && consumer.input_values[0] == value) return kNoNode;
+        if (!ReadsAsArgument(graph_, ops_, c, value) || !out_[c].mapped()) return kNoNode;
         if (first == kNoNode || c < first) first = c;
       }
     }

@@ -316,7 +316,16 @@ class OpCallPlacer {
                                                         const std::vector<std::int64_t>& taken) {
     const RuleQueries rules(context_.rules);
     absl::flat_hash_set<NodeId> shared_readers;
-    for (const auto& [dims, nodes] : readers) shared_readers.insert(nodes.begin(), nodes.end());
+    // The readers' op types per shape (a few kinds of many readers).
+    std::map<Dims, std::vector<absl::string_view>> types;
+    for (const auto& [dims, nodes] : readers) {
+      shared_readers.insert(nodes.begin(), nodes.end());
+      std::vector<absl::string_view>& of = types[dims];
+      for (const NodeId c : nodes) {
+        const absl::string_view type = graph_.node(c).op_type;
+        if (std::find(of.begin(), of.end(), type) == of.end()) of.push_back(type);
+      }
+    }
     // Named, not shared: whether a reader of a shared tensor reads it.
     absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, bool> named;
     for (const TensorInfo& t : graph_.initializers()) {
@@ -356,12 +365,11 @@ class OpCallPlacer {
                                     [&](const TensorSpec& spec) { return spec.name == read; });
         if (p == params.end()) continue;
         const Dims shape(p->shape.begin(), p->shape.end());
-        const auto of_shape = readers.find(shape);
-        if (of_shape == readers.end()) continue;
+        const auto of_shape = types.find(shape);
+        if (of_shape == types.end()) continue;
         // A read no reader of its shape could have made is another node's
         // (a tied embedding's lookup and its head's matmul): not counted.
-        if (std::none_of(of_shape->second.begin(), of_shape->second.end(), [&](NodeId c) {
-              const absl::string_view type = graph_.node(c).op_type;
+        if (std::none_of(of_shape->second.begin(), of_shape->second.end(), [&](absl::string_view type) {
               return MayExport(rules, call.event->op, type) ||
                      FusedWith(rules, static_cast<std::int64_t>(k), type) != kNowhere;
             })) {

@@ -89,7 +89,7 @@ bool Pass::Expected(NodeId before, NodeId after, const ForwardSignatures& signat
   return a != kNoModule && a != b && signatures.Between(a, b, expected);
 }
 
-std::size_t Pass::OnlyRunner() {
+void Pass::OnlyRunner() {
   // Per torch op, the one traced module whose own code runs it (or
   // kSeveral) and how many times its recorded forward does.
   constexpr ModuleId kSeveral = kNoModule - 1;
@@ -108,7 +108,7 @@ std::size_t Pass::OnlyRunner() {
       ++it->second.runs;
     }
   }
-  if (runner.empty()) return 0;
+  if (runner.empty()) return;
   absl::flat_hash_map<absl::string_view, std::size_t> nodes_of_type;
   for (const NodeId i : order_) ++nodes_of_type[graph_.node(i).op_type];
   const RuleQueries rules(rules_);
@@ -118,7 +118,6 @@ std::size_t Pass::OnlyRunner() {
   // Concats and Gathers, which a single `cat` elsewhere must not claim).
   absl::flat_hash_map<absl::string_view, ModuleId> by_type;
   std::vector<bool> as_data;  // ReadAsData(), when a shape computation asks
-  std::size_t assigned = 0;
   for (const NodeId i : order_) {
     const Node& n = graph_.node(i);
     if (out_[i].mapped() || ops_.FollowsConsumers(i) || n.inputs.empty()) continue;
@@ -142,12 +141,10 @@ std::size_t Pass::OnlyRunner() {
       if (as_data.empty()) as_data = ReadAsData();
       if (!as_data[i]) continue;
     }
-    ++assigned;
     Assign(i, module, kOnlyRunner,
            absl::StrCat(Named(module), "'s forward is the only one to run an op exported as ",
                         n.op_type, " (forward signatures)"));
   }
-  return assigned;
 }
 
 std::vector<bool> Pass::ReadAsData() const {
@@ -162,14 +159,7 @@ std::vector<bool> Pass::ReadAsData() const {
       for (const ValueId v : graph_.node(i).output_values) {
         for (const NodeId c : graph_.consumers(v)) {
           bool data = false;
-          if (shape_[c]) {
-            data = as_data[static_cast<std::size_t>(c)];
-          } else if (ops_.TakesShapeOperands(c)) {
-            const Node consumer = graph_.node(c);
-            data = !consumer.input_values.empty() && consumer.input_values[0] == v;
-          } else {
-            data = true;
-          }
+          data = shape_[c] ? as_data[static_cast<std::size_t>(c)] : !ReadsAsArgument(graph_, ops_, c, v);
           if (data) as_data[k] = true;
         }
       }

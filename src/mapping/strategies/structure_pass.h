@@ -225,7 +225,7 @@ class Pass {
   // module, wherever the node lies. A shape computation only when some
   // consumer reads it as data (not as an argument: rules
   // "shape_operand_ops"), since the lowering of any call builds shapes.
-  std::size_t OnlyRunner();
+  void OnlyRunner();
   // Per node, whether a consumer reads an output of it as data: a node
   // that is no shape computation, reading it other than as an argument,
   // or a shape computation whose own output is so read.
