@@ -111,6 +111,21 @@ TEST_CASE("Between lists what runs on the way out of A and into B") {
   CHECK_FALSE(signatures.Between(m->find("attn.o"), m->find("attn.o"), &ops));
 }
 
+// Layer `k` of a ModuleList "layers": its norm, its Linear, then a residual
+// add of its own (manifest JSON: the layer and its two children).
+std::string Layer(const std::string& k) {
+  const std::string p = "layers." + k;
+  return R"({"path":")" + p + R"(","class":"Layer","qualified_class":"pkg.Layer","parent":"layers",
+     "children":[")" + p + R"(.norm",")" + p + R"(.fc"],"parameters":[],"buffers":[],
+     "forward":[{"call":")" + p + R"(.norm"},{"call":")" + p + R"(.fc"},{"op":"add"}]},
+    {"path":")" + p + R"(.norm","class":"RMSNorm","qualified_class":"pkg.RMSNorm","parent":")" + p + R"(",
+     "children":[],"parameters":[{"name":"weight","shape":[4],"dtype":"float32"}],"buffers":[],
+     "forward":[{"op":"pow"},{"op":"mul","reads":["weight"]}]},
+    {"path":")" + p + R"(.fc","class":"Linear","qualified_class":"torch.nn.modules.linear.Linear",
+     "parent":")" + p + R"(","children":[],"parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}],
+     "buffers":[],"forward":[{"op":"linear","reads":["weight"]}]})";
+}
+
 TEST_CASE("Between goes through a container of layers to the module calling them") {
   // A model calls the items of a ModuleList, which has no forward of its
   // own: between layer 0's MLP and layer 1's norm run the rest of layer 0
@@ -123,24 +138,7 @@ TEST_CASE("Between goes through a container of layers to the module calling them
      "forward":[{"call":"layers.0"},{"op":"mul"},{"call":"layers.1"}]},
     {"path":"layers","class":"ModuleList","qualified_class":"torch.nn.modules.container.ModuleList",
      "parent":"","children":["layers.0","layers.1"],"parameters":[],"buffers":[]},
-    {"path":"layers.0","class":"Layer","qualified_class":"pkg.Layer","parent":"layers",
-     "children":["layers.0.norm","layers.0.fc"],"parameters":[],"buffers":[],
-     "forward":[{"call":"layers.0.norm"},{"call":"layers.0.fc"},{"op":"add"}]},
-    {"path":"layers.0.norm","class":"RMSNorm","qualified_class":"pkg.RMSNorm","parent":"layers.0",
-     "children":[],"parameters":[{"name":"weight","shape":[4],"dtype":"float32"}],"buffers":[],
-     "forward":[{"op":"pow"},{"op":"mul","reads":["weight"]}]},
-    {"path":"layers.0.fc","class":"Linear","qualified_class":"torch.nn.modules.linear.Linear",
-     "parent":"layers.0","children":[],"parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}],
-     "buffers":[],"forward":[{"op":"linear","reads":["weight"]}]},
-    {"path":"layers.1","class":"Layer","qualified_class":"pkg.Layer","parent":"layers",
-     "children":["layers.1.norm","layers.1.fc"],"parameters":[],"buffers":[],
-     "forward":[{"call":"layers.1.norm"},{"call":"layers.1.fc"},{"op":"add"}]},
-    {"path":"layers.1.norm","class":"RMSNorm","qualified_class":"pkg.RMSNorm","parent":"layers.1",
-     "children":[],"parameters":[{"name":"weight","shape":[4],"dtype":"float32"}],"buffers":[],
-     "forward":[{"op":"pow"},{"op":"mul","reads":["weight"]}]},
-    {"path":"layers.1.fc","class":"Linear","qualified_class":"torch.nn.modules.linear.Linear",
-     "parent":"layers.1","children":[],"parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}],
-     "buffers":[],"forward":[{"op":"linear","reads":["weight"]}]}]})";
+  )" + Layer("0") + "," + Layer("1") + "]}";
   auto m = Manifest::Parse(json, "layers.json");
   REQUIRE(m.ok());
   const ForwardSignatures signatures(*m, Rules::Default());

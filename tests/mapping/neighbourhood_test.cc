@@ -339,15 +339,20 @@ TEST_CASE("a shape argument of several modules' nodes is the first one's", "[nei
   CHECK(PathOf(m, parts.records[1]) == "enc.layer");
 }
 
+// Node `name` of `f` maps to `module`, and the truth says so too.
+void CheckMapsTo(const semmap_test::MappedFixture& f, const std::string& name, const std::string& module) {
+  const semmap::Mapping& m = f.mapper->moduleFor(f.graph->find(name));
+  CAPTURE(name, m.evidence);
+  CHECK(m.module_path == module);
+  CHECK(f.truth.at(name) == module);
+}
+
 TEST_CASE("onnxslim's merged view shapes go to the first layer's attention", "[neighbourhood][fixture]") {
   // BERT with its freshly initialised weights, dynamo, then onnxslim: the
   // two layers' attention views read one Concat per shape.
   auto f = semmap_test::LoadMapped("fresh-weights/bert-seqcls.dynamo.onnxslim");
   for (const char* name : {"node_Concat_97", "node_Concat_151"}) {
-    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(name));
-    CAPTURE(name, m.evidence);
-    CHECK(m.module_path == "bert.encoder.layer.0.attention.self");
-    CHECK(f->truth.at(name) == m.module_path);
+    CheckMapsTo(*f, name, "bert.encoder.layer.0.attention.self");
   }
 }
 
@@ -397,10 +402,7 @@ TEST_CASE("a quantizer's pair on a graph output quantizes its producer's result"
   // before the graph output. The pair follows the Linear, not its parent.
   auto f = semmap_test::LoadMapped("fresh-weights/resnet-imgcls.dynamo.qdq");
   for (const char* name : {"linear_QuantizeLinear", "linear_DequantizeLinear"}) {
-    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(name));
-    CAPTURE(name, m.evidence);
-    CHECK(m.module_path == "classifier.1");
-    CHECK(f->truth.at(name) == m.module_path);
+    CheckMapsTo(*f, name, "classifier.1");
   }
 }
 
@@ -449,12 +451,7 @@ TEST_CASE("a dequantization of an op's quantized result belongs with that op", "
       {"embedding_DequantizeLinear", "bert.embeddings.word_embeddings"},
       {"embedding_1_DequantizeLinear", "bert.embeddings.token_type_embeddings"},
       {"embedding_2_DequantizeLinear", "bert.embeddings.position_embeddings"}};
-  for (const auto& [name, module] : lookups) {
-    const semmap::Mapping& m = f->mapper->moduleFor(f->graph->find(name));
-    CAPTURE(name, m.evidence);
-    CHECK(m.module_path == module);
-    CHECK(f->truth.at(name) == module);
-  }
+  for (const auto& [name, module] : lookups) CheckMapsTo(*f, name, module);
   auto qdq = semmap_test::LoadMapped("fresh-weights/resnet-imgcls.dynamo.qdq");
   std::size_t dequantized = 0;
   for (NodeId i = 0; i < static_cast<NodeId>(qdq->graph->size()); ++i) {

@@ -283,6 +283,19 @@ TEST_CASE("a rule file's order_keys need exactly one capturing group", "[rules]"
 namespace semmap_test {
 namespace {
 
+// A model with graph input "x" and one [4, 4] float initializer `weight`.
+onnx::ModelProto ModelWithWeight(const std::string& weight) {
+  auto model = MakeModel();
+  auto* graph = model.mutable_graph();
+  graph->add_input()->set_name("x");
+  auto* w = graph->add_initializer();
+  w->set_name(weight);
+  w->set_data_type(1);
+  w->add_dims(4);
+  w->add_dims(4);
+  return model;
+}
+
 TEST_CASE("structure: a shape chain of 200000 nodes under a table only one module runs",
           "[structure]") {
   // The only-runner rule asks whether a shape computation's result is read
@@ -300,14 +313,8 @@ TEST_CASE("structure: a shape chain of 200000 nodes under a table only one modul
      "forward":[{"op":"linear","reads":["weight"]}]}]})";
   auto manifest = semmap::Manifest::Parse(json, "m.json");
   REQUIRE(manifest.ok());
-  auto model = MakeModel();
+  auto model = ModelWithWeight("fc.weight");
   auto* graph = model.mutable_graph();
-  graph->add_input()->set_name("x");
-  auto* w = graph->add_initializer();
-  w->set_name("fc.weight");
-  w->set_data_type(1);
-  w->add_dims(4);
-  w->add_dims(4);
   AddNode(graph, "shape", "Shape", {"x"}, {"s0"});
   AddNode(graph, "cos", "Cos", {"s0"}, {"c0"});
   constexpr int kChain = 200000;
@@ -338,14 +345,8 @@ TEST_CASE("structure: a long hostile name costs linear work and derives nothing"
                R"("parameters":[{"name":"weight","shape":[4,4],"dtype":"float32"}])");
   auto manifest = semmap::Manifest::Parse(json, "m.json");
   REQUIRE(manifest.ok());
-  auto model = MakeModel();
+  auto model = ModelWithWeight("a.weight");
   auto* graph = model.mutable_graph();
-  graph->add_input()->set_name("x");
-  auto* w = graph->add_initializer();
-  w->set_name("a.weight");
-  w->set_data_type(1);
-  w->add_dims(4);
-  w->add_dims(4);
   std::string hostile = "n";
   while (hostile.size() < (1u << 20)) hostile += "_q";
   AddNode(graph, "n", "MatMul", {"x", "a.weight"}, {"y"});
