@@ -287,9 +287,9 @@ std::vector<ModuleId> ForwardSignatures::Align(absl::Span<const absl::string_vie
 
 bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<ForwardCall>* out) {
   if (manifest.size() == 0 || !manifest.module(manifest.root()).traced) return false;
-  std::size_t events = 0;
-  for (const ModuleInfo& info : manifest.modules()) events += info.forward.size();
-  std::size_t budget = kMaxVisited + kVisitsPerItem * (graph_nodes + events);
+  std::size_t all_events = 0;
+  for (const ModuleInfo& info : manifest.modules()) all_events += info.forward.size();
+  std::size_t budget = kMaxVisited + kVisitsPerItem * (graph_nodes + all_events);
   struct Frame {
     ModuleId module;
     std::size_t next;
