@@ -82,7 +82,7 @@ StructureCounts Pass::Run(bool creation_order) {
   // Names that carry the exporter's creation counter give back the
   // order of the export itself, whatever a tool did to the file's order.
   if (creation_order) {
-    SetOrder(CreationOrder(&counts.creation_order));
+    SetOrder(CreationOrder(&counts.creation_order, !ForwardSignatures(manifest_, rules_, n_).available()));
   } else {
     SetOrder(FileOrder());
   }

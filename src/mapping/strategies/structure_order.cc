@@ -72,7 +72,7 @@ double Pass::OrderAgreement() const {
   return pairs == 0 ? 1.0 : static_cast<double>(agree) / static_cast<double>(pairs);
 }
 
-std::vector<NodeId> Pass::CreationOrder(bool* used) const {
+std::vector<NodeId> Pass::CreationOrder(bool* used, bool weight_counters) const {
   std::vector<NodeId> order(n_);
   for (std::size_t i = 0; i < n_; ++i) order[i] = static_cast<NodeId>(i);
   *used = false;
@@ -88,10 +88,26 @@ std::vector<NodeId> Pass::CreationOrder(bool* used) const {
       key[i] = k;
       continue;
     }
-    // The file is in topological order, so producers are keyed first.
-    for (ValueId v : n.input_values) {
+    // The file is in topological order, so producers are keyed first. A
+    // weight the exporter made (a transposed matrix, val_419) carries the
+    // counter of its creation too: a projection of a value computed long
+    // before (a cross-attention's key over the encoder's output) sorts
+    // where it ran, not right after that value. Only weights: a small
+    // constant the exporter shares keeps the counter of its first use.
+    // (Without signatures only: with them, the op calls place those
+    // readers, and the weights' counters moved glue nodes around them.)
+    for (std::size_t in = 0; in < n.input_values.size() && in < n.inputs.size(); ++in) {
+      const ValueId v = n.input_values[in];
       const NodeId p = graph_.producer(v);
-      if (p != kNoNode && static_cast<std::size_t>(p) < i) key[i] = std::max(key[i], key[p]);
+      if (p != kNoNode) {
+        if (static_cast<std::size_t>(p) < i) key[i] = std::max(key[i], key[p]);
+        continue;
+      }
+      const TensorInfo* weight = v == kNoValue || !weight_counters ? nullptr : graph_.initializerOf(v);
+      std::uint64_t created = 0;
+      if (weight != nullptr && weight->dims.size() >= 2 && internal::RuleQueries(rules_).OrderKey(n.inputs[in], &created)) {
+        key[i] = std::max(key[i], created);
+      }
     }
   }
   if (keyed * kMinKeyedShare < n_) return order;

@@ -186,8 +186,12 @@ class Pass {
 
   // The file's order, or, when enough names carry an exporter's creation
   // counter (rules "order_keys"), the nodes sorted by that counter; a node
-  // without one sorts right after the latest of its producers.
-  std::vector<NodeId> CreationOrder(bool* used) const;
+  // without one sorts right after the latest of its producers, or, with
+  // `weight_counters`, after the latest counter of the weights it reads when
+  // their names carry one (the weights the exporter made: transposed
+  // matrices). The forward signatures place those readers by their calls,
+  // so the weights' counters serve only manifests without signatures.
+  std::vector<NodeId> CreationOrder(bool* used, bool weight_counters) const;
 
   void SetOrder(std::vector<NodeId> order);
 
