@@ -152,6 +152,13 @@ bool RuleQueries::MayExportAs(absl::string_view torch_op, absl::string_view op_t
   return false;
 }
 
+bool RuleQueries::ExportedByAnyOp(absl::string_view op_type) const {
+  for (const auto& rule : impl_.forward_ops) {
+    if (RE2::PartialMatch(Piece(op_type), *rule.onnx_re)) return true;
+  }
+  return false;
+}
+
 bool RuleQueries::IsUncalledModule(const ModuleInfo& module) const {
   return impl_.uncalled_modules && !module.qualified_class.empty() &&
          RE2::PartialMatch(Piece(module.qualified_class), *impl_.uncalled_modules);

@@ -107,6 +107,9 @@ class RuleQueries {
   // manifest's forward signature ("add", "layer_norm") may be exported as
   // an `op_type` node.
   bool MayExportAs(absl::string_view torch_op, absl::string_view op_type) const;
+  // True when some "forward_ops" rule exports an `op_type` node: a type the
+  // rules know (a MatMulNBits, which no rule lists, is not judged by them).
+  bool ExportedByAnyOp(absl::string_view op_type) const;
 
  private:
   const Rules::Impl& impl_;

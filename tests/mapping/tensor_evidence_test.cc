@@ -390,6 +390,46 @@ TEST_CASE("A module that never ran shares its parameter with the tied ones that 
   }
 }
 
+TEST_CASE("A head's weight read by an op its module cannot run is the tied embedding's",
+          "[tensor_evidence][fixture]") {
+  // Whisper, dynamo, names stripped: the decoder's token embedding is tied
+  // to the output projection and the export keeps one table named
+  // `proj_out.weight`, read by the embedding's Gather; the projection's
+  // MatMul reads a transposed copy without a name. A Linear runs no
+  // Gather, and the embedding, which ran, has an unnamed parameter of that
+  // name and shape: the Gather is the embedding's, and the copy aligns with
+  // the projection, not with the embedding's table.
+  const std::string dir = "torch-2.15/whisper-speech-seq2seq.dynamo.stripped";
+  const FixtureEvidence e(dir);
+  CHECK(e.tensors.IsShared("proj_out.weight"));
+  const std::vector<NodeId> readers = e.ReadersOf("proj_out.weight");
+  REQUIRE(readers.size() == 1);
+  CHECK(e.f->graph->node(readers[0]).op_type == "Gather");
+  CHECK(e.f->mapper->moduleFor(readers[0]).module_path == "model.decoder.embed_tokens");
+  auto truth = semmap::GroundTruth::Load(semmap_test::Fixture(dir, "truth.json"));
+  REQUIRE(truth.ok());
+  std::size_t projections = 0;
+  for (NodeId i = 0; i < static_cast<NodeId>(e.f->graph->size()); ++i) {
+    const semmap::Mapping m = e.f->mapper->moduleFor(i);
+    if (e.f->graph->node(i).op_type != "MatMul" || !absl::StrContains(m.evidence, "aligned")) continue;
+    CAPTURE(e.f->graph->node(i).name, m.evidence);
+    CHECK(m.module_path != "model.decoder.embed_tokens");
+    projections += m.module_path == "proj_out";
+  }
+  CHECK(projections == 1);
+}
+
+TEST_CASE("A vector read by an op its module cannot run is no tie", "[tensor_evidence][fixture]") {
+  // BERT after ONNX Runtime's optimizer: a SkipLayerNormalization adds the
+  // attention output's dense bias, which a Linear does not run; the norms'
+  // biases have its shape, but equal vectors are no tie.
+  const FixtureEvidence e("bert-seqcls.torchscript.ort-optimized");
+  CHECK_FALSE(e.tensors.IsShared("bert.encoder.layer.0.attention.output.dense.bias"));
+  const std::vector<NodeId> readers = e.ReadersOf("bert.encoder.layer.0.attention.output.dense.bias");
+  REQUIRE(readers.size() == 1);
+  CHECK(e.f->graph->node(readers[0]).op_type == "SkipLayerNormalization");
+}
+
 namespace {
 
 TEST_CASE("Without signatures a tensor read by several nodes is shared, unless a layer is reused",

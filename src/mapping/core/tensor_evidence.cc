@@ -190,7 +190,31 @@ void TensorEvidence::FindSharedTensors() {
     }
     if (reads == 0) continue;
     const std::size_t expected = reads * (traced ? calls[owner] : 1);
-    if (read_by(t, expected, false) > expected) shared_.insert(t.name);
+    if (read_by(t, expected, false) > expected) {
+      shared_.insert(t.name);
+      continue;
+    }
+    // A read no op of the owner's reading it may export (a Gather of a
+    // head's weight, which a Linear does not run) is a tied module's, when
+    // a module that ran has an unnamed parameter of that name and shape
+    // (an input embedding tied to the output projection). Matrices only:
+    // equal random vectors are no tie, but a bias and a norm's share shapes.
+    if (!traced || t.dims.size() < 2 || !unnamed.contains(std::make_pair(local, std::vector<std::int64_t>(t.dims.begin(), t.dims.end())))) {
+      continue;
+    }
+    const internal::RuleQueries queries(rules_);
+    for (const NodeId c : readers) {
+      const absl::string_view op_type = graph_.node(c).op_type;
+      if (!queries.ExportedByAnyOp(op_type)) continue;
+      const bool owner_may = std::any_of(info.forward.begin(), info.forward.end(), [&](const ForwardEvent& e) {
+        return e.call == kNoModule && std::find(e.reads.begin(), e.reads.end(), local) != e.reads.end() &&
+               queries.MayExportAs(e.op, op_type);
+      });
+      if (!owner_may) {
+        shared_.insert(t.name);
+        break;
+      }
+    }
   }
 }
 

@@ -152,6 +152,36 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     const std::size_t dot = stripped.rfind('.');
     claimed.emplace(owner, std::string(dot == absl::string_view::npos ? stripped : stripped.substr(dot + 1)));
   }
+  // A tensor tied parameters share, read by a node mapped to another of
+  // them, stands for that one's parameter (an input embedding's table
+  // named after the output projection it is tied to); when no reader is
+  // its owner's, the owner's parameter is left to an unnamed copy (the
+  // projection's transposed weight).
+  absl::flat_hash_set<absl::string_view> owner_reads;
+  std::vector<std::pair<ModuleId, const TensorInfo*>> tied_reads;
+  for (std::size_t i = 0; i < n_; ++i) {
+    if (!out_[i].mapped()) continue;
+    for (const ValueId v : graph_.node(static_cast<NodeId>(i)).input_values) {
+      const TensorInfo* t = v == kNoValue ? nullptr : graph_.initializerOf(v);
+      if (t == nullptr || !tensors_.IsShared(t->name)) continue;
+      if (tensors_.ParameterOwner(t->name) == out_[i].module) {
+        owner_reads.insert(t->name);
+      } else {
+        tied_reads.emplace_back(out_[i].module, t);
+      }
+    }
+  }
+  for (const auto& [module, t] : tied_reads) {
+    const absl::string_view local = t->name.substr(t->name.rfind('.') + 1);
+    bool tied = false;
+    for (const TensorSpec& spec : manifest_.module(module).parameters) {
+      if (spec.name == local && Compatible(t->dims, spec.shape)) {
+        claimed.emplace(module, spec.name);
+        tied = true;
+      }
+    }
+    if (tied && !owner_reads.contains(t->name)) claimed.erase({tensors_.ParameterOwner(t->name), std::string(local)});
+  }
   struct Param {
     ModuleId module;
     const TensorSpec* spec;
