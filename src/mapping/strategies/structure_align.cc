@@ -246,6 +246,13 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     if (match == params.size()) continue;
     used[match] = true;
     by_initializer.emplace(weight->name, match);
+    // Placed by what its module's forward reads (op_calls.h): a weight the
+    // manifest accounts for, which confirms it as an alignment would.
+    if (alignment != nullptr) {
+      ++alignment->weights;
+      ++alignment->aligned;
+      alignment->shapes.insert(params[match].spec->shape);
+    }
   }
   ModuleId last_named = kNoModule;
   for (const NodeId i : order_) {
