@@ -157,6 +157,7 @@ void TensorEvidence::FindSharedTensors() {
       }
     }
   }
+  const internal::RuleQueries queries(rules_);
   for (const TensorInfo& t : graph_.initializers()) {
     if (t.subgraph != 0) continue;
     const ModuleId owner = LiteralOwner(t.name);
@@ -202,8 +203,7 @@ void TensorEvidence::FindSharedTensors() {
     if (!traced || t.dims.size() < 2 || !unnamed.contains(std::make_pair(local, std::vector<std::int64_t>(t.dims.begin(), t.dims.end())))) {
       continue;
     }
-    const internal::RuleQueries queries(rules_);
-    for (const NodeId c : readers) {
+    for (const NodeId c : readers) {  // as read_by() found them above
       const absl::string_view op_type = graph_.node(c).op_type;
       if (!queries.ExportedByAnyOp(op_type)) continue;
       const bool owner_may = std::any_of(info.forward.begin(), info.forward.end(), [&](const ForwardEvent& e) {

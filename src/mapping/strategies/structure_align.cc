@@ -159,7 +159,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   // projection's transposed weight).
   absl::flat_hash_set<absl::string_view> owner_reads;
   std::vector<std::pair<ModuleId, const TensorInfo*>> tied_reads;
-  for (std::size_t i = 0; i < n_; ++i) {
+  for (std::size_t i = 0; i < n_ && tensors_.AnyShared(); ++i) {
     if (!out_[i].mapped()) continue;
     for (const ValueId v : graph_.node(static_cast<NodeId>(i)).input_values) {
       const TensorInfo* t = v == kNoValue ? nullptr : graph_.initializerOf(v);
