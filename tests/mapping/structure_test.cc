@@ -261,6 +261,29 @@ TEST_CASE("without signatures a weight the exporter made sorts its reader by its
   CHECK(t.correct >= 265);
 }
 
+TEST_CASE("a constant named after a folded call's result is no weight and its call's parameters are read",
+          "[structure]") {
+  // whisper-speech-seq2seq.dynamo.onnxslim: the encoder looks its position
+  // table up at fixed positions; the lookup is folded into a constant named
+  // after the call's value (`embedding`, the first `embedding` call) and
+  // read by the encoder's Add, of the table's shape. Taken for an
+  // anonymous weight, it aligned with the table (the Add answered the
+  // position embedding at 0.89); with fresh weights, where no bias Add
+  // names the projections, the value projections then took each other's
+  // weights. The table is accounted for by the call that read it.
+  auto f = LoadMapped("torch-2.15/whisper-speech-seq2seq.dynamo.onnxslim");
+  const semmap::NodeId add = f->graph->find("node_add");
+  REQUIRE(add != semmap::kNoNode);
+  CHECK(f->graph->node(add).inputs[1] == "embedding");
+  const semmap::Mapping& m = f->mapper->moduleFor(add);
+  CHECK(m.module_path == f->truth.at("node_add"));
+  CHECK(f->truth.at("node_add") == "model.encoder");
+  for (semmap::NodeId i = 0; i < static_cast<semmap::NodeId>(f->graph->size()); ++i) {
+    CAPTURE(f->graph->node(i).name);
+    CHECK_FALSE(absl::StrContains(f->mapper->moduleFor(i).evidence, "weight embedding aligned"));
+  }
+}
+
 TEST_CASE("a quantized matmul's weight is its bias Add's Linear, through the quantizer's nodes",
           "[structure]") {
   // clip.dynamo.quantized: q, k and v are one shape; each MatMulInteger

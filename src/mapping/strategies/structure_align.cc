@@ -30,7 +30,7 @@ const TensorInfo* Pass::UnnamedWeight(NodeId i, bool* as_stored) const {
     bool layout_kept = true;
     for (int depth = 0; depth <= kMaxPassthrough && value != kNoValue; ++depth) {
       if (const TensorInfo* t = graph_.initializerOf(value)) {
-        if (t->dims.size() >= 2 && tensors_.ParameterOwner(t->name) == kNoModule) {
+        if (t->dims.size() >= 2 && tensors_.ParameterOwner(t->name) == kNoModule && !folded_.contains(t->name)) {
           if (as_stored != nullptr) *as_stored = layout_kept;
           return t;
         }
@@ -45,6 +45,30 @@ const TensorInfo* Pass::UnnamedWeight(NodeId i, bool* as_stored) const {
     }
   }
   return nullptr;
+}
+
+void Pass::FindFoldedResults() {
+  folded_.clear();
+  calls_.clear();
+  if (!ExpandRoot(manifest_, n_, &calls_)) return;
+  const internal::RuleQueries queries(rules_);
+  absl::flat_hash_map<absl::string_view, std::vector<std::size_t>> calls_of;
+  for (std::size_t k = 0; k < calls_.size(); ++k) calls_of[queries.OpCallAlias(calls_[k].event->op)].push_back(k);
+  std::string node_name;
+  for (const TensorInfo& t : graph_.initializers()) {
+    if (t.subgraph != 0 || t.dims.size() < 2 || tensors_.ParameterOwner(t.name) != kNoModule) continue;
+    node_name = absl::StrCat("node_", t.name);
+    absl::string_view op;
+    std::uint64_t call = 0;
+    if (!queries.OpCallName(node_name, &op, &call)) continue;
+    const auto it = calls_of.find(op);
+    if (it == calls_of.end() || call >= it->second.size()) continue;
+    // Only a call that read parameters (a lookup in a table): the counts
+    // of other ops (a view, which the exporter also makes of reshapes) may
+    // number otherwise than the signatures.
+    if (calls_[it->second[call]].event->reads.empty()) continue;
+    folded_.emplace(t.name, it->second[call]);
+  }
 }
 
 bool Pass::Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_t> shape) const {
@@ -181,6 +205,13 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
       }
     }
     if (tied && !owner_reads.contains(t->name)) claimed.erase({tensors_.ParameterOwner(t->name), std::string(local)});
+  }
+  // A call whose result a tool folded into a constant read its parameters
+  // then: they are accounted for (an encoder's position table, looked up
+  // at fixed positions).
+  FindFoldedResults();
+  for (const auto& [name, call] : folded_) {
+    for (const std::string& read : calls_[call].event->reads) claimed.emplace(calls_[call].module, read);
   }
   struct Param {
     ModuleId module;

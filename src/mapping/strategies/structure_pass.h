@@ -119,6 +119,13 @@ class Pass {
   // only through quantize, dequantize and cast nodes).
   const TensorInfo* UnnamedWeight(NodeId i, bool* as_stored = nullptr) const;
 
+  // With signatures: the initializers named after an op call's result
+  // (the dynamo exporter names the value of the k-th call of an op
+  // <op>_<k>, and a tool that folds the call keeps that name), with the
+  // index of that call in the expanded root forward (ExpandRoot). They are
+  // results, not parameters: no unnamed weight.
+  void FindFoldedResults();
+
   // Whether node i's unnamed `weight` may be the parameter of `shape`: the
   // same dims or transposed (Compatible), or packed in blocks by a
   // blockwise-quantized op (BlockwiseCompatible).
@@ -302,6 +309,8 @@ class Pass {
   std::vector<std::size_t> end_;
   std::vector<std::size_t> first_anchor_;  // per module, in order_
   double factor_ = 1.0;
+  std::vector<ForwardCall> calls_;  // the expanded root forward, for FindFoldedResults()
+  absl::flat_hash_map<absl::string_view, std::size_t> folded_;  // initializer -> call
 };
 
 }  // namespace structure
