@@ -313,9 +313,8 @@ bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<F
   return true;
 }
 
-std::vector<std::vector<std::int64_t>> FirstReads(const Manifest& manifest, std::size_t graph_nodes) {
-  std::vector<ForwardCall> calls;
-  if (!ExpandRoot(manifest, graph_nodes, &calls)) return {};
+std::vector<std::vector<std::int64_t>> FirstReads(const Manifest& manifest,
+                                                  absl::Span<const ForwardCall> calls) {
   std::vector<std::vector<std::int64_t>> first(manifest.size());
   for (std::size_t m = 0; m < manifest.size(); ++m) {
     first[m].assign(manifest.module(static_cast<ModuleId>(m)).parameters.size(), -1);

@@ -148,9 +148,10 @@ struct ForwardCall {
 bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<ForwardCall>* out);
 
 // Per module, per parameter (in ModuleInfo::parameters' order), the index
-// of its first read among all parameter reads of the expanded root
-// forward; -1 for one never read. Empty where ExpandRoot() fails.
-std::vector<std::vector<std::int64_t>> FirstReads(const Manifest& manifest, std::size_t graph_nodes);
+// of its first read among all parameter reads of `calls`, the expanded
+// root forward (ExpandRoot()); -1 for one never read.
+std::vector<std::vector<std::int64_t>> FirstReads(const Manifest& manifest,
+                                                  absl::Span<const ForwardCall> calls);
 
 }  // namespace internal
 }  // namespace semmap

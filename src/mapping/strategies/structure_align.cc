@@ -47,10 +47,10 @@ const TensorInfo* Pass::UnnamedWeight(NodeId i, bool* as_stored) const {
   return nullptr;
 }
 
-void Pass::FindFoldedResults() {
+bool Pass::FindFoldedResults() {
   folded_.clear();
   calls_.clear();
-  if (!ExpandRoot(manifest_, n_, &calls_)) return;
+  if (!ExpandRoot(manifest_, n_, &calls_)) return false;
   const internal::RuleQueries queries(rules_);
   absl::flat_hash_map<absl::string_view, std::vector<std::size_t>> calls_of;
   for (std::size_t k = 0; k < calls_.size(); ++k) calls_of[queries.OpCallAlias(calls_[k].event->op)].push_back(k);
@@ -69,6 +69,7 @@ void Pass::FindFoldedResults() {
     if (calls_[it->second[call]].event->reads.empty()) continue;
     folded_.emplace(t.name, it->second[call]);
   }
+  return true;
 }
 
 bool Pass::Fits(NodeId i, const TensorInfo& weight, absl::Span<const std::int64_t> shape) const {
@@ -209,7 +210,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   // A call whose result a tool folded into a constant read its parameters
   // then: they are accounted for (an encoder's position table, looked up
   // at fixed positions).
-  FindFoldedResults();
+  const bool expanded = FindFoldedResults();
   for (const auto& [name, call] : folded_) {
     for (const std::string& read : calls_[call].event->reads) claimed.emplace(calls_[call].module, read);
   }
@@ -231,7 +232,8 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   // tower before the other); parameters it never reads after, in the
   // manifest's order.
   std::vector<std::size_t> subtree_first;
-  if (const auto first = FirstReads(manifest_, n_); !first.empty()) {
+  if (expanded) {
+    const auto first = FirstReads(manifest_, calls_);
     constexpr std::int64_t kUnread = std::numeric_limits<std::int64_t>::max();
     const auto rank = [&](const Param& p) {
       const ModuleInfo& info = manifest_.module(p.module);

@@ -119,12 +119,13 @@ class Pass {
   // only through quantize, dequantize and cast nodes).
   const TensorInfo* UnnamedWeight(NodeId i, bool* as_stored = nullptr) const;
 
-  // With signatures: the initializers named after an op call's result
-  // (the dynamo exporter names the value of the k-th call of an op
-  // <op>_<k>, and a tool that folds the call keeps that name), with the
-  // index of that call in the expanded root forward (ExpandRoot). They are
-  // results, not parameters: no unnamed weight.
-  void FindFoldedResults();
+  // With signatures: expands the root forward into calls_ (ExpandRoot;
+  // false where it fails) and finds the initializers named after an op
+  // call's result (the dynamo exporter names the value of the k-th call of
+  // an op <op>_<k>, and a tool that folds the call keeps that name), with
+  // the index of that call in calls_. They are results, not parameters: no
+  // unnamed weight.
+  bool FindFoldedResults();
 
   // Whether node i's unnamed `weight` may be the parameter of `shape`: the
   // same dims or transposed (Compatible), or packed in blocks by a
