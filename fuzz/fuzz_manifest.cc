@@ -32,11 +32,11 @@ void CheckManifest(const semmap::Manifest& m) {
     SEMMAP_FUZZ_CHECK(info.variable_name == semmap::VariableNameOf(info.path));
     for (semmap::ModuleId c : info.children) {
       SEMMAP_FUZZ_CHECK(c > i && c < n);
-      SEMMAP_FUZZ_CHECK(m.module(c).parent == i);
+      SEMMAP_FUZZ_CHECK(m.parent(c) == i);
     }
     if (i == 0) continue;
     SEMMAP_FUZZ_CHECK(info.parent >= 0 && info.parent < i);
-    SEMMAP_FUZZ_CHECK(info.depth == m.module(info.parent).depth + 1);
+    SEMMAP_FUZZ_CHECK(info.depth == m.depth(info.parent) + 1);
     SEMMAP_FUZZ_CHECK(m.isAncestorOrSelf(info.parent, i));
     SEMMAP_FUZZ_CHECK(m.isAncestorOrSelf(0, i));
     bool listed = false;

@@ -85,7 +85,7 @@ void CheckQueries(const semmap::SemanticMapper& mapper) {
   for (const semmap::RepeatedContainer& c : query.repeatedContainers()) {
     SEMMAP_FUZZ_CHECK(c.items.size() == c.indices.size());
     if (c.indices.empty()) continue;
-    const std::string& path = mapper.manifest().module(c.module).path;
+    const absl::string_view path = mapper.manifest().path(c.module);
     auto nodes = query.nodesOfLayer(path, c.indices.front());
     SEMMAP_FUZZ_CHECK(nodes.ok());
     CheckSorted(*nodes, size);

@@ -160,7 +160,7 @@ void CheckOutputs(const semmap::SemanticMapper& mapper, const std::string& model
   CheckWritten(nd.status(), dir);
   if (nd.ok()) SEMMAP_FUZZ_CHECK(ValidJson(ReadFile(node_data_out)));
   const semmap::Manifest& manifest = mapper.manifest();
-  const std::string path = manifest.size() > 1 ? manifest.module(1).path : std::string();
+  const std::string path = manifest.size() > 1 ? std::string(manifest.path(1)) : std::string();
   CheckWritten(semmap::ExtractModule(mapper, model, path, dir + "/extracted.onnx").status(), dir);
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     SEMMAP_FUZZ_CHECK(!absl::StrContains(entry.path().filename().string(), ".tmp-"));

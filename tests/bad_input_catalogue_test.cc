@@ -744,7 +744,7 @@ TEST_CASE("Catalogue: manifest limits and tolerated oddities", "[catalogue][mani
     CHECK(Manifest::Parse(Edited("/model/future_field", {1, 2}), "extra.json").ok());
     auto traced = Manifest::Parse(TracedDoc().dump(), "traced.json");
     REQUIRE(traced.ok());
-    CHECK(traced->module(2).forward.front().reads == std::vector<std::string>{"weight"});
+    CHECK(traced->module(2).forward.front().reads == std::vector<absl::string_view>{"weight"});
   }
   SECTION("10^5 modules under one parent load in linear time") {
     // Checking each module against its parent's children list was

@@ -12,20 +12,24 @@
 //   if (id != semmap::kNoModule) std::cout << m->module(id).class_name;
 //
 // A Manifest is immutable after loading and safe to share between threads.
-// Moving one is cheap; a copy rebuilds its lookup tables over its own
-// strings (the tables key on views of the modules' strings, not copies).
+// Copying or moving one is O(1): copies share the storage. Modules are
+// stored compactly (class, tensor and op names interned, lists in flat
+// arrays) and handed out as ModuleInfo views assembled on access.
 #ifndef SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_
 #define SEMMAP_INCLUDE_SEMMAP_MANIFEST_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "semmap/export.h"
+#include "semmap/indexed_list.h"
 
 namespace semmap {
 
@@ -36,10 +40,16 @@ inline constexpr ModuleId kNoModule = -1;
 // The newest schema version this build reads (it reads 1 and 2).
 inline constexpr int kManifestSchemaVersion = 2;
 
+// The structs below are views, assembled on access from the Manifest's
+// compact storage (interned class, tensor, dtype and op names; modules,
+// children, tensors and events in flat arrays). Their strings and spans live
+// as long as the Manifest they came from, or any copy of it (copies share
+// the storage).
+
 struct SEMMAP_EXPORT TensorSpec {
-  std::string name;  // local name inside its module ("weight")
-  std::vector<std::int64_t> shape;
-  std::string dtype;  // "float32", "int64", ...
+  absl::string_view name;  // local name inside its module ("weight")
+  absl::Span<const std::int64_t> shape;
+  absl::string_view dtype;  // "float32", "int64", ...
 };
 
 // One step of a module's forward pass as the manifest writer recorded it
@@ -50,19 +60,19 @@ struct SEMMAP_EXPORT ForwardEvent {
   ModuleId call = kNoModule;
   // The operation, by its normalised torch name ("add", "linear",
   // "layer_norm"); empty for a call.
-  std::string op;
+  absl::string_view op;
   // The module's own parameters and buffers the operation read ("weight").
-  std::vector<std::string> reads;
+  absl::Span<const absl::string_view> reads;
 };
 
 struct SEMMAP_EXPORT ModuleInfo {
-  std::string path;             // "encoder.layer.0"; "" for the root
-  std::string class_name;       // "BertLayer"
-  std::string qualified_class;  // "transformers.models.bert.modeling_bert.BertLayer"
-  ModuleId parent = kNoModule;  // kNoModule only for the root
-  std::vector<ModuleId> children;  // registration order
-  std::vector<TensorSpec> parameters;
-  std::vector<TensorSpec> buffers;
+  absl::string_view path;             // "encoder.layer.0"; "" for the root
+  absl::string_view class_name;       // "BertLayer"
+  absl::string_view qualified_class;  // "transformers.models.bert.modeling_bert.BertLayer"
+  ModuleId parent = kNoModule;        // kNoModule only for the root
+  absl::Span<const ModuleId> children;  // registration order
+  absl::Span<const TensorSpec> parameters;
+  absl::Span<const TensorSpec> buffers;
   int depth = 0;  // root = 0
   // True when the module has children and every child's last path atom is
   // a number (decimal digits only): a ModuleList or Sequential of repeated
@@ -71,12 +81,13 @@ struct SEMMAP_EXPORT ModuleInfo {
   bool numbered_children = false;
   // The name torch's TorchScript exporter gives this module's scope: the
   // path's trailing atoms back to the first non-numeric one
-  // ("encoder.layer.0" -> "layer.0", "layer1.0" -> "layer1.0").
-  std::string variable_name;
+  // ("encoder.layer.0" -> "layer.0", "layer1.0" -> "layer1.0"); a suffix of
+  // `path`.
+  absl::string_view variable_name;
   // The module's first forward call, when the manifest records it (schema
   // version 2): its calls and own operations in order. `traced` tells a
   // forward that did nothing from one not recorded.
-  std::vector<ForwardEvent> forward;
+  absl::Span<const ForwardEvent> forward;
   bool traced = false;
 };
 
@@ -87,10 +98,21 @@ struct SEMMAP_EXPORT ManifestOptions {
   std::size_t max_modules = 10'000'000;
 };
 
+namespace internal {
+struct ManifestRep;
+// Module `index` of `rep`, assembled from its record (Manifest::module()).
+SEMMAP_EXPORT ModuleInfo ModuleAt(const ManifestRep* rep, std::ptrdiff_t index);
+}  // namespace internal
+
+// Manifest::modules(): `for (const ModuleInfo& m : manifest.modules())`,
+// `modules()[id]`, `size()` (indexed_list.h).
+using ModuleList = IndexedList<internal::ManifestRep, ModuleInfo, &internal::ModuleAt>;
+
 class SEMMAP_EXPORT Manifest {
  public:
-  Manifest(const Manifest& other);
-  Manifest& operator=(const Manifest& other);
+  // Copies share the immutable storage: O(1).
+  Manifest(const Manifest& other) = default;
+  Manifest& operator=(const Manifest& other) = default;
   Manifest(Manifest&&) noexcept = default;
   Manifest& operator=(Manifest&&) noexcept = default;
   ~Manifest() = default;
@@ -123,26 +145,32 @@ class SEMMAP_EXPORT Manifest {
   static Manifest FromModulePaths(
       const std::vector<std::pair<std::string, std::string>>& paths_and_classes);
 
-  int schemaVersion() const { return schema_version_; }
-  const std::string& modelClass() const { return model_class_; }
-  const std::string& modelQualifiedClass() const { return model_qualified_class_; }
-  const std::string& modelType() const { return model_type_; }
+  int schemaVersion() const;
+  const std::string& modelClass() const;
+  const std::string& modelQualifiedClass() const;
+  const std::string& modelType() const;
   // Scalar config fields, rendered as JSON text, in file order.
-  const std::vector<std::pair<std::string, std::string>>& config() const {
-    return config_;
-  }
+  const std::vector<std::pair<std::string, std::string>>& config() const;
 
-  std::size_t size() const { return modules_.size(); }
-  const std::vector<ModuleInfo>& modules() const { return modules_; }
-  const ModuleInfo& module(ModuleId id) const { return modules_[id]; }
+  std::size_t size() const;
+  ModuleList modules() const { return ModuleList(rep_.get(), size()); }
+  // The module, assembled on access (a view: see ModuleInfo).
+  ModuleInfo module(ModuleId id) const { return internal::ModuleAt(rep_.get(), id); }
   ModuleId root() const { return 0; }
+  // One field of a module, without assembling the others.
+  absl::string_view path(ModuleId id) const;
+  ModuleId parent(ModuleId id) const;
+  int depth(ModuleId id) const;
+  absl::Span<const ModuleId> children(ModuleId id) const;
 
   // Module with exactly this dotted path, or kNoModule. O(1).
   ModuleId find(absl::string_view path) const;
   // Modules whose variable_name is `name` (see ModuleInfo), in manifest order.
-  const std::vector<ModuleId>& withVariableName(absl::string_view name) const;
+  absl::Span<const ModuleId> withVariableName(absl::string_view name) const;
   // The module owning the parameter or buffer with this full dotted name
-  // ("encoder.layer.0.output.dense.weight"), or kNoModule.
+  // ("encoder.layer.0.output.dense.weight"), or kNoModule. When a local
+  // name holds a dot and so two modules could own the name, the one listed
+  // first.
   ModuleId ownerOfTensor(absl::string_view full_name) const;
 
   // True when `ancestor` is `id` or one of its ancestors.
@@ -151,30 +179,14 @@ class SEMMAP_EXPORT Manifest {
   ModuleId lowestCommonAncestor(ModuleId a, ModuleId b) const;
 
  private:
-  Manifest() = default;
+  explicit Manifest(std::shared_ptr<const internal::ManifestRep> rep) : rep_(std::move(rep)) {}
   // Parse's work. When `owned` holds the text (Load), it is released once
   // the JSON is parsed, before the modules are built.
   static absl::StatusOr<Manifest> ParseText(absl::string_view text, absl::string_view origin,
                                             const ManifestOptions& options, std::string* owned);
-  // Builds the lookup tables from modules_ (InvalidArgument on a duplicate
-  // path, naming `origin`).
-  absl::Status Index(absl::string_view origin);
 
-  int schema_version_ = 0;
-  std::string model_class_;
-  std::string model_qualified_class_;
-  std::string model_type_;
-  std::vector<std::pair<std::string, std::string>> config_;
-  std::vector<ModuleInfo> modules_;
-  // The tables hold no copies of the strings they are keyed by: keys view
-  // modules_[i].path and .variable_name (the vector's elements never move
-  // once indexed, and a move of the Manifest keeps its buffer) and
-  // tensor_names_. Copies of a Manifest index their own strings again.
-  absl::flat_hash_map<absl::string_view, ModuleId> by_path_;
-  absl::flat_hash_map<absl::string_view, std::vector<ModuleId>> by_variable_name_;
-  // Every parameter's and buffer's full dotted name, back to back.
-  std::vector<char> tensor_names_;
-  absl::flat_hash_map<absl::string_view, ModuleId> tensor_owner_;
+  // Never null; immutable once built.
+  std::shared_ptr<const internal::ManifestRep> rep_;
 };
 
 // The TorchScript scope variable name of a module path (see ModuleInfo).

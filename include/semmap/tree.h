@@ -82,7 +82,7 @@ class SEMMAP_EXPORT ModuleTree {
   const std::vector<TreeModule>& modules() const { return modules_; }
   const TreeModule& root() const { return modules_.front(); }
   // The manifest entry of a tree module.
-  const ModuleInfo& info(const TreeModule& m) const { return manifest_->module(m.module); }
+  ModuleInfo info(const TreeModule& m) const { return manifest_->module(m.module); }
   // Index of the module at `path`, or -1 when unknown or folded away.
   int find(absl::string_view path) const;
 

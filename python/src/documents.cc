@@ -85,7 +85,7 @@ nb::dict TreeDict(const semmap::ModuleTree& tree, const semmap::Manifest& manife
     const semmap::ModuleInfo& info = tree.info(m);
     nb::list children, folded;
     for (int c : m.children) children.append(paths[static_cast<std::size_t>(c)]);
-    for (semmap::ModuleId f : m.folded) folded.append(Text(manifest.module(f).path));
+    for (semmap::ModuleId f : m.folded) folded.append(Text(manifest.path(f)));
     list.append(SortedDict(
         {{"path", paths[i]},
          {"class", Text(info.class_name)},

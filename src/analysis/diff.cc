@@ -54,15 +54,15 @@ class Side {
  public:
   explicit Side(const SemanticMapper& mapper) : tree_(ModuleTree::Build(mapper, Options())) {}
 
-  std::size_t own(const std::string& path) const {
+  std::size_t own(absl::string_view path) const {
     const TreeModule* m = find(path);
     return m == nullptr ? 0 : m->own_nodes;
   }
-  std::size_t subtree(const std::string& path) const {
+  std::size_t subtree(absl::string_view path) const {
     const TreeModule* m = find(path);
     return m == nullptr ? 0 : m->subtree_nodes;
   }
-  std::map<std::string, std::size_t> ops(const std::string& path) const {
+  std::map<std::string, std::size_t> ops(absl::string_view path) const {
     const TreeModule* m = find(path);
     return m == nullptr ? std::map<std::string, std::size_t>() : m->own_op_types;
   }
@@ -73,7 +73,7 @@ class Side {
     options.max_op_type_entries = 0;  // own histograms only
     return options;
   }
-  const TreeModule* find(const std::string& path) const {
+  const TreeModule* find(absl::string_view path) const {
     const int index = tree_.find(path);
     return index < 0 ? nullptr : &tree_.modules()[static_cast<std::size_t>(index)];
   }
@@ -106,13 +106,13 @@ absl::StatusOr<double> ModuleOverlap(const SemanticMapper& a, const Side& side_a
 std::vector<ModuleDelta> ModuleDeltas(const SemanticMapper& a, const SemanticMapper& b,
                                       const Side& side_a, const Side& side_b) {
   std::vector<ModuleDelta> out;
-  absl::flat_hash_set<std::string> listed;
+  absl::flat_hash_set<absl::string_view> listed;  // views of the manifests' paths
   auto add_module = [&](const ModuleInfo& info) {
     if (!listed.insert(info.path).second) return;
     if (side_a.subtree(info.path) == 0 && side_b.subtree(info.path) == 0) return;
     ModuleDelta d;
-    d.path = info.path;
-    d.class_name = info.class_name;
+    d.path = std::string(info.path);
+    d.class_name = std::string(info.class_name);
     d.own_a = side_a.own(info.path);
     d.own_b = side_b.own(info.path);
     d.subtree_a = side_a.subtree(info.path);

@@ -288,7 +288,7 @@ absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper
       const std::int64_t calls = module == m.module || parts.size() == 1 ? p.calls : 0;
       ModuleTime& mt = a.modules[module];
       mt.own_us = SaturatingAdd(mt.own_us, us);
-      AddTo(classes[manifest.module(module).class_name], us, calls);
+      AddTo(classes[std::string(manifest.module(module).class_name)], us, calls);
       AddTo(categories[module_categories[static_cast<std::size_t>(module)]], us, calls);
     }
     ModuleTime& home = a.modules[m.module];
@@ -303,7 +303,7 @@ absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper
   std::vector<ModuleId> order(manifest.size());
   for (std::size_t m = 0; m < order.size(); ++m) order[m] = static_cast<ModuleId>(m);
   std::stable_sort(order.begin(), order.end(), [&](ModuleId x, ModuleId y) {
-    return manifest.module(x).depth > manifest.module(y).depth;
+    return manifest.depth(x) > manifest.depth(y);
   });
   for (ModuleTime& mt : a.modules) {
     mt.subtree_us = mt.own_us;
@@ -311,7 +311,7 @@ absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper
     mt.subtree_nodes = mt.own_nodes;
   }
   for (ModuleId m : order) {
-    const ModuleId parent = manifest.module(m).parent;
+    const ModuleId parent = manifest.parent(m);
     if (parent == kNoModule) continue;
     ModuleTime& p = a.modules[parent];
     const ModuleTime& c = a.modules[m];

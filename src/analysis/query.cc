@@ -119,8 +119,8 @@ void SemanticQuery::DetectContainers() {
       sorted.indices[i] = c.indices[order[i]];
     }
     const ModuleInfo& first = manifest.module(sorted.items.front());
-    sorted.item_class = first.class_name;
-    sorted.item_qualified_class = first.qualified_class;
+    sorted.item_class = std::string(first.class_name);
+    sorted.item_qualified_class = std::string(first.qualified_class);
     sorted.layer = blocks;
     containers_.push_back(std::move(sorted));
   }
@@ -161,7 +161,7 @@ std::vector<NodeId> SemanticQuery::SubtreeNodes(const std::vector<ModuleId>& roo
     const ModuleId id = stack.back();
     stack.pop_back();
     out.insert(out.end(), own_nodes_[id].begin(), own_nodes_[id].end());
-    const auto& children = manifest.module(id).children;
+    const auto& children = manifest.children(id);
     stack.insert(stack.end(), children.begin(), children.end());
   }
   std::sort(out.begin(), out.end());
@@ -185,7 +185,7 @@ absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesOfLayer(std::int64_t ind
   std::vector<ModuleId> items;
   std::vector<std::string> sizes;
   for (const RepeatedContainer* c : layerContainers()) {
-    sizes.push_back(absl::StrCat(Quoted(manifest.module(c->module).path), " (",
+    sizes.push_back(absl::StrCat(Quoted(manifest.path(c->module)), " (",
                                  c->items.size(), " items)"));
     for (std::size_t i = 0; i < c->items.size(); ++i) {
       if (c->indices[i] == index) items.push_back(c->items[i]);
@@ -256,7 +256,7 @@ absl::StatusOr<std::vector<NodeId>> SemanticQuery::nodesMatching(absl::string_vi
   const Manifest& manifest = mapper_->manifest();
   std::vector<NodeId> out;
   for (std::size_t id = 0; id < manifest.size(); ++id) {
-    const std::string& path = manifest.module(static_cast<ModuleId>(id)).path;
+    const absl::string_view path = manifest.module(static_cast<ModuleId>(id)).path;
     if (!RE2::PartialMatch(re2::StringPiece(path.data(), path.size()), re)) continue;
     out.insert(out.end(), own_nodes_[id].begin(), own_nodes_[id].end());
   }

@@ -19,7 +19,7 @@ std::int64_t SaturatingAdd(std::int64_t a, std::int64_t b) {
 }
 
 // Elements of a tensor of `shape` (dims are non-negative, Manifest checks).
-std::int64_t Elements(const std::vector<std::int64_t>& shape) {
+std::int64_t Elements(absl::Span<const std::int64_t> shape) {
   std::int64_t elements = 1;
   for (std::int64_t d : shape) {
     if (d == 0) return 0;
@@ -106,7 +106,7 @@ ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& op
     tree.modules_.push_back(std::move(m));
     tree.index_of_module_[id] = index;
     if (parent >= 0) tree.modules_[parent].children.push_back(index);
-    const auto& children = manifest.module(id).children;
+    const auto& children = manifest.children(id);
     for (auto it = children.rbegin(); it != children.rend(); ++it) {
       if (options.model_specific_only && IsLibraryLeaf(manifest.module(*it), mapper.rules())) continue;
       stack.emplace_back(*it, index);
@@ -115,7 +115,7 @@ ModuleTree ModuleTree::Build(const SemanticMapper& mapper, const TreeOptions& op
   // A folded leaf's host is its parent, which has children and so is shown.
   auto host = [&](ModuleId id) {
     const int index = tree.index_of_module_[id];
-    return index >= 0 ? index : tree.index_of_module_[manifest.module(id).parent];
+    return index >= 0 ? index : tree.index_of_module_[manifest.parent(id)];
   };
   const ModuleNodeCounts counts = CountModuleNodes(mapper, options.node_filter);
   tree.counted_nodes_ = counts.counted;

@@ -1,23 +1,20 @@
 #include "semmap/manifest.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
-#include "base/out_of_memory.h"
-#include "base/status_macros.h"
 #include "base/text.h"
-#include "io/file_io.h"
-#include "io/json_reader.h"
-#include "manifest/module_tree.h"
+#include "manifest/manifest_rep.h"
 
 namespace semmap {
 namespace internal {
@@ -29,18 +26,201 @@ bool IsNumericAtom(absl::string_view atom) {
   });
 }
 
-// Sets ModuleInfo::numbered_children once the children are linked.
-void MarkNumberedChildren(std::vector<ModuleInfo>* modules) {
-  for (ModuleInfo& m : *modules) {
-    m.numbered_children = !m.children.empty();
-    for (ModuleId c : m.children) {
-      const std::string& path = (*modules)[c].path;
-      const std::size_t dot = path.rfind('.');
-      if (!IsNumericAtom(dot == std::string::npos ? absl::string_view(path)
-                                                  : absl::string_view(path).substr(dot + 1))) {
-        m.numbered_children = false;
-        break;
-      }
+namespace {
+
+// Where VariableNameOf(path) begins in `path`: walks back over trailing
+// numeric atoms to the first non-numeric one.
+std::size_t VariableNameStart(absl::string_view path) {
+  std::size_t start = path.size();
+  while (true) {
+    const std::size_t dot = path.rfind('.', start == 0 ? 0 : start - 1);
+    const std::size_t atom_begin = dot == absl::string_view::npos ? 0 : dot + 1;
+    const absl::string_view atom = path.substr(atom_begin, start - atom_begin);
+    start = atom_begin;
+    if (!IsNumericAtom(atom) || atom_begin == 0) break;
+    start = atom_begin - 1;  // step over the dot
+  }
+  return start;
+}
+
+absl::string_view LastAtom(absl::string_view path) {
+  const std::size_t dot = path.rfind('.');
+  return dot == absl::string_view::npos ? path : path.substr(dot + 1);
+}
+
+}  // namespace
+
+ModuleInfo ModuleAt(const ManifestRep* rep, std::ptrdiff_t index) {
+  const ModuleRecord& r = rep->modules[index];
+  ModuleInfo info;
+  info.path = absl::string_view(rep->chars.data() + r.path, r.path_size);
+  info.class_name = rep->classes[r.class_index].first;
+  info.qualified_class = rep->classes[r.class_index].second;
+  info.parent = r.parent;
+  info.children = absl::MakeConstSpan(rep->children.data() + r.first_child, r.child_count);
+  info.parameters = absl::MakeConstSpan(rep->tensors.data() + r.first_tensor, r.parameter_count);
+  info.buffers = absl::MakeConstSpan(rep->tensors.data() + r.first_tensor + r.parameter_count,
+                                     r.buffer_count);
+  info.depth = r.depth;
+  info.numbered_children = r.numbered_children;
+  info.variable_name = info.path.substr(r.variable_name);
+  info.forward = absl::MakeConstSpan(rep->events.data() + r.first_event, r.event_count);
+  info.traced = r.traced;
+  return info;
+}
+
+absl::string_view ManifestBuilder::Intern(absl::string_view s) {
+  auto it = interned_.find(s);
+  if (it != interned_.end()) return it->second;
+  const absl::string_view kept = rep_->interned.emplace_back(s);
+  interned_.emplace(kept, kept);
+  return kept;
+}
+
+ModuleId ManifestBuilder::AddModule(absl::string_view path, absl::string_view class_name,
+                                    absl::string_view qualified_class) {
+  if (rep_->classes.empty()) rep_->classes.emplace_back();  // ("", "") at 0
+  ModuleRecord r;
+  r.path = rep_->chars.size();
+  r.path_size = static_cast<std::uint32_t>(path.size());
+  rep_->chars.append(path.data(), path.size());
+  r.first_tensor = static_cast<std::uint32_t>(rep_->tensors.size());
+  r.first_event = static_cast<std::uint32_t>(rep_->events.size());
+  rep_->modules.push_back(r);
+  const ModuleId id = static_cast<ModuleId>(rep_->modules.size() - 1);
+  SetClass(id, class_name, qualified_class);
+  return id;
+}
+
+void ManifestBuilder::SetClass(ModuleId id, absl::string_view class_name,
+                               absl::string_view qualified_class) {
+  if (class_name.empty() && qualified_class.empty()) {
+    rep_->modules[id].class_index = 0;
+    return;
+  }
+  const std::pair<absl::string_view, absl::string_view> key(Intern(class_name),
+                                                            Intern(qualified_class));
+  auto [it, added] = classes_.emplace(key, static_cast<std::uint32_t>(rep_->classes.size()));
+  if (added) rep_->classes.push_back(key);
+  rep_->modules[id].class_index = it->second;
+}
+
+void ManifestBuilder::AddTensor(bool buffer, absl::string_view name,
+                                absl::Span<const std::int64_t> shape, absl::string_view dtype) {
+  ModuleRecord& r = rep_->modules.back();
+  ++(buffer ? r.buffer_count : r.parameter_count);
+  TensorSpec spec;
+  spec.name = Intern(name);
+  spec.dtype = Intern(dtype);
+  rep_->dotted_tensor_names = rep_->dotted_tensor_names || name.find('.') != name.npos;
+  shape_ranges_.emplace_back(static_cast<std::uint32_t>(rep_->dims.size()),
+                             static_cast<std::uint32_t>(shape.size()));
+  rep_->dims.insert(rep_->dims.end(), shape.begin(), shape.end());
+  rep_->tensors.push_back(spec);
+}
+
+absl::Span<const TensorSpec> ManifestBuilder::LastTensors() const {
+  const ModuleRecord& r = rep_->modules.back();
+  return absl::MakeConstSpan(rep_->tensors.data() + r.first_tensor,
+                             r.parameter_count + r.buffer_count);
+}
+
+void ManifestBuilder::StartForward() { rep_->modules.back().traced = true; }
+
+void ManifestBuilder::AddCall() {
+  ++rep_->modules.back().event_count;
+  rep_->events.emplace_back();
+  read_ranges_.emplace_back(0, 0);
+}
+
+void ManifestBuilder::AddOp(absl::string_view op, absl::Span<const absl::string_view> reads) {
+  ++rep_->modules.back().event_count;
+  ForwardEvent event;
+  event.op = Intern(op);
+  rep_->events.push_back(event);
+  read_ranges_.emplace_back(static_cast<std::uint32_t>(rep_->reads.size()),
+                            static_cast<std::uint32_t>(reads.size()));
+  for (absl::string_view r : reads) rep_->reads.push_back(Intern(r));
+}
+
+void ManifestBuilder::SetCall(ModuleId module, std::size_t event, ModuleId callee) {
+  rep_->events[rep_->modules[module].first_event + event].call = callee;
+}
+
+void ManifestBuilder::SetParent(ModuleId id, ModuleId parent) {
+  ModuleRecord& r = rep_->modules[id];
+  r.parent = parent;
+  r.depth = rep_->modules[parent].depth + 1;  // parents come first
+}
+
+void ManifestBuilder::SetChildren(std::vector<ModuleId> children,
+                                  const std::vector<std::size_t>& first) {
+  rep_->children = std::move(children);
+  for (std::size_t m = 0; m < rep_->modules.size(); ++m) {
+    rep_->modules[m].first_child = static_cast<std::uint32_t>(first[m]);
+    rep_->modules[m].child_count = static_cast<std::uint32_t>(first[m + 1] - first[m]);
+  }
+}
+
+absl::Status ManifestBuilder::IndexPaths(absl::string_view origin) {
+  ManifestRep& rep = *rep_;
+  for (std::size_t t = 0; t < rep.tensors.size(); ++t) {
+    rep.tensors[t].shape =
+        absl::MakeConstSpan(rep.dims.data() + shape_ranges_[t].first, shape_ranges_[t].second);
+  }
+  for (std::size_t e = 0; e < rep.events.size(); ++e) {
+    rep.events[e].reads =
+        absl::MakeConstSpan(rep.reads.data() + read_ranges_[e].first, read_ranges_[e].second);
+  }
+  std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(shape_ranges_);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(read_ranges_);
+  rep.chars.shrink_to_fit();  // the keys below view it: no more appends
+  rep.by_path.reserve(rep.modules.size());
+  for (std::size_t i = 0; i < rep.modules.size(); ++i) {
+    const absl::string_view path = rep.Path(static_cast<ModuleId>(i));
+    if (!rep.by_path.emplace(path, static_cast<ModuleId>(i)).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": /modules/", i, "/path: duplicate module path \"",
+          internal::Abbreviate(std::string(path)), "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ManifestBuilder::FinishLinks() {
+  ManifestRep& rep = *rep_;
+  const std::size_t n = rep.modules.size();
+  // Variable names, and the modules but the root grouped by them (in
+  // manifest order within a name): counted, then placed.
+  std::vector<std::uint32_t> group(n, 0);
+  std::vector<std::uint32_t> group_size;
+  for (std::size_t i = 0; i < n; ++i) {
+    ModuleRecord& r = rep.modules[i];
+    const absl::string_view path = rep.Path(static_cast<ModuleId>(i));
+    r.variable_name = static_cast<std::uint32_t>(VariableNameStart(path));
+    if (i == 0) continue;
+    auto [it, added] = rep.by_variable_name.emplace(
+        path.substr(r.variable_name),
+        std::make_pair(static_cast<std::uint32_t>(group_size.size()), std::uint32_t{0}));
+    if (added) group_size.push_back(0);
+    group[i] = it->second.first;
+    ++group_size[group[i]];
+  }
+  std::vector<std::uint32_t> next(group_size.size(), 0);
+  for (std::size_t g = 1; g < group_size.size(); ++g) next[g] = next[g - 1] + group_size[g - 1];
+  for (auto& [name, range] : rep.by_variable_name) {
+    range = {next[range.first], group_size[range.first]};
+  }
+  rep.variable_name_order.resize(n > 0 ? n - 1 : 0);
+  for (std::size_t i = 1; i < n; ++i) {
+    rep.variable_name_order[next[group[i]]++] = static_cast<ModuleId>(i);
+  }
+  // A ModuleList or Sequential: children whose last atoms are all numbers.
+  for (std::size_t i = 0; i < n; ++i) {
+    ModuleRecord& r = rep.modules[i];
+    r.numbered_children = r.child_count > 0;
+    for (std::uint32_t k = 0; k < r.child_count && r.numbered_children; ++k) {
+      r.numbered_children = IsNumericAtom(LastAtom(rep.Path(rep.children[r.first_child + k])));
     }
   }
 }
@@ -48,49 +228,44 @@ void MarkNumberedChildren(std::vector<ModuleInfo>* modules) {
 }  // namespace internal
 
 std::string VariableNameOf(absl::string_view path) {
-  // Walk back over trailing numeric atoms to the first non-numeric one.
-  std::size_t start = path.size();
-  while (true) {
-    const std::size_t dot = path.rfind('.', start == 0 ? 0 : start - 1);
-    const std::size_t atom_begin = dot == absl::string_view::npos ? 0 : dot + 1;
-    const absl::string_view atom = path.substr(atom_begin, start - atom_begin);
-    start = atom_begin;
-    if (!internal::IsNumericAtom(atom) || atom_begin == 0) break;
-    start = atom_begin - 1;  // step over the dot
-  }
-  return std::string(path.substr(start));
+  return std::string(path.substr(internal::VariableNameStart(path)));
 }
 
-Manifest::Manifest(const Manifest& other)
-    : schema_version_(other.schema_version_),
-      model_class_(other.model_class_),
-      model_qualified_class_(other.model_qualified_class_),
-      model_type_(other.model_type_),
-      config_(other.config_),
-      modules_(other.modules_) {
-  // The tables view this copy's own strings; the paths are known unique.
-  (void)Index("");
+int Manifest::schemaVersion() const { return rep_->schema_version; }
+const std::string& Manifest::modelClass() const { return rep_->model_class; }
+const std::string& Manifest::modelQualifiedClass() const { return rep_->model_qualified_class; }
+const std::string& Manifest::modelType() const { return rep_->model_type; }
+const std::vector<std::pair<std::string, std::string>>& Manifest::config() const {
+  return rep_->config;
 }
-
-Manifest& Manifest::operator=(const Manifest& other) {
-  if (this != &other) *this = Manifest(other);
-  return *this;
+std::size_t Manifest::size() const { return rep_->modules.size(); }
+absl::string_view Manifest::path(ModuleId id) const { return rep_->Path(id); }
+ModuleId Manifest::parent(ModuleId id) const { return rep_->modules[id].parent; }
+int Manifest::depth(ModuleId id) const { return rep_->modules[id].depth; }
+absl::Span<const ModuleId> Manifest::children(ModuleId id) const {
+  const internal::ModuleRecord& r = rep_->modules[id];
+  return absl::MakeConstSpan(rep_->children.data() + r.first_child, r.child_count);
 }
 
 Manifest Manifest::FromModulePaths(
     const std::vector<std::pair<std::string, std::string>>& paths_and_classes) {
-  Manifest m;
-  m.schema_version_ = 1;  // no forward signatures
-  m.modules_.emplace_back();  // root
-  // Modules move while the vector grows: index their own strings at the end.
+  auto rep = std::make_shared<internal::ManifestRep>();
+  rep->schema_version = 1;  // no forward signatures
+  internal::ManifestBuilder builder(rep.get());
+  builder.AddModule("", "", "");  // root
+  // The paths' own table while they are added (the rep's is built once they
+  // are all in place).
   absl::flat_hash_map<std::string, ModuleId> by_path;
   by_path.emplace("", 0);
-  auto set_class = [&m](ModuleId id, const std::string& qualified) {
-    ModuleInfo& info = m.modules_[id];
-    if (qualified.empty() || !info.qualified_class.empty()) return;
-    info.qualified_class = qualified;
+  std::vector<ModuleId> parents(1, kNoModule);
+  std::vector<bool> has_class(1, false);
+  auto set_class = [&](ModuleId id, const std::string& qualified) {
+    if (qualified.empty() || has_class[id]) return;
+    has_class[id] = true;
     const std::size_t dot = qualified.rfind('.');
-    info.class_name = dot == std::string::npos ? qualified : qualified.substr(dot + 1);
+    builder.SetClass(id, dot == std::string::npos ? absl::string_view(qualified)
+                                                  : absl::string_view(qualified).substr(dot + 1),
+                     qualified);
   };
   for (const auto& entry : paths_and_classes) {
     const std::string& full = entry.first;
@@ -105,100 +280,90 @@ Manifest Manifest::FromModulePaths(
         parent = it->second;
         continue;
       }
-      const ModuleId id = static_cast<ModuleId>(m.modules_.size());
-      ModuleInfo info;
-      info.path = path;
-      info.parent = parent;
-      info.depth = m.modules_[parent].depth + 1;
-      m.modules_[parent].children.push_back(id);
+      const ModuleId id = builder.AddModule(path, "", "");
+      parents.push_back(parent);
+      has_class.push_back(false);
       by_path.emplace(path, id);
-      m.modules_.push_back(std::move(info));
       parent = id;
     }
     if (parent != 0) set_class(parent, entry.second);
   }
-  (void)m.Index("");  // paths are unique by construction
-  internal::MarkNumberedChildren(&m.modules_);
-  return m;
-}
-
-absl::Status Manifest::Index(absl::string_view origin) {
-  by_path_.clear();
-  by_variable_name_.clear();
-  tensor_owner_.clear();
-  by_path_.reserve(modules_.size());
-  std::size_t tensor_bytes = 0, tensors = 0;
-  for (std::size_t i = 0; i < modules_.size(); ++i) {
-    ModuleInfo& info = modules_[i];
-    if (!by_path_.emplace(info.path, static_cast<ModuleId>(i)).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          origin, ": /modules/", i, "/path: duplicate module path \"",
-          internal::Abbreviate(info.path), "\""));
-    }
-    info.variable_name = VariableNameOf(info.path);
-    for (const auto* list : {&info.parameters, &info.buffers}) {
-      for (const TensorSpec& t : *list) {
-        tensor_bytes += info.path.size() + 1 + t.name.size();
-        ++tensors;
-      }
-    }
+  // A parent's children in the order they were added (by id).
+  const std::size_t n = parents.size();
+  std::vector<std::size_t> first(n + 1, 0);
+  for (std::size_t i = 1; i < n; ++i) ++first[parents[i] + 1];
+  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+  std::vector<ModuleId> children(n - 1);
+  {
+    std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    for (std::size_t i = 1; i < n; ++i) children[next[parents[i]]++] = static_cast<ModuleId>(i);
   }
-  // Keys are views: filled once every string is in place.
-  for (std::size_t i = 1; i < modules_.size(); ++i) {
-    by_variable_name_[modules_[i].variable_name].push_back(static_cast<ModuleId>(i));
-  }
-  tensor_names_.clear();
-  tensor_names_.reserve(tensor_bytes);
-  tensor_owner_.reserve(tensors);
-  for (std::size_t i = 0; i < modules_.size(); ++i) {
-    const ModuleInfo& info = modules_[i];
-    for (const auto* list : {&info.parameters, &info.buffers}) {
-      for (const TensorSpec& t : *list) {
-        const std::size_t begin = tensor_names_.size();
-        tensor_names_.insert(tensor_names_.end(), info.path.begin(), info.path.end());
-        if (!info.path.empty()) tensor_names_.push_back('.');
-        tensor_names_.insert(tensor_names_.end(), t.name.begin(), t.name.end());
-        // reserve() above: the buffer does not move while names are added.
-        tensor_owner_.emplace(
-            absl::string_view(tensor_names_.data() + begin, tensor_names_.size() - begin),
-            static_cast<ModuleId>(i));
-      }
-    }
-  }
-  return absl::OkStatus();
+  (void)builder.IndexPaths("");  // paths are unique by construction
+  for (std::size_t i = 1; i < n; ++i) builder.SetParent(static_cast<ModuleId>(i), parents[i]);
+  builder.SetChildren(std::move(children), first);
+  builder.FinishLinks();
+  return Manifest(std::move(rep));
 }
 
 ModuleId Manifest::find(absl::string_view path) const {
-  auto it = by_path_.find(path);
-  return it == by_path_.end() ? kNoModule : it->second;
+  auto it = rep_->by_path.find(path);
+  return it == rep_->by_path.end() ? kNoModule : it->second;
 }
 
-const std::vector<ModuleId>& Manifest::withVariableName(absl::string_view name) const {
-  static const std::vector<ModuleId> kEmpty;
-  auto it = by_variable_name_.find(name);
-  return it == by_variable_name_.end() ? kEmpty : it->second;
+absl::Span<const ModuleId> Manifest::withVariableName(absl::string_view name) const {
+  auto it = rep_->by_variable_name.find(name);
+  if (it == rep_->by_variable_name.end()) return {};
+  return absl::MakeConstSpan(rep_->variable_name_order.data() + it->second.first,
+                             it->second.second);
 }
 
 ModuleId Manifest::ownerOfTensor(absl::string_view full_name) const {
-  auto it = tensor_owner_.find(full_name);
-  return it == tensor_owner_.end() ? kNoModule : it->second;
+  // The module's path, then its tensor's local name. Local names hold no
+  // dot (torch's attribute names cannot), so the last dot splits them;
+  // otherwise every split is tried, shortest path first (an ancestor, listed
+  // before its descendants, as when the names were keys of one table).
+  const auto owns = [&](ModuleId m, absl::string_view local) {
+    if (m == kNoModule) return false;
+    const internal::ModuleRecord& r = rep_->modules[m];
+    const TensorSpec* begin = rep_->tensors.data() + r.first_tensor;
+    const TensorSpec* end = begin + r.parameter_count + r.buffer_count;
+    return std::any_of(begin, end, [&](const TensorSpec& t) { return t.name == local; });
+  };
+  const auto split = [&](std::size_t dot) {
+    return dot == absl::string_view::npos
+               ? std::make_pair(absl::string_view(), full_name)
+               : std::make_pair(full_name.substr(0, dot), full_name.substr(dot + 1));
+  };
+  if (!rep_->dotted_tensor_names) {
+    const auto [path, local] = split(full_name.rfind('.'));
+    const ModuleId m = find(path);
+    return owns(m, local) ? m : kNoModule;
+  }
+  std::size_t dot = absl::string_view::npos;  // the root's tensor first
+  while (true) {
+    const auto [path, local] = split(dot);
+    const ModuleId m = find(path);
+    if (owns(m, local)) return m;
+    dot = full_name.find('.', dot == absl::string_view::npos ? 0 : dot + 1);
+    if (dot == absl::string_view::npos) return kNoModule;
+  }
 }
 
 bool Manifest::isAncestorOrSelf(ModuleId ancestor, ModuleId id) const {
   if (ancestor == kNoModule || id == kNoModule) return false;
-  while (id != kNoModule && modules_[id].depth > modules_[ancestor].depth) {
-    id = modules_[id].parent;
-  }
+  const std::vector<internal::ModuleRecord>& mods = rep_->modules;
+  while (id != kNoModule && mods[id].depth > mods[ancestor].depth) id = mods[id].parent;
   return id == ancestor;
 }
 
 ModuleId Manifest::lowestCommonAncestor(ModuleId a, ModuleId b) const {
   if (a == kNoModule || b == kNoModule) return kNoModule;
-  while (modules_[a].depth > modules_[b].depth) a = modules_[a].parent;
-  while (modules_[b].depth > modules_[a].depth) b = modules_[b].parent;
+  const std::vector<internal::ModuleRecord>& mods = rep_->modules;
+  while (mods[a].depth > mods[b].depth) a = mods[a].parent;
+  while (mods[b].depth > mods[a].depth) b = mods[b].parent;
   while (a != b) {
-    a = modules_[a].parent;
-    b = modules_[b].parent;
+    a = mods[a].parent;
+    b = mods[b].parent;
   }
   return a;
 }

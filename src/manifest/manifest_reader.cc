@@ -20,12 +20,14 @@
 #include "base/text.h"
 #include "io/file_io.h"
 #include "io/json_reader.h"
-#include "manifest/module_tree.h"
+#include "manifest/manifest_rep.h"
 
 namespace semmap {
 namespace {
 
 using internal::JsonValue;
+using internal::ManifestBuilder;
+using internal::ManifestRep;
 
 constexpr int kMaxJsonNesting = 256;
 // A module's forward events (schema "maxItems"): the writer leaves a longer
@@ -62,20 +64,18 @@ absl::Status OnlyFields(const JsonValue& object, absl::Span<const absl::string_v
 // name read is one of the module's own parameters or buffers (read before
 // this), once. Callees are resolved once every module is known
 // (links->calls).
-absl::Status ReadForward(const JsonValue& list, std::size_t i, ModuleInfo* info, Links* links) {
+absl::Status ReadForward(const JsonValue& list, std::size_t i, ManifestBuilder* builder,
+                         Links* links) {
   if (!list.is_array()) return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
   if (list.size() > kMaxForwardEvents) {
     return list.Error(absl::StrCat(list.size(), " events, above the schema's limit of ",
                                    kMaxForwardEvents, " (the writer leaves such a forward out)"));
   }
-  info->traced = true;
-  info->forward.reserve(list.size());
+  builder->StartForward();
   // The module's own tensors, for the names its operations read.
-  absl::flat_hash_set<absl::string_view> own;
-  for (const auto* tensors : {&info->parameters, &info->buffers}) {
-    for (const TensorSpec& t : *tensors) own.insert(t.name);
-  }
-  absl::flat_hash_set<absl::string_view> seen;
+  const absl::Span<const TensorSpec> own = builder->LastTensors();
+  std::vector<absl::string_view> reads;
+  std::size_t event = 0;
   return list.ForEachElement([&](const JsonValue& e) -> absl::Status {
     if (!e.is_object()) return e.Error("expected an object");
     static constexpr absl::string_view kKeys[] = {"call", "op", "reads"};
@@ -85,73 +85,75 @@ absl::Status ReadForward(const JsonValue& list, std::size_t i, ModuleInfo* info,
     if (f[0].has_value() == f[1].has_value()) {
       return e.Error("expected exactly one of \"call\" and \"op\"");
     }
-    ForwardEvent event;
     if (f[0]) {
       if (f[2]) return f[2]->Error("\"reads\" goes with an \"op\", not a \"call\"");
       SEMMAP_ASSIGN_OR_RETURN(absl::string_view callee, f[0]->AsString(/*allow_empty=*/true));
-      links->calls.push_back({i, info->forward.size(), callee});
-    } else {
-      SEMMAP_ASSIGN_OR_RETURN(absl::string_view op, f[1]->AsString(/*allow_empty=*/false));
-      event.op.assign(op.data(), op.size());
-      if (f[2]) {
-        const JsonValue& reads = *f[2];
-        if (!reads.is_array()) return reads.Error("expected an array");
-        if (reads.size() == 0) return reads.Error("must not be empty (left out when nothing is read)");
-        seen.clear();
-        SEMMAP_RETURN_IF_ERROR(reads.ForEachElement([&](const JsonValue& r) -> absl::Status {
-          SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, r.AsString(/*allow_empty=*/false));
-          if (!own.contains(name)) {
-            return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
-                                        "\" is not a parameter or buffer of this module"));
-          }
-          if (!seen.insert(name).second) {
-            return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
-                                        "\" is listed twice"));
-          }
-          event.reads.emplace_back(name);
-          return absl::OkStatus();
-        }));
-      }
+      links->calls.push_back({i, event++, callee});
+      builder->AddCall();
+      return absl::OkStatus();
     }
-    info->forward.push_back(std::move(event));
+    SEMMAP_ASSIGN_OR_RETURN(absl::string_view op, f[1]->AsString(/*allow_empty=*/false));
+    reads.clear();
+    if (f[2]) {
+      const JsonValue& list_of_reads = *f[2];
+      if (!list_of_reads.is_array()) return list_of_reads.Error("expected an array");
+      if (list_of_reads.size() == 0) {
+        return list_of_reads.Error("must not be empty (left out when nothing is read)");
+      }
+      SEMMAP_RETURN_IF_ERROR(list_of_reads.ForEachElement([&](const JsonValue& r) -> absl::Status {
+        SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, r.AsString(/*allow_empty=*/false));
+        // A module holds a few tensors and an operation reads fewer: lists
+        // searched, not hashed.
+        if (std::none_of(own.begin(), own.end(),
+                         [&](const TensorSpec& t) { return t.name == name; })) {
+          return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
+                                      "\" is not a parameter or buffer of this module"));
+        }
+        if (std::find(reads.begin(), reads.end(), name) != reads.end()) {
+          return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
+                                      "\" is listed twice"));
+        }
+        reads.push_back(name);
+        return absl::OkStatus();
+      }));
+    }
+    ++event;
+    builder->AddOp(op, reads);
     return absl::OkStatus();
   });
 }
 
 absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
-                         const std::optional<JsonValue>& field, std::vector<TensorSpec>* out) {
+                         const std::optional<JsonValue>& field, bool buffers,
+                         ManifestBuilder* builder, std::vector<std::int64_t>* shape) {
   if (!field) return module.Error(absl::StrCat("missing required field \"", key, "\""));
   const JsonValue& list = *field;
   if (!list.is_array()) {
     return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
   }
-  out->reserve(list.size());
-  return list.ForEachElement([out](const JsonValue& t) -> absl::Status {
+  return list.ForEachElement([&](const JsonValue& t) -> absl::Status {
     if (!t.is_object()) return t.Error("expected an object");
     static constexpr absl::string_view kKeys[] = {"name", "dtype", "shape"};
     SEMMAP_RETURN_IF_ERROR(OnlyFields(t, kKeys));
     std::optional<JsonValue> f[3];
     t.Lookup(kKeys, absl::MakeSpan(f));
-    TensorSpec spec;
     if (!f[0]) return t.Error("missing required field \"name\"");
     SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, f[0]->AsString(false));
     if (!f[1]) return t.Error("missing required field \"dtype\"");
     SEMMAP_ASSIGN_OR_RETURN(absl::string_view dtype, f[1]->AsString(false));
     if (!f[2]) return t.Error("missing required field \"shape\"");
-    const JsonValue& shape = *f[2];
-    if (!shape.is_array()) return shape.Error("expected an array");
-    spec.name.assign(name.data(), name.size());
-    spec.dtype.assign(dtype.data(), dtype.size());
-    spec.shape.reserve(shape.size());
-    SEMMAP_RETURN_IF_ERROR(shape.ForEachElement([&spec](const JsonValue& dim) -> absl::Status {
+    const JsonValue& dims = *f[2];
+    if (!dims.is_array()) return dims.Error("expected an array");
+    shape->clear();
+    SEMMAP_RETURN_IF_ERROR(dims.ForEachElement([shape](const JsonValue& dim) -> absl::Status {
       // An integer above INT64_MAX is unsigned: not a dimension either.
       if (!dim.is_integer() || dim.is_unsigned() || dim.int64() < 0) {
         return dim.Error("expected a non-negative integer");
       }
-      spec.shape.push_back(dim.int64());
+      shape->push_back(dim.int64());
       return absl::OkStatus();
     }));
-    out->push_back(std::move(spec));
+    builder->AddTensor(buffers, name, *shape, dtype);
     return absl::OkStatus();
   });
 }
@@ -159,8 +161,8 @@ absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
 // One module object, fields checked in schema order (path, class,
 // qualified_class, parent, children, parameters, buffers; from schema
 // version 2, forward).
-absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ModuleInfo* info,
-                        Links* links) {
+absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ManifestBuilder* builder,
+                        Links* links, std::vector<std::int64_t>* shape) {
   if (!m.is_object()) return m.Error("expected an object");
   static constexpr absl::string_view kKeys[] = {"path",     "class",      "qualified_class",
                                                 "parent",   "children",   "parameters",
@@ -173,14 +175,12 @@ absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ModuleIn
     if (!f[k]) return m.Error(absl::StrCat("missing required field \"", kKeys[k], "\""));
     SEMMAP_ASSIGN_OR_RETURN(text[k], f[k]->AsString(/*allow_empty=*/k == 0));
   }
-  info->path.assign(text[0].data(), text[0].size());
-  info->class_name.assign(text[1].data(), text[1].size());
-  info->qualified_class.assign(text[2].data(), text[2].size());
+  builder->AddModule(text[0], text[1], text[2]);
   if (!f[3]) return m.Error("missing required field \"parent\"");
   const JsonValue& parent = *f[3];
   absl::string_view parent_path;
   if (parent.is_null()) {
-    if (i != 0 || !info->path.empty()) {
+    if (i != 0 || !text[0].empty()) {
       return parent.Error("only the root (the first module, path \"\") has no parent");
     }
   } else if (parent.is_string()) {
@@ -199,19 +199,19 @@ absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ModuleIn
     return absl::OkStatus();
   }));
   links->first_child.push_back(links->children.size());
-  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "parameters", f[5], &info->parameters));
-  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "buffers", f[6], &info->buffers));
+  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "parameters", f[5], false, builder, shape));
+  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "buffers", f[6], true, builder, shape));
   if (f[7]) {
     if (version < 2) {
       return f[7]->Error(
           "a forward signature needs schema_version 2 (this file says 1, whose readers ignore it)");
     }
-    SEMMAP_RETURN_IF_ERROR(ReadForward(*f[7], i, info, links));
+    SEMMAP_RETURN_IF_ERROR(ReadForward(*f[7], i, builder, links));
   }
   return absl::OkStatus();
 }
 
-absl::Status ReadModules(const JsonValue& doc, int version, std::vector<ModuleInfo>* modules,
+absl::Status ReadModules(const JsonValue& doc, int version, ManifestBuilder* builder,
                          Links* links, std::size_t max_modules) {
   SEMMAP_ASSIGN_OR_RETURN(const JsonValue list, doc.Field("modules"));
   if (!list.is_array()) {
@@ -222,14 +222,14 @@ absl::Status ReadModules(const JsonValue& doc, int version, std::vector<ModuleIn
   if (n > max_modules) {
     return list.Error(absl::StrCat(n, " modules, above the limit of ", max_modules));
   }
-  modules->resize(n);
   links->parent.reserve(n);
   links->first_child.reserve(n + 1);
   links->first_child.push_back(0);
   std::size_t i = 0;
+  std::vector<std::int64_t> shape;  // scratch for each tensor's
   return list.ForEachElement([&](const JsonValue& m) {
     const std::size_t index = i++;
-    return ReadModule(m, index, version, &(*modules)[index], links);
+    return ReadModule(m, index, version, builder, links, &shape);
   });
 }
 
@@ -265,13 +265,11 @@ absl::Status ModuleError(absl::string_view origin, std::size_t i, absl::string_v
   return absl::InvalidArgumentError(absl::StrCat(origin, ": /modules/", i, "/", where, ": ", what));
 }
 
-// Sets each module's parent and depth from `links` (m: the manifest being
-// built, for lookups by path; `modules` are its modules) and checks that
-// parents are listed first and named by the path.
+// Sets each module's parent and depth from `links` and checks that parents
+// are listed first and named by the path.
 absl::Status LinkParents(absl::string_view origin, const Links& links, const Manifest& m,
-                         std::vector<ModuleInfo>* modules) {
-  std::vector<ModuleInfo>& mods = *modules;
-  for (std::size_t i = 1; i < mods.size(); ++i) {
+                         const ManifestRep& rep, ManifestBuilder* builder) {
+  for (std::size_t i = 1; i < rep.modules.size(); ++i) {
     const absl::string_view parent_path = links.parent[i];
     // Modules are usually listed depth first, so the parent is the module
     // before or one of its nearest ancestors: a few string comparisons find
@@ -279,11 +277,11 @@ absl::Status LinkParents(absl::string_view origin, const Links& links, const Man
     ModuleId parent = kNoModule;
     ModuleId candidate = static_cast<ModuleId>(i - 1);
     for (int step = 0; step < 8 && candidate != kNoModule; ++step) {
-      if (mods[candidate].path == parent_path) {
+      if (rep.Path(candidate) == parent_path) {
         parent = candidate;
         break;
       }
-      candidate = mods[candidate].parent;
+      candidate = rep.modules[candidate].parent;
     }
     if (parent == kNoModule) parent = m.find(parent_path);
     if (parent == kNoModule) {
@@ -298,7 +296,7 @@ absl::Status LinkParents(absl::string_view origin, const Links& links, const Man
     }
     // Module paths are dotted: a parent's path is its child's without the
     // last atom. A parent named otherwise would break every path lookup.
-    const absl::string_view path = mods[i].path;
+    const absl::string_view path = rep.Path(static_cast<ModuleId>(i));
     const std::size_t dot = path.rfind('.');
     const absl::string_view expected =
         dot == absl::string_view::npos ? absl::string_view() : path.substr(0, dot);
@@ -308,8 +306,7 @@ absl::Status LinkParents(absl::string_view origin, const Links& links, const Man
                                       "\" is not the module's path without its last atom, \"",
                                       internal::Abbreviate(std::string(expected)), "\""));
     }
-    mods[i].parent = parent;
-    mods[i].depth = mods[parent].depth + 1;
+    builder->SetParent(static_cast<ModuleId>(i), parent);
   }
   return absl::OkStatus();
 }
@@ -317,38 +314,39 @@ absl::Status LinkParents(absl::string_view origin, const Links& links, const Man
 // Sets each module's children from `links` once the parents are set, and
 // checks that the two agree: every module listed once, by its parent.
 absl::Status LinkChildren(absl::string_view origin, const Links& links, const Manifest& m,
-                          std::vector<ModuleInfo>* modules) {
-  std::vector<ModuleInfo>& mods = *modules;
-  // The modules naming each module as their parent, in manifest order.
-  const std::size_t n = mods.size();
+                          const ManifestRep& rep, ManifestBuilder* builder) {
+  // The modules naming each module as their parent, in manifest order: if
+  // the lists agree with the parents, each module's children take these
+  // places, in the order its list gives.
+  const std::size_t n = rep.modules.size();
   std::vector<std::size_t> first_kid(n + 1, 0);
-  for (std::size_t i = 1; i < n; ++i) ++first_kid[mods[i].parent + 1];
+  for (std::size_t i = 1; i < n; ++i) ++first_kid[rep.modules[i].parent + 1];
   for (std::size_t i = 0; i < n; ++i) first_kid[i + 1] += first_kid[i];
   std::vector<ModuleId> kids(n > 0 ? n - 1 : 0);
   {
     std::vector<std::size_t> next(first_kid.begin(), first_kid.end() - 1);
-    for (std::size_t i = 1; i < n; ++i) kids[next[mods[i].parent]++] = static_cast<ModuleId>(i);
+    for (std::size_t i = 1; i < n; ++i) {
+      kids[next[rep.modules[i].parent]++] = static_cast<ModuleId>(i);
+    }
   }
   std::vector<bool> listed(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t first = links.first_child[i], end = links.first_child[i + 1];
-    mods[i].children.reserve(end - first);
     // Usually the children list names exactly those modules in that order:
     // checked by comparing paths, with nothing to look up. Otherwise each
     // name is looked up and checked below, with the error it deserves.
     const std::size_t kid_begin = first_kid[i], kid_count = first_kid[i + 1] - kid_begin;
     bool same = kid_count == end - first;
     for (std::size_t k = 0; same && k < kid_count; ++k) {
-      same = links.children[first + k] == mods[kids[kid_begin + k]].path;
+      same = links.children[first + k] == rep.Path(kids[kid_begin + k]);
     }
     if (same) {
-      for (std::size_t k = 0; k < kid_count; ++k) {
-        const ModuleId child = kids[kid_begin + k];
-        listed[child] = true;
-        mods[i].children.push_back(child);
-      }
+      for (std::size_t k = 0; k < kid_count; ++k) listed[kids[kid_begin + k]] = true;
       continue;
     }
+    // A child listed here names this module as its parent and is listed
+    // once, so the list holds at most kid_count entries; every module is
+    // checked to be listed below, so it ends up holding exactly those.
     for (std::size_t c = first; c < end; ++c) {
       const absl::string_view child_path = links.children[c];
       const ModuleId child = m.find(child_path);
@@ -359,7 +357,7 @@ absl::Status LinkChildren(absl::string_view origin, const Links& links, const Ma
         return child_error(absl::StrCat("unknown module \"",
                                         internal::Abbreviate(std::string(child_path)), "\""));
       }
-      if (mods[child].parent != static_cast<ModuleId>(i)) {
+      if (rep.modules[child].parent != static_cast<ModuleId>(i)) {
         return child_error("child does not name this module as its parent");
       }
       // Only its parent may list a child, so once overall means once there.
@@ -368,36 +366,38 @@ absl::Status LinkChildren(absl::string_view origin, const Links& links, const Ma
             "child \"", internal::Abbreviate(std::string(child_path)), "\" is listed twice"));
       }
       listed[child] = true;
-      mods[i].children.push_back(child);
+      kids[kid_begin + (c - first)] = child;
     }
   }
-  for (std::size_t i = 1; i < mods.size(); ++i) {
+  for (std::size_t i = 1; i < n; ++i) {
     if (!listed[i]) {  // O(1): a linear search of siblings is quadratic on flat models
       return ModuleError(origin, i, "parent",
                          "parent does not list this module among its children");
     }
   }
+  builder->SetChildren(std::move(kids), first_kid);
   return absl::OkStatus();
 }
 
 // The calls of the modules' first forward form no cycle: depth first over
 // the calls (iteratively: a chain of a million calls is no deeper a stack),
 // O(modules + events). The error names the call that closes the cycle.
-absl::Status CheckCallsAcyclic(absl::string_view origin, const std::vector<ModuleInfo>& mods) {
+absl::Status CheckCallsAcyclic(absl::string_view origin, const Manifest& m) {
   enum : char { kNew, kOpen, kDone };
-  std::vector<char> state(mods.size(), kNew);
+  std::vector<char> state(m.size(), kNew);
   struct Frame {
     std::size_t module;
     std::size_t event;
   };
   std::vector<Frame> stack;
-  for (std::size_t start = 0; start < mods.size(); ++start) {
-    if (state[start] != kNew || mods[start].forward.empty()) continue;
+  for (std::size_t start = 0; start < m.size(); ++start) {
+    if (state[start] != kNew || m.module(static_cast<ModuleId>(start)).forward.empty()) continue;
     state[start] = kOpen;
     stack.push_back({start, 0});
     while (!stack.empty()) {
       Frame& top = stack.back();
-      const std::vector<ForwardEvent>& forward = mods[top.module].forward;
+      const absl::Span<const ForwardEvent> forward =
+          m.module(static_cast<ModuleId>(top.module)).forward;
       if (top.event == forward.size()) {
         state[top.module] = kDone;
         stack.pop_back();
@@ -408,7 +408,7 @@ absl::Status CheckCallsAcyclic(absl::string_view origin, const std::vector<Modul
       if (callee == kNoModule || state[callee] == kDone) continue;
       if (state[callee] == kOpen) {
         return ModuleError(origin, top.module, absl::StrCat("forward/", event, "/call"),
-                           absl::StrCat("calls \"", internal::Abbreviate(mods[callee].path),
+                           absl::StrCat("calls \"", internal::Abbreviate(std::string(m.path(callee))),
                                         "\", which is already being called: a cycle of calls"));
       }
       state[callee] = kOpen;
@@ -422,7 +422,7 @@ absl::Status CheckCallsAcyclic(absl::string_view origin, const std::vector<Modul
 // the caller itself nor the root (which no module calls), and no module
 // calling, through its callees' first calls, back to itself.
 absl::Status LinkCalls(absl::string_view origin, const Links& links, const Manifest& m,
-                       std::vector<ModuleInfo>* modules) {
+                       ManifestBuilder* builder) {
   for (const Links::Call& call : links.calls) {
     const ModuleId callee = m.find(call.path);
     const auto call_error = [&](absl::string_view what) {
@@ -434,9 +434,9 @@ absl::Status LinkCalls(absl::string_view origin, const Links& links, const Manif
     }
     if (callee == static_cast<ModuleId>(call.module)) return call_error("a module cannot call itself");
     if (callee == m.root()) return call_error("no module calls the root");
-    (*modules)[call.module].forward[call.event].call = callee;
+    builder->SetCall(static_cast<ModuleId>(call.module), call.event, callee);
   }
-  return CheckCallsAcyclic(origin, *modules);
+  return CheckCallsAcyclic(origin, m);
 }
 
 }  // namespace
@@ -469,7 +469,10 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
   if (!version || !version->is_integer()) {
     return doc.ErrorAt("schema_version", "missing or not an integer");
   }
-  Manifest m;
+  auto rep = std::make_shared<ManifestRep>();
+  // The manifest being built: its lookups work once the paths are indexed.
+  Manifest m(rep);
+  ManifestBuilder builder(rep.get());
   // Compared as read: a narrowing conversion would wrap 2^32 + 1 to 1.
   if (version->is_unsigned() || version->int64() < 1 || version->int64() > kManifestSchemaVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -477,26 +480,26 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
         version->is_unsigned() ? absl::StrCat(version->uint64()) : absl::StrCat(version->int64()),
         " is not supported (this build reads versions 1 to ", kManifestSchemaVersion, ")"));
   }
-  m.schema_version_ = static_cast<int>(version->int64());
+  rep->schema_version = static_cast<int>(version->int64());
   SEMMAP_ASSIGN_OR_RETURN(const JsonValue model, doc.Field("model"));
   if (!model.is_object()) return model.Error("expected an object");
   SEMMAP_ASSIGN_OR_RETURN(absl::string_view model_class, model.StringField("class", false));
   SEMMAP_ASSIGN_OR_RETURN(absl::string_view model_qualified,
                           model.StringField("qualified_class", false));
-  m.model_class_ = std::string(model_class);
-  m.model_qualified_class_ = std::string(model_qualified);
+  rep->model_class = std::string(model_class);
+  rep->model_qualified_class = std::string(model_qualified);
   if (const std::optional<JsonValue> type = model.Find("model_type"); type && !type->is_null()) {
     if (!type->is_string()) return type->Error("expected a string or null");
-    m.model_type_ = std::string(type->string());
+    rep->model_type = std::string(type->string());
   }
   if (const std::optional<JsonValue> config = model.Find("config")) {
     if (!config->is_object()) return config->Error("expected an object");
     SEMMAP_RETURN_IF_ERROR(
-        config->ForEachField([&m](absl::string_view key, const JsonValue& value) -> absl::Status {
+        config->ForEachField([&rep](absl::string_view key, const JsonValue& value) -> absl::Status {
           if (value.is_array() || value.is_object()) {
             return value.Error("expected a string, number, boolean or null");
           }
-          m.config_.emplace_back(std::string(key), value.Dump());
+          rep->config.emplace_back(std::string(key), value.Dump());
           return absl::OkStatus();
         }));
   }
@@ -510,24 +513,24 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
   }
   Links links;
   SEMMAP_RETURN_IF_ERROR(
-      ReadModules(doc, m.schema_version_, &m.modules_, &links, options.max_modules));
-  if (m.schema_version_ == 2 &&
-      std::none_of(m.modules_.begin(), m.modules_.end(),
-                   [](const ModuleInfo& info) { return info.traced; })) {
+      ReadModules(doc, rep->schema_version, &builder, &links, options.max_modules));
+  if (rep->schema_version == 2 &&
+      std::none_of(rep->modules.begin(), rep->modules.end(),
+                   [](const internal::ModuleRecord& r) { return r.traced; })) {
     return version->Error(
         "version 2 needs a \"forward\" on at least one module (a file without forward "
         "signatures is version 1)");
   }
-  if (!m.modules_[0].path.empty()) {
+  if (rep->modules[0].path_size != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": /modules/0/path: the first module must be the root, path \"\""));
   }
-  SEMMAP_RETURN_IF_ERROR(m.Index(origin));
+  SEMMAP_RETURN_IF_ERROR(builder.IndexPaths(origin));
   // Resolve parent and children links and check they agree.
-  SEMMAP_RETURN_IF_ERROR(LinkParents(origin, links, m, &m.modules_));
-  SEMMAP_RETURN_IF_ERROR(LinkChildren(origin, links, m, &m.modules_));
-  SEMMAP_RETURN_IF_ERROR(LinkCalls(origin, links, m, &m.modules_));
-  internal::MarkNumberedChildren(&m.modules_);
+  SEMMAP_RETURN_IF_ERROR(LinkParents(origin, links, m, *rep, &builder));
+  SEMMAP_RETURN_IF_ERROR(LinkChildren(origin, links, m, *rep, &builder));
+  SEMMAP_RETURN_IF_ERROR(LinkCalls(origin, links, m, &builder));
+  builder.FinishLinks();
   return m;
 }
 

@@ -99,8 +99,8 @@ bool ResolvesTo(absl::string_view name, ModuleId module, const internal::ScopeRe
 std::optional<std::string> ScopedPrefix(const Manifest& manifest, ModuleId module, const RootBinding& binding,
                          const internal::ScopeResolver& resolver) {
   if (!manifest.isAncestorOrSelf(binding.root, module)) return std::nullopt;
-  const std::string& root_path = manifest.module(binding.root).path;
-  absl::string_view relative = manifest.module(module).path;
+  const absl::string_view root_path = manifest.path(binding.root);
+  absl::string_view relative = manifest.path(module);
   if (!root_path.empty()) {
     if (relative.size() == root_path.size()) {
       relative = "";
@@ -201,8 +201,8 @@ class NamespaceSpeller {
     // levels themselves were left out by the exporter.
     below_level_.assign(manifest_.size(), false);
     for (const auto& entry : exporter.level) {
-      for (ModuleId id = manifest_.module(entry.first).parent; id != kNoModule;
-           id = manifest_.module(id).parent) {
+      for (ModuleId id = manifest_.parent(entry.first); id != kNoModule;
+           id = manifest_.parent(id)) {
         if (below_level_[id]) break;
         below_level_[id] = true;
       }
@@ -214,7 +214,7 @@ class NamespaceSpeller {
     auto it = cache_.find(module);
     if (it != cache_.end()) return it->second;
     std::vector<ModuleId> chain;
-    for (ModuleId id = module; id != kNoModule; id = manifest_.module(id).parent) {
+    for (ModuleId id = module; id != kNoModule; id = manifest_.parent(id)) {
       if (IsLevel(id)) chain.push_back(id);
     }
     std::string out;

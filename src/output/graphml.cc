@@ -146,7 +146,7 @@ class Writer {
 };
 
 std::string ModuleLabel(const ModuleInfo& info) {
-  std::string label = info.path.empty() ? "<root>" : info.path;
+  std::string label = info.path.empty() ? "<root>" : std::string(info.path);
   if (!info.class_name.empty()) absl::StrAppend(&label, " (", info.class_name, ")");
   return label;
 }
@@ -197,9 +197,9 @@ class GraphmlDocument {
       const Mapping& m = mapper_.moduleFor(id);
       if (!m.mapped()) continue;
       ModuleId module = m.module;
-      if (max_depth_ >= 0 && manifest_.module(module).depth >= max_depth_) {
+      if (max_depth_ >= 0 && manifest_.depth(module) >= max_depth_) {
         ModuleId a = module;
-        while (manifest_.module(a).depth > max_depth_) a = manifest_.module(a).parent;
+        while (manifest_.depth(a) > max_depth_) a = manifest_.parent(a);
         folded_into_[i] = a;
         ++folded_ops_[a][QualifiedOpType(graph_.node(id))];
         continue;
@@ -313,7 +313,7 @@ class GraphmlDocument {
     std::vector<Frame> stack = {{manifest_.root(), 0, 2}};
     while (!stack.empty()) {
       Frame& f = stack.back();
-      const std::vector<ModuleId>& children = manifest_.module(f.module).children;
+      const absl::Span<const ModuleId> children = manifest_.children(f.module);
       if (f.next_child == children.size()) {
         const ModuleId done = f.module;
         const int depth = f.depth;
@@ -329,7 +329,7 @@ class GraphmlDocument {
       const ModuleId child = children[f.next_child++];
       const int depth = f.depth;
       if (subtree_nodes_[child] == 0) continue;
-      if (max_depth_ >= 0 && manifest_.module(child).depth >= max_depth_) {
+      if (max_depth_ >= 0 && manifest_.depth(child) >= max_depth_) {
         WriteCollapsed(child, depth);
         continue;
       }

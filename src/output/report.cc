@@ -142,8 +142,8 @@ std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& op
   std::vector<std::vector<std::uint64_t>> op_types, own_op_types;
   for (const TreeModule& m : mods) {
     const ModuleInfo& info = tree.info(m);
-    class_name.push_back(strings.Index(info.class_name));
-    qualified.push_back(strings.Index(info.qualified_class));
+    class_name.push_back(strings.Index(std::string(info.class_name)));
+    qualified.push_back(strings.Index(std::string(info.qualified_class)));
     op_types.push_back(OpCounts(m.subtree_op_types, strings));
     own_op_types.push_back(OpCounts(m.own_op_types, strings));
   }

@@ -199,7 +199,7 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
   }
   w.Key("root_binding").BeginObject();
   w.Key("resolved_nodes").Integer(b.resolved_nodes);
-  w.Key("root").String(manifest.module(b.root).path);
+  w.Key("root").String(manifest.path(b.root));
   w.Key("scoped_nodes").Integer(b.scoped_nodes);
   w.Key("wrapper").Strings(b.wrapper);
   w.EndObject();
@@ -351,7 +351,7 @@ void WriteContainerListJson(std::ostream& out, const SemanticMapper& mapper,
     w.Key("items").Integer(c.items.size());
     w.Key("layer").Bool(c.layer);
     w.Key("outermost").Bool(c.outermost);
-    w.Key("path").String(manifest.module(c.module).path);
+    w.Key("path").String(manifest.path(c.module));
     w.EndObject();
   }
   w.EndArray();
@@ -403,9 +403,9 @@ void WriteProfileJson(std::ostream& out, const SemanticMapper& mapper, const Pro
   for (const LayerTime& l : a.layers) {
     w.BeginObject();
     w.Key("calls").Integer(l.calls);
-    w.Key("container").String(manifest.module(l.container).path);
+    w.Key("container").String(manifest.path(l.container));
     w.Key("index").Integer(l.index);
-    w.Key("module").String(manifest.module(l.item).path);
+    w.Key("module").String(manifest.path(l.item));
     w.Key("nodes").Integer(l.nodes);
     w.Key("us").Integer(l.us);
     w.EndObject();

@@ -53,7 +53,7 @@ void WriteTree(JsonWriter& w, const SemanticMapper& mapper, bool model_specific)
     w.Key("class").String(info.class_name);
     w.Key("depth").Integer(m.depth);
     w.Key("folded").BeginArray();
-    for (ModuleId f : m.folded) w.String(manifest.module(f).path);
+    for (ModuleId f : m.folded) w.String(manifest.path(f));
     w.EndArray();
     WriteOpTypes(w.Key("op_types"), m.own_op_types);
     w.Key("own_nodes").Integer(m.own_nodes);
@@ -111,7 +111,7 @@ std::string SidecarJson(const SemanticMapper& mapper, const SidecarOptions& opti
   WriteNodes(w.Key("nodes"), mapper);
   const RootBinding& b = mapper.rootBinding();
   w.Key("root_binding").BeginObject();
-  w.Key("root").String(manifest.module(b.root).path);
+  w.Key("root").String(manifest.path(b.root));
   w.Key("wrapper").Strings(b.wrapper);
   w.EndObject();
   w.Key("schema_version").Integer(kSidecarSchemaVersion);

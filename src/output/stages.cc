@@ -74,13 +74,13 @@ std::vector<ModuleId> Units(const SemanticMapper& mapper, const std::vector<Node
   std::vector<bool> above(manifest.size(), false);
   above[manifest.root()] = true;
   for (const RepeatedContainer* c : query.layerContainers()) {
-    for (ModuleId a = c->module; a != kNoModule; a = manifest.module(a).parent) above[a] = true;
+    for (ModuleId a = c->module; a != kNoModule; a = manifest.parent(a)) above[a] = true;
   }
   std::vector<ModuleId> unit(pos.size(), kNoModule);
   for (std::size_t p = 0; p < pos.size(); ++p) {
     const Mapping& m = mapper.moduleFor(pos[p]);
     if (!m.mapped()) continue;
-    for (ModuleId a = m.module; a != kNoModule; a = manifest.module(a).parent) {
+    for (ModuleId a = m.module; a != kNoModule; a = manifest.parent(a)) {
       if (!above[a]) unit[p] = a;
     }
   }
@@ -387,8 +387,8 @@ absl::StatusOr<StageInfo> BuildStage(const SemanticMapper& mapper, const Frame& 
   info.path = path;
   for (std::size_t p = span.first; p < span.end; ++p) {
     if (f.unit[p] == kNoModule) continue;
-    if (info.first_unit.empty()) info.first_unit = mapper.manifest().module(f.unit[p]).path;
-    info.last_unit = mapper.manifest().module(f.unit[p]).path;
+    if (info.first_unit.empty()) info.first_unit = std::string(mapper.manifest().path(f.unit[p]));
+    info.last_unit = std::string(mapper.manifest().path(f.unit[p]));
   }
   onnx::ModelProto out = StageModel(source.header, span.index, span.count, info);
   onnx::GraphProto* og = out.mutable_graph();

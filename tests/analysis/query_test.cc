@@ -40,7 +40,7 @@ std::size_t SymmetricDifference(const std::set<std::string>& a, const std::set<s
 std::vector<std::string> LayerContainerPaths(const MappedFixture& f, const SemanticQuery& q) {
   std::vector<std::string> out;
   for (const semmap::RepeatedContainer* c : q.layerContainers()) {
-    out.push_back(f.manifest->module(c->module).path);
+    out.push_back(std::string(f.manifest->module(c->module).path));
   }
   return out;
 }
@@ -142,7 +142,7 @@ TEST_CASE("Module, class and pattern queries agree with the truth (BERT)", "[que
 
   std::set<std::string> linear_paths;
   for (const semmap::ModuleInfo& m : f->manifest->modules()) {
-    if (m.class_name == "Linear") linear_paths.insert(m.path);
+    if (m.class_name == "Linear") linear_paths.insert(std::string(m.path));
   }
   const auto linear_truth =
       TruthWhere(*f, [&](const std::string& p) { return linear_paths.count(p) > 0; });
@@ -199,10 +199,10 @@ TEST_CASE("Modules without nodes and low-confidence nodes", "[query][fixture]") 
   REQUIRE(!empty.empty());
   std::set<std::string> empty_paths;
   for (semmap::ModuleId id : empty) {
-    const std::string& path = f->manifest->module(id).path;
-    empty_paths.insert(path);
+    const absl::string_view path = f->manifest->module(id).path;
+    empty_paths.insert(std::string(path));
     CAPTURE(path);
-    CHECK(TruthWhere(*f, [&](const std::string& p) { return InSubtree(p, path); }).empty());
+    CHECK(TruthWhere(*f, [&](const std::string& p) { return InSubtree(p, std::string(path)); }).empty());
   }
   // Dropout is the identity in an eval-mode export.
   CHECK(empty_paths.count("bert.embeddings.dropout") == 1);
@@ -275,7 +275,7 @@ TEST_CASE("CountModuleNodes counts own and subtree nodes per module", "[tree][fi
     for (const semmap::Mapping& a : f->mapper->mapAll()) {
       if (!a.mapped()) continue;
       ++own[a.module];
-      for (semmap::ModuleId p = a.module; p != semmap::kNoModule; p = m.module(p).parent) {
+      for (semmap::ModuleId p = a.module; p != semmap::kNoModule; p = m.parent(p)) {
         ++subtree[p];
       }
     }

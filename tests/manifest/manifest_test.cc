@@ -46,11 +46,12 @@ TEST_CASE("A real manifest loads and indexes every module", "[manifest]") {
   REQUIRE(query.traced);
   REQUIRE(query.forward.size() == 1);
   CHECK(query.forward[0].op == "linear");
-  CHECK(query.forward[0].reads == std::vector<std::string>{"weight", "bias"});
+  CHECK(query.forward[0].reads == std::vector<absl::string_view>{"weight", "bias"});
   const semmap::ModuleInfo& output = m->module(m->find("bert.encoder.layer.0.attention.output"));
   std::vector<std::string> events;
   for (const semmap::ForwardEvent& e : output.forward) {
-    events.push_back(e.call != semmap::kNoModule ? "call " + m->module(e.call).path : e.op);
+    events.push_back(e.call != semmap::kNoModule ? absl::StrCat("call ", m->module(e.call).path)
+                                                : std::string(e.op));
   }
   CHECK(events == std::vector<std::string>{"call bert.encoder.layer.0.attention.output.dense",
                                            "call bert.encoder.layer.0.attention.output.dropout",
@@ -166,7 +167,7 @@ TEST_CASE("Schema version 2 reads each module's forward events", "[manifest]") {
   REQUIRE(root.forward.size() == 4);
   CHECK(root.forward[0].op == "mul");
   CHECK(root.forward[0].call == semmap::kNoModule);
-  CHECK(root.forward[0].reads == std::vector<std::string>{"w"});
+  CHECK(root.forward[0].reads == std::vector<absl::string_view>{"w"});
   CHECK(root.forward[1].call == m->find("a"));
   CHECK(root.forward[1].op.empty());
   CHECK(root.forward[2].op == "add");

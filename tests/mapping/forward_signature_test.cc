@@ -74,7 +74,7 @@ std::string BlockManifest(bool traced) {
 
 std::vector<std::string> Describe(const Manifest& m, const std::vector<ExpectedOp>& ops) {
   std::vector<std::string> out;
-  for (const ExpectedOp& op : ops) out.push_back(m.module(op.module).path + ":" + std::string(op.op));
+  for (const ExpectedOp& op : ops) out.push_back(absl::StrCat(m.path(op.module), ":", op.op));
   return out;
 }
 

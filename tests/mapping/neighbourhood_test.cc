@@ -65,7 +65,7 @@ Run Infer(const Graph& g, const Manifest& m, std::vector<Mapping> mappings, int 
 }
 
 std::string PathOf(const Manifest& m, const Mapping& a) {
-  return a.mapped() ? m.module(a.module).path : "<unmapped>";
+  return a.mapped() ? std::string(m.path(a.module)) : "<unmapped>";
 }
 
 TEST_CASE("Neighbourhood: ops that follow their consumers take their module") {
@@ -192,7 +192,7 @@ TEST_CASE("Neighbourhood inference is right on real exports") {
       auto it = f->truth.find(std::string(g.node(i).id));
       if (it == f->truth.end()) continue;
       ++filled;
-      correct += m.module(run.mappings[i].module).path == it->second ? 1 : 0;
+      correct += m.path(run.mappings[i].module) == it->second ? 1 : 0;
     }
     CAPTURE(forgotten, filled, correct);
     CHECK(filled >= row.min_filled);

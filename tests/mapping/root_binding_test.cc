@@ -322,7 +322,7 @@ TEST_CASE("A submodule exported alone binds to that submodule") {
   const RootBinding b = semmap::internal::ChooseRootBinding(m, scopes.ordered, 2);
   // "layer.0" is called by both encoder and decoder; only the encoder has
   // layer.1 and layer.0.mlp.
-  CHECK(m.module(b.root).path == "model.encoder");
+  CHECK(m.path(b.root) == "model.encoder");
   CHECK(b.wrapper.empty());
   CHECK(b.scoped_nodes == 3);
   CHECK(b.resolved_nodes == 3);
@@ -341,7 +341,7 @@ TEST_CASE("Root binding does not depend on the order of the nodes") {
   const RootBinding b2 = semmap::internal::ChooseRootBinding(m, s2.ordered, 2);
   CHECK(b1.resolved_nodes == 2);
   CHECK(b1.root == b2.root);
-  CHECK(m.module(b1.root).path == "a");  // the lower module id
+  CHECK(m.path(b1.root) == "a");  // the lower module id
 }
 
 TEST_CASE("Binding candidates are capped") {
@@ -368,16 +368,16 @@ TEST_CASE("ScopeOutcomes gives each scope its outcome and confidence") {
   semmap::internal::ApplyScopeOutcomes(scopes, &mappings);
   namespace conf = semmap::internal::confidence::scope;
 
-  CHECK(m.module(mappings[0].module).path == "enc.layer.0.attn");
+  CHECK(m.path(mappings[0].module) == "enc.layer.0.attn");
   CHECK(mappings[0].strategy == semmap::Strategy::kExactScope);
   CHECK(mappings[0].confidence == conf::kExact);
   CHECK(mappings[0].evidence == "scope /enc/layer.0/attn");
 
-  CHECK(m.module(mappings[1].module).path == "enc.relu");  // "_1" folded
+  CHECK(m.path(mappings[1].module) == "enc.relu");  // "_1" folded
   CHECK(mappings[1].confidence == conf::kExactCallSuffix);
   CHECK(mappings[1].evidence == "scope /enc/relu_1 (call suffix folded)");
 
-  CHECK(m.module(mappings[2].module).path == "enc.layer.0");
+  CHECK(m.path(mappings[2].module) == "enc.layer.0");
   CHECK(mappings[2].strategy == semmap::Strategy::kScopePrefix);
   CHECK(mappings[2].confidence == conf::kPrefix);
   CHECK(mappings[2].evidence == "scope /enc/layer.0/nowhere: resolved 2 of 3 segments");

@@ -106,7 +106,7 @@ struct Small {
 };
 
 std::string PathOf(const Manifest& m, ModuleId id) {
-  return id == kNoModule ? "<none>" : m.module(id).path;
+  return id == kNoModule ? "<none>" : std::string(m.path(id));
 }
 
 TEST_CASE("Tensor evidence: each kind of name, its module and confidence") {
@@ -222,7 +222,7 @@ TEST_CASE("Tensor evidence is right on real exports") {
       auto it = f->truth.find(std::string(g.node(i).id));
       if (it == f->truth.end()) continue;
       ++answered;
-      const bool right = m.module(finding.module).path == it->second;
+      const bool right = m.path(finding.module) == it->second;
       correct += right ? 1 : 0;
       if (finding.confidence >= conf::kOutputScope) {
         ++confident;

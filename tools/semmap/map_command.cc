@@ -110,8 +110,8 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
         << ")\n";
   }
   out << "root:     ONNX root = "
-      << (manifest.module(b.root).path.empty() ? "manifest root"
-                                               : "module " + EscapeControls(manifest.module(b.root).path));
+      << (manifest.path(b.root).empty() ? "manifest root"
+                                               : "module " + EscapeControls(manifest.path(b.root)));
   if (!b.wrapper.empty()) {
     out << ", under the ONNX-only wrapper scope /";
     for (std::size_t i = 0; i < b.wrapper.size(); ++i) {

@@ -41,7 +41,7 @@ int PrintModules(const LoadedModel& model, const std::vector<semmap::ModuleId>& 
     semmap::WriteModuleListJson(std::cout, *model.mapper, model.model_path, modules);
   } else {
     for (semmap::ModuleId id : modules) {
-      std::cout << EscapeControls(manifest.module(id).path) << "\t"
+      std::cout << EscapeControls(manifest.path(id)) << "\t"
                 << EscapeControls(manifest.module(id).class_name) << "\n";
     }
   }
@@ -62,7 +62,7 @@ int PrintContainers(const LoadedModel& model, const semmap::SemanticQuery& query
   }
   for (const semmap::RepeatedContainer& c : containers) {
     const std::string role = c.layer ? "layers" : !c.outermost ? "nested" : "leaf items";
-    std::cout << EscapeControls(manifest.module(c.module).path) << "\t" << c.items.size() << " x "
+    std::cout << EscapeControls(manifest.path(c.module)) << "\t" << c.items.size() << " x "
               << EscapeControls(c.item_class) << "\t" << role << "\n";
   }
   return kExitOk;

@@ -13,7 +13,7 @@ ModuleId ScopeResolver::Step(ModuleId parent, absl::string_view segment,
   const ModuleInfo& p = manifest_.module(parent);
   // The common case: the segment is the child's own attribute name, or a
   // ModuleList child ("layer.0") right under the module that called it.
-  path_.assign(p.path);
+  path_.assign(p.path.data(), p.path.size());
   if (!path_.empty()) path_.push_back('.');
   path_.append(segment.data(), segment.size());
   const ModuleId direct = manifest_.find(path_);
@@ -26,7 +26,7 @@ ModuleId ScopeResolver::Step(ModuleId parent, absl::string_view segment,
   int best_depth = 0;
   for (ModuleId c : manifest_.withVariableName(segment)) {
     if (c == parent || !manifest_.isAncestorOrSelf(parent, c)) continue;
-    const int depth = manifest_.module(c).depth;
+    const int depth = manifest_.depth(c);
     if (best == kNoModule || depth < best_depth) {
       best = c;
       best_depth = depth;

@@ -54,8 +54,8 @@ TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
                                ModuleId root, absl::Span<const std::string> wrapper)
     : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), root_(root),
       wrapper_(wrapper.begin(), wrapper.end()), resolver_(manifest) {
-  const std::string& root_path = manifest.module(root).path;
-  if (!root_path.empty()) root_prefix_ = root_path + ".";
+  const absl::string_view root_path = manifest.path(root);
+  if (!root_path.empty()) root_prefix_ = absl::StrCat(root_path, ".");
   if (!wrapper_.empty()) wrapper_prefix_ = absl::StrJoin(wrapper_, ".") + ".";
   FindSharedTensors();
 }
@@ -152,7 +152,7 @@ void TensorEvidence::FindSharedTensors() {
       if (calls[m] == 0) continue;
       for (const TensorSpec& p : manifest_.module(static_cast<ModuleId>(m)).parameters) {
         if (!named.contains(std::make_pair(static_cast<ModuleId>(m), absl::string_view(p.name)))) {
-          unnamed.emplace(p.name, p.shape);
+          unnamed.emplace(p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()));
         }
       }
     }
@@ -343,7 +343,7 @@ bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* 
   if (!one_owner) {
     for (ModuleId owner : owners) module = manifest_.lowestCommonAncestor(module, owner);
   }
-  const std::string& path = manifest_.module(module).path;
+  const absl::string_view path = manifest_.path(module);
   m->evidence = evidence->Intern(absl::StrCat(
       m->evidence, "; rewritten by the exporter's optimizer, ",
       one_owner ? "computes with the parameters of " : "reads parameters of ",
@@ -416,7 +416,7 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
   out->module = dominant;
   out->confidence = std::min(confidence, kFusedDominant);
   out->evidence = absl::StrCat("fused ", n.op_type, ": still the ", op, " of ",
-                               manifest_.module(dominant).path, "; ", sources,
+                               manifest_.path(dominant), "; ", sources,
                                " tensor names, e.g. ", first);
   return true;
 }

@@ -95,7 +95,7 @@ ModuleId LiteralModule(const Manifest& manifest, const RootBinding& binding,
       return kNoModule;
     }
   }
-  const std::string& root = manifest.module(binding.root).path;
+  const absl::string_view root = manifest.path(binding.root);
   if (root.empty()) return manifest.find(dotted);
   return manifest.find(dotted.empty() ? root : absl::StrCat(root, ".", dotted));
 }
@@ -232,7 +232,7 @@ void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifes
     }
     // The exporter knows each module's class: another architecture with
     // the same paths (a sibling model family) shows here.
-    const std::string& manifest_class = manifest.module(id).qualified_class;
+    const absl::string_view manifest_class = manifest.module(id).qualified_class;
     if (!scope.qualified_class.empty() && scope.qualified_class != manifest_class) {
       ++fit->class_conflicts;
       if (conflict_path.empty() || scope.path < conflict_path) {

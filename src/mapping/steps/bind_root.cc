@@ -79,7 +79,7 @@ std::vector<RootBinding> RootBindingCandidates(const Manifest& manifest,
       for (ModuleId c : manifest.withVariableName(segment)) {
         // Checked per candidate: one segment may name 10^5 modules.
         if (out.size() >= kMaxBindingCandidates) return;
-        const std::string& path = manifest.module(c).path;
+        const absl::string_view path = manifest.path(c);
         if (path.size() == segment.size()) continue;  // the root's own child
         const ModuleId caller =
             manifest.find(absl::string_view(path).substr(0, path.size() - segment.size() - 1));
@@ -127,7 +127,7 @@ RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const>
     // two make the choice independent of hash-map iteration order.
     return std::make_tuple(b.resolved_nodes, -static_cast<long>(b.indirect_steps),
                            -static_cast<long>(b.wrapper.size()),
-                           -manifest.module(b.root).depth, -b.root);
+                           -manifest.depth(b.root), -b.root);
   };
   for (RootBinding& c : candidates) {
     ResolveAll(manifest, c, ordered, &trial);

@@ -48,7 +48,7 @@ OpConflicts CheckSignatureOps(const Graph& graph, absl::Span<const ModuleId> nod
       counted[m] = true;
       ++out.modules;
       if (out.first.empty()) {
-        out.first = absl::StrCat("\"", Abbreviate(manifest.module(m).path, 80), "\" runs ", op,
+        out.first = absl::StrCat("\"", Abbreviate(manifest.path(m), 80), "\" runs ", op,
                                  " in the graph; no operation of its forward in the manifest is exported as one");
       }
     }
@@ -82,7 +82,7 @@ std::vector<OwnReads> OwnParameterReads(const Manifest& manifest) {
     if (!info.traced) continue;
     for (const ForwardEvent& event : info.forward) {
       if (event.call != kNoModule) continue;
-      for (const std::string& name : event.reads) {
+      for (absl::string_view name : event.reads) {
         for (const TensorSpec& spec : info.parameters) {
           if (spec.name != name) continue;
           if (spec.shape.size() == 1) {
@@ -100,9 +100,9 @@ std::vector<OwnReads> OwnParameterReads(const Manifest& manifest) {
 // The module `m`'s parent calls right after it (no operation of its own in
 // between), or kNoModule.
 ModuleId CalledNext(const Manifest& manifest, ModuleId m) {
-  const ModuleId parent = manifest.module(m).parent;
+  const ModuleId parent = manifest.parent(m);
   if (parent == kNoModule) return kNoModule;
-  const std::vector<ForwardEvent>& events = manifest.module(parent).forward;
+  const absl::Span<const ForwardEvent> events = manifest.module(parent).forward;
   for (std::size_t i = 0; i + 1 < events.size(); ++i) {
     if (events[i].call == m) return events[i + 1].call;
   }
@@ -157,7 +157,7 @@ FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_mod
   // to judge (it walks every node).
   if (out.conflicts > 0 && HasToolNodes(graph, ops)) return FoldConflicts{};
   if (first != kNoModule) {
-    out.first = absl::StrCat("\"", Abbreviate(manifest.module(first).path, 80),
+    out.first = absl::StrCat("\"", Abbreviate(manifest.path(first), 80),
                              "\" has no node, and the weights of the module before it gained its "
                              "bias; its forward runs no normalisation exporters fold");
   }

@@ -26,7 +26,7 @@ std::pair<absl::string_view, absl::string_view> RepetitionKey(const ModuleInfo& 
 }  // namespace
 
 void Touch(const Manifest& manifest, ModuleId id, std::vector<bool>* touched) {
-  for (; id != kNoModule && !(*touched)[id]; id = manifest.module(id).parent) {
+  for (; id != kNoModule && !(*touched)[id]; id = manifest.parent(id)) {
     (*touched)[id] = true;
   }
 }

@@ -30,7 +30,7 @@ MappingRecord ExactOutcome(const Manifest& manifest, bool derived, const Scope& 
                                  : scope_confidence::kExact;
   absl::StrAppend(text, ScopeEvidence(s));
   if (r.call_suffix) absl::StrAppend(text, " (call suffix folded)");
-  const std::string& manifest_class = manifest.module(r.module).qualified_class;
+  const absl::string_view manifest_class = manifest.module(r.module).qualified_class;
   if (!derived && !s.qualified_class.empty() && s.qualified_class != manifest_class) {
     m.confidence = std::min(m.confidence, scope_confidence::kClassMismatch);
     absl::StrAppend(text, "; exporter says ", s.qualified_class);

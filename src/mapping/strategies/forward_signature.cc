@@ -60,7 +60,7 @@ void ForwardSignatures::BuildIndex() const {
     container_[m] = !info.traced && RuleQueries(rules_).IsUncalledModule(info);
   }
   for (std::size_t m = 0; m < n; ++m) {
-    const std::vector<ForwardEvent>& forward = manifest_.module(static_cast<ModuleId>(m)).forward;
+    const absl::Span<const ForwardEvent> forward = manifest_.module(static_cast<ModuleId>(m)).forward;
     ModuleIndex& x = index_[m];
     x.calls_begin = calls_.size();
     x.reads_begin = reads_.size();
@@ -113,7 +113,7 @@ std::size_t ForwardSignatures::CallToward(ModuleId module, ModuleId target,
   std::size_t best = none;
   // The callee is `target` or one of its ancestors (never `module`
   // itself: its calls of itself are not in the table).
-  for (ModuleId c = target; c != kNoModule; c = manifest_.module(c).parent) {
+  for (ModuleId c = target; c != kNoModule; c = manifest_.parent(c)) {
     if (!Charge(1)) return none;
     const auto it = std::lower_bound(first, last, CallAt{c, from});
     if (it != last && it->callee == c) best = std::min(best, it->event);
@@ -137,7 +137,7 @@ std::size_t ForwardSignatures::FirstReadFrom(ModuleId module, std::size_t from) 
 
 bool ForwardSignatures::Append(ModuleId module, std::size_t begin, std::size_t end, int depth,
                                std::vector<ExpectedOp>* out) const {
-  const std::vector<ForwardEvent>& events = manifest_.module(module).forward;
+  const absl::Span<const ForwardEvent> events = manifest_.module(module).forward;
   for (std::size_t k = begin; k < end && k < events.size(); ++k) {
     if (!Charge(1)) return false;
     const ForwardEvent& e = events[k];
@@ -168,10 +168,10 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   // A container (a ModuleList of layers) runs no forward: its parent calls
   // its items, and the way skips it.
   ModuleId lca = manifest_.lowestCommonAncestor(a, b);
-  if (!Charge(static_cast<std::size_t>(manifest_.module(a).depth + manifest_.module(b).depth) + 1)) {
+  if (!Charge(static_cast<std::size_t>(manifest_.depth(a) + manifest_.depth(b)) + 1)) {
     return false;
   }
-  while (lca != kNoModule && container_[static_cast<std::size_t>(lca)]) lca = manifest_.module(lca).parent;
+  while (lca != kNoModule && container_[static_cast<std::size_t>(lca)]) lca = manifest_.parent(lca);
   if (lca == kNoModule || !manifest_.module(lca).traced) return false;
   // Up from A: the rest of A's forward from the last operation reading its
   // weights (its other nodes may lie in the gap), then each ancestor's
@@ -180,7 +180,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
     if (!manifest_.module(a).traced) return false;
     const std::size_t last = index_[static_cast<std::size_t>(a)].last_read;
     if (!Append(a, last, manifest_.module(a).forward.size(), 0, out)) return false;
-    for (ModuleId m = manifest_.module(a).parent; m != lca; m = manifest_.module(m).parent) {
+    for (ModuleId m = manifest_.parent(a); m != lca; m = manifest_.parent(m)) {
       if (container_[static_cast<std::size_t>(m)]) continue;
       const ModuleInfo& info = manifest_.module(m);
       if (!info.traced) return false;
@@ -192,7 +192,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   // The LCA's own events between its call toward A (or, when A is the
   // LCA, its last weight read before the call toward B) and its call
   // toward B (or its first weight read after that).
-  const std::vector<ForwardEvent>& events = manifest_.module(lca).forward;
+  const absl::Span<const ForwardEvent> events = manifest_.module(lca).forward;
   std::size_t begin = 0;
   if (a == lca) {
     begin = LastReadBefore(lca, CallToward(lca, b, 0));
@@ -214,7 +214,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   if (b == lca) return true;
   // Down to B: each module's forward before its call toward B.
   std::vector<ModuleId> down;
-  for (ModuleId m = b; m != lca; m = manifest_.module(m).parent) {
+  for (ModuleId m = b; m != lca; m = manifest_.parent(m)) {
     if (!container_[static_cast<std::size_t>(m)]) down.push_back(m);
   }
   for (std::size_t k = down.size(); k-- > 1;) {
@@ -297,7 +297,7 @@ bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<F
   std::vector<Frame> stack = {{manifest.root(), 0}};
   while (!stack.empty()) {
     const ModuleId module = stack.back().module;
-    const std::vector<ForwardEvent>& events = manifest.module(module).forward;
+    const absl::Span<const ForwardEvent> events = manifest.module(module).forward;
     if (stack.back().next >= events.size()) {
       stack.pop_back();
       continue;
@@ -321,8 +321,8 @@ std::vector<std::vector<std::int64_t>> FirstReads(const Manifest& manifest,
   }
   std::int64_t index = 0;
   for (const ForwardCall& call : calls) {
-    const std::vector<TensorSpec>& params = manifest.module(call.module).parameters;
-    for (const std::string& read : call.event->reads) {
+    const absl::Span<const TensorSpec> params = manifest.module(call.module).parameters;
+    for (absl::string_view read : call.event->reads) {
       for (std::size_t p = 0; p < params.size(); ++p) {
         if (params[p].name != read) continue;
         std::int64_t& at = first[call.module][p];

@@ -111,7 +111,7 @@ class NodeRules {
       m.confidence = kFirstOfMerged * consumers.weakest;
       m.strategy = Strategy::kOpRule;
       m.evidence = evidence_->Intern(absl::StrCat(
-          "read by ", consumers.count, " nodes of several modules; ", manifest_.module(m.module).path,
+          "read by ", consumers.count, " nodes of several modules; ", manifest_.path(m.module),
           "'s forward runs an op exported as ", n.op_type,
           ", their common ancestor's none: the first reader's computed it"));
     } else if (ops_.IsDequantizeOp(static_cast<NodeId>(i)) && DequantizesResult(n)) {
@@ -229,7 +229,7 @@ class NodeRules {
     }
     if (first == kNoNode || count != consumers.count || !out_[first].mapped()) return kNoModule;
     if (OwnerRuns(consumers.lca, n.op_type)) return kNoModule;
-    for (ModuleId m = out_[first].module; m != kNoModule && m != consumers.lca; m = manifest_.module(m).parent) {
+    for (ModuleId m = out_[first].module; m != kNoModule && m != consumers.lca; m = manifest_.parent(m)) {
       if (Runs(m, n.op_type)) return m;
     }
     return kNoModule;
@@ -238,7 +238,7 @@ class NodeRules {
   // Runs() of `module`, or of its first traced ancestor for a container;
   // true when there is none.
   bool OwnerRuns(ModuleId module, absl::string_view op_type) {
-    while (module != kNoModule && !manifest_.module(module).traced) module = manifest_.module(module).parent;
+    while (module != kNoModule && !manifest_.module(module).traced) module = manifest_.parent(module);
     return module == kNoModule || Runs(module, op_type);
   }
 
@@ -273,8 +273,8 @@ class NodeRules {
       target = manifest_.lowestCommonAncestor(target, hints_.next_module[i]);
     }
     if (shape_[i] && !hints_.library.empty()) {
-      while (hints_.library[target] && manifest_.module(target).parent != kNoModule) {
-        target = manifest_.module(target).parent;
+      while (hints_.library[target] && manifest_.parent(target) != kNoModule) {
+        target = manifest_.parent(target);
       }
     }
     return target;

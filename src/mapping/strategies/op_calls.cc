@@ -113,7 +113,7 @@ class OpCallPlacer {
     for (std::size_t k = 0; k < calls_.size(); ++k) {
       const ForwardEvent& e = *calls_[k].event;
       calls_of_[rules.OpCallAlias(e.op)].push_back(static_cast<std::uint32_t>(k));
-      for (const std::string& read : e.reads) {
+      for (absl::string_view read : e.reads) {
         auto it = read_at_.try_emplace(std::make_pair(calls_[k].module, absl::string_view(read)),
                                        static_cast<std::int64_t>(k));
         if (!it.second) it.first->second = kNowhere;  // read more than once
@@ -267,14 +267,14 @@ class OpCallPlacer {
           if (both != kNoModule) {
             context_.origins.Set(i, {call.module, other});
             r.module = both;
-            fusion = absl::StrCat(", fused with ", manifest_.module(other).path, "'s ",
+            fusion = absl::StrCat(", fused with ", manifest_.path(other), "'s ",
                                   calls_[static_cast<std::size_t>(f->second)].event->op);
           }
         }
         r.evidence = context_.evidence.Intern(absl::StrCat(
             "reads a tensor ", nodes->size(), " nodes share (equal parameters de-duplicated);",
             " reader ", k + 1, " of them in order makes read ", k + 1, " of a parameter of its shape: ",
-            manifest_.module(call.module).path, "'s", fusion, " (forward signatures)"));
+            manifest_.path(call.module), "'s", fusion, " (forward signatures)"));
       }
     }
     Bound();
@@ -346,7 +346,7 @@ class OpCallPlacer {
     std::map<Dims, std::vector<std::int64_t>> reads;
     for (std::size_t k = 0; k < calls_.size(); ++k) {
       const Call& call = calls_[k];
-      const auto dropped = [&](const std::string& read) {
+      const auto dropped = [&](absl::string_view read) {
         const auto it = named.find(std::make_pair(call.module, absl::string_view(read)));
         return it != named.end() && !it->second;
       };
@@ -354,13 +354,13 @@ class OpCallPlacer {
           std::any_of(call.event->reads.begin(), call.event->reads.end(), dropped)) {
         continue;
       }
-      for (const std::string& read : call.event->reads) {
+      for (absl::string_view read : call.event->reads) {
         const auto key = std::make_pair(call.module, absl::string_view(read));
         const auto at = read_at_.find(key);
         if (at == read_at_.end() || at->second != static_cast<std::int64_t>(k) || named.contains(key)) {
           continue;
         }
-        const std::vector<TensorSpec>& params = manifest_.module(call.module).parameters;
+        const absl::Span<const TensorSpec> params = manifest_.module(call.module).parameters;
         const auto p = std::find_if(params.begin(), params.end(),
                                     [&](const TensorSpec& spec) { return spec.name == read; });
         if (p == params.end()) continue;
@@ -595,7 +595,7 @@ class OpCallPlacer {
     r.strategy = Strategy::kStructure;
     r.evidence = context_.evidence.Intern(absl::StrCat(
         "unnamed weight ", weight.name, " has the shape of a parameter ",
-        manifest_.module(call.module).path, "'s forward reads between the calls its inputs",
+        manifest_.path(call.module), "'s forward reads between the calls its inputs",
         " come from and the first that reads it (forward signatures)"));
     read_pos_[i] = read;
   }
@@ -603,7 +603,7 @@ class OpCallPlacer {
   // Whether `call` reads a parameter of its module that a weight of `dims`
   // may be (Compatible: the same shape or a matrix's transpose).
   bool ReadsShape(const Call& call, absl::Span<const std::int64_t> dims) const {
-    for (const std::string& read : call.event->reads) {
+    for (absl::string_view read : call.event->reads) {
       for (const TensorSpec& p : manifest_.module(call.module).parameters) {
         if (p.name == read && Compatible(dims, p.shape)) return true;
       }
@@ -642,7 +642,7 @@ class OpCallPlacer {
       const ModuleId module = OneModuleIn(first[i], until_[i], node.op_type, &call);
       if (module == kNoModule) continue;
       in_call[i] = call;
-      const std::string& path = manifest_.module(module).path;
+      const absl::string_view path = manifest_.path(module);
       r.module = module;
       r.confidence = confidence::structure::kOpWindow;
       r.strategy = Strategy::kStructure;
@@ -682,7 +682,7 @@ class OpCallPlacer {
       const ModuleId both = manifest_.lowestCommonAncestor(r.module, other);
       if (both == kNoModule) continue;
       context_.origins.Set(static_cast<NodeId>(i), {r.module, other});
-      const std::string& path = manifest_.module(other).path;
+      const absl::string_view path = manifest_.path(other);
       r.module = both;
       r.evidence = context_.evidence.Intern(absl::StrCat(
           "fuses its parameters' module's ", read.event->op, " with ",
@@ -760,7 +760,7 @@ class OpCallPlacer {
         MappingRecord& r = context_.records[node];
         if (r.mapped()) continue;
         const ModuleId module = calls_[static_cast<std::size_t>(pos_[node])].module;
-        const std::string& path = manifest_.module(module).path;
+        const absl::string_view path = manifest_.path(module);
         r.module = module;
         // Counts that agree exactly confirm the names; a missing tail
         // does less.

@@ -224,7 +224,7 @@ std::size_t KeepOwnAnswers(const std::vector<MappingRecord>& own, const Manifest
       continue;
     }
     const ModuleId module =
-        same_manifest ? o.module : manifest.find(own_manifest.module(o.module).path);
+        same_manifest ? o.module : manifest.find(own_manifest.path(o.module));
     if (module == kNoModule) continue;
     if (m.module == module && m.strategy == o.strategy && m.confidence == o.confidence) continue;
     m.module = module;

@@ -134,7 +134,7 @@ std::size_t Pass::WindowMatch(const Params& params, const std::vector<std::size_
   // fits there; else from the first unused one.
   std::size_t start = first_unused;
   if (last_named != kNoModule) {
-    ModuleId floor = manifest_.module(last_named).parent;
+    ModuleId floor = manifest_.parent(last_named);
     if (floor == kNoModule) floor = last_named;
     if (subtree_first.empty()) {
       // The manifest's order: modules in pre-order, so the subtree's
@@ -169,13 +169,14 @@ std::size_t Pass::WindowMatch(const Params& params, const std::vector<std::size_
 
 std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   // Parameters some initializer is named after are accounted for.
-  absl::flat_hash_set<std::pair<ModuleId, std::string>> claimed;
+  // Names view the graph's and the manifest's strings.
+  absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> claimed;
   for (const TensorInfo& t : graph_.initializers()) {
     const ModuleId owner = tensors_.ParameterOwner(t.name);
     if (owner == kNoModule) continue;
     const absl::string_view stripped = internal::RuleQueries(rules_).StripValueSuffixes(t.name);
     const std::size_t dot = stripped.rfind('.');
-    claimed.emplace(owner, std::string(dot == absl::string_view::npos ? stripped : stripped.substr(dot + 1)));
+    claimed.emplace(owner, dot == absl::string_view::npos ? stripped : stripped.substr(dot + 1));
   }
   // A tensor tied parameters share, read by a node mapped to another of
   // them, stands for that one's parameter (an input embedding's table
@@ -205,14 +206,14 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
         tied = true;
       }
     }
-    if (tied && !owner_reads.contains(t->name)) claimed.erase({tensors_.ParameterOwner(t->name), std::string(local)});
+    if (tied && !owner_reads.contains(t->name)) claimed.erase({tensors_.ParameterOwner(t->name), local});
   }
   // A call whose result a tool folded into a constant read its parameters
   // then: they are accounted for (an encoder's position table, looked up
   // at fixed positions).
   const bool expanded = FindFoldedResults();
   for (const auto& [name, call] : folded_) {
-    for (const std::string& read : calls_[call].event->reads) claimed.emplace(calls_[call].module, read);
+    for (absl::string_view read : calls_[call].event->reads) claimed.emplace(calls_[call].module, read);
   }
   struct Param {
     ModuleId module;
@@ -244,7 +245,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
                      [&](const Param& a, const Param& b) { return rank(a) < rank(b); });
     subtree_first.assign(manifest_.size(), static_cast<std::size_t>(-1));
     for (std::size_t j = params.size(); j-- > 0;) {
-      for (ModuleId m = params[j].module; m != kNoModule; m = manifest_.module(m).parent) {
+      for (ModuleId m = params[j].module; m != kNoModule; m = manifest_.parent(m)) {
         subtree_first[m] = j;
       }
     }
@@ -284,7 +285,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     if (alignment != nullptr) {
       ++alignment->weights;
       ++alignment->aligned;
-      alignment->shapes.insert(params[match].spec->shape);
+      alignment->shapes.emplace(params[match].spec->shape.begin(), params[match].spec->shape.end());
     }
   }
   ModuleId last_named = kNoModule;
@@ -314,14 +315,14 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     const Param& p = params[match];
     if (alignment != nullptr && !seen) {
       ++alignment->aligned;
-      alignment->shapes.insert(p.spec->shape);
+      alignment->shapes.emplace(p.spec->shape.begin(), p.spec->shape.end());
     }
     MappingRecord& m = out_[i];
     m.module = p.module;
     m.confidence = kAlignedWeight;
     m.strategy = Strategy::kStructure;
     m.evidence = evidence_->Intern(absl::StrCat("unnamed weight ", weight->name, " aligned by shape and order with ",
-                              manifest_.module(p.module).path, ".", p.spec->name));
+                              manifest_.path(p.module), ".", p.spec->name));
     ++aligned;
   }
   return aligned;

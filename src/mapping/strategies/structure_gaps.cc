@@ -169,7 +169,7 @@ std::vector<bool> Pass::ReadAsData() const {
 }
 
 absl::string_view Pass::Named(ModuleId m) const {
-  const std::string& path = manifest_.module(m).path;
+  const absl::string_view path = manifest_.path(m);
   return path.empty() ? absl::string_view("<root>") : absl::string_view(path);
 }
 
@@ -196,7 +196,7 @@ void Pass::Heads(const std::vector<NodeId>& bucket) {
     }
     if (any && all) {
       head[i] = next;
-      Assign(i, next, kHead, absl::StrCat("computes only for ", manifest_.module(next).path,
+      Assign(i, next, kHead, absl::StrCat("computes only for ", manifest_.path(next),
                                           " (runs before its weights are read)"));
     }
   }
@@ -221,7 +221,7 @@ void Pass::Tails(const std::vector<NodeId>& bucket) {
         &from_input);
     if (any && all && !from_input) {
       tail[i] = prev;
-      Assign(i, prev, kTail, absl::StrCat("reads only results of ", manifest_.module(prev).path));
+      Assign(i, prev, kTail, absl::StrCat("reads only results of ", manifest_.path(prev)));
     }
   }
 }
@@ -245,7 +245,7 @@ void Pass::Neighbours(const std::vector<NodeId>& bucket, std::vector<NodeId>* pr
 ModuleId Pass::ModuleForOp(ModuleId a, ModuleId b, absl::string_view op) const {
   const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
   for (ModuleId side : {a, b}) {
-    for (ModuleId c = side; c != kNoModule; c = manifest_.module(c).parent) {
+    for (ModuleId c = side; c != kNoModule; c = manifest_.parent(c)) {
       // Of several such children (one activation module per conv), the
       // one registered between the path's children, else the first after
       // A's, else the first: modules are registered in the order their
@@ -269,8 +269,8 @@ ModuleId Pass::ModuleForOp(ModuleId a, ModuleId b, absl::string_view op) const {
 }
 
 ModuleId Pass::ChildToward(ModuleId parent, ModuleId module) const {
-  for (ModuleId m = module; m != kNoModule; m = manifest_.module(m).parent) {
-    if (manifest_.module(m).parent == parent) return m;
+  for (ModuleId m = module; m != kNoModule; m = manifest_.parent(m)) {
+    if (manifest_.parent(m) == parent) return m;
   }
   return kNoModule;
 }
@@ -297,9 +297,9 @@ void Pass::ModuleOpRegions(const std::vector<NodeId>& bucket) {
 
 void Pass::Region(NodeId seed, ModuleId module, NodeId lo, NodeId hi) {
   const std::string evidence =
-      absl::StrCat(graph_.node(seed).op_type, " between ", manifest_.module(out_[lo].module).path,
-                   " and ", manifest_.module(out_[hi].module).path, ": ",
-                   manifest_.module(module).class_name.empty() ? manifest_.module(module).path
+      absl::StrCat(graph_.node(seed).op_type, " between ", manifest_.path(out_[lo].module),
+                   " and ", manifest_.path(out_[hi].module), ": ",
+                   manifest_.module(module).class_name.empty() ? manifest_.path(module)
                                                                : manifest_.module(module).class_name);
   auto single_input = [&](NodeId i, absl::string_view* input) {
     int count = 0;
@@ -355,11 +355,11 @@ void Pass::ComputeStarts() {
   for (NodeId i : order_) {
     if (!Settled(i)) continue;
     for (ModuleId m = out_[i].module; m != kNoModule && start_[m] > pos_[i];
-         m = manifest_.module(m).parent) {
+         m = manifest_.parent(m)) {
       start_[m] = pos_[i];
     }
     for (ModuleId m = out_[i].module; m != kNoModule && end_[m] < pos_[i];
-         m = manifest_.module(m).parent) {
+         m = manifest_.parent(m)) {
       end_[m] = pos_[i];
     }
   }
@@ -401,14 +401,14 @@ void Pass::Intervals(const std::vector<NodeId>& bucket) {
     if (!Candidate(i) || prev[k] == kNoNode || next[k] == kNoNode) continue;
     const ModuleId a = out_[prev[k]].module;
     const ModuleId b = out_[next[k]].module;
-    const std::string& pa = manifest_.module(a).path;
+    const absl::string_view pa = manifest_.path(a);
     if (a == b) {
       Assign(i, a, kInterval, absl::StrCat("between two nodes of ", pa));
       continue;
     }
     const ModuleId lca = manifest_.lowestCommonAncestor(a, b);
     ModuleId found = kNoModule;
-    for (ModuleId m = a; m != kNoModule && m != lca; m = manifest_.module(m).parent) {
+    for (ModuleId m = a; m != kNoModule && m != lca; m = manifest_.parent(m)) {
       if (!library_[m] && Available(i, m)) {
         found = m;
         break;
@@ -416,13 +416,13 @@ void Pass::Intervals(const std::vector<NodeId>& bucket) {
     }
     if (found != kNoModule) {
       Assign(i, found, kInterval,
-             absl::StrCat("after ", pa, ", inside ", manifest_.module(found).path,
+             absl::StrCat("after ", pa, ", inside ", manifest_.path(found),
                           " (reads only values it holds)"));
       continue;
     }
     ModuleId owner = lca;
-    while (owner != kNoModule && library_[owner] && manifest_.module(owner).parent != kNoModule) {
-      owner = manifest_.module(owner).parent;
+    while (owner != kNoModule && library_[owner] && manifest_.parent(owner) != kNoModule) {
+      owner = manifest_.parent(owner);
     }
     Assign(i, owner, kLca, absl::StrCat("between ", Named(a), " and ", Named(b), " in execution order"));
   }
