@@ -2,4 +2,4 @@
 records it). The wheel's tests check it against the core's and the
 distribution's."""
 
-__version__ = "1.8.0"
+__version__ = "2.0.0"

@@ -496,7 +496,7 @@ void BindModel(nb::module_& mod) {
            [](Model& m) {
              nb::list out;
              for (const semmap::RepeatedContainer* c : m.query().layerContainers()) {
-               out.append(nb::make_tuple(m.mapper().manifest().path(c->module),
+               out.append(nb::make_tuple(Str(m.mapper().manifest().path(c->module)),
                                          c->items.size()));
              }
              return out;

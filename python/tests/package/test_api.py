@@ -18,7 +18,7 @@ QUERY_NODE = "/bert/encoder/layer.0/attention/self/query/MatMul"
 
 def test_imports_the_installed_package_not_the_source_tree():
     assert "site-packages" in semmap.__file__, semmap.__file__
-    assert semmap.__version__ == "1.8.0"
+    assert semmap.__version__ == "2.0.0"
 
 
 def test_load_accepts_pathlike_and_str(bert):
