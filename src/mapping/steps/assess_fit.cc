@@ -78,6 +78,14 @@ bool ParameterLike(absl::string_view name) {
   return previous != '.';
 }
 
+// False when no prefix of `name` is ParameterLike: a prefix keeps the first
+// character and has a '.' only if `name` has one. StripValueSuffixes only
+// removes suffixes.
+bool MayStartParameterLike(absl::string_view name) {
+  if (name.empty() || name.find('.') == absl::string_view::npos) return false;
+  const unsigned char first = static_cast<unsigned char>(name.front());
+  return absl::ascii_isalpha(first) || first == '_';
+}
 
 // The manifest module a scope names literally: its manifest-free dotted
 // path (ScopePath rules) under the root binding, or kNoModule. Scope
@@ -286,7 +294,12 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     absl::string_view name = t.name;
     ModuleId owner = ParameterLike(name) ? tensors.LiteralOwner(name) : kNoModule;
     if (owner == kNoModule) {
-      const absl::string_view stripped = internal::RuleQueries(rules).StripValueSuffixes(t.name);
+      // The rules' patterns run only where a stripped name could be
+      // parameter-like (most exporter names, "onnx::MatMul_12" or
+      // "/a/Constant_output_0", cannot).
+      const absl::string_view stripped =
+          MayStartParameterLike(name) ? internal::RuleQueries(rules).StripValueSuffixes(t.name)
+                                      : name;
       if (stripped.size() != name.size() && ParameterLike(stripped)) {
         const ModuleId stripped_owner = tensors.LiteralOwner(stripped);
         if (stripped_owner != kNoModule || !ParameterLike(name)) {

@@ -304,9 +304,33 @@ std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes) {
 }
 
 std::string ScopeEvidence(const Scope& s) {
-  return s.from_metadata
-             ? absl::StrCat("module stack ", Abbreviate(s.text, 80))
-             : absl::StrCat("scope /", Abbreviate(absl::StrJoin(s.segments, "/"), 80));
+  std::string text;
+  AppendScopeEvidence(s, &text);
+  return text;
+}
+
+void AppendScopeEvidence(const Scope& s, std::string* out) {
+  constexpr std::size_t kMaxBytes = 80;  // then abbreviated
+  if (s.from_metadata) {
+    out->append("module stack ");
+    if (s.text.size() <= kMaxBytes) {
+      out->append(s.text);
+    } else {
+      out->append(Abbreviate(s.text, kMaxBytes));
+    }
+    return;
+  }
+  out->append("scope /");
+  std::size_t joined = s.segments.empty() ? 0 : s.segments.size() - 1;
+  for (absl::string_view segment : s.segments) joined += segment.size();
+  if (joined > kMaxBytes) {
+    out->append(Abbreviate(absl::StrJoin(s.segments, "/"), kMaxBytes));
+    return;
+  }
+  for (std::size_t i = 0; i < s.segments.size(); ++i) {
+    if (i > 0) out->push_back('/');
+    out->append(s.segments[i].data(), s.segments[i].size());
+  }
 }
 
 }  // namespace internal
