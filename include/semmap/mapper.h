@@ -110,6 +110,7 @@ class SemanticMapper;
 namespace internal {
 struct GivenReference;
 struct DecodedRecord;
+struct MapperAccess;
 // The Mapping of node `index` (SemanticMapper::moduleFor()).
 SEMMAP_EXPORT Mapping MappingAt(const SemanticMapper* mapper, std::ptrdiff_t index);
 }  // namespace internal
@@ -250,6 +251,7 @@ class SEMMAP_EXPORT SemanticMapper {
   const Rules& rules() const;
 
  private:
+  friend struct internal::MapperAccess;
   struct Impl;
   explicit SemanticMapper(std::unique_ptr<Impl> impl);
   // Create()'s work; `given` replaces options.reference with a graph and

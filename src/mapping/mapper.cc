@@ -14,6 +14,7 @@
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
 #include "mapping/core/evidence_store.h"
+#include "mapping/core/mapper_access.h"
 #include "mapping/core/mapping_context.h"
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/origin_table.h"
@@ -552,6 +553,11 @@ std::vector<absl::string_view> SemanticMapper::originPathsOf(NodeId node) const 
   std::vector<absl::string_view> paths;
   for (ModuleId m : originsOf(node)) paths.push_back(impl_->manifest->module(m).path);
   return paths;
+}
+
+absl::Span<const internal::MappingRecord> internal::MapperAccess::Records(
+    const SemanticMapper& mapper) {
+  return mapper.impl_->records;
 }
 
 Mapping internal::MappingAt(const SemanticMapper* mapper, std::ptrdiff_t index) {

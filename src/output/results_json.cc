@@ -10,6 +10,8 @@
 
 #include "io/json_reader.h"
 #include "io/json_writer.h"
+#include "mapping/core/mapper_access.h"
+#include "mapping/core/mapping_record.h"
 #include "output/mapping_json.h"
 #include "semmap/tree.h"
 
@@ -178,9 +180,30 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
                       const JsonSources& sources) {
   const Manifest& manifest = mapper.manifest();
   const RootBinding& b = mapper.rootBinding();
-  const MappingList all = mapper.mapAll();
-  const auto confident = static_cast<std::size_t>(
-      std::count_if(all.begin(), all.end(), [](const Mapping& m) { return m.confident(); }));
+  // Every count below in one pass over the mapper's records: a Mapping
+  // assembled per node would read each node's module from the manifest.
+  std::size_t confident = 0, mapped = 0;
+  std::array<std::size_t, kStrategyCount> counts{};
+  ModuleNodeCounts per_module;
+  per_module.own.assign(manifest.size(), 0);
+  for (const internal::MappingRecord& r : internal::MapperAccess::Records(mapper)) {
+    ++per_module.counted;
+    ++counts[static_cast<std::size_t>(r.strategy)];
+    mapped += r.confidence > 0;  // SemanticMapper::mappedCount()
+    if (r.mapped()) {
+      ++per_module.own[r.module];
+      confident += r.confidence >= kConfidentFloor;  // Mapping::confident()
+    } else {
+      ++per_module.unmapped;
+    }
+  }
+  // Parents precede children in a manifest: accumulated bottom-up, as
+  // CountModuleNodes does.
+  per_module.subtree = per_module.own;
+  for (std::size_t i = manifest.size(); i-- > 1;) {
+    per_module.subtree[manifest.module(static_cast<ModuleId>(i)).parent] +=
+        per_module.subtree[i];
+  }
   std::string text;
   JsonWriter w(&text);
   w.BeginObject();
@@ -188,9 +211,9 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
   w.Key("confident_floor").Number(kConfidentFloor);
   w.Key("manifest").StringOrNull(sources.manifest);
   if (mapper.hasManifest()) WriteFit(w.Key("manifest_fit"), mapper.manifestFit());
-  w.Key("mapped").Integer(mapper.mappedCount());
+  w.Key("mapped").Integer(mapped);
   w.Key("model").String(sources.model);
-  WriteModuleCounts(out, w.Key("modules"), manifest, CountModuleNodes(mapper));
+  WriteModuleCounts(out, w.Key("modules"), manifest, per_module);
   w.Key("nodes").Integer(mapper.graph().size());
   WriteProvenance(w.Key("provenance"), mapper.provenance());
   if (!sources.reference.empty()) w.Key("reference").String(sources.reference);
@@ -204,7 +227,6 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
   w.Key("wrapper").Strings(b.wrapper);
   w.EndObject();
   // Strategies by name, as an object keeps its keys.
-  const auto counts = mapper.strategyCounts();
   std::vector<std::pair<absl::string_view, std::size_t>> strategies;
   for (std::size_t s = 0; s < kStrategyCount; ++s) {
     strategies.emplace_back(StrategyName(static_cast<Strategy>(s)), counts[s]);

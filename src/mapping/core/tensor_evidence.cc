@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "graph/node_fields.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
 #include "mapping/core/fusion.h"
@@ -99,24 +100,27 @@ void TensorEvidence::FindSharedTensors() {
   for (const ModuleInfo& info : manifest_.modules()) traced = traced || info.traced;
   const std::vector<std::size_t> calls = traced ? CallCounts(manifest_, root_) : std::vector<std::size_t>();
   absl::flat_hash_set<NodeId> readers;
+  const NodeFields nodes(graph_);
+  std::vector<std::pair<ValueId, int>> stack;  // reused: one walk per initializer
   // The nodes reading initializer `t`, through pass-through ops (a
   // Transpose, a Cast, a DequantizeLinear): the operations that compute
   // with it; stops past `limit`.
   const auto read_by = [&](const TensorInfo& t, std::size_t limit, bool through_identity) {
     readers.clear();
-    std::vector<std::pair<ValueId, int>> stack = {{graph_.value(t.name), 0}};
+    stack.assign(1, {graph_.value(t.name), 0});
     while (!stack.empty() && readers.size() <= limit) {
       const auto [v, depth] = stack.back();
       stack.pop_back();
       if (v == kNoValue) continue;
       for (const NodeId c : graph_.consumers(v)) {
-        const Node n = graph_.node(c);
-        if (ops_.IsWeightPassthrough(c) && depth < kMaxChain && !n.output_values.empty() &&
-            !n.input_values.empty() && n.input_values[0] == v) {
+        const absl::Span<const ValueId> inputs = nodes.inputValues(c);
+        const absl::Span<const ValueId> outputs = nodes.outputValues(c);
+        if (ops_.IsWeightPassthrough(c) && depth < kMaxChain && !outputs.empty() &&
+            !inputs.empty() && inputs[0] == v) {
           // An Identity stands for another parameter equal to this one
           // (TorchScript's de-duplication): its readers are that parameter's.
-          if (n.op_type == "Identity" && !through_identity) continue;
-          stack.emplace_back(n.output_values[0], depth + 1);
+          if (nodes.opType(c) == "Identity" && !through_identity) continue;
+          stack.emplace_back(outputs[0], depth + 1);
         } else {
           readers.insert(c);
         }
@@ -204,7 +208,7 @@ void TensorEvidence::FindSharedTensors() {
       continue;
     }
     for (const NodeId c : readers) {  // as read_by() found them above
-      const absl::string_view op_type = graph_.node(c).op_type;
+      const absl::string_view op_type = nodes.opType(c);
       if (!queries.ExportedByAnyOp(op_type)) continue;
       const bool owner_may = std::any_of(info.forward.begin(), info.forward.end(), [&](const ForwardEvent& e) {
         return e.call == kNoModule && std::find(e.reads.begin(), e.reads.end(), local) != e.reads.end() &&
@@ -311,11 +315,12 @@ ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int 
 
 bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* evidence,
                                     OriginTable* origins) const {
-  const Node& n = graph_.node(id);
   if (!m->mapped()) return false;
-  const bool rewritten = std::any_of(n.metadata.begin(), n.metadata.end(),
+  const absl::Span<const MetadataEntry> metadata = NodeFields(graph_).metadata(id);
+  const bool rewritten = std::any_of(metadata.begin(), metadata.end(),
                                      [](const auto& kv) { return kv.first == kRewriteRuleKey; });
   if (!rewritten) return false;
+  const Node& n = graph_.node(id);
   std::vector<ModuleId> owners;
   for (absl::string_view input : n.inputs) {
     // Through a quantizer's DequantizeLinear (a QDQ file keeps the metadata).

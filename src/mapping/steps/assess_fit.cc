@@ -6,12 +6,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "base/text.h"
+#include "graph/node_fields.h"
 #include "mapping/core/weight_shapes.h"
 #include "mapping/steps/fit_notes.h"
 #include "mapping/steps/fit_signatures.h"
@@ -76,6 +78,14 @@ bool ParameterLike(absl::string_view name) {
   return previous != '.';
 }
 
+// False when no prefix of `name` is ParameterLike: a prefix keeps the first
+// character and has a '.' only if `name` has one. StripValueSuffixes only
+// removes suffixes.
+bool MayStartParameterLike(absl::string_view name) {
+  if (name.empty() || name.find('.') == absl::string_view::npos) return false;
+  const unsigned char first = static_cast<unsigned char>(name.front());
+  return absl::ascii_isalpha(first) || first == '_';
+}
 
 // The manifest module a scope names literally: its manifest-free dotted
 // path (ScopePath rules) under the root binding, or kNoModule. Scope
@@ -258,9 +268,11 @@ void CheckScopes(const std::vector<ScopeSample>& scopes, const Manifest& manifes
 bool CarriedAsData(const Graph& graph, const OpTraits& ops, const TensorInfo& t) {
   const ValueId v = graph.value(t.name);
   if (v == kNoValue) return false;
+  const NodeFields nodes(graph);
   for (NodeId c : graph.consumers(v)) {
-    const Node& n = graph.node(c);
-    if (ops.IsWeightPassthrough(c) && !n.input_values.empty() && n.input_values[0] == v) return true;
+    if (!ops.IsWeightPassthrough(c)) continue;
+    const absl::Span<const ValueId> inputs = nodes.inputValues(c);
+    if (!inputs.empty() && inputs[0] == v) return true;
   }
   return false;
 }
@@ -282,7 +294,12 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     absl::string_view name = t.name;
     ModuleId owner = ParameterLike(name) ? tensors.LiteralOwner(name) : kNoModule;
     if (owner == kNoModule) {
-      const absl::string_view stripped = internal::RuleQueries(rules).StripValueSuffixes(t.name);
+      // The rules' patterns run only where a stripped name could be
+      // parameter-like (most exporter names, "onnx::MatMul_12" or
+      // "/a/Constant_output_0", cannot).
+      const absl::string_view stripped =
+          MayStartParameterLike(name) ? internal::RuleQueries(rules).StripValueSuffixes(t.name)
+                                      : name;
       if (stripped.size() != name.size() && ParameterLike(stripped)) {
         const ModuleId stripped_owner = tensors.LiteralOwner(stripped);
         if (stripped_owner != kNoModule || !ParameterLike(name)) {
@@ -358,14 +375,15 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
 // The initializer `value` is, directly or through ops that pass a weight on
 // unchanged (a Transpose, a DequantizeLinear, a de-duplication Identity), or
 // null. Array lookups only: it runs for every input of a scoped node.
-const TensorInfo* InitializerBehind(const Graph& graph, const OpTraits& ops, ValueId value) {
+const TensorInfo* InitializerBehind(const Graph& graph, const NodeFields& nodes,
+                                    const OpTraits& ops, ValueId value) {
   for (int step = 0; step < 4 && value != kNoValue; ++step) {
     if (const TensorInfo* t = graph.initializerOf(value)) return t;
-    const NodeId p = graph.producer(value);
+    const NodeId p = nodes.producer(value);
     if (p == kNoNode || !ops.IsWeightPassthrough(p)) return nullptr;
-    const Node& producer = graph.node(p);
-    if (producer.input_values.empty()) return nullptr;
-    value = producer.input_values[0];
+    const absl::Span<const ValueId> inputs = nodes.inputValues(p);
+    if (inputs.empty()) return nullptr;
+    value = inputs[0];
   }
   return nullptr;
 }
@@ -381,21 +399,34 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
                          const Manifest& manifest, const Rules& rules, const OpTraits& ops,
                          const TensorEvidence& tensors, ManifestFit* fit,
                          std::string* first_mismatch) {
+  const NodeFields nodes(graph);
   std::vector<signed char> library(manifest.size(), -1);  // unknown, no, yes
+  // The rule reads only the class: asked once per class (a model has a
+  // few dozen classes and up to millions of modules).
+  absl::flat_hash_map<absl::string_view, bool> library_class;
   for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
     const ModuleId m = node_modules[n];
-    if (m == kNoModule) continue;
+    if (m == kNoModule || library[m] == 0) continue;
     const ModuleInfo& info = manifest.module(m);
-    if (library[m] < 0) library[m] = !info.parameters.empty() && internal::RuleQueries(rules).IsLibraryModule(info);
+    if (library[m] < 0) {
+      bool is_library = false;
+      if (!info.parameters.empty()) {
+        auto known = library_class.try_emplace(info.qualified_class);
+        if (known.second) known.first->second = internal::RuleQueries(rules).IsLibraryModule(info);
+        is_library = known.first->second;
+      }
+      library[m] = is_library;
+    }
     if (library[m] == 0) continue;
-    const Node& node = graph.node(static_cast<NodeId>(n));
+    const NodeId id = static_cast<NodeId>(n);
+    const absl::Span<const ValueId> node_inputs = nodes.inputValues(id);
     // A library op reads its weight as one of its first two operands (the
     // embedding table of a Gather, the B of a MatMul, the W of a Conv);
     // later ones are biases, scales and zero points (a 4-bit MatMulNBits'
     // block scales), whose sizes are their own.
-    const std::size_t operands = std::min<std::size_t>(node.input_values.size(), 2);
-    for (ValueId input : node.input_values.first(operands)) {
-      const TensorInfo* t = InitializerBehind(graph, ops, input);
+    const std::size_t operands = std::min<std::size_t>(node_inputs.size(), 2);
+    for (ValueId input : node_inputs.first(operands)) {
+      const TensorInfo* t = InitializerBehind(graph, nodes, ops, input);
       if (t == nullptr) continue;
       const std::int64_t have = ElementCount(t->dims);
       if (have < 0) continue;
@@ -407,7 +438,7 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
       if (sized) continue;
       if (++fit->weight_size_mismatches == 1) {
         *first_mismatch = absl::StrCat("\"", Abbreviate(std::string(t->name), 80), "\" read by \"",
-                                       Abbreviate(std::string(node.name), 80), "\" has ", have,
+                                       Abbreviate(std::string(nodes.name(id)), 80), "\" has ", have,
                                        " elements, no parameter of \"", Abbreviate(info.path, 80),
                                        "\" has as many");
       }

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/text.h"
+#include "graph/node_fields.h"
 #include "mapping/core/weight_shapes.h"
 #include "manifest/rule_queries.h"
 
@@ -17,16 +18,22 @@ OpConflicts CheckSignatureOps(const Graph& graph, absl::Span<const ModuleId> nod
                               const Manifest& manifest, const Rules& rules) {
   OpConflicts out;
   const internal::RuleQueries queries(rules);
-  absl::flat_hash_map<absl::string_view, bool> checked_op;
+  const NodeFields nodes(graph);
+  // Per module and per op type, asked once: -1 unknown, else the answer.
+  std::vector<signed char> traced(manifest.size(), -1);
+  std::vector<signed char> checked_op(nodes.opTypeCount(), -1);
   absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, bool> explained;
   std::vector<bool> counted(manifest.size(), false);
   for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
     const ModuleId m = node_modules[n];
-    if (m == kNoModule || !manifest.module(m).traced) continue;
-    const absl::string_view op = graph.node(static_cast<NodeId>(n)).op_type;
-    auto c = checked_op.find(op);
-    if (c == checked_op.end()) c = checked_op.emplace(op, queries.IsSignatureChecked(op)).first;
-    if (!c->second) continue;
+    if (m == kNoModule) continue;
+    if (traced[m] < 0) traced[m] = manifest.module(m).traced;
+    if (traced[m] == 0) continue;
+    const NodeId id = static_cast<NodeId>(n);
+    const absl::string_view op = nodes.opType(id);
+    signed char& checked = checked_op[nodes.opTypeIndex(id)];
+    if (checked < 0) checked = queries.IsSignatureChecked(op);
+    if (checked == 0) continue;
     ++out.checked;
     // Judged only where the module's forward runs an operation of the kind
     // (a normalisation of its own): a module that computes its norm from
@@ -128,7 +135,7 @@ FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_mod
     const ModuleId m = node_modules[n];
     if (m == kNoModule || judged[m] || reads[m] != OwnReads::kMatrices) continue;
     bool gained_bias = false;
-    for (const ValueId input : graph.node(static_cast<NodeId>(n)).input_values) {
+    for (const ValueId input : NodeFields(graph).inputValues(static_cast<NodeId>(n))) {
       const TensorInfo* t = input == kNoValue ? nullptr : graph.initializerOf(input);
       gained_bias = gained_bias || (t != nullptr && t->dims.size() == 1 && t->dims[0] > 1 &&
                                     IsFloat(t->elem_type));

@@ -11,6 +11,7 @@
 #include "base/parallel.h"
 #include "base/text.h"
 #include "graph/exporter_metadata.h"
+#include "graph/node_fields.h"
 #include "manifest/rule_queries.h"
 
 namespace semmap {
@@ -97,40 +98,10 @@ std::vector<Scope*> SortedScopes(std::vector<Scope>* scopes) {
   return ordered;
 }
 
-// What a node's name or metadata says of its scope, read without touching
-// the shared scope table, so the nodes can be read on two cores.
-struct NodeScope {
-  static constexpr std::uint32_t kNoStack = UINT32_MAX;
-  const char* key = nullptr;  // a name scope: the name's text before its last '/'
-  std::size_t key_size = 0;
-  std::uint32_t stack = kNoStack;  // else a module stack: index into its half's
-};
-
 struct MetadataScope {
   std::string path;  // the deepest module path
   std::string qualified_class;
 };
-
-// Reads the scopes of nodes [from, to) into `out` (indexed by node),
-// module stacks into `stacks`.
-void ReadNodeScopes(const Graph& graph, const Rules& rules, std::size_t from, std::size_t to,
-                    std::vector<NodeScope>* out, std::vector<MetadataScope>* stacks) {
-  ModuleStack stack;
-  for (std::size_t i = from; i < to; ++i) {
-    const Node& node = graph.node(static_cast<NodeId>(i));
-    NodeScope& ns = (*out)[i];
-    if (!node.name.empty() && node.name.front() == '/' && !internal::RuleQueries(rules).IsDerivedNodeName(node.name)) {
-      ns.key = node.name.data();
-      ns.key_size = ScopeKey(node.name).size();
-      continue;
-    }
-    if (stacks->size() >= NodeScope::kNoStack || !ReadModuleStack(node.metadata, &stack)) {
-      continue;
-    }
-    ns.stack = static_cast<std::uint32_t>(stacks->size());
-    stacks->push_back({stack.deepest(), stack.deepestClass()});
-  }
-}
 
 constexpr std::uint32_t kNone = UINT32_MAX;
 
@@ -155,24 +126,28 @@ class ScopeTable {
     return inserted.first->second;
   }
 
-  // Numbers nodes [from, to) of `read` into `index`; a node with the
-  // previous node's key (a module's nodes usually follow each other) takes
-  // its scope without a lookup.
-  void Number(std::vector<NodeScope>* read, std::vector<MetadataScope>* stacks,
-              std::size_t from, std::size_t to, std::vector<std::uint32_t>* index) {
+  // Reads the scopes of nodes [from, to) and numbers them into `index`,
+  // in one pass: a node name counts when it starts with '/' and the rules
+  // do not call it derived from a value name, else the node's module
+  // stack, if any. A node with the previous scoped node's key (a module's
+  // nodes usually follow each other) takes its scope without a lookup.
+  void Number(const NodeFields& nodes, const RuleQueries& queries, std::size_t from,
+              std::size_t to, std::vector<std::uint32_t>* index) {
+    ModuleStack stack;
     absl::string_view last_key;
     std::uint32_t last = kNone;
     for (std::size_t i = from; i < to; ++i) {
-      const NodeScope& ns = (*read)[i];
-      if (ns.key != nullptr) {
-        const absl::string_view key(ns.key, ns.key_size);
+      const NodeId id = static_cast<NodeId>(i);
+      const absl::string_view name = nodes.name(id);
+      if (!name.empty() && name.front() == '/' && !queries.IsDerivedNodeName(name)) {
+        const absl::string_view key = ScopeKey(name);
         if (last == kNone || key != last_key) {
           last = Name(key, i);
           last_key = key;
         }
         (*index)[i] = last;
-      } else if (ns.stack != NodeScope::kNoStack) {
-        (*index)[i] = Stack(std::move((*stacks)[ns.stack]));
+      } else if (ReadModuleStack(nodes.metadata(id), &stack)) {
+        (*index)[i] = Stack({stack.deepest(), stack.deepestClass()});
       }
     }
   }
@@ -194,7 +169,7 @@ class ScopeTable {
 
   // Makes scopes [from, to) in `all` (already sized), their segments
   // appended to `pool` and each one's (offset, count) into it to `spans`.
-  void Build(const Graph& graph, std::size_t from, std::size_t to, std::vector<Scope>* all,
+  void Build(const NodeFields& nodes, std::size_t from, std::size_t to, std::vector<Scope>* all,
              std::vector<absl::string_view>* pool,
              std::vector<std::pair<std::size_t, std::size_t>>* spans) {
     for (std::size_t k = from; k < to; ++k) {
@@ -203,7 +178,7 @@ class ScopeTable {
       const std::size_t begin = pool->size();
       if (f.stack == kNone) {
         s.key = f.key;
-        const ScopePath path = ScopePath::Parse(graph.node(static_cast<NodeId>(f.node)).name);
+        const ScopePath path = ScopePath::Parse(nodes.name(static_cast<NodeId>(f.node)));
         pool->insert(pool->end(), path.segments().begin(), path.segments().end());
       } else {
         MetadataScope& stack = stack_scopes_[f.stack];
@@ -234,29 +209,21 @@ class ScopeTable {
 
 }  // namespace
 
-// Every pass over the nodes, and the making of the scopes, goes in two
+// The pass over the nodes, and the making of the scopes, goes in two
 // halves on two cores on a large graph; the halves' scope tables are then
 // merged, numbering the scopes as one pass in node order would.
 GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
   GraphScopes out;
+  const NodeFields nodes(graph);
+  const RuleQueries queries(rules);
   const std::size_t n = graph.size();
   const bool parallel = n >= kParallelNodes;
   const std::size_t mid = n / 2;
-  std::vector<NodeScope> read(n);
-  std::vector<MetadataScope> stacks[2];
   std::vector<std::uint32_t> index(n, kNone);
   ScopeTable tables[2];
   RunBoth(
-      parallel,
-      [&] {
-        ReadNodeScopes(graph, rules, mid, n, &read, &stacks[1]);
-        tables[1].Number(&read, &stacks[1], mid, n, &index);
-      },
-      [&] {
-        ReadNodeScopes(graph, rules, 0, mid, &read, &stacks[0]);
-        tables[0].Number(&read, &stacks[0], 0, mid, &index);
-      });
-  std::vector<NodeScope>().swap(read);
+      parallel, [&] { tables[1].Number(nodes, queries, mid, n, &index); },
+      [&] { tables[0].Number(nodes, queries, 0, mid, &index); });
   ScopeTable& table = tables[0];
   const std::vector<std::uint32_t> renumbered = table.Absorb(std::move(tables[1]));
   for (std::size_t i = mid; i < n; ++i) {
@@ -268,8 +235,8 @@ GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
   std::vector<absl::string_view> pools[2];
   std::vector<std::pair<std::size_t, std::size_t>> spans[2];
   const std::size_t half = count / 2;
-  RunBoth(parallel, [&] { table.Build(graph, half, count, &out.all, &pools[1], &spans[1]); },
-          [&] { table.Build(graph, 0, half, &out.all, &pools[0], &spans[0]); });
+  RunBoth(parallel, [&] { table.Build(nodes, half, count, &out.all, &pools[1], &spans[1]); },
+          [&] { table.Build(nodes, 0, half, &out.all, &pools[0], &spans[0]); });
   out.segments = std::move(pools[0]);
   const std::size_t shift = out.segments.size();
   out.segments.insert(out.segments.end(), pools[1].begin(), pools[1].end());
@@ -337,9 +304,33 @@ std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes) {
 }
 
 std::string ScopeEvidence(const Scope& s) {
-  return s.from_metadata
-             ? absl::StrCat("module stack ", Abbreviate(s.text, 80))
-             : absl::StrCat("scope /", Abbreviate(absl::StrJoin(s.segments, "/"), 80));
+  std::string text;
+  AppendScopeEvidence(s, &text);
+  return text;
+}
+
+void AppendScopeEvidence(const Scope& s, std::string* out) {
+  constexpr std::size_t kMaxBytes = 80;  // then abbreviated
+  if (s.from_metadata) {
+    out->append("module stack ");
+    if (s.text.size() <= kMaxBytes) {
+      out->append(s.text);
+    } else {
+      out->append(Abbreviate(s.text, kMaxBytes));
+    }
+    return;
+  }
+  out->append("scope /");
+  std::size_t joined = s.segments.empty() ? 0 : s.segments.size() - 1;
+  for (absl::string_view segment : s.segments) joined += segment.size();
+  if (joined > kMaxBytes) {
+    out->append(Abbreviate(absl::StrJoin(s.segments, "/"), kMaxBytes));
+    return;
+  }
+  for (std::size_t i = 0; i < s.segments.size(); ++i) {
+    if (i > 0) out->push_back('/');
+    out->append(s.segments[i].data(), s.segments[i].size());
+  }
 }
 
 }  // namespace internal

@@ -81,6 +81,9 @@ std::vector<ScopeSample> ScopeSamples(const GraphScopes& scopes);
 // How a scope reads in evidence: "scope /a/b" or "module stack a.b",
 // abbreviated.
 std::string ScopeEvidence(const Scope& scope);
+// The same, appended to `out` without a string of its own (one per scope
+// of a large graph).
+void AppendScopeEvidence(const Scope& scope, std::string* out);
 
 }  // namespace internal
 }  // namespace semmap

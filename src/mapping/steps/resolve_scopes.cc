@@ -28,7 +28,7 @@ MappingRecord ExactOutcome(const Manifest& manifest, bool derived, const Scope& 
   m.confidence = r.ambiguous     ? scope_confidence::kExactAmbiguous
                  : r.call_suffix ? scope_confidence::kExactCallSuffix
                                  : scope_confidence::kExact;
-  absl::StrAppend(text, ScopeEvidence(s));
+  AppendScopeEvidence(s, text);
   if (r.call_suffix) absl::StrAppend(text, " (call suffix folded)");
   const absl::string_view manifest_class = manifest.module(r.module).qualified_class;
   if (!derived && !s.qualified_class.empty() && s.qualified_class != manifest_class) {
@@ -54,7 +54,8 @@ void OutcomesOf(const Manifest& manifest, bool derived, std::size_t wrapper_len,
       m.module = r.module;
       m.strategy = Strategy::kScopePrefix;
       m.confidence = scope_confidence::kPrefix;
-      absl::StrAppend(text, ScopeEvidence(s), ": resolved ", r.resolved - wrapper_len, " of ",
+      AppendScopeEvidence(s, text);
+      absl::StrAppend(text, ": resolved ", r.resolved - wrapper_len, " of ",
                       r.total - wrapper_len, " segments");
     } else {
       continue;

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "graph/node_fields.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
 #include "mapping/strategies/forward_signature.h"
@@ -161,7 +162,7 @@ StructureCounts Pass::Run(bool creation_order) {
 std::size_t Pass::EdgesAgainstOrder() const {
   std::size_t against = 0;
   for (const NodeId i : order_) {
-    for (const ValueId v : graph_.node(i).input_values) {
+    for (const ValueId v : NodeFields(graph_).inputValues(i)) {
       const NodeId p = graph_.producer(v);
       against += p != kNoNode && pos_[p] > pos_[i];
     }
@@ -186,8 +187,8 @@ double Pass::FollowsPlaces() const {
 }
 
 bool Pass::Candidate(NodeId i) const {
-  const Node& n = graph_.node(i);
-  return !out_[i].mapped() && !ops_.FollowsConsumers(i) && !shape_[i] && !n.inputs.empty();
+  return !out_[i].mapped() && !ops_.FollowsConsumers(i) && !shape_[i] &&
+         !NodeFields(graph_).inputs(i).empty();
 }
 
 void Pass::Assign(NodeId i, ModuleId module, double confidence, std::string evidence) {
