@@ -165,6 +165,11 @@ class SEMMAP_EXPORT Manifest {
 
   // Module with exactly this dotted path, or kNoModule. O(1).
   ModuleId find(absl::string_view path) const;
+  // find() of `parent`'s path, a dot and `name` ("encoder.layer" and "0":
+  // "encoder.layer.0"; the root's path is "" and takes no dot). A child
+  // (`name` without a dot) of a module with few children is found among
+  // them, without hashing the whole path.
+  ModuleId findChild(ModuleId parent, absl::string_view name) const;
   // Modules whose variable_name is `name` (see ModuleInfo), in manifest order.
   absl::Span<const ModuleId> withVariableName(absl::string_view name) const;
   // The module owning the parameter or buffer with this full dotted name

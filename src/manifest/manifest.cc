@@ -310,6 +310,34 @@ ModuleId Manifest::find(absl::string_view path) const {
   return it == rep_->by_path.end() ? kNoModule : it->second;
 }
 
+ModuleId Manifest::findChild(ModuleId parent, absl::string_view name) const {
+  const absl::string_view prefix = path(parent);
+  const std::size_t size = prefix.size() + (prefix.empty() ? 0 : 1) + name.size();
+  // A few children are compared faster than a long path is hashed; a name
+  // with a dot is a deeper module's, never a child's.
+  constexpr std::size_t kScannedChildren = 16;
+  const absl::Span<const ModuleId> kids = children(parent);
+  if (kids.size() <= kScannedChildren && name.find('.') == absl::string_view::npos) {
+    for (ModuleId c : kids) {
+      const absl::string_view p = path(c);
+      if (p.size() == size && p.substr(size - name.size()) == name) return c;
+    }
+    return kNoModule;  // every module with that path is a child: none is
+  }
+  // The path is put together on the stack unless it is long.
+  char stack[256];
+  std::string heap;
+  char* full = stack;
+  if (size > sizeof(stack)) {
+    heap.resize(size);
+    full = &heap[0];
+  }
+  std::copy(prefix.begin(), prefix.end(), full);
+  if (!prefix.empty()) full[prefix.size()] = '.';
+  std::copy(name.begin(), name.end(), full + size - name.size());
+  return find(absl::string_view(full, size));
+}
+
 absl::Span<const ModuleId> Manifest::withVariableName(absl::string_view name) const {
   auto it = rep_->by_variable_name.find(name);
   if (it == rep_->by_variable_name.end()) return {};

@@ -1,7 +1,11 @@
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "catch2/catch.hpp"
 #include "semmap/manifest.h"
 #include "test_util.h"
@@ -141,6 +145,70 @@ TEST_CASE("FromModulePaths builds the ancestors and keeps classes", "[manifest]"
   CHECK(m.module(m.find("a.d")).class_name.empty());
   CHECK(m.module(0).class_name == "Root");
   CHECK(m.module(m.find("a.b")).parent == m.find("a"));
+}
+
+TEST_CASE("Module views, copies and the lookups of the compact manifest", "[manifest]") {
+  const std::string path = Fixture("bert-seqcls.torchscript", "manifest.json");
+  auto loaded = Manifest::Load(path);
+  REQUIRE(loaded.ok());
+  const Manifest& m = *loaded;
+  // Every module's path, children and tensors as views; a copy shares them.
+  const Manifest copy = m;
+  REQUIRE(copy.size() == m.size());
+  std::size_t listed = 0;
+  for (const semmap::ModuleInfo& info : m.modules()) {
+    const semmap::ModuleId id = m.find(info.path);
+    REQUIRE(id != semmap::kNoModule);
+    CHECK(copy.module(id).path.data() == info.path.data());
+    CHECK(m.path(id) == info.path);
+    CHECK(m.parent(id) == info.parent);
+    CHECK(m.depth(id) == info.depth);
+    CHECK(m.children(id).size() == info.children.size());
+    listed += info.children.size();
+    for (semmap::ModuleId c : info.children) {
+      CHECK(m.parent(c) == id);
+      // The child's last atom finds it under its parent, scanned or hashed.
+      const absl::string_view child = m.path(c);
+      const absl::string_view atom = child.substr(info.path.empty() ? 0 : info.path.size() + 1);
+      CHECK(m.findChild(id, atom) == c);
+    }
+    for (const semmap::TensorSpec& t : info.parameters) {
+      CHECK(m.ownerOfTensor(info.path.empty() ? std::string(t.name)
+                                              : absl::StrCat(info.path, ".", t.name)) == id);
+    }
+  }
+  CHECK(listed + 1 == m.size());  // every module but the root is someone's child
+  const semmap::ModuleId layer = m.find("bert.encoder.layer");
+  REQUIRE(layer != semmap::kNoModule);
+  CHECK(m.module(layer).numbered_children);
+  CHECK_FALSE(m.module(m.find("bert.encoder")).numbered_children);
+  // A name with a dot is a grandchild's path, found through the table.
+  CHECK(m.findChild(m.find("bert.encoder"), "layer.1") == m.find("bert.encoder.layer.1"));
+  CHECK(m.findChild(layer, "99") == semmap::kNoModule);
+  CHECK(m.findChild(m.root(), "bert") == m.find("bert"));
+  // Every layer's query shares one variable name, in manifest order.
+  const absl::Span<const semmap::ModuleId> queries = m.withVariableName("query");
+  REQUIRE(queries.size() >= 2);
+  CHECK(std::is_sorted(queries.begin(), queries.end()));
+  for (semmap::ModuleId q : queries) CHECK(m.module(q).variable_name == "query");
+  CHECK(m.withVariableName("no_such_name").empty());
+}
+
+TEST_CASE("A tensor name holding a dot is owned by the first module it can name", "[manifest]") {
+  // Torch never names an attribute with a dot; another writer might. Then
+  // "a.b.c" could be a's "b.c" or a.b's "c": the module listed first, a.
+  const std::string json =
+      R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[)"
+      R"({"path":"","class":"M","qualified_class":"t.M","parent":null,"children":["a"],"parameters":[],"buffers":[]},)"
+      R"({"path":"a","class":"A","qualified_class":"t.A","parent":"","children":["a.b"],"parameters":[{"name":"b.c","shape":[2],"dtype":"float32"}],"buffers":[]},)"
+      R"({"path":"a.b","class":"B","qualified_class":"t.B","parent":"a","children":[],"parameters":[{"name":"c","shape":[2],"dtype":"float32"},{"name":"d","shape":[3],"dtype":"float32"}],"buffers":[]}]})";
+  auto m = Manifest::Parse(json, "dotted.json");
+  REQUIRE(m.ok());
+  CHECK(m->ownerOfTensor("a.b.c") == m->find("a"));
+  CHECK(m->ownerOfTensor("a.b.d") == m->find("a.b"));
+  CHECK(m->ownerOfTensor("a.b.e") == semmap::kNoModule);
+  CHECK(m->ownerOfTensor("c") == semmap::kNoModule);
+  CHECK(m->module(m->find("a.b")).parameters[1].shape == std::vector<std::int64_t>{3});
 }
 
 namespace {

@@ -10,13 +10,9 @@ namespace internal {
 
 ModuleId ScopeResolver::Step(ModuleId parent, absl::string_view segment,
                              bool* ambiguous, bool* indirect) const {
-  const ModuleInfo& p = manifest_.module(parent);
   // The common case: the segment is the child's own attribute name, or a
   // ModuleList child ("layer.0") right under the module that called it.
-  path_.assign(p.path.data(), p.path.size());
-  if (!path_.empty()) path_.push_back('.');
-  path_.append(segment.data(), segment.size());
-  const ModuleId direct = manifest_.find(path_);
+  const ModuleId direct = manifest_.findChild(parent, segment);
   if (direct != kNoModule) return direct;
   *indirect = true;
   // Otherwise a descendant with that variable name: a called container

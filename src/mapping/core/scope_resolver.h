@@ -42,7 +42,6 @@ class ScopeResolver {
 
  private:
   const Manifest& manifest_;
-  mutable std::string path_;  // scratch for Step's lookups
 };
 
 // Resolves scopes one after the other, reusing the steps a scope shares
