@@ -162,6 +162,9 @@ class SEMMAP_EXPORT Manifest {
   ModuleId parent(ModuleId id) const;
   int depth(ModuleId id) const;
   absl::Span<const ModuleId> children(ModuleId id) const;
+  absl::Span<const TensorSpec> parameters(ModuleId id) const;
+  absl::Span<const ForwardEvent> forward(ModuleId id) const;
+  bool traced(ModuleId id) const;
 
   // Module with exactly this dotted path, or kNoModule. O(1).
   ModuleId find(absl::string_view path) const;
@@ -174,7 +177,7 @@ class SEMMAP_EXPORT Manifest {
   absl::Span<const ModuleId> withVariableName(absl::string_view name) const;
   // The module owning the parameter or buffer with this full dotted name
   // ("encoder.layer.0.output.dense.weight"), or kNoModule. When a local
-  // name holds a dot and so two modules could own the name, the one listed
+  // name holds a dot and so two modules could give the name, the one listed
   // first.
   ModuleId ownerOfTensor(absl::string_view full_name) const;
 

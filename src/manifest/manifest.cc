@@ -174,6 +174,26 @@ absl::Status ManifestBuilder::IndexPaths(absl::string_view origin) {
   }
   std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(shape_ranges_);
   std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(read_ranges_);
+  for (std::size_t i = 0; i < rep.modules.size(); ++i) {
+    const ModuleRecord& r = rep.modules[i];
+    const std::uint32_t count = r.parameter_count + r.buffer_count;
+    if (count <= ManifestRep::kSearchedTensors) continue;
+    for (std::uint32_t t = 0; t < count; ++t) {
+      rep.large_module_tensors.emplace(static_cast<ModuleId>(i),
+                                       rep.tensors[r.first_tensor + t].name);
+    }
+  }
+  if (rep.dotted_tensor_names) {
+    for (std::size_t i = 0; i < rep.modules.size(); ++i) {
+      const ModuleRecord& r = rep.modules[i];
+      const absl::string_view path = rep.Path(static_cast<ModuleId>(i));
+      for (std::uint32_t t = 0; t < r.parameter_count + r.buffer_count; ++t) {
+        const absl::string_view name = rep.tensors[r.first_tensor + t].name;
+        rep.tensor_owner.emplace(path.empty() ? std::string(name) : absl::StrCat(path, ".", name),
+                                 static_cast<ModuleId>(i));
+      }
+    }
+  }
   rep.chars.shrink_to_fit();  // the keys below view it: no more appends
   rep.by_path.reserve(rep.modules.size());
   for (std::size_t i = 0; i < rep.modules.size(); ++i) {
@@ -246,6 +266,16 @@ absl::Span<const ModuleId> Manifest::children(ModuleId id) const {
   const internal::ModuleRecord& r = rep_->modules[id];
   return absl::MakeConstSpan(rep_->children.data() + r.first_child, r.child_count);
 }
+
+absl::Span<const TensorSpec> Manifest::parameters(ModuleId id) const {
+  const internal::ModuleRecord& r = rep_->modules[id];
+  return absl::MakeConstSpan(rep_->tensors.data() + r.first_tensor, r.parameter_count);
+}
+absl::Span<const ForwardEvent> Manifest::forward(ModuleId id) const {
+  const internal::ModuleRecord& r = rep_->modules[id];
+  return absl::MakeConstSpan(rep_->events.data() + r.first_event, r.event_count);
+}
+bool Manifest::traced(ModuleId id) const { return rep_->modules[id].traced; }
 
 Manifest Manifest::FromModulePaths(
     const std::vector<std::pair<std::string, std::string>>& paths_and_classes) {
@@ -346,35 +376,27 @@ absl::Span<const ModuleId> Manifest::withVariableName(absl::string_view name) co
 }
 
 ModuleId Manifest::ownerOfTensor(absl::string_view full_name) const {
-  // The module's path, then its tensor's local name. Local names hold no
-  // dot (torch's attribute names cannot), so the last dot splits them;
-  // otherwise every split is tried, shortest path first (an ancestor, listed
-  // before its descendants, as when the names were keys of one table).
-  const auto owns = [&](ModuleId m, absl::string_view local) {
-    if (m == kNoModule) return false;
-    const internal::ModuleRecord& r = rep_->modules[m];
-    const TensorSpec* begin = rep_->tensors.data() + r.first_tensor;
-    const TensorSpec* end = begin + r.parameter_count + r.buffer_count;
-    return std::any_of(begin, end, [&](const TensorSpec& t) { return t.name == local; });
-  };
-  const auto split = [&](std::size_t dot) {
-    return dot == absl::string_view::npos
-               ? std::make_pair(absl::string_view(), full_name)
-               : std::make_pair(full_name.substr(0, dot), full_name.substr(dot + 1));
-  };
-  if (!rep_->dotted_tensor_names) {
-    const auto [path, local] = split(full_name.rfind('.'));
-    const ModuleId m = find(path);
-    return owns(m, local) ? m : kNoModule;
+  if (rep_->dotted_tensor_names) {
+    auto it = rep_->tensor_owner.find(full_name);
+    return it == rep_->tensor_owner.end() ? kNoModule : it->second;
   }
-  std::size_t dot = absl::string_view::npos;  // the root's tensor first
-  while (true) {
-    const auto [path, local] = split(dot);
-    const ModuleId m = find(path);
-    if (owns(m, local)) return m;
-    dot = full_name.find('.', dot == absl::string_view::npos ? 0 : dot + 1);
-    if (dot == absl::string_view::npos) return kNoModule;
+  // The module's path, then its tensor's local name, which holds no dot
+  // (torch's attribute names cannot).
+  const std::size_t dot = full_name.rfind('.');
+  const ModuleId m = find(dot == absl::string_view::npos ? absl::string_view()
+                                                         : full_name.substr(0, dot));
+  if (m == kNoModule) return kNoModule;
+  const absl::string_view local =
+      dot == absl::string_view::npos ? full_name : full_name.substr(dot + 1);
+  const internal::ModuleRecord& r = rep_->modules[m];
+  const std::uint32_t count = r.parameter_count + r.buffer_count;
+  if (count > internal::ManifestRep::kSearchedTensors) {
+    return rep_->large_module_tensors.contains(std::make_pair(m, local)) ? m : kNoModule;
   }
+  const TensorSpec* begin = rep_->tensors.data() + r.first_tensor;
+  return std::any_of(begin, begin + count, [&](const TensorSpec& t) { return t.name == local; })
+             ? m
+             : kNoModule;
 }
 
 bool Manifest::isAncestorOrSelf(ModuleId ancestor, ModuleId id) const {

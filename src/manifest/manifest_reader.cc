@@ -74,7 +74,20 @@ absl::Status ReadForward(const JsonValue& list, std::size_t i, ManifestBuilder* 
   builder->StartForward();
   // The module's own tensors, for the names its operations read.
   const absl::Span<const TensorSpec> own = builder->LastTensors();
+  // A module holds a few tensors and an operation reads fewer: lists are
+  // searched. Past kSearched entries, hashed (a hostile file's million
+  // names would otherwise cost a million squared comparisons).
+  constexpr std::size_t kSearched = 16;
+  absl::flat_hash_set<absl::string_view> own_set;
+  if (own.size() > kSearched) {
+    for (const TensorSpec& t : own) own_set.insert(t.name);
+  }
+  const auto owned = [&](absl::string_view name) {
+    if (own.size() > kSearched) return own_set.contains(name);
+    return std::any_of(own.begin(), own.end(), [&](const TensorSpec& t) { return t.name == name; });
+  };
   std::vector<absl::string_view> reads;
+  absl::flat_hash_set<absl::string_view> read_set;  // reads, once they are many
   std::size_t event = 0;
   return list.ForEachElement([&](const JsonValue& e) -> absl::Status {
     if (!e.is_object()) return e.Error("expected an object");
@@ -94,6 +107,7 @@ absl::Status ReadForward(const JsonValue& list, std::size_t i, ManifestBuilder* 
     }
     SEMMAP_ASSIGN_OR_RETURN(absl::string_view op, f[1]->AsString(/*allow_empty=*/false));
     reads.clear();
+    read_set.clear();
     if (f[2]) {
       const JsonValue& list_of_reads = *f[2];
       if (!list_of_reads.is_array()) return list_of_reads.Error("expected an array");
@@ -102,14 +116,15 @@ absl::Status ReadForward(const JsonValue& list, std::size_t i, ManifestBuilder* 
       }
       SEMMAP_RETURN_IF_ERROR(list_of_reads.ForEachElement([&](const JsonValue& r) -> absl::Status {
         SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, r.AsString(/*allow_empty=*/false));
-        // A module holds a few tensors and an operation reads fewer: lists
-        // searched, not hashed.
-        if (std::none_of(own.begin(), own.end(),
-                         [&](const TensorSpec& t) { return t.name == name; })) {
+        if (!owned(name)) {
           return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
                                       "\" is not a parameter or buffer of this module"));
         }
-        if (std::find(reads.begin(), reads.end(), name) != reads.end()) {
+        if (reads.size() == kSearched) read_set.insert(reads.begin(), reads.end());
+        const bool twice = reads.size() < kSearched
+                               ? std::find(reads.begin(), reads.end(), name) != reads.end()
+                               : !read_set.insert(name).second;
+        if (twice) {
           return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
                                       "\" is listed twice"));
         }
@@ -391,13 +406,13 @@ absl::Status CheckCallsAcyclic(absl::string_view origin, const Manifest& m) {
   };
   std::vector<Frame> stack;
   for (std::size_t start = 0; start < m.size(); ++start) {
-    if (state[start] != kNew || m.module(static_cast<ModuleId>(start)).forward.empty()) continue;
+    if (state[start] != kNew || m.forward(static_cast<ModuleId>(start)).empty()) continue;
     state[start] = kOpen;
     stack.push_back({start, 0});
     while (!stack.empty()) {
       Frame& top = stack.back();
       const absl::Span<const ForwardEvent> forward =
-          m.module(static_cast<ModuleId>(top.module)).forward;
+          m.forward(static_cast<ModuleId>(top.module));
       if (top.event == forward.size()) {
         state[top.module] = kDone;
         stack.pop_back();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "semmap/manifest.h"
@@ -72,9 +73,17 @@ struct ManifestRep {
   std::vector<ModuleId> variable_name_order;
   absl::flat_hash_map<absl::string_view, std::pair<std::uint32_t, std::uint32_t>>
       by_variable_name;
+  // A module's tensors are searched by name when it has at most
+  // kSearchedTensors; the tensors of larger modules are in this table
+  // (a hostile manifest's module of a million tensors stays O(1)).
+  static constexpr std::uint32_t kSearchedTensors = 16;
+  absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> large_module_tensors;
   // Some tensor's local name holds a dot (never in torch, where attribute
-  // names cannot): ownerOfTensor then tries every split of a name.
+  // names cannot): a name cannot then be split at its last dot, and every
+  // tensor's full name is in this table instead (the first module listed
+  // keeps a name two could give).
   bool dotted_tensor_names = false;
+  absl::flat_hash_map<std::string, ModuleId> tensor_owner;
 
   absl::string_view Path(ModuleId id) const {
     const ModuleRecord& r = modules[id];

@@ -211,6 +211,39 @@ TEST_CASE("A tensor name holding a dot is owned by the first module it can name"
   CHECK(m->module(m->find("a.b")).parameters[1].shape == std::vector<std::int64_t>{3});
 }
 
+TEST_CASE("Modules with many tensors are looked up and checked by hash", "[manifest]") {
+  // 40 parameters (above the lists searched one by one), one op reading
+  // them all; then the same op reading one twice, and one it lacks.
+  const auto manifest = [](const std::string& extra_read) {
+    std::string params, reads;
+    for (int k = 0; k < 40; ++k) {
+      if (k > 0) params += ",", reads += ",";
+      params += R"({"name":"p)" + std::to_string(k) + R"(","shape":[2],"dtype":"float32"})";
+      reads += "\"p" + std::to_string(k) + "\"";
+    }
+    return R"({"format":"semmap.manifest","schema_version":2,"model":{"class":"M","qualified_class":"t.M"},"modules":[)"
+           R"({"path":"","class":"M","qualified_class":"t.M","parent":null,"children":["big"],"parameters":[],"buffers":[]},)"
+           R"({"path":"big","class":"B","qualified_class":"t.B","parent":"","children":[],"parameters":[)" +
+           params + R"(],"buffers":[],"forward":[{"op":"cat","reads":[)" + reads + extra_read +
+           "]}]}]}";
+  };
+  auto m = Manifest::Parse(manifest(""), "big.json");
+  REQUIRE(m.ok());
+  const semmap::ModuleId big = m->find("big");
+  CHECK(m->module(big).forward[0].reads.size() == 40);
+  CHECK(m->ownerOfTensor("big.p0") == big);
+  CHECK(m->ownerOfTensor("big.p39") == big);
+  CHECK(m->ownerOfTensor("big.p40") == semmap::kNoModule);
+  CHECK(m->ownerOfTensor("p0") == semmap::kNoModule);
+  auto twice = Manifest::Parse(manifest(R"(,"p25")"), "twice.json");
+  REQUIRE_FALSE(twice.ok());
+  CHECK_THAT(std::string(twice.status().message()), Catch::Contains("\"p25\" is listed twice"));
+  auto lacking = Manifest::Parse(manifest(R"(,"q")"), "lacking.json");
+  REQUIRE_FALSE(lacking.ok());
+  CHECK_THAT(std::string(lacking.status().message()),
+             Catch::Contains("\"q\" is not a parameter or buffer of this module"));
+}
+
 namespace {
 
 // A two-module manifest of `version` whose root's entry ends with `forward`.

@@ -69,7 +69,7 @@ namespace {
 std::vector<std::size_t> CallCounts(const Manifest& manifest, ModuleId root) {
   std::vector<std::vector<ModuleId>> callers(manifest.size());
   for (std::size_t c = 0; c < manifest.size(); ++c) {
-    for (const ForwardEvent& e : manifest.module(static_cast<ModuleId>(c)).forward) {
+    for (const ForwardEvent& e : manifest.forward(static_cast<ModuleId>(c))) {
       if (e.call != kNoModule && static_cast<std::size_t>(e.call) < manifest.size()) {
         callers[e.call].push_back(static_cast<ModuleId>(c));
       }
@@ -154,7 +154,7 @@ void TensorEvidence::FindSharedTensors() {
     }
     for (std::size_t m = 0; m < manifest_.size(); ++m) {
       if (calls[m] == 0) continue;
-      for (const TensorSpec& p : manifest_.module(static_cast<ModuleId>(m)).parameters) {
+      for (const TensorSpec& p : manifest_.parameters(static_cast<ModuleId>(m))) {
         if (!named.contains(std::make_pair(static_cast<ModuleId>(m), absl::string_view(p.name)))) {
           unnamed.emplace(p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()));
         }
@@ -177,7 +177,7 @@ void TensorEvidence::FindSharedTensors() {
       // else they are the parent's own (an attention reading its output
       // projection's weight without calling it).
       const bool idle = !info.traced && info.parent != kNoModule &&
-                        manifest_.module(info.parent).traced && calls[info.parent] > 0;
+                        manifest_.traced(info.parent) && calls[info.parent] > 0;
       const std::vector<std::int64_t> dims(t.dims.begin(), t.dims.end());
       if (idle && unnamed.contains(std::make_pair(local, dims)) && read_by(t, 0, false) > 0) {
         shared_.insert(t.name);

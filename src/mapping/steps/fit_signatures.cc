@@ -27,7 +27,7 @@ OpConflicts CheckSignatureOps(const Graph& graph, absl::Span<const ModuleId> nod
   for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
     const ModuleId m = node_modules[n];
     if (m == kNoModule) continue;
-    if (traced[m] < 0) traced[m] = manifest.module(m).traced;
+    if (traced[m] < 0) traced[m] = manifest.traced(m);
     if (traced[m] == 0) continue;
     const NodeId id = static_cast<NodeId>(n);
     const absl::string_view op = nodes.opType(id);
@@ -42,7 +42,7 @@ OpConflicts CheckSignatureOps(const Graph& graph, absl::Span<const ModuleId> nod
     if (e == explained.end()) {
       bool judged = false;
       bool any = false;
-      for (const ForwardEvent& event : manifest.module(m).forward) {
+      for (const ForwardEvent& event : manifest.forward(m)) {
         if (event.call != kNoModule || !queries.ExplainsCheckedOps(event.op)) continue;
         judged = true;
         any = any || queries.MayExportAs(event.op, op);
@@ -109,7 +109,7 @@ std::vector<OwnReads> OwnParameterReads(const Manifest& manifest) {
 ModuleId CalledNext(const Manifest& manifest, ModuleId m) {
   const ModuleId parent = manifest.parent(m);
   if (parent == kNoModule) return kNoModule;
-  const absl::Span<const ForwardEvent> events = manifest.module(parent).forward;
+  const absl::Span<const ForwardEvent> events = manifest.forward(parent);
   for (std::size_t i = 0; i + 1 < events.size(); ++i) {
     if (events[i].call == m) return events[i + 1].call;
   }
@@ -151,7 +151,7 @@ FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_mod
     // exporters fold its kind.
     bool normalises = false;
     bool foldable = false;
-    for (const ForwardEvent& event : manifest.module(next).forward) {
+    for (const ForwardEvent& event : manifest.forward(next)) {
       if (event.call != kNoModule || event.reads.empty()) continue;
       normalises = normalises || queries.ExplainsCheckedOps(event.op);
       foldable = foldable || queries.IsFoldedOp(event.op);

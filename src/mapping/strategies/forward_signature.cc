@@ -60,7 +60,7 @@ void ForwardSignatures::BuildIndex() const {
     container_[m] = !info.traced && RuleQueries(rules_).IsUncalledModule(info);
   }
   for (std::size_t m = 0; m < n; ++m) {
-    const absl::Span<const ForwardEvent> forward = manifest_.module(static_cast<ModuleId>(m)).forward;
+    const absl::Span<const ForwardEvent> forward = manifest_.forward(static_cast<ModuleId>(m));
     ModuleIndex& x = index_[m];
     x.calls_begin = calls_.size();
     x.reads_begin = reads_.size();
@@ -105,7 +105,7 @@ bool ForwardSignatures::Matches(absl::string_view torch_op, absl::string_view op
 
 std::size_t ForwardSignatures::CallToward(ModuleId module, ModuleId target,
                                           std::size_t from) const {
-  const std::size_t none = manifest_.module(module).forward.size();
+  const std::size_t none = manifest_.forward(module).size();
   const ModuleIndex& x = index_[static_cast<std::size_t>(module)];
   const auto first = calls_.begin() + static_cast<std::ptrdiff_t>(x.calls_begin);
   const auto last = calls_.begin() + static_cast<std::ptrdiff_t>(x.calls_end);
@@ -125,19 +125,19 @@ std::size_t ForwardSignatures::LastReadBefore(ModuleId module, std::size_t end) 
   const ModuleIndex& x = index_[static_cast<std::size_t>(module)];
   const auto first = reads_.begin() + static_cast<std::ptrdiff_t>(x.reads_begin);
   const auto it = std::lower_bound(first, reads_.begin() + static_cast<std::ptrdiff_t>(x.reads_end), end);
-  return it == first ? manifest_.module(module).forward.size() : *(it - 1);
+  return it == first ? manifest_.forward(module).size() : *(it - 1);
 }
 
 std::size_t ForwardSignatures::FirstReadFrom(ModuleId module, std::size_t from) const {
   const ModuleIndex& x = index_[static_cast<std::size_t>(module)];
   const auto last = reads_.begin() + static_cast<std::ptrdiff_t>(x.reads_end);
   const auto it = std::lower_bound(reads_.begin() + static_cast<std::ptrdiff_t>(x.reads_begin), last, from);
-  return it == last ? manifest_.module(module).forward.size() : *it;
+  return it == last ? manifest_.forward(module).size() : *it;
 }
 
 bool ForwardSignatures::Append(ModuleId module, std::size_t begin, std::size_t end, int depth,
                                std::vector<ExpectedOp>* out) const {
-  const absl::Span<const ForwardEvent> events = manifest_.module(module).forward;
+  const absl::Span<const ForwardEvent> events = manifest_.forward(module);
   for (std::size_t k = begin; k < end && k < events.size(); ++k) {
     if (!Charge(1)) return false;
     const ForwardEvent& e = events[k];
@@ -172,14 +172,14 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
     return false;
   }
   while (lca != kNoModule && container_[static_cast<std::size_t>(lca)]) lca = manifest_.parent(lca);
-  if (lca == kNoModule || !manifest_.module(lca).traced) return false;
+  if (lca == kNoModule || !manifest_.traced(lca)) return false;
   // Up from A: the rest of A's forward from the last operation reading its
   // weights (its other nodes may lie in the gap), then each ancestor's
   // forward after its call toward A.
   if (a != lca) {
-    if (!manifest_.module(a).traced) return false;
+    if (!manifest_.traced(a)) return false;
     const std::size_t last = index_[static_cast<std::size_t>(a)].last_read;
-    if (!Append(a, last, manifest_.module(a).forward.size(), 0, out)) return false;
+    if (!Append(a, last, manifest_.forward(a).size(), 0, out)) return false;
     for (ModuleId m = manifest_.parent(a); m != lca; m = manifest_.parent(m)) {
       if (container_[static_cast<std::size_t>(m)]) continue;
       const ModuleInfo& info = manifest_.module(m);
@@ -192,7 +192,7 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   // The LCA's own events between its call toward A (or, when A is the
   // LCA, its last weight read before the call toward B) and its call
   // toward B (or its first weight read after that).
-  const absl::Span<const ForwardEvent> events = manifest_.module(lca).forward;
+  const absl::Span<const ForwardEvent> events = manifest_.forward(lca);
   std::size_t begin = 0;
   if (a == lca) {
     begin = LastReadBefore(lca, CallToward(lca, b, 0));
@@ -219,9 +219,9 @@ bool ForwardSignatures::Between(ModuleId a, ModuleId b, std::vector<ExpectedOp>*
   }
   for (std::size_t k = down.size(); k-- > 1;) {
     const ModuleId m = down[k];
-    if (!manifest_.module(m).traced) return false;
+    if (!manifest_.traced(m)) return false;
     const std::size_t call = CallToward(m, b, 0);
-    if (call == manifest_.module(m).forward.size()) return false;
+    if (call == manifest_.forward(m).size()) return false;
     if (!Append(m, 0, call, 0, out)) return false;
   }
   // B's own operations before its first call, up to the last that reads
@@ -286,7 +286,7 @@ std::vector<ModuleId> ForwardSignatures::Align(absl::Span<const absl::string_vie
 }
 
 bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<ForwardCall>* out) {
-  if (manifest.size() == 0 || !manifest.module(manifest.root()).traced) return false;
+  if (manifest.size() == 0 || !manifest.traced(manifest.root())) return false;
   std::size_t all_events = 0;
   for (const ModuleInfo& info : manifest.modules()) all_events += info.forward.size();
   std::size_t budget = kMaxVisited + kVisitsPerItem * (graph_nodes + all_events);
@@ -297,7 +297,7 @@ bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<F
   std::vector<Frame> stack = {{manifest.root(), 0}};
   while (!stack.empty()) {
     const ModuleId module = stack.back().module;
-    const absl::Span<const ForwardEvent> events = manifest.module(module).forward;
+    const absl::Span<const ForwardEvent> events = manifest.forward(module);
     if (stack.back().next >= events.size()) {
       stack.pop_back();
       continue;
@@ -306,7 +306,7 @@ bool ExpandRoot(const Manifest& manifest, std::size_t graph_nodes, std::vector<F
     const ForwardEvent& e = events[stack.back().next++];
     if (e.call == kNoModule) {
       out->push_back({module, &e});
-    } else if (manifest.module(e.call).traced) {
+    } else if (manifest.traced(e.call)) {
       stack.push_back({e.call, 0});
     }
   }
@@ -317,11 +317,11 @@ std::vector<std::vector<std::int64_t>> FirstReads(const Manifest& manifest,
                                                   absl::Span<const ForwardCall> calls) {
   std::vector<std::vector<std::int64_t>> first(manifest.size());
   for (std::size_t m = 0; m < manifest.size(); ++m) {
-    first[m].assign(manifest.module(static_cast<ModuleId>(m)).parameters.size(), -1);
+    first[m].assign(manifest.parameters(static_cast<ModuleId>(m)).size(), -1);
   }
   std::int64_t index = 0;
   for (const ForwardCall& call : calls) {
-    const absl::Span<const TensorSpec> params = manifest.module(call.module).parameters;
+    const absl::Span<const TensorSpec> params = manifest.parameters(call.module);
     for (absl::string_view read : call.event->reads) {
       for (std::size_t p = 0; p < params.size(); ++p) {
         if (params[p].name != read) continue;

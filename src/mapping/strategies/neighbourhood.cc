@@ -132,7 +132,7 @@ class NodeRules {
       m.strategy = Strategy::kOpRule;
       m.evidence = evidence_->Intern(absl::StrCat("shape computation follows its ", consumers.count, " consumers"));
     } else if (consumers.count > 0 && consumers.agree && ReadsWeight(graph_, n) &&
-               !manifest_.module(consumers.lca).parameters.empty()) {
+               !manifest_.parameters(consumers.lca).empty()) {
       m.module = consumers.lca;
       m.confidence = kWeightToConsumer * consumers.weakest;
       m.evidence = evidence_->Intern("reads an unnamed weight; its consumers' module holds the parameters");
@@ -238,7 +238,7 @@ class NodeRules {
   // Runs() of `module`, or of its first traced ancestor for a container;
   // true when there is none.
   bool OwnerRuns(ModuleId module, absl::string_view op_type) {
-    while (module != kNoModule && !manifest_.module(module).traced) module = manifest_.parent(module);
+    while (module != kNoModule && !manifest_.traced(module)) module = manifest_.parent(module);
     return module == kNoModule || Runs(module, op_type);
   }
 
@@ -248,7 +248,7 @@ class NodeRules {
     const auto [it, added] = runs_.try_emplace(std::make_pair(module, op_type), false);
     if (added) {
       const RuleQueries rules(rules_);
-      for (const ForwardEvent& e : manifest_.module(module).forward) {
+      for (const ForwardEvent& e : manifest_.forward(module)) {
         if (e.call == kNoModule && rules.MayExportAs(e.op, op_type)) {
           it->second = true;
           break;

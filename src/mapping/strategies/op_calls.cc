@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "graph/node_fields.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
 #include "mapping/core/name_family.h"
@@ -44,7 +45,11 @@ using Call = ForwardCall;
 class OpCallPlacer {
  public:
   OpCallPlacer(const MappingContext& context, const std::vector<bool>& shape)
-      : context_(context), graph_(context.graph), manifest_(context.manifest), shape_(&shape) {}
+      : context_(context),
+        graph_(context.graph),
+        nodes_(context.graph),
+        manifest_(context.manifest),
+        shape_(&shape) {}
 
   OpCallPlaces Run() {
     if (!AnyUnmapped()) return {};
@@ -128,10 +133,10 @@ class OpCallPlacer {
     const RuleQueries rules(context_.rules);
     absl::flat_hash_map<absl::string_view, std::size_t> index;
     for (std::size_t i = 0; i < graph_.size(); ++i) {
-      const Node n = graph_.node(static_cast<NodeId>(i));
+      const NodeId id = static_cast<NodeId>(i);
       absl::string_view op;
       std::uint64_t call = 0;
-      if (n.subgraph != 0 || !rules.OpCallName(n.name, &op, &call)) continue;
+      if (nodes_.subgraph(id) != 0 || !rules.OpCallName(nodes_.name(id), &op, &call)) continue;
       auto it = index.try_emplace(op, ops_.size());
       if (it.second) ops_.push_back({op, {}, false});
       ops_[it.first->second].nodes.push_back({call, static_cast<NodeId>(i)});
@@ -180,11 +185,13 @@ class OpCallPlacer {
     read_pos_.assign(graph_.size(), kNowhere);
     any_read_.assign(graph_.size(), kNowhere);
     for (std::size_t i = 0; i < graph_.size(); ++i) {
-      const Node n = graph_.node(static_cast<NodeId>(i));
-      if (n.subgraph != 0) continue;
-      for (std::size_t k = 0; k < n.inputs.size() && read_pos_[i] == kNowhere; ++k) {
-        if (graph_.initializerOf(n.input_values[k]) == nullptr) continue;
-        const absl::string_view name = n.inputs[k];
+      const NodeId id = static_cast<NodeId>(i);
+      if (nodes_.subgraph(id) != 0) continue;
+      const absl::Span<const absl::string_view> inputs = nodes_.inputs(id);
+      const absl::Span<const ValueId> input_values = nodes_.inputValues(id);
+      for (std::size_t k = 0; k < inputs.size() && read_pos_[i] == kNowhere; ++k) {
+        if (graph_.initializerOf(input_values[k]) == nullptr) continue;
+        const absl::string_view name = inputs[k];
         if (context_.tensors.IsShared(name)) continue;
         const ModuleId owner = context_.tensors.LiteralOwner(name);
         if (owner == kNoModule) continue;
@@ -193,7 +200,7 @@ class OpCallPlacer {
         if (it == read_at_.end() || it->second == kNowhere) continue;
         const absl::string_view op = calls_[static_cast<std::size_t>(it->second)].event->op;
         if (any_read_[i] == kNowhere) any_read_[i] = it->second;
-        if (MayExport(rules, op, n.op_type)) read_pos_[i] = it->second;
+        if (MayExport(rules, op, nodes_.opType(id))) read_pos_[i] = it->second;
       }
     }
   }
@@ -286,10 +293,12 @@ class OpCallPlacer {
   std::map<Dims, std::vector<NodeId>> SharedReaders(std::vector<std::int64_t>* taken) const {
     std::map<Dims, std::vector<NodeId>> readers;
     for (std::size_t i = 0; i < graph_.size(); ++i) {
-      const Node n = graph_.node(static_cast<NodeId>(i));
-      if (n.subgraph != 0) continue;
-      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
-        const TensorInfo* t = SharedRead(n.input_values[k], n.inputs[k]);
+      const NodeId id = static_cast<NodeId>(i);
+      if (nodes_.subgraph(id) != 0) continue;
+      const absl::Span<const absl::string_view> inputs = nodes_.inputs(id);
+      const absl::Span<const ValueId> input_values = nodes_.inputValues(id);
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        const TensorInfo* t = SharedRead(input_values[k], inputs[k]);
         if (t == nullptr) continue;
         const std::int64_t place = Place(static_cast<NodeId>(i));
         if (place != kNowhere) {
@@ -360,7 +369,7 @@ class OpCallPlacer {
         if (at == read_at_.end() || at->second != static_cast<std::int64_t>(k) || named.contains(key)) {
           continue;
         }
-        const absl::Span<const TensorSpec> params = manifest_.module(call.module).parameters;
+        const absl::Span<const TensorSpec> params = manifest_.parameters(call.module);
         const auto p = std::find_if(params.begin(), params.end(),
                                     [&](const TensorSpec& spec) { return spec.name == read; });
         if (p == params.end()) continue;
@@ -402,10 +411,12 @@ class OpCallPlacer {
   // Whether some main-graph node makes a SharedRead().
   bool AnySharedRead() const {
     for (std::size_t i = 0; i < graph_.size(); ++i) {
-      const Node n = graph_.node(static_cast<NodeId>(i));
-      if (n.subgraph != 0) continue;
-      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
-        if (SharedRead(n.input_values[k], n.inputs[k]) != nullptr) return true;
+      const NodeId id = static_cast<NodeId>(i);
+      if (nodes_.subgraph(id) != 0) continue;
+      const absl::Span<const absl::string_view> inputs = nodes_.inputs(id);
+      const absl::Span<const ValueId> input_values = nodes_.inputValues(id);
+      for (std::size_t k = 0; k < inputs.size(); ++k) {
+        if (SharedRead(input_values[k], inputs[k]) != nullptr) return true;
       }
     }
     return false;
@@ -442,10 +453,9 @@ class OpCallPlacer {
     std::vector<Reach> reach(graph_.size());
     std::vector<std::size_t> faults(ops_.size(), 0);
     for (std::size_t i = 0; i < graph_.size(); ++i) {
-      const Node n = graph_.node(static_cast<NodeId>(i));
-      if (n.subgraph != 0) continue;
+      if (nodes_.subgraph(static_cast<NodeId>(i)) != 0) continue;
       Reach best;
-      for (const ValueId v : n.input_values) {
+      for (const ValueId v : nodes_.inputValues(static_cast<NodeId>(i))) {
         const NodeId p = graph_.producer(v);
         if (p == kNoNode || static_cast<std::size_t>(p) >= i) continue;
         if (reach[p].at > best.at) best = reach[p];
@@ -483,14 +493,14 @@ class OpCallPlacer {
     from_.assign(n, 0);
     until_.assign(n, kNowhere);
     for (std::size_t i = 0; i < n; ++i) {
-      for (const ValueId v : graph_.node(static_cast<NodeId>(i)).input_values) {
+      for (const ValueId v : nodes_.inputValues(static_cast<NodeId>(i))) {
         const NodeId p = graph_.producer(v);
         if (p == kNoNode || static_cast<std::size_t>(p) >= i) continue;
         from_[i] = std::max(from_[i], From(p));
       }
     }
     for (std::size_t i = n; i-- > 0;) {
-      for (const ValueId v : graph_.node(static_cast<NodeId>(i)).output_values) {
+      for (const ValueId v : nodes_.outputValues(static_cast<NodeId>(i))) {
         for (const NodeId c : graph_.consumers(v)) {
           if (static_cast<std::size_t>(c) <= i) continue;
           for (const std::int64_t at : {until_[c], Place(c)}) {
@@ -536,7 +546,7 @@ class OpCallPlacer {
       std::vector<std::pair<std::uint64_t, NodeId>> keyed;
       for (const NodeId i : nodes) {
         std::uint64_t key = 0;
-        if (!rules.OrderKey(graph_.node(i).name, &key)) break;
+        if (!rules.OrderKey(nodes_.name(i), &key)) break;
         keyed.push_back({key, i});
       }
       if (keyed.size() != nodes.size()) continue;
@@ -557,7 +567,7 @@ class OpCallPlacer {
   // The rank >= 2 initializer node i reads that no parameter is named
   // after, or nullptr.
   const TensorInfo* UnnamedWeightOf(NodeId i) const {
-    for (const ValueId v : graph_.node(i).input_values) {
+    for (const ValueId v : nodes_.inputValues(i)) {
       const TensorInfo* t = graph_.initializerOf(v);
       if (t != nullptr && t->dims.size() >= 2 &&
           context_.tensors.ParameterOwner(t->name) == kNoModule) {
@@ -604,7 +614,7 @@ class OpCallPlacer {
   // may be (Compatible: the same shape or a matrix's transpose).
   bool ReadsShape(const Call& call, absl::Span<const std::int64_t> dims) const {
     for (absl::string_view read : call.event->reads) {
-      for (const TensorSpec& p : manifest_.module(call.module).parameters) {
+      for (const TensorSpec& p : manifest_.parameters(call.module)) {
         if (p.name == read && Compatible(dims, p.shape)) return true;
       }
     }
@@ -629,7 +639,7 @@ class OpCallPlacer {
     std::vector<std::int64_t>& in_call = in_call_;
     in_call.assign(n, kNowhere);
     for (std::size_t i = 0; i < n; ++i) {
-      for (const ValueId v : graph_.node(static_cast<NodeId>(i)).input_values) {
+      for (const ValueId v : nodes_.inputValues(static_cast<NodeId>(i))) {
         const NodeId p = graph_.producer(v);
         if (p == kNoNode || static_cast<std::size_t>(p) >= i) continue;
         first[i] = std::max({first[i], first[p], From(p), in_call[p]});
@@ -737,7 +747,7 @@ class OpCallPlacer {
   // named after another node plus a suffix: node_MatMul_55_quant_scales_mul).
   bool FromExport(NodeId i) const {
     if (context_.ops.FollowsConsumers(i) || context_.ops.IsQuantizerOp(i)) return false;
-    return DerivedFrom(graph_.node(i).name, [&](absl::string_view prefix) {
+    return DerivedFrom(nodes_.name(i), [&](absl::string_view prefix) {
              return graph_.find(prefix) != kNoNode;
            }).empty();
   }
@@ -780,6 +790,8 @@ class OpCallPlacer {
 
   const MappingContext& context_;
   const Graph& graph_;
+  // The passes over every node read single fields (no Node assembled).
+  const NodeFields nodes_;
   const Manifest& manifest_;
   const std::vector<bool>* shape_;
   std::vector<Call> calls_;

@@ -200,7 +200,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   for (const auto& [module, t] : tied_reads) {
     const absl::string_view local = t->name.substr(t->name.rfind('.') + 1);
     bool tied = false;
-    for (const TensorSpec& spec : manifest_.module(module).parameters) {
+    for (const TensorSpec& spec : manifest_.parameters(module)) {
       if (spec.name == local && Compatible(t->dims, spec.shape)) {
         claimed.emplace(module, spec.name);
         tied = true;
@@ -221,7 +221,7 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
   };
   std::vector<Param> params;
   for (std::size_t m = 0; m < manifest_.size(); ++m) {
-    for (const TensorSpec& spec : manifest_.module(static_cast<ModuleId>(m)).parameters) {
+    for (const TensorSpec& spec : manifest_.parameters(static_cast<ModuleId>(m))) {
       if (spec.shape.size() >= 2 && !claimed.contains({static_cast<ModuleId>(m), spec.name})) {
         params.push_back({static_cast<ModuleId>(m), &spec});
       }
