@@ -153,13 +153,28 @@ void ManifestBuilder::SetParent(ModuleId id, ModuleId parent) {
   r.depth = rep_->modules[parent].depth + 1;  // parents come first
 }
 
-void ManifestBuilder::SetChildren(std::vector<ModuleId> children,
-                                  const std::vector<std::size_t>& first) {
-  rep_->children = std::move(children);
-  for (std::size_t m = 0; m < rep_->modules.size(); ++m) {
-    rep_->modules[m].first_child = static_cast<std::uint32_t>(first[m]);
-    rep_->modules[m].child_count = static_cast<std::uint32_t>(first[m + 1] - first[m]);
+ManifestBuilder::ChildLayout ManifestBuilder::ChildrenByParent() const {
+  const std::vector<ModuleRecord>& mods = rep_->modules;
+  const std::size_t n = mods.size();
+  ChildLayout layout;
+  layout.first.assign(n + 1, 0);
+  for (std::size_t i = 1; i < n; ++i) ++layout.first[mods[i].parent + 1];
+  for (std::size_t i = 0; i < n; ++i) layout.first[i + 1] += layout.first[i];
+  layout.children.resize(n > 0 ? n - 1 : 0);
+  std::vector<std::size_t> next(layout.first.begin(), layout.first.end() - 1);
+  for (std::size_t i = 1; i < n; ++i) {
+    layout.children[next[mods[i].parent]++] = static_cast<ModuleId>(i);
   }
+  return layout;
+}
+
+void ManifestBuilder::SetChildren(ChildLayout layout) {
+  for (std::size_t m = 0; m < rep_->modules.size(); ++m) {
+    rep_->modules[m].first_child = static_cast<std::uint32_t>(layout.first[m]);
+    rep_->modules[m].child_count =
+        static_cast<std::uint32_t>(layout.first[m + 1] - layout.first[m]);
+  }
+  rep_->children = std::move(layout.children);
 }
 
 absl::Status ManifestBuilder::IndexPaths(absl::string_view origin) {
@@ -318,19 +333,12 @@ Manifest Manifest::FromModulePaths(
     }
     if (parent != 0) set_class(parent, entry.second);
   }
-  // A parent's children in the order they were added (by id).
-  const std::size_t n = parents.size();
-  std::vector<std::size_t> first(n + 1, 0);
-  for (std::size_t i = 1; i < n; ++i) ++first[parents[i] + 1];
-  for (std::size_t i = 0; i < n; ++i) first[i + 1] += first[i];
-  std::vector<ModuleId> children(n - 1);
-  {
-    std::vector<std::size_t> next(first.begin(), first.end() - 1);
-    for (std::size_t i = 1; i < n; ++i) children[next[parents[i]]++] = static_cast<ModuleId>(i);
-  }
   (void)builder.IndexPaths("");  // paths are unique by construction
-  for (std::size_t i = 1; i < n; ++i) builder.SetParent(static_cast<ModuleId>(i), parents[i]);
-  builder.SetChildren(std::move(children), first);
+  for (std::size_t i = 1; i < parents.size(); ++i) {
+    builder.SetParent(static_cast<ModuleId>(i), parents[i]);
+  }
+  // A parent's children in the order they were added (by id).
+  builder.SetChildren(builder.ChildrenByParent());
   builder.FinishLinks();
   return Manifest(std::move(rep));
 }

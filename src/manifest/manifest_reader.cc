@@ -334,16 +334,9 @@ absl::Status LinkChildren(absl::string_view origin, const Links& links, const Ma
   // the lists agree with the parents, each module's children take these
   // places, in the order its list gives.
   const std::size_t n = rep.modules.size();
-  std::vector<std::size_t> first_kid(n + 1, 0);
-  for (std::size_t i = 1; i < n; ++i) ++first_kid[rep.modules[i].parent + 1];
-  for (std::size_t i = 0; i < n; ++i) first_kid[i + 1] += first_kid[i];
-  std::vector<ModuleId> kids(n > 0 ? n - 1 : 0);
-  {
-    std::vector<std::size_t> next(first_kid.begin(), first_kid.end() - 1);
-    for (std::size_t i = 1; i < n; ++i) {
-      kids[next[rep.modules[i].parent]++] = static_cast<ModuleId>(i);
-    }
-  }
+  ManifestBuilder::ChildLayout layout = builder->ChildrenByParent();
+  std::vector<ModuleId>& kids = layout.children;
+  const std::vector<std::size_t>& first_kid = layout.first;
   std::vector<bool> listed(n, false);
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t first = links.first_child[i], end = links.first_child[i + 1];
@@ -390,7 +383,7 @@ absl::Status LinkChildren(absl::string_view origin, const Links& links, const Ma
                          "parent does not list this module among its children");
     }
   }
-  builder->SetChildren(std::move(kids), first_kid);
+  builder->SetChildren(std::move(layout));
   return absl::OkStatus();
 }
 

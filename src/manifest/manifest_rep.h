@@ -9,9 +9,9 @@
 // tensor names, dtypes and op names repeat across modules and are kept once
 // (`interned`). TensorSpec and ForwardEvent are stored as the public views
 // themselves, so ModuleInfo hands out spans of them; ModuleAt assembles a
-// ModuleInfo on access. At 183,112 modules that is about 20 MB against the
-// 88 MB of one ModuleInfo (three strings, a variable name and four vectors)
-// per module.
+// ModuleInfo on access. 1.x kept a ModuleInfo per module (four strings and
+// four vectors, 88 MB at 183,112 modules); a manifest loaded alone now
+// peaks at 180 MB instead of 241 MB, most of it simdjson's document.
 #ifndef SEMMAP_SRC_MANIFEST_MANIFEST_REP_H_
 #define SEMMAP_SRC_MANIFEST_MANIFEST_REP_H_
 
@@ -121,9 +121,16 @@ class ManifestBuilder {
   // The tensors of the last module added, as added so far.
   absl::Span<const TensorSpec> LastTensors() const;
 
-  // Lays out the children: `children[k]` of module `m` for every module, in
-  // `first[m] .. first[m + 1]` (first has size() + 1 entries).
-  void SetChildren(std::vector<ModuleId> children, const std::vector<std::size_t>& first);
+  // The modules naming each module as their parent (set by SetParent), in
+  // manifest order: module m's are children[first[m] .. first[m + 1]).
+  struct ChildLayout {
+    std::vector<ModuleId> children;
+    std::vector<std::size_t> first;  // size() + 1 entries
+  };
+  ChildLayout ChildrenByParent() const;
+  // Lays out the children: module m's are layout.children[layout.first[m]
+  // .. layout.first[m + 1]), in registration order.
+  void SetChildren(ChildLayout layout);
   void SetParent(ModuleId id, ModuleId parent);
 
   // Fixes the spans and indexes the paths: InvalidArgument naming `origin`
