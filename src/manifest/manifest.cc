@@ -51,20 +51,21 @@ absl::string_view LastAtom(absl::string_view path) {
 }  // namespace
 
 ModuleInfo ModuleAt(const ManifestRep* rep, std::ptrdiff_t index) {
-  const ModuleRecord& r = rep->modules[index];
+  const ModuleId id = static_cast<ModuleId>(index);
+  const ModuleRecord& r = rep->modules[id];
+  const absl::Span<const TensorSpec> tensors = rep->Tensors(id);
   ModuleInfo info;
-  info.path = absl::string_view(rep->chars.data() + r.path, r.path_size);
+  info.path = rep->Path(id);
   info.class_name = rep->classes[r.class_index].first;
   info.qualified_class = rep->classes[r.class_index].second;
   info.parent = r.parent;
-  info.children = absl::MakeConstSpan(rep->children.data() + r.first_child, r.child_count);
-  info.parameters = absl::MakeConstSpan(rep->tensors.data() + r.first_tensor, r.parameter_count);
-  info.buffers = absl::MakeConstSpan(rep->tensors.data() + r.first_tensor + r.parameter_count,
-                                     r.buffer_count);
+  info.children = rep->Children(id);
+  info.parameters = tensors.subspan(0, r.parameter_count);
+  info.buffers = tensors.subspan(r.parameter_count);
   info.depth = r.depth;
   info.numbered_children = r.numbered_children;
   info.variable_name = info.path.substr(r.variable_name);
-  info.forward = absl::MakeConstSpan(rep->events.data() + r.first_event, r.event_count);
+  info.forward = rep->Events(id);
   info.traced = r.traced;
   return info;
 }
@@ -120,9 +121,7 @@ void ManifestBuilder::AddTensor(bool buffer, absl::string_view name,
 }
 
 absl::Span<const TensorSpec> ManifestBuilder::LastTensors() const {
-  const ModuleRecord& r = rep_->modules.back();
-  return absl::MakeConstSpan(rep_->tensors.data() + r.first_tensor,
-                             r.parameter_count + r.buffer_count);
+  return rep_->Tensors(static_cast<ModuleId>(rep_->modules.size() - 1));
 }
 
 void ManifestBuilder::StartForward() { rep_->modules.back().traced = true; }
@@ -189,24 +188,16 @@ absl::Status ManifestBuilder::IndexPaths(absl::string_view origin) {
   }
   std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(shape_ranges_);
   std::vector<std::pair<std::uint32_t, std::uint32_t>>().swap(read_ranges_);
-  for (std::size_t i = 0; i < rep.modules.size(); ++i) {
-    const ModuleRecord& r = rep.modules[i];
-    const std::uint32_t count = r.parameter_count + r.buffer_count;
-    if (count <= ManifestRep::kSearchedTensors) continue;
-    for (std::uint32_t t = 0; t < count; ++t) {
-      rep.large_module_tensors.emplace(static_cast<ModuleId>(i),
-                                       rep.tensors[r.first_tensor + t].name);
+  for (ModuleId m = 0; m < static_cast<ModuleId>(rep.modules.size()); ++m) {
+    const absl::Span<const TensorSpec> tensors = rep.Tensors(m);
+    if (tensors.size() > ManifestRep::kSearchedTensors) {
+      for (const TensorSpec& t : tensors) rep.large_module_tensors.emplace(m, t.name);
     }
-  }
-  if (rep.dotted_tensor_names) {
-    for (std::size_t i = 0; i < rep.modules.size(); ++i) {
-      const ModuleRecord& r = rep.modules[i];
-      const absl::string_view path = rep.Path(static_cast<ModuleId>(i));
-      for (std::uint32_t t = 0; t < r.parameter_count + r.buffer_count; ++t) {
-        const absl::string_view name = rep.tensors[r.first_tensor + t].name;
-        rep.tensor_owner.emplace(path.empty() ? std::string(name) : absl::StrCat(path, ".", name),
-                                 static_cast<ModuleId>(i));
-      }
+    if (!rep.dotted_tensor_names) continue;
+    const absl::string_view path = rep.Path(m);
+    for (const TensorSpec& t : tensors) {
+      rep.tensor_owner.emplace(path.empty() ? std::string(t.name) : absl::StrCat(path, ".", t.name),
+                               m);
     }
   }
   rep.chars.shrink_to_fit();  // the keys below view it: no more appends
@@ -252,11 +243,11 @@ void ManifestBuilder::FinishLinks() {
   }
   // A ModuleList or Sequential: children whose last atoms are all numbers.
   for (std::size_t i = 0; i < n; ++i) {
-    ModuleRecord& r = rep.modules[i];
-    r.numbered_children = r.child_count > 0;
-    for (std::uint32_t k = 0; k < r.child_count && r.numbered_children; ++k) {
-      r.numbered_children = IsNumericAtom(LastAtom(rep.Path(rep.children[r.first_child + k])));
-    }
+    const absl::Span<const ModuleId> children = rep.Children(static_cast<ModuleId>(i));
+    rep.modules[i].numbered_children =
+        !children.empty() && std::all_of(children.begin(), children.end(), [&](ModuleId c) {
+          return IsNumericAtom(LastAtom(rep.Path(c)));
+        });
   }
 }
 
@@ -277,19 +268,12 @@ std::size_t Manifest::size() const { return rep_->modules.size(); }
 absl::string_view Manifest::path(ModuleId id) const { return rep_->Path(id); }
 ModuleId Manifest::parent(ModuleId id) const { return rep_->modules[id].parent; }
 int Manifest::depth(ModuleId id) const { return rep_->modules[id].depth; }
-absl::Span<const ModuleId> Manifest::children(ModuleId id) const {
-  const internal::ModuleRecord& r = rep_->modules[id];
-  return absl::MakeConstSpan(rep_->children.data() + r.first_child, r.child_count);
-}
+absl::Span<const ModuleId> Manifest::children(ModuleId id) const { return rep_->Children(id); }
 
 absl::Span<const TensorSpec> Manifest::parameters(ModuleId id) const {
-  const internal::ModuleRecord& r = rep_->modules[id];
-  return absl::MakeConstSpan(rep_->tensors.data() + r.first_tensor, r.parameter_count);
+  return rep_->Tensors(id).subspan(0, rep_->modules[id].parameter_count);
 }
-absl::Span<const ForwardEvent> Manifest::forward(ModuleId id) const {
-  const internal::ModuleRecord& r = rep_->modules[id];
-  return absl::MakeConstSpan(rep_->events.data() + r.first_event, r.event_count);
-}
+absl::Span<const ForwardEvent> Manifest::forward(ModuleId id) const { return rep_->Events(id); }
 bool Manifest::traced(ModuleId id) const { return rep_->modules[id].traced; }
 
 Manifest Manifest::FromModulePaths(
@@ -396,13 +380,12 @@ ModuleId Manifest::ownerOfTensor(absl::string_view full_name) const {
   if (m == kNoModule) return kNoModule;
   const absl::string_view local =
       dot == absl::string_view::npos ? full_name : full_name.substr(dot + 1);
-  const internal::ModuleRecord& r = rep_->modules[m];
-  const std::uint32_t count = r.parameter_count + r.buffer_count;
-  if (count > internal::ManifestRep::kSearchedTensors) {
+  const absl::Span<const TensorSpec> tensors = rep_->Tensors(m);
+  if (tensors.size() > internal::ManifestRep::kSearchedTensors) {
     return rep_->large_module_tensors.contains(std::make_pair(m, local)) ? m : kNoModule;
   }
-  const TensorSpec* begin = rep_->tensors.data() + r.first_tensor;
-  return std::any_of(begin, begin + count, [&](const TensorSpec& t) { return t.name == local; })
+  return std::any_of(tensors.begin(), tensors.end(),
+                     [&](const TensorSpec& t) { return t.name == local; })
              ? m
              : kNoModule;
 }

@@ -85,9 +85,24 @@ struct ManifestRep {
   bool dotted_tensor_names = false;
   absl::flat_hash_map<std::string, ModuleId> tensor_owner;
 
+  // A module's ranges of the flat arrays.
   absl::string_view Path(ModuleId id) const {
     const ModuleRecord& r = modules[id];
     return absl::string_view(chars.data() + r.path, r.path_size);
+  }
+  absl::Span<const ModuleId> Children(ModuleId id) const {
+    const ModuleRecord& r = modules[id];
+    return absl::MakeConstSpan(children.data() + r.first_child, r.child_count);
+  }
+  // Its parameters, then its buffers.
+  absl::Span<const TensorSpec> Tensors(ModuleId id) const {
+    const ModuleRecord& r = modules[id];
+    return absl::MakeConstSpan(tensors.data() + r.first_tensor,
+                               r.parameter_count + r.buffer_count);
+  }
+  absl::Span<const ForwardEvent> Events(ModuleId id) const {
+    const ModuleRecord& r = modules[id];
+    return absl::MakeConstSpan(events.data() + r.first_event, r.event_count);
   }
 };
 
