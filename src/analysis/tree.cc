@@ -7,6 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "manifest/rule_queries.h"
+#include "mapping/core/mapper_access.h"
+#include "mapping/core/mapping_record.h"
 
 namespace semmap {
 namespace {
@@ -65,21 +67,30 @@ ModuleNodeCounts CountModuleNodes(const SemanticMapper& mapper,
   const Manifest& manifest = mapper.manifest();
   ModuleNodeCounts c;
   c.own.assign(manifest.size(), 0);
-  const MappingList mappings = mapper.mapAll();
-  for (std::size_t i = 0; i < mappings.size(); ++i) {
-    const Mapping& m = mappings[i];
-    if (node_filter && !node_filter(static_cast<NodeId>(i), m)) continue;
+  const auto count = [&c](ModuleId module, bool mapped) {
     ++c.counted;
-    if (m.mapped()) {
-      ++c.own[m.module];
+    if (mapped) {
+      ++c.own[module];
     } else {
       ++c.unmapped;
+    }
+  };
+  if (node_filter) {
+    const MappingList mappings = mapper.mapAll();
+    for (std::size_t i = 0; i < mappings.size(); ++i) {
+      const Mapping& m = mappings[i];
+      if (node_filter(static_cast<NodeId>(i), m)) count(m.module, m.mapped());
+    }
+  } else {
+    // Without a filter no Mapping is needed: the records hold the module.
+    for (const internal::MappingRecord& r : internal::MapperAccess::Records(mapper)) {
+      count(r.module, r.mapped());
     }
   }
   // Parents precede children in a manifest: accumulate bottom-up.
   c.subtree = c.own;
   for (std::size_t i = manifest.size(); i-- > 1;) {
-    c.subtree[manifest.module(static_cast<ModuleId>(i)).parent] += c.subtree[i];
+    c.subtree[manifest.parent(static_cast<ModuleId>(i))] += c.subtree[i];
   }
   return c;
 }

@@ -180,30 +180,15 @@ void WriteSummaryJson(std::ostream& out, const SemanticMapper& mapper,
                       const JsonSources& sources) {
   const Manifest& manifest = mapper.manifest();
   const RootBinding& b = mapper.rootBinding();
-  // Every count below in one pass over the mapper's records: a Mapping
-  // assembled per node would read each node's module from the manifest.
-  std::size_t confident = 0, mapped = 0;
-  std::array<std::size_t, kStrategyCount> counts{};
-  ModuleNodeCounts per_module;
-  per_module.own.assign(manifest.size(), 0);
+  // Counted from the mapper's records: a Mapping assembled per node would
+  // read each node's module from the manifest.
+  std::size_t confident = 0;
   for (const internal::MappingRecord& r : internal::MapperAccess::Records(mapper)) {
-    ++per_module.counted;
-    ++counts[static_cast<std::size_t>(r.strategy)];
-    mapped += r.confidence > 0;  // SemanticMapper::mappedCount()
-    if (r.mapped()) {
-      ++per_module.own[r.module];
-      confident += r.confidence >= kConfidentFloor;  // Mapping::confident()
-    } else {
-      ++per_module.unmapped;
-    }
+    confident += r.mapped() && r.confidence >= kConfidentFloor;  // Mapping::confident()
   }
-  // Parents precede children in a manifest: accumulated bottom-up, as
-  // CountModuleNodes does.
-  per_module.subtree = per_module.own;
-  for (std::size_t i = manifest.size(); i-- > 1;) {
-    per_module.subtree[manifest.module(static_cast<ModuleId>(i)).parent] +=
-        per_module.subtree[i];
-  }
+  const std::size_t mapped = mapper.mappedCount();
+  const auto counts = mapper.strategyCounts();
+  const ModuleNodeCounts per_module = CountModuleNodes(mapper);
   std::string text;
   JsonWriter w(&text);
   w.BeginObject();
