@@ -4,11 +4,17 @@ The manifest lists every entry of ``model.named_modules()`` in order (root
 first, path ``""``) with its class, parent, children and own parameters and
 buffers; given example inputs, also what each module's forward ran
 (:mod:`semmap.manifest._forward`). See ``docs/manifest.md`` for the format.
+
+A TorchScript module (``torch.jit.script``, ``torch.jit.trace``,
+``torch.jit.load``) gets the classes of the modules it was made from
+(:func:`module_class`), and no forward signatures: hooks, which record them,
+are not supported on ScriptModules.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from typing import Any
 
@@ -28,6 +34,54 @@ def qualified_class(obj: object) -> str:
     """``type(obj).__module__ + "." + type(obj).__qualname__``."""
     cls = type(obj)
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+#: The namespace atoms TorchScript inserts to tell apart the types it makes from one
+#: Python class (a scripted module with other constants, every traced module after the
+#: first): ``torch.nn.modules.conv.___torch_mangle_3.Conv2d``.
+_TORCHSCRIPT_MANGLE = re.compile(r"___torch_mangle_[0-9]+")
+
+
+def _script_class(module: torch.jit.ScriptModule) -> tuple[str, str] | None:
+    """(class, qualified class) of the Python class a ScriptModule was made from, or None if unknown.
+
+    TorchScript names a module's type ``__torch__.<module>.<class>``, with
+    ``___torch_mangle_N`` atoms for the variants of one class and without the
+    module for classes of ``__main__``; ``torchvision.models.resnet.ResNet``
+    is ``__torch__.torchvision.models.resnet.ResNet``, a second ``Conv2d``
+    ``__torch__.torch.nn.modules.conv.___torch_mangle_0.Conv2d``. The type
+    keeps the class's ``__name__``, not its ``__qualname__``: a class nested
+    in another loses the enclosing class's name.
+    """
+    try:
+        name = str(module._c._type().qualified_name())
+        original = module.original_name
+    except (AttributeError, RuntimeError):  # a ScriptModule not yet initialised, or a future torch
+        return None
+    atoms = [a for a in name.split(".") if a and not _TORCHSCRIPT_MANGLE.fullmatch(a)]
+    if atoms[:1] == ["__torch__"]:
+        atoms = atoms[1:]
+    if not atoms:
+        return None
+    if len(atoms) == 1:  # TorchScript drops the module name __main__
+        atoms.insert(0, "__main__")
+    return (original or atoms[-1]), ".".join(atoms)
+
+
+def module_class(module: torch.nn.Module) -> tuple[str, str]:
+    """The class name and qualified class the manifest records for ``module``.
+
+    ``type(module).__name__`` and :func:`qualified_class`; for a TorchScript
+    module (whose Python type is ``RecursiveScriptModule``), those of the class
+    it was scripted or traced from, read from its TorchScript type
+    (:func:`_script_class`), so that ``torch.nn.modules.linear.Linear`` reads
+    the same for a loaded module as for an eager one.
+    """
+    if isinstance(module, torch.jit.ScriptModule):
+        names = _script_class(module)
+        if names is not None:
+            return names
+    return type(module).__name__, qualified_class(module)
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -72,6 +126,18 @@ def _signatures(model: torch.nn.Module, inputs: Inputs | None) -> dict[str, list
     if inputs is None:
         return {}
     args, kwargs = split_inputs(inputs)  # inputs of another kind are the caller's error: TypeError
+    scripted = next((p for p, m in model.named_modules() if isinstance(m, torch.jit.ScriptModule)), None)
+    if scripted is not None:
+        # register_forward_pre_hook raises on a ScriptModule, and its forward runs
+        # in TorchScript, where no TorchFunctionMode sees the ops: nothing to record
+        where = "the model" if scripted == "" else f"module {scripted!r}"
+        warnings.warn(
+            f"semmap.manifest: forward signatures not recorded (schema version 1 written): {where} is a "
+            "TorchScript module (hooks are not supported on ScriptModules); the manifest has module paths, "
+            "classes and tensors only",
+            stacklevel=3,
+        )
+        return {}
     try:
         return record_signatures(model, args, kwargs)
     except Exception as e:  # the structure is still worth writing
@@ -98,6 +164,9 @@ def build_manifest(
             forward pass (eval mode, no grad) records each module's
             ``forward`` signature and the manifest is schema version 2; if
             that pass raises, a warning says so and the manifest is version 1.
+            A model that is or holds a TorchScript module (``torch.jit.script``,
+            ``trace``, ``load``) is not run: hooks are not supported on
+            ScriptModules, so a warning says so and the manifest is version 1.
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
@@ -118,10 +187,11 @@ def build_manifest(
             child_path = f"{path}.{child_name}" if path else child_name
             if child_path in path_set:
                 children.append(child_path)
+        class_name, qualified = module_class(module)
         entry: dict[str, Any] = {
             "path": path,
-            "class": type(module).__name__,
-            "qualified_class": qualified_class(module),
+            "class": class_name,
+            "qualified_class": qualified,
             "parent": parent,
             "children": children,
             "parameters": [_tensor_entry(n, t) for n, t in module.named_parameters(recurse=False)],
@@ -134,9 +204,10 @@ def build_manifest(
         p: paths_by_id[id(m)] for p, m in named if p not in path_set and id(m) in paths_by_id
     }
     config = getattr(model, "config", None)
+    class_name, qualified = module_class(model)
     model_info: dict[str, Any] = {
-        "class": type(model).__name__,
-        "qualified_class": qualified_class(model),
+        "class": class_name,
+        "qualified_class": qualified,
         "model_type": getattr(config, "model_type", None),
     }
     if config_summary:
