@@ -1,5 +1,7 @@
 #include "graph/exporter_metadata.h"
 
+#include <algorithm>
+
 #include "semmap/metadata_keys.h"
 
 #include "absl/strings/ascii.h"
@@ -114,6 +116,12 @@ bool ReadModuleStack(absl::Span<const MetadataEntry> metadata, ModuleStack* out)
     if (p == kEmptyStackMarker) return false;
   }
   return !out->paths.empty();
+}
+
+bool RewrittenByExporter(absl::Span<const MetadataEntry> metadata) {
+  constexpr absl::string_view kRewriteRuleKey = "pkg.onnxscript.rewriter.rule_name";
+  return std::any_of(metadata.begin(), metadata.end(),
+                     [&](const MetadataEntry& kv) { return kv.first == kRewriteRuleKey; });
 }
 
 }  // namespace internal

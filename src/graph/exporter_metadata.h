@@ -35,6 +35,11 @@ struct ModuleStack {
 // carries none (or only the exporter's empty-stack marker).
 bool ReadModuleStack(absl::Span<const MetadataEntry> metadata, ModuleStack* out);
 
+// Whether the exporter's own optimizer rewrote the node from several nodes
+// (onnxscript's rewriter names its rule in the node's metadata: a Conv
+// with a BatchNorm folded in, labelled with the BatchNorm's stack).
+bool RewrittenByExporter(absl::Span<const MetadataEntry> metadata);
+
 // Parses a Python repr of a list of strings ("['a', \"b\"]"). False on
 // anything else. Handles the escapes repr produces.
 bool ParsePythonStringList(absl::string_view text, std::vector<std::string>* out);

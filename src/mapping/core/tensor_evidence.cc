@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/text.h"
+#include "graph/exporter_metadata.h"
 #include "graph/node_fields.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
@@ -26,7 +28,6 @@ using confidence::tensor::kDisagree;
 using confidence::tensor::kRewritten;
 using confidence::tensor::kFusedDominant;
 constexpr int kMaxChain = 4;
-constexpr absl::string_view kRewriteRuleKey = "pkg.onnxscript.rewriter.rule_name";
 
 // The op a TorchScript value name says produced it: "Add" for
 // "/enc/layers.0/Add_1_output_0", "LayerNormalization" for
@@ -114,6 +115,9 @@ void TensorEvidence::FindSharedTensors() {
       if (v == kNoValue) continue;
       for (const NodeId c : graph_.consumers(v)) {
         const absl::Span<const ValueId> inputs = nodes.inputValues(c);
+        // A node whose subgraph reads the value (an If, a Loop) computes
+        // nothing with it: the subgraph's reader does, and counts itself.
+        if (std::find(inputs.begin(), inputs.end(), v) == inputs.end()) continue;
         const absl::Span<const ValueId> outputs = nodes.outputValues(c);
         if (ops_.IsWeightPassthrough(c) && depth < kMaxChain && !outputs.empty() &&
             !inputs.empty() && inputs[0] == v) {
@@ -259,6 +263,22 @@ bool TensorEvidence::NamesManifest(std::size_t share) const {
 }
 
 ModuleId TensorEvidence::ParameterOwner(absl::string_view value) const {
+  const ModuleId owner = SuffixedOwner(value);
+  if (owner != kNoModule) return owner;
+  // A tensor a tool named with the parameter's name inside a longer one (a
+  // quantizer's "q_output_<parameter>_1", an inliner's prefix): the
+  // parameter's module owns it.
+  const absl::string_view embedded = EmbeddedParameter(value);
+  return embedded.empty() ? kNoModule : LiteralOwner(embedded);
+}
+
+absl::string_view TensorEvidence::EmbeddedParameter(absl::string_view value) const {
+  return FindEmbeddedName(value, ParameterLikeName, [this](absl::string_view part) {
+    return LiteralOwner(part) != kNoModule;
+  });
+}
+
+ModuleId TensorEvidence::SuffixedOwner(absl::string_view value) const {
   // The name as written first: a parameter may end like a suffix the rules
   // strip from derived values ("features.1.0.layer_scale" is no
   // "features.1.0.layer" plus a quantizer's "_scale").
@@ -316,10 +336,7 @@ ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int 
 bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* evidence,
                                     OriginTable* origins) const {
   if (!m->mapped()) return false;
-  const absl::Span<const MetadataEntry> metadata = NodeFields(graph_).metadata(id);
-  const bool rewritten = std::any_of(metadata.begin(), metadata.end(),
-                                     [](const auto& kv) { return kv.first == kRewriteRuleKey; });
-  if (!rewritten) return false;
+  if (!RewrittenByExporter(NodeFields(graph_).metadata(id))) return false;
   const Node& n = graph_.node(id);
   std::vector<ModuleId> owners;
   for (absl::string_view input : n.inputs) {

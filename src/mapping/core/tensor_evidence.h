@@ -94,9 +94,16 @@ class TensorEvidence {
   bool NamesManifest(std::size_t share) const;
 
   // The module owning the parameter or buffer named `value` under the root
-  // binding (as written, else with the rules' value suffixes stripped), or
-  // kNoModule.
+  // binding (as written, else with the rules' value suffixes stripped, else
+  // the one whose name a tool embedded in `value`: FindEmbeddedName,
+  // base/text.h), or kNoModule.
   ModuleId ParameterOwner(absl::string_view value) const;
+  // ParameterOwner() without the embedded names: the name as written or
+  // with the rules' suffixes (value suffixes, derived tensors) read.
+  ModuleId SuffixedOwner(absl::string_view value) const;
+  // The parameter or buffer name a tool embedded in `value`, resolving
+  // under the root binding (FindEmbeddedName), or an empty view.
+  absl::string_view EmbeddedParameter(absl::string_view value) const;
   // ParameterOwner() of the name exactly as written.
   ModuleId LiteralOwner(absl::string_view value) const;
   // A parameter-named initializer read by more nodes than its module's

@@ -13,6 +13,7 @@
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "base/text.h"
+#include "graph/exporter_metadata.h"
 #include "graph/node_fields.h"
 #include "mapping/core/weight_shapes.h"
 #include "mapping/steps/fit_notes.h"
@@ -62,21 +63,6 @@ constexpr std::size_t kOpConflictShare = 10;
 // "folded_ops"; steps/fit_signatures.h): a misfit from this many on, when
 // they are most of the folds. Every fixture with its own manifest has none.
 constexpr std::size_t kMinFoldConflicts = 3;
-
-// "encoder.layer.0.output.dense.weight": dotted identifier atoms, as torch
-// names parameters; not an exporter's own name ("onnx::MatMul_12",
-// "val_3", "/encoder/.../Constant_output_0").
-bool ParameterLike(absl::string_view name) {
-  if (name.empty() || name.find('.') == absl::string_view::npos) return false;
-  if (absl::ascii_isdigit(static_cast<unsigned char>(name.front()))) return false;
-  char previous = '.';
-  for (char c : name) {
-    const bool ok = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-    if (!ok || (c == '.' && previous == '.')) return false;
-    previous = c;
-  }
-  return previous != '.';
-}
 
 // False when no prefix of `name` is ParameterLike: a prefix keeps the first
 // character and has a '.' only if `name` has one. StripValueSuffixes only
@@ -292,7 +278,7 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     // The name as written first; then without the suffixes the rules strip
     // from derived values ("x_quantized").
     absl::string_view name = t.name;
-    ModuleId owner = ParameterLike(name) ? tensors.LiteralOwner(name) : kNoModule;
+    ModuleId owner = ParameterLikeName(name) ? tensors.LiteralOwner(name) : kNoModule;
     if (owner == kNoModule) {
       // The rules' patterns run only where a stripped name could be
       // parameter-like (most exporter names, "onnx::MatMul_12" or
@@ -300,23 +286,34 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
       const absl::string_view stripped =
           MayStartParameterLike(name) ? internal::RuleQueries(rules).StripValueSuffixes(t.name)
                                       : name;
-      if (stripped.size() != name.size() && ParameterLike(stripped)) {
+      if (stripped.size() != name.size() && ParameterLikeName(stripped)) {
         const ModuleId stripped_owner = tensors.LiteralOwner(stripped);
-        if (stripped_owner != kNoModule || !ParameterLike(name)) {
+        if (stripped_owner != kNoModule || !ParameterLikeName(name)) {
           name = stripped;
           owner = stripped_owner;
         }
       }
-      if (!ParameterLike(name)) continue;
+      if (!ParameterLikeName(name)) continue;
       // A tensor a tool derived from a parameter and named after it (rules
       // "derived_tensor_suffixes": a quantizer's per-reader copy
       // "<bias>0_quantized"): its module's, of a shape of its own.
-      const ModuleId derived = owner == kNoModule ? tensors.ParameterOwner(t.name) : kNoModule;
+      const ModuleId derived = owner == kNoModule ? tensors.SuffixedOwner(t.name) : kNoModule;
       if (derived != kNoModule) {
         ++fit->named_tensors;
         ++fit->matched_tensors;
         Touch(manifest, derived, touched);
         continue;
+      }
+      // A tool's name with the parameter's inside it (a quantizer's
+      // "q_output_<parameter>_1"): the parameter's evidence, judged like
+      // its own name below. A name no parameter hides in is judged as
+      // written.
+      if (owner == kNoModule) {
+        const absl::string_view embedded = tensors.EmbeddedParameter(t.name);
+        if (!embedded.empty()) {
+          name = embedded;
+          owner = tensors.LiteralOwner(embedded);
+        }
       }
     }
     bool beyond_wrapper = false;
@@ -352,8 +349,12 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     Touch(manifest, owner, touched);
     // A tensor named after a parameter with a quantizer's suffix is derived
     // from it (its scale, zero point, packed blocks): its shape is its own,
-    // unless it is the quantized parameter itself, carried on as data.
-    if (name.size() != t.name.size() && !CarriedAsData(graph, ops, t)) continue;
+    // unless it is the quantized parameter itself, carried on as data, or
+    // the parameter under a prefix alone (a wrapper's).
+    if (name.size() != t.name.size() && !absl::EndsWith(t.name, name) &&
+        !CarriedAsData(graph, ops, t)) {
+      continue;
+    }
     const TensorSpec* spec = FindSpec(manifest.module(owner), name.substr(name.rfind('.') + 1));
     if (spec == nullptr || t.dims.empty()) continue;  // scalar or unknown shape
     const std::int64_t have = ElementCount(t.dims);
@@ -419,6 +420,10 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
     }
     if (library[m] == 0) continue;
     const NodeId id = static_cast<NodeId>(n);
+    // A node the exporter's optimizer rewrote from several modules' nodes
+    // (a Conv with the BatchNorm after it folded in, labelled with the
+    // BatchNorm's stack) computes with another module's weights.
+    if (RewrittenByExporter(nodes.metadata(id))) continue;
     const absl::Span<const ValueId> node_inputs = nodes.inputValues(id);
     // A library op reads its weight as one of its first two operands (the
     // embedding table of a Gather, the B of a MatMul, the W of a Conv);
@@ -430,7 +435,9 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
       if (t == nullptr) continue;
       const std::int64_t have = ElementCount(t->dims);
       if (have < 0) continue;
-      const bool named = tensors.LiteralOwner(t->name) != kNoModule;  // CheckTensors
+      // Named: CheckTensors judges it (as written, with a tool's suffix, or
+      // inside a tool's name: "m0/<parameter>" of a prefixing tool).
+      const bool named = tensors.ParameterOwner(t->name) != kNoModule;
       if (named || t->dims.size() < 2 || !IsFloat(t->elem_type)) continue;
       ++fit->unnamed_weights;
       bool sized = false;

@@ -11,6 +11,7 @@
 
 #include "absl/types/span.h"
 #include "mapping/steps/group_scopes.h"
+#include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/root_binding.h"
 
@@ -21,8 +22,11 @@ namespace internal {
 // offer 10^5 callers of one segment): first the identity (ONNX root ==
 // manifest root); then each module that directly calls a module whose
 // variable name is a scope's first segment (with and without a "_N" call
-// suffix); then each run of up to `max_wrapper_segments` leading segments
-// that name no module. `ordered` is GraphScopes::ordered: the result
+// suffix); then, for a first segment that names no module, each of the
+// root's first 16 children whose attribute is the segment spelt with other
+// case or underscores ("_model" for "model") as the module it names (root:
+// the child, wrapper: the segment); then each run of up to
+// `max_wrapper_segments` leading segments that name no module. `ordered` is GraphScopes::ordered: the result
 // depends only on the scopes, not on hash iteration order.
 std::vector<RootBinding> RootBindingCandidates(const Manifest& manifest,
                                                absl::Span<Scope* const> ordered,
@@ -37,6 +41,32 @@ std::vector<RootBinding> RootBindingCandidates(const Manifest& manifest,
 // ResolveScopesUnder would).
 RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const> ordered,
                               int max_wrapper_segments);
+
+// A graph without scopes (`binding->scoped_nodes` 0: names stripped, or
+// metadata dropped by a tool) learns a wrapper from the initializers' names: when the leading
+// atoms (up to `max_wrapper_segments`) of the parameter-named initializers
+// name no module and, dropped, make at least half of those names and more
+// than as written parameters or buffers of the manifest (a wrapper
+// module's "inner.embeddings.LayerNorm.bias" against the inner model's
+// manifest), they become `binding->wrapper`. Linear in the initializers.
+void BindInitializerWrapper(const Graph& graph, const Manifest& manifest,
+                            int max_wrapper_segments, RootBinding* binding);
+
+// ChooseRootBinding; when `tied` is given, it receives the candidates as
+// good as the best but for their module (equal sub-models of the manifest).
+RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const> ordered,
+                              int max_wrapper_segments, std::vector<RootBinding>* tied);
+
+// ChooseRootBinding for a file holding several sub-models (scopes behind
+// different inliners' prefixes, Scope::prefix: one per If branch): each
+// sub-model's scopes are bound on their own, and resolved under their
+// binding. Where equal sub-models of the manifest bind equally well, each
+// sub-model takes the next one not taken and its scopes' resolutions are
+// marked ambiguous (their answers are a guess). Returns the binding of the
+// sub-model with the most scoped nodes, its counts summed over all; the
+// same as ChooseRootBinding when there is one sub-model.
+RootBinding ChooseRootBindings(const Manifest& manifest, absl::Span<Scope* const> ordered,
+                               int max_wrapper_segments);
 
 // Sets each scope's `resolution` under `binding`. Many scopes are resolved
 // on two cores.

@@ -32,6 +32,11 @@ struct ReferenceEvidence {
   std::size_t known = 0;            // of those, names (or renamings) of R
   std::size_t shape_mismatches = 0; // same name, both shapes known, different
   std::string first_mismatch;       // "<name> [2,3] vs [3,2]"
+  // When no name is shared (a tool renamed every initializer): the weights
+  // of two or more dimensions of each graph, and of those, how many have a
+  // weight of the same dims in the other (as multisets).
+  std::size_t reference_weights = 0, reference_weights_paired = 0;
+  std::size_t processed_weights = 0, processed_weights_paired = 0;
 };
 
 ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
@@ -41,8 +46,11 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
 // at least half of R's initializers are found in P, at least half of P's
 // are R's (fusion adds a few), and at most 1 in 20 shared names differ in
 // shape. Graphs without initializers are judged by their graph input and
-// output names instead. Otherwise InvalidArgument stating the evidence
-// ("shares 3 of 120 initializers"); the caller adds the file names.
+// output names instead; graphs that share no initializer name at all (a tool
+// renamed every one) by their weights' shapes: nine in ten of either
+// graph's weights of two or more dimensions have one of the same dims in
+// the other. Otherwise InvalidArgument stating the evidence ("shares 3 of
+// 120 initializers"); the caller adds the file names.
 absl::Status CheckSameModel(const Graph& processed, const Graph& reference,
                             const Rules& rules);
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -27,6 +28,46 @@ constexpr std::size_t kMaxDerivedPathBytes = 1024;
 
 absl::string_view ScopeKey(absl::string_view name) {
   return name.substr(0, name.rfind('/'));
+}
+
+// A prefix needs this many scoped names behind it to be an inliner's.
+constexpr std::size_t kMinPrefixedNodes = 8;
+
+// Where the scoped part of `name` starts: 0 for "/a/b/Op", the first '/' of
+// "<prefix>/a/b/Op" (a scoped name behind a prefix, two '/' at least), or
+// npos.
+std::size_t ScopedStart(absl::string_view name) {
+  if (name.empty()) return absl::string_view::npos;
+  if (name.front() == '/') return 0;
+  const std::size_t slash = name.find('/');
+  if (slash == absl::string_view::npos || name.find('/', slash + 1) == absl::string_view::npos) {
+    return absl::string_view::npos;
+  }
+  return slash;
+}
+
+// The prefixes a tool put before TorchScript scopes when it inlined them
+// ("If_0_then_branch__Inline_0__/encoder/0/conv/Conv"), learned from the
+// file: the text before the first '/' of names that continue as a scoped
+// name, shared by kMinPrefixedNodes names or more.
+absl::flat_hash_set<absl::string_view> InliningPrefixes(const NodeFields& nodes, std::size_t n) {
+  absl::flat_hash_map<absl::string_view, std::size_t> counts;
+  for (std::size_t i = 0; i < n; ++i) {
+    const absl::string_view name = nodes.name(static_cast<NodeId>(i));
+    if (name.empty() || name.front() == '/') continue;
+    const std::size_t start = ScopedStart(name);
+    if (start != absl::string_view::npos) ++counts[name.substr(0, start)];
+  }
+  absl::flat_hash_set<absl::string_view> out;
+  for (const auto& [prefix, count] : counts) {
+    if (count >= kMinPrefixedNodes) out.insert(prefix);
+  }
+  return out;
+}
+
+// The scoped part of a name Number() took as scoped.
+absl::string_view ScopedPart(absl::string_view name) {
+  return name.front() == '/' ? name : name.substr(name.find('/'));
 }
 
 // The manifest-free module path of a scope: the metadata path as written,
@@ -131,7 +172,10 @@ class ScopeTable {
   // do not call it derived from a value name, else the node's module
   // stack, if any. A node with the previous scoped node's key (a module's
   // nodes usually follow each other) takes its scope without a lookup.
-  void Number(const NodeFields& nodes, const RuleQueries& queries, std::size_t from,
+  // A name behind one of `prefixes` counts as its scoped part, keyed with
+  // the prefix (each inlined sub-model's scopes are its own).
+  void Number(const NodeFields& nodes, const RuleQueries& queries,
+              const absl::flat_hash_set<absl::string_view>& prefixes, std::size_t from,
               std::size_t to, std::vector<std::uint32_t>* index) {
     ModuleStack stack;
     absl::string_view last_key;
@@ -139,7 +183,12 @@ class ScopeTable {
     for (std::size_t i = from; i < to; ++i) {
       const NodeId id = static_cast<NodeId>(i);
       const absl::string_view name = nodes.name(id);
-      if (!name.empty() && name.front() == '/' && !queries.IsDerivedNodeName(name)) {
+      bool scoped = !name.empty() && name.front() == '/';
+      if (!scoped && !prefixes.empty() && !name.empty()) {
+        const std::size_t start = ScopedStart(name);
+        scoped = start != absl::string_view::npos && prefixes.contains(name.substr(0, start));
+      }
+      if (scoped && !queries.IsDerivedNodeName(ScopedPart(name))) {
         const absl::string_view key = ScopeKey(name);
         if (last == kNone || key != last_key) {
           last = Name(key, i);
@@ -178,7 +227,10 @@ class ScopeTable {
       const std::size_t begin = pool->size();
       if (f.stack == kNone) {
         s.key = f.key;
-        const ScopePath path = ScopePath::Parse(nodes.name(static_cast<NodeId>(f.node)));
+        const absl::string_view name = nodes.name(static_cast<NodeId>(f.node));
+        const absl::string_view scoped = ScopedPart(name);
+        s.prefix = name.substr(0, name.size() - scoped.size());
+        const ScopePath path = ScopePath::Parse(scoped);
         pool->insert(pool->end(), path.segments().begin(), path.segments().end());
       } else {
         MetadataScope& stack = stack_scopes_[f.stack];
@@ -221,9 +273,10 @@ GraphScopes GroupScopes(const Graph& graph, const Rules& rules) {
   const std::size_t mid = n / 2;
   std::vector<std::uint32_t> index(n, kNone);
   ScopeTable tables[2];
+  const absl::flat_hash_set<absl::string_view> prefixes = InliningPrefixes(nodes, n);
   RunBoth(
-      parallel, [&] { tables[1].Number(nodes, queries, mid, n, &index); },
-      [&] { tables[0].Number(nodes, queries, 0, mid, &index); });
+      parallel, [&] { tables[1].Number(nodes, queries, prefixes, mid, n, &index); },
+      [&] { tables[0].Number(nodes, queries, prefixes, 0, mid, &index); });
   ScopeTable& table = tables[0];
   const std::vector<std::uint32_t> renumbered = table.Absorb(std::move(tables[1]));
   for (std::size_t i = mid; i < n; ++i) {

@@ -32,6 +32,10 @@ struct Scope {
   // Name scopes: the node name's text before its last '/' (a view into
   // the Graph).
   absl::string_view key;
+  // Name scopes behind an inliner's prefix ("If_0_then_branch__Inline_0__"
+  // before "/encoder/0/conv"): the prefix, which tells apart the sub-models
+  // of one file (a view into the Graph); empty otherwise.
+  absl::string_view prefix;
   std::string text;  // metadata: the module path the segments point into
   absl::Span<const absl::string_view> segments;  // into GraphScopes::segments
   std::string qualified_class;  // from metadata, when present
@@ -58,9 +62,12 @@ struct GraphScopes {
 };
 
 // Groups the nodes of `graph` by scope. A node name counts when it starts
-// with '/' and the rules do not call it derived from a value name
-// ("<value>_QuantizeLinear" describes the value's producer, not the node);
-// otherwise the node's exporter module stack (metadata), if any.
+// with '/', or continues so after a prefix that eight or more such names
+// share (a tool inlined a TorchScript graph: "If_0_then_branch__Inline_0__/
+// encoder/0/conv/Conv"; the prefix is learned from the file), and the rules
+// do not call it derived from a value name ("<value>_QuantizeLinear"
+// describes the value's producer, not the node); otherwise the node's
+// exporter module stack (metadata), if any.
 GraphScopes GroupScopes(const Graph& graph, const Rules& rules);
 
 // Module paths implied by the scopes alone, for mapping without a manifest,
