@@ -244,6 +244,10 @@ class SEMMAP_EXPORT Graph {
   absl::string_view producerName() const;
   absl::string_view producerVersion() const;
   const std::vector<MetadataEntry>& modelMetadata() const;
+  // The main graph's doc_string ("" when it has none). Tools that rebuild
+  // the ModelProto and drop its metadata_props keep it; the provenance
+  // record's second copy lives there (provenance.h).
+  absl::string_view graphDocString() const;
 
   // A Graph is a handle to immutable data: copies share it (O(1)), and the
   // strings and spans it hands out stay valid while any copy lives.

@@ -201,4 +201,6 @@ absl::string_view Graph::producerName() const { return rep_->producer_name; }
 absl::string_view Graph::producerVersion() const { return rep_->producer_version; }
 const std::vector<MetadataEntry>& Graph::modelMetadata() const { return rep_->model_metadata; }
 
+absl::string_view Graph::graphDocString() const { return rep_->graph_doc_string; }
+
 }  // namespace semmap

@@ -86,6 +86,10 @@ void GraphBuilder::AddModelMetadata(absl::string_view key, absl::string_view val
   rep_->model_metadata.emplace_back(Keep(key), Keep(value));
 }
 
+void GraphBuilder::SetGraphDocString(absl::string_view text) {
+  rep_->graph_doc_string = Keep(text);
+}
+
 absl::Status OpsetOutOfRange(absl::string_view origin, std::int64_t version) {
   return absl::InvalidArgumentError(absl::StrCat(
       origin, ": opset_import version ", version, " is out of range (not a valid ONNX model)"));

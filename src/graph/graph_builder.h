@@ -102,6 +102,7 @@ class GraphBuilder {
   void SetModelInfo(std::int64_t ir_version, absl::string_view producer_name,
                     absl::string_view producer_version, std::int64_t opset);
   void AddModelMetadata(absl::string_view key, absl::string_view value);
+  void SetGraphDocString(absl::string_view text);
   // Counts `n` more list entries against GraphOptions::max_list_entries:
   // call it before storing them. InvalidArgument above the limit.
   absl::Status Charge(std::size_t n);

@@ -97,6 +97,7 @@ struct GraphRep {
   absl::string_view producer_name;
   absl::string_view producer_version;
   std::vector<MetadataEntry> model_metadata;
+  absl::string_view graph_doc_string;  // the main graph's, the last one written
   // Values defined without a producer other than initializers: graph
   // inputs of every subgraph and function inputs, with their subgraph.
   std::vector<std::pair<int, absl::string_view>> defined_values;

@@ -20,8 +20,8 @@ constexpr std::uint32_t kIrVersion = 1, kProducerName = 2, kProducerVersion = 3,
                         kFunctions = 25;
 }  // namespace model_field
 namespace graph_field {  // GraphProto
-constexpr std::uint32_t kNode = 1, kName = 2, kInitializer = 5, kInput = 11, kOutput = 12,
-                        kValueInfo = 13, kSparseInitializer = 15;
+constexpr std::uint32_t kNode = 1, kName = 2, kInitializer = 5, kDocString = 10, kInput = 11,
+                        kOutput = 12, kValueInfo = 13, kSparseInitializer = 15;
 }  // namespace graph_field
 namespace node_field {  // NodeProto
 constexpr std::uint32_t kInput = 1, kOutput = 2, kName = 3, kOpType = 4, kAttribute = 5,

@@ -29,6 +29,7 @@ class ProtoWalker {
     }
     b_->SetModelInfo(model.ir_version(), model.producer_name(), model.producer_version(), opset);
     for (const auto& kv : model.metadata_props()) b_->AddModelMetadata(kv.key(), kv.value());
+    if (!model.graph().doc_string().empty()) b_->SetGraphDocString(model.graph().doc_string());
     Subgraph main;
     main.name = model.graph().name();
     b_->AddSubgraph(main);

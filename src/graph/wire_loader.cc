@@ -86,6 +86,9 @@ class WireWalker {
           case graph_field::kName:
             name = f.bytes;
             break;
+          case graph_field::kDocString:
+            if (main) b_->SetGraphDocString(f.bytes);  // protobuf keeps the last
+            break;
           case graph_field::kInitializer:
             SEMMAP_RETURN_IF_ERROR(AddTensor(Spans{f.bytes}, index));
             break;

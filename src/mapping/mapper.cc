@@ -129,24 +129,25 @@ absl::Status OpenError(const absl::Status& status, const std::string& model_path
 }
 
 // The modules owning the parameter-named initializers of `graph` (a
-// quantizer's suffixes stripped), one entry per initializer.
+// quantizer's suffixes stripped, or the parameter's name found inside a
+// tool's: "q_output_<parameter>_1"), one entry per initializer.
 std::vector<ModuleId> WeightOwners(const Graph& graph, const Manifest& manifest,
                                    const Rules& rules) {
   const internal::RuleQueries queries(rules);
   std::vector<ModuleId> owners;
   for (const TensorInfo& t : graph.initializers()) {
-    const ModuleId owner = manifest.ownerOfTensor(queries.StripValueSuffixes(t.name));
+    ModuleId owner = manifest.ownerOfTensor(queries.StripValueSuffixes(t.name));
+    if (owner == kNoModule) {
+      internal::FindEmbeddedName(t.name, internal::ParameterLikeName, [&](absl::string_view part) {
+        owner = manifest.ownerOfTensor(part);
+        return owner != kNoModule;
+      });
+    }
     if (owner != kNoModule) owners.push_back(owner);
   }
   return owners;
 }
 
-bool CarriesRecord(const Graph& graph) {
-  for (const MetadataEntry& e : graph.modelMetadata()) {
-    if (e.first == kRecordKey) return true;
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -194,7 +195,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
   provenance.manifest = manifest ? InputSource::kFile : InputSource::kNone;
   provenance.reference = reference ? InputSource::kFile : InputSource::kNone;
   std::optional<internal::DecodedRecord> record;
-  if (CarriesRecord(*graph)) {
+  if (internal::CarriesRecord(*graph)) {
     if (!options.use_record || reference) {
       provenance.record = RecordUse::kIgnored;
       provenance.note = reference ? "a reference file was named; it replaces the record"
@@ -449,8 +450,10 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   if (derived) {
     internal::ResolveScopesUnder(manifest, mapper.binding, scopes.ordered);
   } else {  // resolves the scopes under the binding it chooses
-    mapper.binding = internal::ChooseRootBinding(manifest, scopes.ordered,
-                                                  options.max_wrapper_segments);
+    mapper.binding = internal::ChooseRootBindings(manifest, scopes.ordered,
+                                                   options.max_wrapper_segments);
+    internal::BindInitializerWrapper(graph, manifest, options.max_wrapper_segments,
+                                     &mapper.binding);
   }
   internal::ScopeOutcomes(manifest, derived, &scopes, &mapper.binding, &store);
   internal::ApplyScopeOutcomes(scopes, &mapper.records);

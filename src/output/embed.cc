@@ -170,10 +170,15 @@ absl::StatusOr<EmbedResult> Embed(const SemanticMapper& source, const std::strin
           check.ok() ? absl::StrJoin(check->warnings, "; ") : check.status().message()));
     }
   }
+  // The entry, and its copy on a line of the graph's doc_string, which
+  // tools that rebuild the model keep (read_record.h).
+  const internal::GraphDocEdit doc_line = [&value](absl::string_view current) {
+    return internal::WithRecordDocLine(current, value);
+  };
   SEMMAP_ASSIGN_OR_RETURN(
       internal::ModelMetadataEdit edit,
       internal::PlanModelMetadataEdit(target.bytes(), target_path, kRecordKey,
-                                      {{std::string(kRecordKey), std::move(value)}}));
+                                      {{std::string(kRecordKey), value}}, doc_line));
   result.replaced = edit.removed;
   SEMMAP_RETURN_IF_ERROR(
       internal::WriteMappedPiecesAtomically(output, edit.pieces, target, target_path));

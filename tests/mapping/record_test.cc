@@ -171,9 +171,24 @@ TEST_CASE("embed writes one record and leaves every other byte", "[record]") {
   const std::string before = ReadBytes(Fixture(dir, "model.onnx"));
   const std::string after = ReadBytes(out);
   REQUIRE(after.size() > before.size());
-  CHECK(after.compare(0, before.size(), before) == 0);  // appended, nothing else changed
   const std::string value = RecordValue(out);
   CHECK(absl::StartsWith(value, "semmap-record/1:"));
+  // The record twice: the metadata entry, and a line of the graph's
+  // doc_string; the model is otherwise the same message.
+  onnx::ModelProto in, written;
+  REQUIRE(in.ParseFromString(before));
+  REQUIRE(written.ParseFromString(after));
+  CHECK(semmap::internal::RecordDocLine(written.graph().doc_string()) == value);
+  CHECK(semmap::internal::WithRecordDocLine(written.graph().doc_string(), "") ==
+        in.graph().doc_string());
+  REQUIRE(written.metadata_props_size() == in.metadata_props_size() + 1);
+  written.mutable_metadata_props()->RemoveLast();
+  if (in.graph().has_doc_string()) {
+    written.mutable_graph()->set_doc_string(in.graph().doc_string());
+  } else {
+    written.mutable_graph()->clear_doc_string();
+  }
+  CHECK(written.SerializeAsString() == in.SerializeAsString());
   // Embedding again replaces the record: the same bytes.
   auto again_mapper = SemanticMapper::Open(out, Fixture(dir, "manifest.json"));
   REQUIRE(again_mapper.ok());
@@ -193,6 +208,64 @@ TEST_CASE("embed writes one record and leaves every other byte", "[record]") {
   auto over = semmap::Embed(*again_mapper, out, out, out, options);
   CHECK(absl::IsInvalidArgument(over.status()));
   CHECK(ReadBytes(out) == after);
+}
+
+TEST_CASE("the record's doc_string line keeps the rest of the doc and is found again", "[record]") {
+  using semmap::internal::RecordDocLine;
+  using semmap::internal::WithRecordDocLine;
+  CHECK(WithRecordDocLine("", "v") == "semmap.record=v");
+  CHECK(WithRecordDocLine("a graph\nof two lines\n", "v") == "a graph\nof two lines\nsemmap.record=v");
+  CHECK(WithRecordDocLine("a\nsemmap.record=old\nb", "new") == "a\nb\nsemmap.record=new");
+  CHECK(WithRecordDocLine("a\nsemmap.record=old", "") == "a");
+  CHECK(RecordDocLine("a\nsemmap.record=v\nb") == "v");
+  CHECK(RecordDocLine("no record here").empty());
+  CHECK(RecordDocLine(" semmap.record=not at a line's start").empty());
+}
+
+TEST_CASE("a model whose metadata a tool dropped maps with the doc_string's record", "[record]") {
+  // What onnx-graphsurgeon and Polygraphy write: the ModelProto rebuilt,
+  // its metadata_props gone, the graph's doc_string kept.
+  TempDir tmp;
+  const std::string dir = "torch-2.15/bert-seqcls.dynamo";
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromString(ReadBytes(Embedded(tmp, dir))));
+  model.clear_metadata_props();
+  const std::string path = tmp.file("rebuilt.onnx");
+  {
+    std::ofstream out(path, std::ios::binary);
+    REQUIRE(model.SerializeToOstream(&out));
+  }
+  auto mapped = SemanticMapper::Open(path, "");
+  REQUIRE(mapped.ok());
+  CHECK(mapped->provenance().record == RecordUse::kSource);
+  CHECK(mapped->provenance().manifest == InputSource::kRecord);
+  auto own = SemanticMapper::Open(Fixture(dir, "model.onnx"), Fixture(dir, "manifest.json"));
+  REQUIRE(own.ok());
+  CHECK(Answers(*mapped) == Answers(*own));
+}
+
+TEST_CASE("a record of a dynamo export given scoped names reads back", "[record]") {
+  // annotate --scoped-names gives each node a scoped name beside its
+  // module stack: the export then names more scopes than it has nodes,
+  // and the record states so.
+  TempDir tmp;
+  const std::string dir = "torch-2.15/resnet-imgcls.dynamo";
+  auto mapper = SemanticMapper::Open(Fixture(dir, "model.onnx"), Fixture(dir, "manifest.json"));
+  REQUIRE(mapper.ok());
+  semmap::AnnotateOptions annotate;
+  annotate.scoped_names = true;
+  const std::string scoped = tmp.file("scoped.onnx");
+  REQUIRE(semmap::Annotate(*mapper, Fixture(dir, "model.onnx"), scoped, annotate).ok());
+  auto scoped_mapper = SemanticMapper::Open(scoped, Fixture(dir, "manifest.json"));
+  REQUIRE(scoped_mapper.ok());
+  REQUIRE(semmap::internal::NamingOf(scoped_mapper->graph()).scopes > scoped_mapper->graph().size());
+  semmap::EmbedOptions options;
+  options.manifest_path = Fixture(dir, "manifest.json");
+  const std::string out = tmp.file("embedded.onnx");
+  REQUIRE(semmap::Embed(*scoped_mapper, scoped, scoped, out, options).ok());
+  auto read = SemanticMapper::Open(out, "");
+  REQUIRE(read.ok());
+  CHECK(read->provenance().record == RecordUse::kSource);
 }
 
 TEST_CASE("a model carrying its record maps as with its manifest", "[record]") {

@@ -94,6 +94,11 @@ void PrintSummary(std::ostream& out, const LoadedModel& model, int max_depth, bo
     }
     if (!provenance.note.empty()) out << ": " << EscapeControls(provenance.note);
     out << "\n";
+  } else if (!model.manifest_path && !model.reference_path) {
+    // A tool that rebuilt the model may have dropped the record with the
+    // model's metadata (docs/record.md): nothing in the file says where it
+    // came from.
+    out << "record:   none: this file carries no provenance; pass the manifest (--manifest)\n";
   }
   if (model.reference_path || provenance.reference == semmap::InputSource::kRecord) {
     const semmap::ReferenceCheck& check = mapper.referenceCheck();

@@ -6,9 +6,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "graph/onnx_fields.h"
 #include "graph/weightless_copy.h"
@@ -95,9 +98,12 @@ absl::Status ReadSource(absl::string_view text, absl::string_view where, std::si
     return root.ErrorAt("naming", "expected \"scopes\", \"metadata\" or \"none\"");
   }
   SEMMAP_ASSIGN_OR_RETURN(JsonValue scopes, root.Field("scopes"));
+  // A node names up to two scopes: its scoped name and its module stack
+  // (NamingOf counts the distinct ones of each: `semmap annotate
+  // --scoped-names` gives a dynamo export both).
   if (!scopes.is_integer() || scopes.is_unsigned() || scopes.int64() < 0 ||
-      static_cast<std::uint64_t>(scopes.int64()) > nodes) {
-    return scopes.Error("expected an integer from 0 to the number of nodes");
+      static_cast<std::uint64_t>(scopes.int64()) > 2 * nodes) {
+    return scopes.Error("expected an integer from 0 to twice the number of nodes");
   }
   out->naming.scopes = static_cast<std::size_t>(scopes.int64());
   return absl::OkStatus();
@@ -242,6 +248,31 @@ bool SameModules(const Manifest& a, const Manifest& b) {
   return true;
 }
 
+std::string WithRecordDocLine(absl::string_view doc, absl::string_view value) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(doc, '\n')) {
+    if (absl::StartsWith(line, kRecordDocLinePrefix)) continue;
+    if (!out.empty()) out += '\n';
+    out.append(line.data(), line.size());
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  if (!value.empty()) absl::StrAppend(&out, out.empty() ? "" : "\n", kRecordDocLinePrefix, value);
+  return out;
+}
+
+absl::string_view RecordDocLine(absl::string_view doc) {
+  absl::string_view found;
+  for (absl::string_view line : absl::StrSplit(doc, '\n')) {
+    if (absl::ConsumePrefix(&line, kRecordDocLinePrefix)) found = line;
+  }
+  return found;
+}
+
+bool CarriesRecord(const Graph& graph) {
+  return FindLast(graph.modelMetadata(), kRecordKey) != nullptr ||
+         !RecordDocLine(graph.graphDocString()).empty();
+}
+
 std::string FingerprintText(std::uint64_t fingerprint) {
   return absl::StrFormat("%016x", fingerprint);
 }
@@ -254,8 +285,15 @@ absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
                                                         const GraphOptions& graph_options,
                                                         const RecordLimits& limits) {
   const absl::string_view* value = FindLast(graph.modelMetadata(), kRecordKey);
+  std::string where = absl::StrCat(origin, ": metadata_props \"", kRecordKey, "\"");
+  const absl::string_view doc_value = RecordDocLine(graph.graphDocString());
+  if (value == nullptr && !doc_value.empty()) {
+    // The model's metadata is gone (a tool rebuilt the model); the graph's
+    // doc_string kept the copy.
+    value = &doc_value;
+    where = absl::StrCat(origin, ": the graph's doc_string line \"", kRecordDocLinePrefix, "\"");
+  }
   if (value == nullptr) return std::optional<DecodedRecord>();
-  const std::string where = absl::StrCat(origin, ": metadata_props \"", kRecordKey, "\"");
   if (value->size() > limits.max_encoded_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", value->size(),
                                                    " bytes, above the limit of ",

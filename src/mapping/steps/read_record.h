@@ -45,6 +45,20 @@ inline constexpr absl::string_view kRecordSourceKey = "semmap.source";
 inline constexpr absl::string_view kRecordManifestKey = "semmap.manifest";
 inline constexpr absl::string_view kRecordAnswersKey = "semmap.answers";
 
+// The record's second copy: a line of the main graph's doc_string,
+// "semmap.record=" + the value. Tools that rebuild the ModelProto drop its
+// metadata_props and keep the graph's doc_string (onnx-graphsurgeon,
+// Polygraphy: docs/record.md); embed writes both, and the metadata entry
+// wins where both are there.
+inline constexpr absl::string_view kRecordDocLinePrefix = "semmap.record=";
+// `doc` without its record lines, and with a line holding `value` appended
+// (when `value` is not empty); the rest of `doc` unchanged.
+std::string WithRecordDocLine(absl::string_view doc, absl::string_view value);
+// The value of the last record line of `doc`, or an empty view.
+absl::string_view RecordDocLine(absl::string_view doc);
+// Whether `graph` carries a record: the metadata entry or the doc line.
+bool CarriesRecord(const Graph& graph);
+
 // Bounds on what a record may make the reader allocate.
 struct RecordLimits {
   // A longer metadata value is refused.
