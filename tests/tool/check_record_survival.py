@@ -51,9 +51,19 @@ SOURCES = ["bert-seqcls.dynamo", "bert-seqcls.torchscript", "resnet-imgcls.dynam
 DROPS: dict[str, str] = {}
 
 
+RECORD_DOC_LINE = "semmap.record="
+
+
 def record_of(model: onnx.ModelProto) -> str | None:
+    """The record semmap reads from `model`: the model-level metadata entry,
+    else its copy on a line of the graph's doc_string (kept by tools that
+    rebuild the model and drop its metadata_props)."""
     values = [p.value for p in model.metadata_props if p.key == RECORD_KEY]
-    return values[-1] if values else None
+    if values:
+        return values[-1]
+    lines = [line[len(RECORD_DOC_LINE):] for line in model.graph.doc_string.split("\n")
+             if line.startswith(RECORD_DOC_LINE)]
+    return lines[-1] if lines else None
 
 
 def feeds(path: Path) -> list[dict[str, np.ndarray]]:
@@ -224,7 +234,12 @@ def answers_of(semmap: Path, model: Path, extra: list[str]) -> dict[str, str | N
                          text=True, check=False)
     if out.returncode != 0:
         return None
-    return {n["id"]: n.get("module") for n in json.loads(out.stdout)["nodes"]}
+    return answers_from_sidecar(out.stdout)
+
+
+def answers_from_sidecar(text: str) -> dict[str, str | None]:
+    """Node id -> module path of a `semmap sidecar` JSON text (also used by check_tool_zoo.py)."""
+    return {n["id"]: n.get("module") for n in json.loads(text)["nodes"]}
 
 
 def score(answers: dict[str, str | None] | None, truth: dict) -> tuple[int, int]:
