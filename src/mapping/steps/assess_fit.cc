@@ -435,10 +435,12 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
       if (t == nullptr) continue;
       const std::int64_t have = ElementCount(t->dims);
       if (have < 0) continue;
-      // Named: CheckTensors judges it (as written, with a tool's suffix, or
-      // inside a tool's name: "m0/<parameter>" of a prefixing tool).
-      const bool named = tensors.ParameterOwner(t->name) != kNoModule;
-      if (named || t->dims.size() < 2 || !IsFloat(t->elem_type)) continue;
+      if (t->dims.size() < 2 || !IsFloat(t->elem_type)) continue;
+      // Named: CheckTensors judges it (as written, or inside a tool's name:
+      // "m0/<parameter>" of a prefixing tool).
+      if (tensors.LiteralOwner(t->name) != kNoModule || !tensors.EmbeddedParameter(t->name).empty()) {
+        continue;
+      }
       ++fit->unnamed_weights;
       bool sized = false;
       for (const TensorSpec& spec : info.parameters) sized = sized || ElementCount(spec.shape) == have;
