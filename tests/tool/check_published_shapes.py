@@ -58,6 +58,7 @@ MIN_RIGHT = 0.95
 MAX_NESTED_LOSS = 0.03
 LIFTED = "the same graph at the top level (the exporter's metadata gone; dynamo)"
 NESTED = "weight-reading nodes inside an If branch (the exporter's metadata gone; dynamo)"
+EQUAL = "two equal sub-models inlined into If branches (TorchScript; which is which is a guess)"
 
 
 def bert(layers: int, seed: int):
@@ -85,10 +86,10 @@ class Wrapper(torch.nn.Module):
 
 
 class Two(torch.nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, large_layers: int = 3) -> None:
         super().__init__()
         self.small = bert(2, 1)
-        self.large = bert(3, 2)
+        self.large = bert(large_layers, 2)
 
     def forward(self, input_ids: torch.Tensor, large: bool = False) -> torch.Tensor:
         return (self.large if large else self.small)(input_ids=input_ids).last_hidden_state
@@ -159,6 +160,17 @@ def if_model(then_branch: onnx.GraphProto, else_branch: onnx.GraphProto, templat
     m = oh.make_model(g, opset_imports=template.opset_import, producer_name="onnx.compose")
     m.ir_version = template.ir_version
     return m
+
+
+def inlined_pair(two: Two, work: Path) -> onnx.ModelProto:
+    """`two`'s sub-models, each exported alone by TorchScript (small.onnx,
+    large.onnx in `work`), inlined into the branches of an If."""
+    export(two.small, work / "small.onnx", dynamo=False)
+    export(two.large, work / "large.onnx", dynamo=False)
+    small = onnx.load(str(work / "small.onnx"))
+    large = onnx.load(str(work / "large.onnx"))
+    return if_model(as_branch(small, "If_0_then_branch__Inline_0__", "then"),
+                    as_branch(large, "If_0_else_branch__Inline_0__", "else"), small)
 
 
 def score(semmap: str, model: Path, manifest_path: Path, truth: list[str | None] | dict[str, str | None],
@@ -246,14 +258,11 @@ def main() -> int:
         # Two sub-models inlined into the branches of an If.
         two = Two()
         manifest(two, work / "two.json")
-        export(two.small, work / "small.onnx", dynamo=False)
-        export(two.large, work / "large.onnx", dynamo=False)
-        manifest(two.small, work / "small.json")
-        manifest(two.large, work / "large.json")
+        inlined = inlined_pair(two, work)
         small = onnx.load(str(work / "small.onnx"))
         large = onnx.load(str(work / "large.onnx"))
-        inlined = if_model(as_branch(small, "If_0_then_branch__Inline_0__", "then"),
-                           as_branch(large, "If_0_else_branch__Inline_0__", "else"), small)
+        manifest(two.small, work / "small.json")
+        manifest(two.large, work / "large.json")
         onnx.save(inlined, str(work / "inlined.onnx"))
         by_name: dict[str, str | None] = {}
         for root, source, branch in (("small", small, "then"), ("large", large, "else")):
@@ -262,6 +271,13 @@ def main() -> int:
                 by_name[f"If_0_{branch}_branch__Inline_0__{node.name}"] = want
         rows["two sub-models inlined into If branches behind prefixes (TorchScript)"] = score(
             args.semmap, work / "inlined.onnx", work / "two.json", by_name)
+        # The same with two equal sub-models: nothing in the file says which
+        # branch is which module; each takes one, and no answer may claim
+        # confidence (gated: none confident and wrong).
+        equal = Two(large_layers=2)
+        manifest(equal, work / "equal.json")
+        onnx.save(inlined_pair(equal, work), str(work / "equal.onnx"))
+        rows[EQUAL] = score(args.semmap, work / "equal.onnx", work / "equal.json", by_name)
 
         # Weight-reading nodes inside a subgraph, the exporter's metadata gone
         # (its node_* names kept: as an older dynamo export writes them).
@@ -300,6 +316,9 @@ def main() -> int:
                      f"{r['confident_wrong']} confident and wrong"))
         if r["refused"]:
             failures.append(f"{name}: the right manifest was refused: {r['error']}")
+        elif name == EQUAL:
+            if r["confident_wrong"]:
+                failures.append(f"{name}: {r['confident_wrong']} answers confident and wrong")
         elif name == NESTED:
             # Without the exporter's metadata the graph is placed by inference
             # (names of weights, structure): inside a subgraph as well as at

@@ -208,13 +208,20 @@ RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const>
   bool have_best = false;
   // The best candidate's resolutions are kept: they are the scopes'.
   std::vector<ScopeResolution> trial, kept;
-  const auto key = [&manifest](const RootBinding& b) {
-    // More resolved nodes, then scopes that follow the module tree step by
-    // step, then fewer wrapper segments, then a shallower root. The last
-    // two make the choice independent of hash-map iteration order.
+  // More resolved nodes, then scopes that follow the module tree step by
+  // step, then fewer wrapper segments, then a shallower root; then the
+  // lowest module id, which with the wrapper text makes the choice
+  // independent of hash-map iteration order.
+  const auto rank = [&manifest](const RootBinding& b) {
     return std::make_tuple(b.resolved_nodes, -static_cast<long>(b.indirect_steps),
-                           -static_cast<long>(b.wrapper.size()),
-                           -manifest.depth(b.root), -b.root);
+                           -static_cast<long>(b.wrapper.size()), -manifest.depth(b.root));
+  };
+  const auto key = [&rank](const RootBinding& b) {
+    return std::tuple_cat(rank(b), std::make_tuple(-b.root));
+  };
+  // As good a root as `b` but for the module (two equal sub-models).
+  const auto tie = [&rank](const RootBinding& a, const RootBinding& b) {
+    return rank(a) == rank(b) && a.wrapper == b.wrapper;
   };
   for (RootBinding& c : candidates) {
     ResolveAll(manifest, c, ordered, &trial);
@@ -224,18 +231,10 @@ RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const>
       if (trial[i].complete()) c.resolved_nodes += nodes;
       c.indirect_steps += trial[i].indirect * nodes;
     }
-    // Ties but for the module's id: each is as good a root (two equal
-    // sub-models of the manifest).
-    const auto same_but_id = [&](const RootBinding& a, const RootBinding& b) {
-      return std::get<0>(key(a)) == std::get<0>(key(b)) &&
-             std::get<1>(key(a)) == std::get<1>(key(b)) &&
-             std::get<2>(key(a)) == std::get<2>(key(b)) &&
-             std::get<3>(key(a)) == std::get<3>(key(b)) && a.wrapper == b.wrapper;
-    };
     if (!have_best || key(c) > key(best) ||
         (key(c) == key(best) && c.wrapper < best.wrapper)) {
       if (tied != nullptr) {
-        if (have_best && same_but_id(c, best)) {
+        if (have_best && tie(c, best)) {
           tied->push_back(best);
         } else {
           tied->clear();
@@ -244,7 +243,7 @@ RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const>
       best = c;
       kept.swap(trial);
       have_best = true;
-    } else if (tied != nullptr && same_but_id(c, best)) {
+    } else if (tied != nullptr && tie(c, best)) {
       tied->push_back(c);
     }
   }
@@ -260,29 +259,32 @@ namespace internal {
 
 RootBinding ChooseRootBindings(const Manifest& manifest, absl::Span<Scope* const> ordered,
                                int max_wrapper_segments) {
-  // The sub-models: scopes grouped by their inliner's prefix, in the order
-  // of their first scope.
-  std::vector<absl::string_view> prefixes;
+  // The sub-models: scopes grouped by their inliner's prefix, each group in
+  // `ordered`'s order, the groups in the order the nodes first name them
+  // (scopes live in one array in that order: GraphScopes::all).
+  std::vector<std::pair<const Scope*, absl::string_view>> prefixes;  // first scope, prefix
   absl::flat_hash_map<absl::string_view, std::vector<Scope*>> groups;
   for (Scope* s : ordered) {
     auto inserted = groups.try_emplace(s->prefix);
-    if (inserted.second) prefixes.push_back(s->prefix);
+    if (inserted.second) prefixes.emplace_back(s, s->prefix);
     inserted.first->second.push_back(s);
   }
   if (groups.size() <= 1) return ChooseRootBinding(manifest, ordered, max_wrapper_segments);
+  for (auto& [first, prefix] : prefixes) {
+    for (const Scope* s : groups[prefix]) first = std::min(first, s);
+  }
   std::sort(prefixes.begin(), prefixes.end());
   RootBinding main;
   std::size_t main_nodes = 0, scoped = 0, resolved = 0, indirect = 0;
   absl::flat_hash_set<ModuleId> taken;
-  for (absl::string_view prefix : prefixes) {
+  for (const auto& [first, prefix] : prefixes) {
     const std::vector<Scope*>& group = groups[prefix];
     std::vector<RootBinding> tied;
     RootBinding b = ChooseRootBinding(manifest, group, max_wrapper_segments, &tied);
     if (!tied.empty()) {
       // Equal sub-models of the manifest bind equally well: each sub-model
-      // of the file takes the next one not taken (in the order of the
-      // prefixes and of the manifest), and its answers say the choice was
-      // a guess.
+      // of the file takes the next one not taken (in the file's order and
+      // the manifest's), and its answers say the choice was a guess.
       tied.insert(tied.begin(), b);
       std::sort(tied.begin(), tied.end(),
                 [](const RootBinding& x, const RootBinding& y) { return x.root < y.root; });

@@ -61,8 +61,10 @@ RootBinding ChooseRootBinding(const Manifest& manifest, absl::Span<Scope* const>
 // different inliners' prefixes, Scope::prefix: one per If branch): each
 // sub-model's scopes are bound on their own, and resolved under their
 // binding. Where equal sub-models of the manifest bind equally well, each
-// sub-model takes the next one not taken and its scopes' resolutions are
-// marked ambiguous (their answers are a guess). Returns the binding of the
+// sub-model (in the order the file's nodes first name them) takes the next
+// one not taken (in the manifest's order) and its scopes' resolutions are
+// marked ambiguous (their answers are a guess). `ordered` must point into
+// one array of scopes (GraphScopes::all). Returns the binding of the
 // sub-model with the most scoped nodes, its counts summed over all; the
 // same as ChooseRootBinding when there is one sub-model.
 RootBinding ChooseRootBindings(const Manifest& manifest, absl::Span<Scope* const> ordered,
