@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -126,11 +127,13 @@ class Model {
     return out;
   }
 
+  // Built once, on the first query. Threads asking at the same moment wait
+  // for the first to build it, the GIL released (so that none waits holding
+  // it while the builder, which needs no Python, finishes).
   const semmap::SemanticQuery& query() {
-    if (!query_) {
-      nb::gil_scoped_release release;
-      query_ = std::make_unique<semmap::SemanticQuery>(*mapper_);
-    }
+    nb::gil_scoped_release release;
+    std::call_once(query_once_,
+                   [this] { query_ = std::make_unique<semmap::SemanticQuery>(*mapper_); });
     return *query_;
   }
 
@@ -164,7 +167,8 @@ class Model {
   bool allow_manifest_mismatch_ = false;
   bool use_record_ = true;
   std::optional<semmap::SemanticMapper> mapper_;
-  std::unique_ptr<semmap::SemanticQuery> query_;  // built on the first query
+  std::once_flag query_once_;
+  std::unique_ptr<semmap::SemanticQuery> query_;  // built on the first query (query())
   std::vector<nb::object> node_ids_;
   std::vector<nb::object> node_op_types_;  // per node: a reference into op_types_
   std::vector<ModuleStrings> modules_;  // index module + 1; 0 = unmapped

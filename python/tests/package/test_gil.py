@@ -52,3 +52,31 @@ def test_other_threads_run_while_a_model_loads(tmp_path):
     assert len(loaded[0]) == 200_000
     # Holding the GIL, the load would stall this thread for its whole length.
     assert max(gaps) < 0.5 * alone, (max(gaps), len(gaps), alone)
+
+
+def test_threads_making_the_first_query_at_once(tmp_path):
+    """One model, many threads whose first call is a query: the query index
+    is built once, and every thread gets the same answers."""
+    model = tmp_path / "chain.onnx"
+    write_chain(model, 20_000)
+    for _ in range(20):
+        m = semmap.load(model)
+        barrier = threading.Barrier(8)
+        results: list[object] = []
+        errors: list[BaseException] = []
+
+        def ask(k: int) -> None:
+            try:
+                barrier.wait()
+                results.append(m.layer(k % 4) if k % 2 else m.nodes("layers.3", subtree=True))
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=ask, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        assert len(results) == 8
+        assert all(len(r) > 0 for r in results)
