@@ -160,7 +160,10 @@ class Matcher {
   }
 
   // P values named like R values are those values; so are initializers
-  // renamed with a rule suffix that keep their shape ("<w>_quantized").
+  // renamed with a rule suffix that keep their shape ("<w>_quantized"), and
+  // graph inputs and initializers whose name holds an R one's inside it
+  // (a prefixing tool's "m0/input_ids", a quantizer's "q_output_<w>_1" of
+  // the same shape): the anchors the structural numbering starts from.
   void SeedValues() {
     auto seed = [this](absl::string_view v) {
       if (!v.empty() && r_values_.contains(v)) value_map_.try_emplace(v, v);
@@ -170,17 +173,33 @@ class Matcher {
       for (absl::string_view v : n.inputs) seed(v);
       for (absl::string_view v : n.outputs) seed(v);
     }
-    for (absl::string_view v : p_.inputs()) seed(v);
+    const auto long_enough = [](absl::string_view part) { return part.size() >= 3; };
+    for (absl::string_view v : p_.inputs()) {
+      seed(v);
+      if (v.empty() || value_map_.contains(v)) continue;
+      const absl::string_view embedded =
+          FindEmbeddedName(v, long_enough, [&](absl::string_view part) {
+            return std::find(r_.inputs().begin(), r_.inputs().end(), part) != r_.inputs().end();
+          });
+      if (!embedded.empty()) value_map_.try_emplace(v, embedded);
+    }
     for (const TensorInfo& t : p_.initializers()) {
       if (t.subgraph != 0) continue;
       if (r_values_.contains(t.name)) {
         value_map_.try_emplace(t.name, t.name);
         continue;
       }
-      auto it = r_initializers_.find(internal::RuleQueries(rules_).StripValueSuffixes(t.name));
-      if (it != r_initializers_.end() && !t.dims.empty() && t.dims == it->second->dims) {
-        value_map_.try_emplace(t.name, it->first);
+      const auto same_shape = [&](absl::string_view r_name) {
+        auto it = r_initializers_.find(r_name);
+        return it != r_initializers_.end() && !t.dims.empty() && t.dims == it->second->dims;
+      };
+      const absl::string_view stripped = internal::RuleQueries(rules_).StripValueSuffixes(t.name);
+      if (same_shape(stripped)) {
+        value_map_.try_emplace(t.name, r_initializers_.find(stripped)->first);
+        continue;
       }
+      const absl::string_view embedded = FindEmbeddedName(t.name, long_enough, same_shape);
+      if (!embedded.empty()) value_map_.try_emplace(t.name, r_initializers_.find(embedded)->first);
     }
   }
 
