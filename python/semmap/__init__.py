@@ -23,8 +23,12 @@ PermissionError (output not writable).
 
 ``semmap.manifest`` writes manifests and :func:`export` exports a model and
 maps it in one call; both need PyTorch (``pip install 'semmap[torch]'``).
-``import semmap`` itself needs neither PyTorch nor, until the first call that
-maps, the compiled core.
+:func:`compare_numerics` runs a model and its deployed copy with ONNX Runtime
+and ranks the modules by the error they add (``pip install
+'semmap[onnxruntime]'``); :func:`nodes_to_exclude` turns modules into the node
+names ONNX Runtime's quantizers keep in float.
+``import semmap`` itself needs neither PyTorch, ONNX Runtime nor, until the
+first call that maps, the compiled core.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ._core import CONFIDENT_FLOOR, Mapping
     from .types import Diff, Sidecar, Tree
 
-__all__ = ["CONFIDENT_FLOOR", "MappedModel", "Mapping", "Strategy", "diff", "export", "load", "__version__"]
+__all__ = ["CONFIDENT_FLOOR", "MappedModel", "Mapping", "Strategy", "compare_numerics", "diff", "export",
+           "load", "nodes_to_exclude", "__version__"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -72,6 +77,8 @@ def __getattr__(name: str) -> Any:
         return getattr(_core_module(), name)
     if name == "_core":
         return _core_module()
+    if name in ("NumericsReport", "NumericsError"):
+        return getattr(importlib.import_module("semmap.numerics"), name)
     raise AttributeError(f"module 'semmap' has no attribute {name!r}")
 
 
@@ -487,3 +494,52 @@ def diff(
     return _core_module().diff(
         ma._core, mb._core, all_modules, min_module_overlap, require_same_model_class
     )
+
+
+def nodes_to_exclude(
+    model: "MappedModel | PathLike",
+    modules: "str | Sequence[str]",
+    *,
+    manifest: PathLike | None = None,
+) -> list[str]:
+    """The names of the nodes of `modules` and of everything below them (subtree
+    semantics, as ``m.nodes(module, subtree=True)``), in graph order: what ONNX
+    Runtime's ``quantize_dynamic`` / ``quantize_static`` take as
+    ``nodes_to_exclude`` to keep those modules in float.
+
+    model: the float model you are about to quantize (a MappedModel, or a path
+    mapped with `manifest`). The quantizers match node *names*, so nodes without
+    a name are left out. ``quantize_dynamic`` first rewrites each Gemm into
+    nodes named ``<name>_MatMul``, ``<name>_Add`` and ``<name>_Transpose`` and
+    matches those (a Gemm's own name would exclude nothing): a Gemm's entry is
+    followed by them. KeyError for a module the manifest does not have.
+    """
+    m = _as_model(model, manifest)
+    if isinstance(modules, str):
+        modules = [modules]
+    wanted: set[str] = set()
+    for module in modules:
+        wanted.update(m.nodes(module, subtree=True))
+    names: dict[str, None] = {}
+    for mp in m:
+        if mp.node in wanted and mp.name:
+            names.setdefault(mp.name, None)
+            if mp.op_type == "Gemm" and not mp.domain:
+                for suffix in ("_MatMul", "_Add", "_Transpose"):
+                    names.setdefault(mp.name + suffix, None)
+    return list(names)
+
+
+def compare_numerics(reference: "MappedModel | PathLike", deployed: "MappedModel | PathLike",
+                     **options: Any) -> Any:
+    """Runs `reference` (an export) and `deployed` (a copy made from it) with ONNX
+    Runtime on the same inputs and ranks the modules by the error they add
+    (`semmap compare-numerics`); returns a semmap.numerics.NumericsReport. The
+    options and the errors: :func:`semmap.numerics.compare_numerics`. Needs
+    onnxruntime, onnx and numpy (``pip install 'semmap[onnxruntime]'``)."""
+    try:
+        from .numerics import compare_numerics as run
+    except ImportError as e:
+        raise ImportError(f"semmap.compare_numerics needs ONNX Runtime, onnx and numpy: "
+                          f"pip install 'semmap[onnxruntime]' ({e})") from e
+    return run(reference, deployed, **options)

@@ -1,6 +1,7 @@
 """The console scripts: `semmap` and `semmap-eval` run the C++ tools shipped
-inside the package; `semmap-manifest` is semmap.manifest's command, which
-needs PyTorch."""
+inside the package, except `semmap compare-numerics`, which runs ONNX Runtime
+and is semmap.numerics's (the library and the C++ tool never link a runtime);
+`semmap-manifest` is semmap.manifest's command, which needs PyTorch."""
 
 from __future__ import annotations
 
@@ -26,7 +27,20 @@ def run_tool(name: str) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "compare-numerics":
+        raise SystemExit(numerics_main(sys.argv[2:]))
     run_tool("semmap")
+
+
+def numerics_main(argv: list[str]) -> int:
+    """`semmap compare-numerics`: a clear message, not a traceback, without ONNX Runtime."""
+    try:
+        from semmap.numerics import main as run
+    except ImportError as e:
+        sys.stderr.write(f"semmap compare-numerics needs ONNX Runtime, onnx and numpy: "
+                         f"pip install 'semmap[onnxruntime]' ({e})\n")
+        return 2
+    return run(argv)
 
 
 def eval_main() -> None:

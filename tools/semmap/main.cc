@@ -104,6 +104,14 @@ int Dispatch(const std::string& command, int sub_argc, char** sub_argv) {
   if (command == "profile") return semmap_cli::RunProfileCommand(sub_argc, sub_argv);
   if (command == "graphml") return semmap_cli::RunGraphmlCommand(sub_argc, sub_argv);
   if (command == "node-data") return semmap_cli::RunNodeDataCommand(sub_argc, sub_argv);
+  if (command == "compare-numerics") {
+    // Runs ONNX Runtime, which the library and this tool never link.
+    std::cerr << "semmap: compare-numerics runs ONNX Runtime and lives in the Python package:\n"
+                 "  pip install 'semmap[onnxruntime]'\n"
+                 "  semmap compare-numerics REFERENCE.onnx DEPLOYED.onnx [--manifest M]\n"
+                 "(the `semmap` command pip installs runs it; docs/numerics.md)\n";
+    return semmap_cli::kExitBadInput;
+  }
   semmap_cli::Fail("semmap",
                    absl::InvalidArgumentError(absl::StrCat("unknown command \"", command, "\"")));
   std::cerr << kUsage;

@@ -20,6 +20,7 @@ RECIPE_TESTS = {
     "no-manifest": "test_recipes.py::test_no_manifest",
     "export-and-map": "test_export.py::test_readme_recipe_export_and_map",
     "one-file-after-quantization": "test_recipes.py::test_one_file_after_quantization",
+    "which-module-hurts-accuracy": "test_recipes.py::test_which_module_hurts_accuracy",
 }
 
 README = (REPO / "README.md").read_text()
