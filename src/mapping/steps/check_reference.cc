@@ -71,17 +71,36 @@ bool FoldedAway(const Graph& reference, const TensorInfo& tensor,
   return false;
 }
 
+// Per op type, how many leading inputs of a quantizer's op are its data (1;
+// 2 for a blockwise op's activation and packed weight), or 0 for other ops:
+// the rules' patterns are matched once per op type.
+class QuantizerInputs {
+ public:
+  explicit QuantizerInputs(const internal::RuleQueries& rules) : rules_(rules) {}
+  std::size_t DataInputs(absl::string_view op_type) {
+    auto [it, inserted] = data_.try_emplace(op_type, 0);
+    if (inserted && rules_.IsQuantizerOp(op_type)) {
+      it->second = rules_.ReadsBlockwiseWeight(op_type) ? 2 : 1;
+    }
+    return it->second;
+  }
+
+ private:
+  const internal::RuleQueries& rules_;
+  absl::flat_hash_map<absl::string_view, std::size_t> data_;
+};
+
 // Whether initializer `t` is read only as a quantizer op's parameter (a
 // scale, a zero point: an input after the data a QuantizeLinear or
 // DequantizeLinear reads first, after the packed weight of a blockwise op),
 // never as data an op computes on.
-bool QuantizerParameter(const Graph& g, const internal::RuleQueries& rules, const TensorInfo& t) {
+bool QuantizerParameter(const Graph& g, QuantizerInputs* quantizers, const TensorInfo& t) {
   const absl::Span<const NodeId> readers = g.consumers(t.name, t.subgraph);
   if (readers.empty()) return false;
   for (NodeId c : readers) {
     const Node& n = g.node(c);
-    if (!rules.IsQuantizerOp(n.op_type)) return false;
-    const std::size_t data = rules.ReadsBlockwiseWeight(n.op_type) ? 2 : 1;
+    const std::size_t data = quantizers->DataInputs(n.op_type);
+    if (data == 0) return false;
     for (std::size_t i = 0; i < data && i < n.inputs.size(); ++i) {
       if (n.inputs[i] == t.name) return false;
     }
@@ -156,6 +175,7 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
     return false;
   };
   const internal::RuleQueries queries(rules);
+  QuantizerInputs quantizers(queries);
   absl::flat_hash_set<absl::string_view> found, seen, folded_values;
   for (const TensorInfo& t : processed.initializers()) {
     if (!seen.insert(t.name).second) continue;
@@ -200,7 +220,7 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
     if (it != r_tensors.end()) {
       ++e.known;
       found.insert(it->first);
-    } else if (QuantizerParameter(processed, queries, t)) {
+    } else if (QuantizerParameter(processed, &quantizers, t)) {
       // A quantizer's scale or zero point named after nothing of the
       // reference: made by the tool, evidence of neither model.
       --e.processed_names;
