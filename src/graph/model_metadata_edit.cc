@@ -66,7 +66,7 @@ absl::Status GraphWithoutDoc(absl::string_view model, absl::string_view origin,
   return absl::OkStatus();
 }
 
-// About 60 lines: one walk over the model's top-level fields, dropping
+// About 70 lines: one walk over the model's top-level fields, dropping
 // entries and, with a doc edit, rebuilding its last graph from views.
 absl::StatusOr<ModelMetadataEdit> PlanModelMetadataEdit(
     absl::string_view model, absl::string_view origin, absl::string_view drop_key,

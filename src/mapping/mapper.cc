@@ -148,7 +148,6 @@ std::vector<ModuleId> WeightOwners(const Graph& graph, const Manifest& manifest,
   return owners;
 }
 
-
 }  // namespace
 
 // The model and the manifest are read on two threads (each reader is

@@ -266,7 +266,7 @@ bool CarriedAsData(const Graph& graph, const OpTraits& ops, const TensorInfo& t)
 // Parameter-named initializers: each agrees with the manifest (its
 // parameter or buffer, of the same size; a tensor derived from one; a
 // constant a custom module's forward made), contradicts it (another size;
-// a name a library module does not have), or is unknown. Long (about 70
+// a name a library module does not have), or is unknown. Long (about 105
 // lines) because each branch is one kind of evidence with its count and
 // example, and they read best side by side.
 void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rules,

@@ -135,7 +135,7 @@ void PairWeightShapes(const Graph& processed, const Graph& reference, ReferenceE
 
 }  // namespace
 
-// About 80 lines: the names of both graphs' initializers compared both ways,
+// About 100 lines: the names of both graphs' initializers compared both ways,
 // with the exclusions each direction needs kept next to the comparison.
 ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
                                const Rules& rules) {
