@@ -25,27 +25,63 @@ bool Commutative(const Node& n) {
   return std::find(std::begin(kOps), std::end(kOps), n.op_type) != std::end(kOps);
 }
 
-std::size_t IndexOf(absl::Span<const absl::string_view> names, absl::string_view value) {
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == value) return i;
+// The first of `values` that is `v`, or values.size().
+std::size_t IndexOf(absl::Span<const ValueId> values, ValueId v) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] == v) return i;
   }
-  return names.size();
+  return values.size();
 }
 
 }  // namespace
 
 namespace {
 
+// Rounds read the graph through integers only: each node's value lists
+// (views into the Graph), and for each value what an input of it
+// contributes whatever the round (its producer and output position, or the
+// anchor of a value without one), taken once. A round is then a linear
+// sweep with no name hashed and no Node assembled.
 class Refiner {
  public:
-  explicit Refiner(const ColourInput& in) : in_(in), colour_(in.graph->size(), 0) {
+  explicit Refiner(const ColourInput& in)
+      : in_(in),
+        colour_(in.graph->size(), 0),
+        commutative_(in.graph->size(), 0),
+        main_(in.graph->size(), 0),
+        node_inputs_(in.graph->size()),
+        node_outputs_(in.graph->size()),
+        source_(in.graph->valueCount(), kNoNode),
+        source_term_(in.graph->valueCount(), 0),
+        anchored_(in.graph->valueCount(), 0) {
+    const Graph& graph = *in_.graph;
     const absl::Hash<absl::string_view> hash;
     for (NodeId i = 0; i < static_cast<NodeId>(colour_.size()); ++i) {
-      const Node& node = in_.graph->node(i);
+      const Node node = graph.node(i);
+      node_inputs_[i] = node.input_values;
+      node_outputs_[i] = node.output_values;
+      commutative_[i] = Commutative(node);
       if (node.subgraph != 0) continue;
+      main_[i] = 1;
       std::uint64_t h = Mix(hash(node.op_type), hash(node.domain));
       h = Mix(h, node.inputs.size() * 1315423911ULL + node.outputs.size());
       colour_[i] = Mix(h, (*in_.constant)[i] ? 7 : 3);
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        const ValueId v = node.input_values[k];
+        if (v < 0 || anchored_[v]) continue;
+        anchored_[v] = 1;
+        const NodeId q = graph.producer(v);
+        if (q == kNoNode) {
+          source_term_[v] = in_.anchor(node.inputs[k]);
+        } else {
+          source_[v] = q;
+          source_term_[v] = IndexOf(graph.node(q).output_values, v);
+        }
+      }
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        // A name defined nowhere: its anchor, asked each time it is read.
+        if (node.input_values[k] < 0 && !node.inputs[k].empty()) main_[i] = kReadsUnresolved;
+      }
     }
   }
 
@@ -54,26 +90,24 @@ class Refiner {
     const Graph& graph = *in_.graph;
     std::vector<std::uint64_t> next(colour_.size(), 0);
     for (NodeId i = 0; i < static_cast<NodeId>(colour_.size()); ++i) {
-      const Node& node = graph.node(i);
-      if (node.subgraph != 0) continue;
+      if (!main_[i]) continue;
       ins_.clear();
-      for (absl::string_view in : node.inputs) {
-        if (in.empty()) {
-          ins_.push_back(1);
-          continue;
+      const absl::Span<const ValueId> inputs = node_inputs_[i];
+      if (main_[i] == kReadsUnresolved) {
+        const Node node = graph.node(i);
+        for (std::size_t k = 0; k < inputs.size(); ++k) {
+          ins_.push_back(InputTerm(inputs[k], node.inputs[k]));
         }
-        const NodeId q = graph.producer(in, 0);
-        ins_.push_back(q == kNoNode ? in_.anchor(in)
-                                    : Mix(colour_[q], IndexOf(graph.node(q).outputs, in)));
+      } else {
+        for (ValueId v : inputs) ins_.push_back(InputTerm(v, absl::string_view()));
       }
-      if (Commutative(node)) std::sort(ins_.begin(), ins_.end());
+      if (commutative_[i]) std::sort(ins_.begin(), ins_.end());
       outs_.clear();
-      for (std::size_t j = 0; j < node.outputs.size(); ++j) {
-        if (node.outputs[j].empty()) continue;
-        for (NodeId c : graph.consumers(node.outputs[j], 0)) {
-          const Node& consumer = graph.node(c);
-          const std::size_t at =
-              Commutative(consumer) ? 0 : IndexOf(consumer.inputs, node.outputs[j]);
+      const absl::Span<const ValueId> outputs = node_outputs_[i];
+      for (std::size_t j = 0; j < outputs.size(); ++j) {
+        if (outputs[j] < 0) continue;
+        for (NodeId c : graph.consumers(outputs[j])) {
+          const std::size_t at = commutative_[c] ? 0 : IndexOf(node_inputs_[c], outputs[j]);
           outs_.push_back(Mix(Mix(colour_[c], j), at));
         }
       }
@@ -91,8 +125,24 @@ class Refiner {
   std::vector<std::uint64_t>& colour() { return colour_; }
 
  private:
+  // What input value v (named `name` when v is unresolved) contributes.
+  std::uint64_t InputTerm(ValueId v, absl::string_view name) const {
+    if (v < 0) return name.empty() ? 1 : in_.anchor(name);
+    const NodeId q = source_[v];
+    return q == kNoNode ? source_term_[v] : Mix(colour_[q], source_term_[v]);
+  }
+
   const ColourInput& in_;
   std::vector<std::uint64_t> colour_;
+  std::vector<char> commutative_;
+  static constexpr char kReadsUnresolved = 2;
+  std::vector<char> main_;  // in the main graph: 1, or kReadsUnresolved
+  std::vector<absl::Span<const ValueId>> node_inputs_, node_outputs_;
+  // Per value read by a main-graph node: its producer (kNoNode: none) and
+  // output position, or the anchor when it has no producer.
+  std::vector<NodeId> source_;
+  std::vector<std::uint64_t> source_term_;
+  std::vector<char> anchored_;  // source_ filled
   std::vector<std::uint64_t> ins_, outs_;
 };
 
