@@ -29,6 +29,7 @@
 #include "mapping/steps/resolve_scopes.h"
 #include "mapping/strategies/fused_nodes.h"
 #include "mapping/strategies/neighbourhood.h"
+#include "mapping/strategies/reference_match.h"
 #include "mapping/strategies/reference_transfer.h"
 #include "mapping/strategies/structure.h"
 
@@ -462,23 +463,34 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   const internal::MappingContext context{
       graph, manifest, rules, ops, tensors, mapper.records, mapper.evidence, mapper.origins};
   const std::vector<bool> shape = internal::ShapeComputations(graph, ops);
+  // The graph's own answers and the pairing with the reference read only
+  // the graphs and what is settled: on a large graph they run on two cores.
   std::optional<OwnAnswers> own_answers;
-  if (reference_answers != nullptr && !derived) {
-    own_answers.emplace(mapper.records);
-    OwnAnswers& o = *own_answers;
-    const internal::MappingContext own_context{
-        graph, manifest, rules, ops, tensors, o.records, o.evidence, o.origins};
-    tensors.WidenRewrittenNodes(&o.records, &o.evidence, &o.origins);
-    Infer(own_context, shape, /*factor=*/1.0, options);
-    internal::RecordFoldedNeighbours(own_context);
-    FinishMappings(rules, /*calibrate=*/true, mapper.kind, &o.records);
-  }
+  const bool transfers = reference_answers != nullptr && !mapper.reference_check.same_graph;
+  std::vector<internal::NodeMatch> matches;
+  internal::RunBoth(
+      graph.size() >= internal::kParallelNodes,
+      [&] {
+        if (reference_answers == nullptr || derived) return;
+        own_answers.emplace(mapper.records);
+        OwnAnswers& o = *own_answers;
+        const internal::MappingContext own_context{
+            graph, manifest, rules, ops, tensors, o.records, o.evidence, o.origins};
+        tensors.WidenRewrittenNodes(&o.records, &o.evidence, &o.origins);
+        Infer(own_context, shape, /*factor=*/1.0, options);
+        internal::RecordFoldedNeighbours(own_context);
+        FinishMappings(rules, /*calibrate=*/true, mapper.kind, &o.records);
+      },
+      [&] {
+        if (transfers) matches = internal::MatchToReference(graph, *reference_graph, rules);
+      });
   tensors.WidenRewrittenNodes(&mapper.records, &mapper.evidence, &mapper.origins);
-  if (reference_answers != nullptr && !mapper.reference_check.same_graph) {
+  if (transfers) {
     internal::TransferContext transfer;
     transfer.reference_mappings = reference_answers;
     transfer.reference_origins = reference_origins;
     transfer.check = &mapper.reference_check;
+    transfer.matches = &matches;
     internal::TransferFromReference(context, *reference_graph, transfer);
   }
   // The manifest's fit and the modules' categories only read what is

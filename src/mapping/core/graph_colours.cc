@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "base/parallel.h"
 
 namespace semmap {
 namespace internal {
@@ -150,11 +151,13 @@ class Refiner {
 
 void ColourGraphs(const ColourInput& a, const ColourInput& b, GraphColours* out_a,
                   GraphColours* out_b) {
+  const bool parallel =
+      std::min(a.graph->size(), b.graph->size()) >= internal::kParallelNodes;
   Refiner ra(a), rb(b);
   std::size_t distinct_a = 0, distinct_b = 0;
   for (int round = 1; round <= GraphColours::kMaxRounds; ++round) {
-    const std::size_t da = ra.Step();
-    const std::size_t db = rb.Step();
+    std::size_t da = 0, db = 0;
+    internal::RunBoth(parallel, [&] { da = ra.Step(); }, [&] { db = rb.Step(); });
     if (round == GraphColours::kNearRounds) {
       out_a->near = ra.colour();
       out_b->near = rb.colour();

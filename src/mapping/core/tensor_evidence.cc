@@ -55,7 +55,11 @@ TensorEvidence::TensorEvidence(const Graph& graph, const Manifest& manifest,
                                const Rules& rules, const OpTraits& ops,
                                ModuleId root, absl::Span<const std::string> wrapper)
     : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), root_(root),
-      wrapper_(wrapper.begin(), wrapper.end()), resolver_(manifest) {
+      wrapper_(wrapper.begin(), wrapper.end()), resolver_(manifest),
+      owner_cache_(new std::atomic<ModuleId>[graph.valueCount()]) {
+  for (std::size_t v = 0; v < graph.valueCount(); ++v) {
+    owner_cache_[v].store(kOwnerUnknown, std::memory_order_relaxed);
+  }
   const absl::string_view root_path = manifest.path(root);
   if (!root_path.empty()) root_prefix_ = absl::StrCat(root_path, ".");
   if (!wrapper_.empty()) wrapper_prefix_ = absl::StrJoin(wrapper_, ".") + ".";
@@ -317,20 +321,32 @@ ModuleId TensorEvidence::ValueScope(absl::string_view value) const {
   return module;
 }
 
-ModuleId TensorEvidence::WeightOwner(absl::string_view value, int subgraph, int depth) const {
+ModuleId TensorEvidence::OwnerOfValue(ValueId v, absl::string_view name) const {
+  if (v < 0) return ParameterOwner(name);
+  std::atomic<ModuleId>& slot = owner_cache_[static_cast<std::size_t>(v)];
+  ModuleId owner = slot.load(std::memory_order_relaxed);
+  if (owner == kOwnerUnknown) {
+    // Two threads asking at once compute the same answer.
+    owner = ParameterOwner(name);
+    slot.store(owner, std::memory_order_relaxed);
+  }
+  return owner;
+}
+
+ModuleId TensorEvidence::WeightOwner(absl::string_view value, ValueId v, int depth) const {
   if (IsShared(value)) return kNoModule;
-  const ModuleId owner = ParameterOwner(value);
+  const ModuleId owner = OwnerOfValue(v, value);
   if (owner != kNoModule || depth >= kMaxChain) return owner;
-  const NodeId p = graph_.producer(value, subgraph);
+  const NodeId p = graph_.producer(v);
   if (p == kNoNode) return kNoModule;
-  const Node& producer = graph_.node(p);
+  const Node producer = graph_.node(p);
   // An Identity whose output no parameter names stands for another
   // parameter equal to its input (TorchScript's de-duplication, its name
   // stripped): the input's name says nothing of it.
   if (!ops_.IsWeightPassthrough(p) || producer.inputs.empty() || producer.op_type == "Identity") {
     return kNoModule;
   }
-  return WeightOwner(producer.inputs[0], producer.subgraph, depth + 1);
+  return WeightOwner(producer.inputs[0], producer.input_values[0], depth + 1);
 }
 
 bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* evidence,
@@ -339,9 +355,10 @@ bool TensorEvidence::WidenRewritten(NodeId id, MappingRecord* m, EvidenceStore* 
   if (!RewrittenByExporter(NodeFields(graph_).metadata(id))) return false;
   const Node& n = graph_.node(id);
   std::vector<ModuleId> owners;
-  for (absl::string_view input : n.inputs) {
+  for (std::size_t k = 0; k < n.inputs.size(); ++k) {
     // Through a quantizer's DequantizeLinear (a QDQ file keeps the metadata).
-    const ModuleId owner = input.empty() ? kNoModule : WeightOwner(input, n.subgraph, 0);
+    const absl::string_view input = n.inputs[k];
+    const ModuleId owner = input.empty() ? kNoModule : WeightOwner(input, n.input_values[k], 0);
     if (owner != kNoModule && owner != m->module &&
         std::find(owners.begin(), owners.end(), owner) == owners.end()) {
       owners.push_back(owner);
@@ -396,16 +413,18 @@ bool TensorEvidence::ForNode(NodeId id, TensorFinding* out) const {
     confidence = std::min(confidence, c);
     if (sources++ == 0) first = absl::StrCat(what, " ", name);
   };
-  for (absl::string_view o : n.outputs) {
-    add(ParameterOwner(o), kProducedParameter, "produces parameter", o);
+  for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+    const absl::string_view o = n.outputs[k];
+    add(OwnerOfValue(n.output_values[k], o), kProducedParameter, "produces parameter", o);
     const ModuleId scope = ValueScope(o);
     add(scope, kOutputScope, "output named", o);
     const absl::string_view op = scope == kNoModule ? absl::string_view() : ProducerOpOfValue(o);
     if (!op.empty()) produced_by.push_back({op, scope});
   }
-  for (absl::string_view i : n.inputs) {
+  for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+    const absl::string_view i = n.inputs[k];
     if (i.empty()) continue;
-    const ModuleId owner = WeightOwner(i, n.subgraph, 0);
+    const ModuleId owner = WeightOwner(i, n.input_values[k], 0);
     add(owner, kWeightRead, "reads weight", i);
     if (owner != kNoModule) weights.push_back(owner);
   }

@@ -6,6 +6,8 @@
 #ifndef SEMMAP_SRC_MAPPING_CORE_TENSOR_EVIDENCE_H_
 #define SEMMAP_SRC_MAPPING_CORE_TENSOR_EVIDENCE_H_
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -110,7 +112,9 @@ class TensorEvidence {
   // forward accounts for: equal tensors de-duplicated into one, whose name
   // says nothing of most readers (FindSharedTensors). Weight reads ignore
   // its name.
-  bool IsShared(absl::string_view value) const { return shared_.contains(value); }
+  bool IsShared(absl::string_view value) const {
+    return !shared_.empty() && shared_.contains(value);
+  }
   bool AnyShared() const { return !shared_.empty(); }
   // The module of the scope a value name carries, or kNoModule.
   ModuleId ValueScope(absl::string_view value) const;
@@ -119,7 +123,10 @@ class TensorEvidence {
   // ParameterOwner() of `value`, or of the tensor it passes through
   // pass-through ops from (not through an Identity); kNoModule for a
   // shared tensor (IsShared).
-  ModuleId WeightOwner(absl::string_view value, int subgraph, int depth) const;
+  ModuleId WeightOwner(absl::string_view value, ValueId v, int depth) const;
+  // ParameterOwner() of value `v` named `name`, asked once per value
+  // (owner_cache_); a name defined nowhere (kNoValue) each time.
+  ModuleId OwnerOfValue(ValueId v, absl::string_view name) const;
   // Parameter-named initializers read by more nodes than their module's
   // forward can account for (forward signatures: its calls times its
   // operations reading the parameter; without them, one node, unless the
@@ -139,6 +146,10 @@ class TensorEvidence {
   std::string root_prefix_;     // "<root path>." or ""
   std::string wrapper_prefix_;  // "<wrapper atoms joined by .>." or ""
   mutable absl::flat_hash_map<std::string, ModuleId> scope_cache_;
+  // OwnerOfValue() per value id, kOwnerUnknown until asked; safe to fill
+  // from two threads (each writes the same answer).
+  static constexpr ModuleId kOwnerUnknown = -2;
+  std::unique_ptr<std::atomic<ModuleId>[]> owner_cache_;
   absl::flat_hash_set<absl::string_view> shared_;  // FindSharedTensors()
 };
 

@@ -7,7 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/str_cat.h"
+#include "absl/hash/hash.h"
 #include "base/text.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/confidence.h"
@@ -20,9 +20,12 @@ namespace semmap {
 namespace internal {
 namespace {
 
-// Stands for any value a plain Constant node produces: tools reorder,
-// rename and merge constants, and their payloads are not loaded.
-constexpr char kConstToken[] = "\x01";
+// Signature tokens: an R value read (its id), or one of these. Constants
+// are interchangeable: tools reorder, rename and merge them, and their
+// payloads are not loaded.
+constexpr ValueId kEmptyToken = -1;      // an omitted optional input ("")
+constexpr ValueId kConstToken = -2;      // any value a constant computation produces
+constexpr ValueId kUndefinedToken = -3;  // a name R defines nowhere: matches nothing
 // Underscores tried from the end of a name when looking for the R node
 // name it extends ("<node>_quant_scales_mul").
 constexpr int kMaxDerivedSuffixes = 8;
@@ -38,12 +41,12 @@ std::vector<char> ConstantNodes(const Graph& g) {
   // rest.
   for (int sweep = 0; sweep < 2; ++sweep) {
     for (NodeId i = 0; i < static_cast<NodeId>(g.size()); ++i) {
-      const Node& n = g.node(i);
+      const Node n = g.node(i);
       if (constant[i] || n.subgraph != 0) continue;
       bool all = true;
-      for (absl::string_view in : n.inputs) {
-        if (in.empty()) continue;
-        const NodeId q = g.producer(in, 0);
+      for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k].empty()) continue;
+        const NodeId q = g.producer(n.input_values[k]);
         if (q == kNoNode || !constant[q]) {
           all = false;
           break;
@@ -63,16 +66,22 @@ bool IsCommutative(const Node& n) {
   return kOps->contains(n.op_type);
 }
 
-// op type, domain and the input tokens, as one hash key.
-std::string SignatureKey(const Node& n, std::vector<absl::string_view>* tokens) {
+std::uint64_t MixToken(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 29);
+}
+
+// op type, domain and the input tokens (sorted for a commutative op), as
+// one hash; equal hashes are checked against the tokens (SameSignature).
+std::uint64_t SignatureHash(const Node& n, std::vector<ValueId>* tokens) {
   if (IsCommutative(n)) std::sort(tokens->begin(), tokens->end());
-  std::string key = absl::StrCat(n.op_type, "\0", n.domain);
-  key.push_back('\0');
-  for (absl::string_view t : *tokens) {
-    key.push_back('\0');
-    key.append(t.data(), t.size());
-  }
-  return key;
+  const absl::Hash<absl::string_view> hash;
+  std::uint64_t h = MixToken(hash(n.op_type), hash(n.domain));
+  h = MixToken(h, tokens->size());
+  for (ValueId t : *tokens) h = MixToken(h, static_cast<std::uint64_t>(static_cast<std::int64_t>(t)));
+  return h;
 }
 
 // R nodes of one structural signature.
@@ -81,6 +90,9 @@ struct Candidates {
   std::size_t next = 0;       // nodes before it are claimed
 };
 
+// Values are compared by id: a P value's R counterpart is a table indexed
+// by P's value ids, R's tokens are R's value ids; names are read only
+// where a rule is about names (seeds, the derived-name rule).
 class Matcher {
  public:
   Matcher(const Graph& p, const Graph& r, const Rules& rules, const MatchLimits& limits)
@@ -92,7 +104,8 @@ class Matcher {
         r_claimed_(r.size(), 0),
         span_budget_(SpanBudget(r, limits)),
         p_constant_(ConstantNodes(p)),
-        r_constant_(ConstantNodes(r)) {}
+        r_constant_(ConstantNodes(r)),
+        value_map_(p.valueCount(), kNoValue) {}
 
   static std::size_t SpanBudget(const Graph& r, const MatchLimits& limits) {
     std::size_t items = r.size();
@@ -115,48 +128,82 @@ class Matcher {
 
  private:
   void IndexReference() {
-    absl::flat_hash_map<absl::string_view, int> name_count;
-    for (const Node& n : r_.nodes()) {
-      if (!n.name.empty()) ++name_count[n.name];
-    }
-    for (NodeId r = 0; r < static_cast<NodeId>(r_.size()); ++r) {
-      const Node& n = r_.node(r);
-      if (!n.name.empty() && name_count[n.name] == 1) r_by_name_.emplace(n.name, r);
-      if (n.subgraph != 0) continue;
-      for (absl::string_view o : n.outputs) {
-        if (!o.empty()) r_values_.insert(o);
+    // Node names are indexed only when P has some to look up.
+    bool p_named = false;
+    for (const Node& n : p_.nodes()) {
+      if (!n.name.empty()) {
+        p_named = true;
+        break;
       }
     }
-    for (const TensorInfo& t : r_.initializers()) {
-      if (t.subgraph == 0) {
-        r_values_.insert(t.name);
-        r_initializers_.emplace(t.name, &t);
+    if (p_named) {
+      absl::flat_hash_map<absl::string_view, int> name_count;
+      for (const Node& n : r_.nodes()) {
+        if (!n.name.empty()) ++name_count[n.name];
+      }
+      for (NodeId r = 0; r < static_cast<NodeId>(r_.size()); ++r) {
+        const Node n = r_.node(r);
+        if (!n.name.empty() && name_count[n.name] == 1) r_by_name_.emplace(n.name, r);
       }
     }
-    for (absl::string_view in : r_.inputs()) r_values_.insert(in);
     // Structural signatures of R's main-graph nodes that read something
     // other than constants.
-    std::vector<absl::string_view> tokens;
+    std::vector<ValueId> tokens;
     for (NodeId r = 0; r < static_cast<NodeId>(r_.size()); ++r) {
-      const Node& n = r_.node(r);
+      const Node n = r_.node(r);
       if (n.subgraph != 0) continue;
-      tokens.clear();
       bool anchored = false;
-      for (absl::string_view in : n.inputs) {
-        tokens.push_back(ReferenceToken(in));
-        anchored |= !in.empty() && tokens.back() != kConstToken;
-      }
+      ReferenceTokens(n, &tokens, &anchored);
       if (!anchored) continue;
-      r_signatures_[SignatureKey(n, &tokens)].nodes.push_back(r);
+      Candidates& c = r_signatures_[SignatureHash(n, &tokens)];
+      // Two signatures of one hash: the later one is left to the other rules.
+      if (!c.nodes.empty() && !SameSignature(c.nodes.front(), n, tokens)) continue;
+      c.nodes.push_back(r);
     }
   }
 
+  void ReferenceTokens(const Node& n, std::vector<ValueId>* tokens, bool* anchored) const {
+    tokens->clear();
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k].empty()) {
+        tokens->push_back(kEmptyToken);
+        continue;
+      }
+      const ValueId v = n.input_values[k];
+      tokens->push_back(v < 0 ? kUndefinedToken : ReferenceToken(v));
+      *anchored |= tokens->back() != kConstToken;
+    }
+  }
+
+  // R node r's signature is n's with `tokens` (sorted as SignatureHash
+  // leaves them).
+  bool SameSignature(NodeId r, const Node& n, const std::vector<ValueId>& tokens) const {
+    const Node rn = r_.node(r);
+    if (rn.op_type != n.op_type || rn.domain != n.domain) return false;
+    bool anchored = false;
+    ReferenceTokens(rn, &scratch_, &anchored);
+    if (IsCommutative(rn)) std::sort(scratch_.begin(), scratch_.end());
+    return scratch_ == tokens;
+  }
+
   // An R value as a signature token: constants are interchangeable.
-  absl::string_view ReferenceToken(absl::string_view value) const {
-    if (value.empty()) return value;
-    const NodeId producer = r_.producer(value, 0);
+  ValueId ReferenceToken(ValueId value) const {
+    const NodeId producer = r_.producer(value);
     if (producer != kNoNode && r_constant_[producer]) return kConstToken;
     return value;
+  }
+
+  // The R value P's value `v` (named `name`) carries, or kNoValue. A name P
+  // defines nowhere carries the R value of that name.
+  ValueId Mapped(ValueId v, absl::string_view name) const {
+    if (v >= 0) return value_map_[static_cast<std::size_t>(v)];
+    return name.empty() ? kNoValue : r_.value(name, 0);
+  }
+
+  void MapValue(ValueId p_value, ValueId r_value) {
+    if (p_value < 0 || r_value < 0) return;
+    ValueId& slot = value_map_[static_cast<std::size_t>(p_value)];
+    if (slot == kNoValue) slot = r_value;
   }
 
   // P values named like R values are those values; so are initializers
@@ -165,41 +212,48 @@ class Matcher {
   // (a prefixing tool's "m0/input_ids", a quantizer's "q_output_<w>_1" of
   // the same shape): the anchors the structural numbering starts from.
   void SeedValues() {
-    auto seed = [this](absl::string_view v) {
-      if (!v.empty() && r_values_.contains(v)) value_map_.try_emplace(v, v);
-    };
+    auto same_name = [this](ValueId v) { MapValue(v, r_.value(p_.valueName(v), 0)); };
+    // What main-graph nodes write (what they read is written there, or is
+    // a graph input or initializer, seeded below).
     for (const Node& n : p_.nodes()) {
       if (n.subgraph != 0) continue;
-      for (absl::string_view v : n.inputs) seed(v);
-      for (absl::string_view v : n.outputs) seed(v);
+      for (ValueId v : n.output_values) {
+        if (v >= 0) same_name(v);
+      }
     }
+    std::vector<ValueId> inputs, initializers;
+    for (absl::string_view name : p_.inputs()) {
+      if (!name.empty()) inputs.push_back(p_.value(name, 0));
+    }
+    for (const TensorInfo& t : p_.initializers()) {
+      if (t.subgraph == 0) initializers.push_back(p_.value(t.name, 0));
+    }
+    for (ValueId v : inputs) same_name(v);
+    for (ValueId v : initializers) same_name(v);
     const auto long_enough = [](absl::string_view part) { return part.size() >= 3; };
-    for (absl::string_view v : p_.inputs()) {
-      seed(v);
-      if (v.empty() || value_map_.contains(v)) continue;
+    for (ValueId v : inputs) {
+      if (v < 0 || value_map_[static_cast<std::size_t>(v)] != kNoValue) continue;
       const absl::string_view embedded =
-          FindEmbeddedName(v, long_enough, [&](absl::string_view part) {
+          FindEmbeddedName(p_.valueName(v), long_enough, [&](absl::string_view part) {
             return std::find(r_.inputs().begin(), r_.inputs().end(), part) != r_.inputs().end();
           });
-      if (!embedded.empty()) value_map_.try_emplace(v, embedded);
+      if (!embedded.empty()) MapValue(v, r_.value(embedded, 0));
     }
     for (const TensorInfo& t : p_.initializers()) {
       if (t.subgraph != 0) continue;
-      if (r_values_.contains(t.name)) {
-        value_map_.try_emplace(t.name, t.name);
-        continue;
-      }
+      const ValueId v = p_.value(t.name, 0);
+      if (v < 0 || value_map_[static_cast<std::size_t>(v)] != kNoValue) continue;
       const auto same_shape = [&](absl::string_view r_name) {
-        auto it = r_initializers_.find(r_name);
-        return it != r_initializers_.end() && !t.dims.empty() && t.dims == it->second->dims;
+        const TensorInfo* r_tensor = r_.initializer(r_name);
+        return r_tensor != nullptr && !t.dims.empty() && t.dims == r_tensor->dims;
       };
       const absl::string_view stripped = internal::RuleQueries(rules_).StripValueSuffixes(t.name);
       if (same_shape(stripped)) {
-        value_map_.try_emplace(t.name, r_initializers_.find(stripped)->first);
+        MapValue(v, r_.value(stripped, 0));
         continue;
       }
       const absl::string_view embedded = FindEmbeddedName(t.name, long_enough, same_shape);
-      if (!embedded.empty()) value_map_.try_emplace(t.name, r_initializers_.find(embedded)->first);
+      if (!embedded.empty()) MapValue(v, r_.value(embedded, 0));
     }
   }
 
@@ -209,11 +263,11 @@ class Matcher {
     const absl::Hash<absl::string_view> hash;
     auto named = [&hash](absl::string_view v) -> std::uint64_t { return hash(v) | 1; };
     ColourInput r{&r_, [&](absl::string_view v) -> std::uint64_t {
-                    return r_values_.contains(v) ? named(v) : 0;
+                    return r_.value(v, 0) != kNoValue ? named(v) : 0;
                   }, &r_constant_};
     ColourInput p{&p_, [&](absl::string_view v) -> std::uint64_t {
-                    auto it = value_map_.find(v);
-                    return it == value_map_.end() ? 0 : named(it->second);
+                    const ValueId mapped = Mapped(p_.value(v, 0), v);
+                    return mapped == kNoValue ? 0 : named(r_.valueName(mapped));
                   }, &p_constant_};
     ColourGraphs(p, r, &p_colours_, &r_colours_);
   }
@@ -251,18 +305,16 @@ class Matcher {
       out_[pi].reference_nodes.assign(1, ri);
       out_[pi].ambiguous = pi == p && ambiguous;
       r_claimed_[ri] = 1;
-      const Node& pn = p_.node(pi);
-      const Node& rn = r_.node(ri);
+      const Node pn = p_.node(pi);
+      const Node rn = r_.node(ri);
       if (pn.subgraph != 0 || rn.subgraph != 0) continue;
       for (std::size_t i = 0; i < std::min(pn.outputs.size(), rn.outputs.size()); ++i) {
-        if (!pn.outputs[i].empty() && !rn.outputs[i].empty()) {
-          value_map_.try_emplace(pn.outputs[i], rn.outputs[i]);
-        }
+        MapValue(pn.output_values[i], rn.output_values[i]);
       }
       for (std::size_t i = 0; i < std::min(pn.inputs.size(), rn.inputs.size()); ++i) {
         if (pn.inputs[i].empty() || rn.inputs[i].empty()) continue;
-        const NodeId pc = p_.producer(pn.inputs[i], 0);
-        const NodeId rc = r_.producer(rn.inputs[i], 0);
+        const NodeId pc = p_.producer(pn.input_values[i]);
+        const NodeId rc = r_.producer(rn.input_values[i]);
         if (pc == kNoNode || rc == kNoNode || out_[pc].rule != MatchRule::kNone ||
             r_claimed_[rc] || !p_constant_[pc] || !r_constant_[rc] ||
             p_.node(pc).op_type != r_.node(rc).op_type) {
@@ -276,36 +328,39 @@ class Matcher {
   }
 
   void MatchByName() {
+    if (r_by_name_.empty()) return;
     for (NodeId p = 0; p < static_cast<NodeId>(p_.size()); ++p) {
-      const Node& n = p_.node(p);
+      const Node n = p_.node(p);
       if (n.name.empty()) continue;
       auto it = r_by_name_.find(n.name);
       if (it == r_by_name_.end()) continue;
-      const Node& r = r_.node(it->second);
+      const Node r = r_.node(it->second);
       if (r.op_type == n.op_type && r.domain == n.domain && !r_claimed_[it->second]) {
         Pair(p, it->second, MatchRule::kSameName, false);
       }
     }
   }
 
-  // P's input as a signature token; false when it is not matched yet.
-  bool ProcessedToken(absl::string_view value, absl::string_view* token) const {
-    if (value.empty()) {
-      *token = value;
+  // P's input `k` of `n` as a signature token; false when it is not
+  // matched yet.
+  bool ProcessedToken(const Node& n, std::size_t k, ValueId* token) const {
+    if (n.inputs[k].empty()) {
+      *token = kEmptyToken;
       return true;
     }
-    const NodeId producer = p_.producer(value, 0);
+    const ValueId v = n.input_values[k];
+    const NodeId producer = p_.producer(v);
     if (producer != kNoNode && p_constant_[producer]) {
       *token = kConstToken;
       return true;
     }
-    auto it = value_map_.find(value);
-    if (it != value_map_.end()) {
-      *token = ReferenceToken(it->second);
+    const ValueId mapped = Mapped(v, n.inputs[k]);
+    if (mapped != kNoValue) {
+      *token = ReferenceToken(mapped);
       return true;
     }
     // A constant folded into an initializer under a new name.
-    if (producer == kNoNode && p_.initializer(value) != nullptr) {
+    if (producer == kNoNode && p_.initializerOf(v) != nullptr) {
       *token = kConstToken;
       return true;
     }
@@ -316,26 +371,29 @@ class Matcher {
   // op type and (matched) inputs, in order, are an R node's is that node.
   // Equal signatures pair in node order.
   void MatchStructure() {
-    std::vector<absl::string_view> tokens;
+    std::vector<ValueId> tokens;
     for (int pass = 0; pass < limits_.max_structure_passes; ++pass) {
       bool changed = false;
       for (NodeId p = 0; p < static_cast<NodeId>(p_.size()); ++p) {
-        const Node& n = p_.node(p);
-        if (out_[p].rule != MatchRule::kNone || n.subgraph != 0) continue;
+        if (out_[p].rule != MatchRule::kNone) continue;
+        const Node n = p_.node(p);
+        if (n.subgraph != 0) continue;
         tokens.clear();
         bool ready = true, anchored = false;
-        for (absl::string_view in : n.inputs) {
-          absl::string_view t;
-          if (!ProcessedToken(in, &t)) {
+        for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+          ValueId t;
+          if (!ProcessedToken(n, k, &t)) {
             ready = false;
             break;
           }
           tokens.push_back(t);
-          anchored |= !in.empty() && t != kConstToken;
+          anchored |= t != kEmptyToken && t != kConstToken;
         }
         if (!ready || !anchored) continue;
-        auto it = r_signatures_.find(SignatureKey(n, &tokens));
-        if (it == r_signatures_.end()) continue;
+        auto it = r_signatures_.find(SignatureHash(n, &tokens));
+        if (it == r_signatures_.end() || !SameSignature(it->second.nodes.front(), n, tokens)) {
+          continue;
+        }
         bool alike = false;
         const NodeId r = Choose(p, it->second, &alike);
         if (r == kNoNode) continue;
@@ -350,20 +408,22 @@ class Matcher {
   // inputs and those outputs (a fused Attention, SkipLayerNormalization...);
   // reading none, for the producers of those outputs.
   void MatchSpan(NodeId p) {
-    const Node& n = p_.node(p);
+    const Node n = p_.node(p);
     if (n.subgraph != 0) return;
     std::vector<NodeId> producers;
-    for (absl::string_view o : n.outputs) {
-      auto it = value_map_.find(o);
-      if (it == value_map_.end()) continue;
-      const NodeId r = r_.producer(it->second, 0);
+    for (std::size_t k = 0; k < n.outputs.size(); ++k) {
+      const ValueId mapped = Mapped(n.output_values[k], n.outputs[k]);
+      if (mapped == kNoValue) continue;
+      const NodeId r = r_.producer(mapped);
       if (r != kNoNode) producers.push_back(r);
     }
     if (producers.empty()) return;
-    absl::flat_hash_set<absl::string_view> ins;
-    for (absl::string_view in : n.inputs) {
-      auto it = value_map_.find(in);
-      if (it != value_map_.end() && !r_initializers_.contains(it->second)) ins.insert(it->second);
+    absl::flat_hash_set<ValueId> ins;
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+      const ValueId mapped = Mapped(n.input_values[k], n.inputs[k]);
+      if (mapped != kNoValue && r_.initializer(r_.valueName(mapped)) == nullptr) {
+        ins.insert(mapped);
+      }
     }
     std::vector<NodeId> span;
     if (!ins.empty()) span = Between(ins, producers);
@@ -379,7 +439,7 @@ class Matcher {
   // the consumers of `ins`. Empty when the walk exceeds the limit of one
   // span or what is left of the match's budget (span_budget_, which the
   // walk spends).
-  std::vector<NodeId> Between(const absl::flat_hash_set<absl::string_view>& ins,
+  std::vector<NodeId> Between(const absl::flat_hash_set<ValueId>& ins,
                               const std::vector<NodeId>& producers) {
     std::size_t work = 0;  // nodes and edges visited
     struct Spend {
@@ -396,10 +456,12 @@ class Matcher {
       ++work;
       if (!back.insert(r).second) continue;
       if (back.size() > max_nodes) return {};
-      for (absl::string_view in : r_.node(r).inputs) {
+      const Node rn = r_.node(r);
+      for (std::size_t k = 0; k < rn.inputs.size(); ++k) {
         ++work;
-        if (in.empty() || ins.contains(in)) continue;
-        const NodeId q = r_.producer(in, 0);
+        const ValueId in = rn.input_values[k];
+        if (in < 0 || ins.contains(in)) continue;
+        const NodeId q = r_.producer(in);
         if (q != kNoNode) stack.push_back(q);
       }
     }
@@ -409,23 +471,23 @@ class Matcher {
     std::size_t edges = 0;
     const std::size_t max_edges =
         std::min(4 * limits_.max_span_nodes, span_budget_ - std::min(span_budget_, work));
-    auto push_consumers = [&](absl::string_view v) {
-      for (NodeId c : r_.consumers(v, 0)) {
+    auto push_consumers = [&](ValueId v) {
+      for (NodeId c : r_.consumers(v)) {
         ++work;
         if (++edges > max_edges) return false;
         if (back.contains(c)) stack.push_back(c);
       }
       return true;
     };
-    for (absl::string_view v : ins) {
+    for (ValueId v : ins) {
       if (!push_consumers(v)) return {};
     }
     while (!stack.empty()) {
       const NodeId r = stack.back();
       stack.pop_back();
       if (!forward.insert(r).second) continue;
-      for (absl::string_view o : r_.node(r).outputs) {
-        if (!o.empty() && !push_consumers(o)) return {};
+      for (ValueId o : r_.node(r).output_values) {
+        if (o >= 0 && !push_consumers(o)) return {};
       }
     }
     return std::vector<NodeId>(forward.begin(), forward.end());
@@ -450,7 +512,7 @@ class Matcher {
       pos = name.rfind('_', pos == 0 ? 0 : pos - 1);
       if (pos == std::string::npos || pos == 0) break;
       const absl::string_view prefix = absl::string_view(name).substr(0, pos);
-      if (r_values_.contains(prefix)) return;
+      if (r_.value(prefix, 0) != kNoValue) return;
       if (longest == kNoNode) {
         auto it = r_by_name_.find(prefix);
         if (it != r_by_name_.end()) longest = it->second;
@@ -471,12 +533,11 @@ class Matcher {
   const std::vector<char> p_constant_;  // ConstantNodes(p_)
   const std::vector<char> r_constant_;  // ConstantNodes(r_)
   absl::flat_hash_map<absl::string_view, NodeId> r_by_name_;  // unique names
-  absl::flat_hash_set<absl::string_view> r_values_;           // main graph
-  absl::flat_hash_map<absl::string_view, const TensorInfo*> r_initializers_;
-  absl::flat_hash_map<std::string, Candidates> r_signatures_;
+  absl::flat_hash_map<std::uint64_t, Candidates> r_signatures_;  // by SignatureHash
   GraphColours p_colours_, r_colours_;
-  // P main-graph value -> R main-graph value it carries.
-  absl::flat_hash_map<absl::string_view, absl::string_view> value_map_;
+  mutable std::vector<ValueId> scratch_;  // SameSignature's tokens
+  // P main-graph value -> R main-graph value it carries (kNoValue: none yet).
+  std::vector<ValueId> value_map_;
 };
 
 }  // namespace

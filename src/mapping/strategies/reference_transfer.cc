@@ -64,7 +64,12 @@ TransferStats TransferFromReference(const MappingContext& context, const Graph& 
   EvidenceStore* evidence = &context.evidence;
   TransferStats stats;
   const std::vector<MappingRecord>& reference_mappings = *transfer.reference_mappings;
-  const std::vector<NodeMatch> matches = MatchToReference(processed, reference, rules, limits);
+  std::vector<NodeMatch> own_matches;
+  if (transfer.matches == nullptr) {
+    own_matches = MatchToReference(processed, reference, rules, limits);
+  }
+  const std::vector<NodeMatch>& matches =
+      transfer.matches != nullptr ? *transfer.matches : own_matches;
   std::vector<FusedPart> parts;
   std::vector<ModuleId> origins;
   if (transfer.check != nullptr) {

@@ -59,6 +59,10 @@ struct TransferContext {
   const OriginTable* reference_origins = nullptr;
   // With a check, the pairing is also recorded there (NotePairing).
   ReferenceCheck* check = nullptr;
+  // The pairing, when the caller made it already (MatchToReference of the
+  // processed graph and `reference` with the limits passed); else it is
+  // made here.
+  const std::vector<NodeMatch>* matches = nullptr;
 };
 TransferStats TransferFromReference(const MappingContext& context, const Graph& reference,
                                     const TransferContext& transfer, const MatchLimits& limits = {});
