@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "base/parallel.h"
 
@@ -120,12 +119,39 @@ class Refiner {
       next[i] = h;
     }
     colour_.swap(next);
-    return absl::flat_hash_set<std::uint64_t>(colour_.begin(), colour_.end()).size();
+    return CountDistinct();
   }
 
   std::vector<std::uint64_t>& colour() { return colour_; }
 
  private:
+  // The number of distinct colours: an open-addressing set of the
+  // colours (0 kept aside as the empty slot), reused from round to round.
+  std::size_t CountDistinct() {
+    std::size_t capacity = 16;
+    while (capacity < 2 * colour_.size()) capacity <<= 1;
+    seen_.assign(capacity, 0);
+    const std::size_t mask = capacity - 1;
+    std::size_t distinct = 0;
+    bool zero = false;
+    for (std::uint64_t c : colour_) {
+      if (c == 0) {
+        zero = true;
+        continue;
+      }
+      // Colours are mixed hashes: their low bits spread well.
+      for (std::size_t at = c & mask;; at = (at + 1) & mask) {
+        if (seen_[at] == c) break;
+        if (seen_[at] == 0) {
+          seen_[at] = c;
+          ++distinct;
+          break;
+        }
+      }
+    }
+    return distinct + (zero ? 1 : 0);
+  }
+
   // What input value v (named `name` when v is unresolved) contributes.
   std::uint64_t InputTerm(ValueId v, absl::string_view name) const {
     if (v < 0) return name.empty() ? 1 : in_.anchor(name);
@@ -145,6 +171,7 @@ class Refiner {
   std::vector<std::uint64_t> source_term_;
   std::vector<char> anchored_;  // source_ filled
   std::vector<std::uint64_t> ins_, outs_;
+  std::vector<std::uint64_t> seen_;  // CountDistinct's table
 };
 
 }  // namespace

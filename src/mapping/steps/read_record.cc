@@ -1,7 +1,8 @@
 #include "mapping/steps/read_record.h"
 
 #include <cmath>
-#include <map>
+#include <optional>
+#include <utility>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -210,31 +211,58 @@ absl::Status ReadManifestAndAnswers(absl::string_view manifest, absl::string_vie
   return ReadAnswers(answers, absl::StrCat(where, ": ", kRecordAnswersKey), nodes, record);
 }
 
-// The model-level metadata entries at the beginning of a serialized
-// ModelProto (a record writes them before its graph), by key, as far as
-// they are complete in `bytes`. True once a field other than an entry
-// follows them, or all three of the record's are there.
-bool LeadingEntries(absl::string_view bytes, std::map<std::string, absl::string_view>* out) {
-  out->clear();
-  WireReader r(bytes);
-  WireField f;
-  while (r.Next(&f)) {
-    if (f.number != model_field::kMetadataProps || !IsLen(f)) return true;
-    WireReader entry(f.bytes);
-    WireField e;
-    absl::string_view key, value;
-    while (entry.Next(&e)) {
-      if (e.number == kEntryKey && IsLen(e)) key = e.bytes;
-      if (e.number == kEntryValue && IsLen(e)) value = e.bytes;
+// The record's three entries among the model-level metadata entries at
+// the beginning of a serialized ModelProto (a record writes them before its
+// graph), read as the inflated bytes grow: each call reads only the fields
+// completed since the last, so the work is linear in the bytes whatever
+// their number of entries. Entries are kept as offsets (the bytes move as
+// they grow); the last of a key wins.
+class LeadingEntries {
+ public:
+  // True once a field other than an entry follows them, or the three
+  // entries are there; false while more bytes are needed.
+  bool Read(absl::string_view so_far) {
+    if (done_) return true;
+    WireReader r(so_far.substr(parsed_));
+    WireField f;
+    while (r.Next(&f)) {
+      if (f.number != model_field::kMetadataProps || !IsLen(f)) return done_ = true;
+      WireReader entry(f.bytes);
+      WireField e;
+      absl::string_view key, value;
+      while (entry.Next(&e)) {
+        if (e.number == kEntryKey && IsLen(e)) key = e.bytes;
+        if (e.number == kEntryValue && IsLen(e)) value = e.bytes;
+      }
+      parsed_ = static_cast<std::size_t>(r.position() - so_far.data());
+      for (int k = 0; k < 3; ++k) {
+        if (key == Key(k)) {
+          span_[k] = {static_cast<std::size_t>(value.data() - so_far.data()), value.size()};
+          found_[k] = true;
+        }
+      }
+      if (found_[0] && found_[1] && found_[2]) return done_ = true;
     }
-    (*out)[std::string(key)] = value;
-    if (out->count(std::string(kRecordSourceKey)) && out->count(std::string(kRecordManifestKey)) &&
-        out->count(std::string(kRecordAnswersKey))) {
-      return true;
-    }
+    return false;  // ends inside a field, or the bytes end: more is needed
   }
-  return false;  // ends inside a field, or the bytes end: more is needed
-}
+
+  // Entry `k` (0: source, 1: manifest, 2: answers) in `bytes`, the bytes
+  // last read or more of them; nullopt when it was not read.
+  std::optional<absl::string_view> Get(int k, absl::string_view bytes) const {
+    if (!found_[k]) return std::nullopt;
+    return bytes.substr(span_[k].first, span_[k].second);
+  }
+
+  static absl::string_view Key(int k) {
+    return k == 0 ? kRecordSourceKey : k == 1 ? kRecordManifestKey : kRecordAnswersKey;
+  }
+
+ private:
+  std::size_t parsed_ = 0;  // bytes of complete fields read
+  bool done_ = false;
+  bool found_[3] = {false, false, false};
+  std::pair<std::size_t, std::size_t> span_[3];  // offset, length
+};
 
 }  // namespace
 
@@ -321,29 +349,29 @@ absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
   const std::uint64_t bound =
       std::min<std::uint64_t>(limits.max_inflated_bytes, compressed.size() * kMaxInflationRatio);
   // The entries first: a record made from this very graph needs no more.
-  std::map<std::string, absl::string_view> leading;
+  LeadingEntries leading;
   SEMMAP_ASSIGN_OR_RETURN(
       std::string prefix,
       InflatePrefix(compressed, bound, where,
-                    [&leading](absl::string_view so_far) { return LeadingEntries(so_far, &leading); }));
-  LeadingEntries(prefix, &leading);
-  const auto source = leading.find(std::string(kRecordSourceKey));
-  const auto manifest = leading.find(std::string(kRecordManifestKey));
-  const auto answers = leading.find(std::string(kRecordAnswersKey));
-  if (source != leading.end() && manifest != leading.end() && answers != leading.end()) {
+                    [&leading](absl::string_view so_far) { return leading.Read(so_far); }));
+  leading.Read(prefix);
+  const std::optional<absl::string_view> source = leading.Get(0, prefix);
+  const std::optional<absl::string_view> manifest = leading.Get(1, prefix);
+  const std::optional<absl::string_view> answers = leading.Get(2, prefix);
+  if (source && manifest && answers) {
     DecodedRecord record;
     record.encoded_bytes = value->size();
     const std::string source_where = absl::StrCat(where, ": ", kRecordSourceKey);
     // A source entry that does not parse, or another graph's: the full
     // reading below says what is wrong, or reads the copy.
     DecodedRecord probe;
-    if (ReadSource(source->second, source_where, graph.size(), &probe).ok() &&
+    if (ReadSource(*source, source_where, graph.size(), &probe).ok() &&
         probe.fingerprint == GraphFingerprint(graph)) {
       record.fingerprint = probe.fingerprint;
       record.generator = std::move(probe.generator);
       record.naming = probe.naming;
       SEMMAP_RETURN_IF_ERROR(ReadManifestAndAnswers(
-          manifest->second, answers->second, where, graph.size(),
+          *manifest, *answers, where, graph.size(),
           /*with_answers=*/record.naming.scheme == NodeNaming::kMetadata, &record));
       return std::optional<DecodedRecord>(std::move(record));
     }
