@@ -122,6 +122,18 @@ absl::StatusOr<Graph> Graph::Parse(absl::string_view bytes, absl::string_view or
   return internal::OutOfMemory(origin, "loading the model");
 }
 
+absl::StatusOr<Graph> internal::GraphAccess::ParseOwned(std::string bytes,
+                                                       absl::string_view origin,
+                                                       const GraphOptions& options) try {
+  if (options.loader == Loader::kProtobuf) return Graph::Build(bytes, origin, options, nullptr);
+  auto owned = std::make_shared<const std::string>(std::move(bytes));
+  return Graph::Build(*owned, origin, options, owned);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the model");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the model");
+}
+
 absl::StatusOr<Graph> Graph::Build(absl::string_view bytes, absl::string_view origin,
                                    const GraphOptions& options,
                                    std::shared_ptr<const void> backing,

@@ -151,6 +151,10 @@ Node MakeNode(const GraphRep& rep, NodeId id);
 // The library's way into a Graph's representation.
 struct GraphAccess {
   static const GraphRep& Rep(const Graph& graph) { return *graph.rep_; }
+  // Graph::Parse of bytes the Graph takes over instead of copying them (a
+  // large buffer the caller no longer needs: one copy alive, not two).
+  static absl::StatusOr<Graph> ParseOwned(std::string bytes, absl::string_view origin,
+                                          const GraphOptions& options);
 };
 
 // The mapping of the file `graph` was loaded from, when the wire scan read

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
+#include "graph/graph_rep.h"
 #include "graph/onnx_fields.h"
 #include "graph/weightless_copy.h"
 #include "graph/wire_reader.h"
@@ -383,7 +384,8 @@ absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
   DecodedRecord record;
   record.encoded_bytes = value->size();
   SEMMAP_ASSIGN_OR_RETURN(record.source,
-                          Graph::Parse(bytes, absl::StrCat(where, ": its graph"), graph_options));
+                          internal::GraphAccess::ParseOwned(
+                              std::move(bytes), absl::StrCat(where, ": its graph"), graph_options));
   const Graph& copy = *record.source;
   const std::vector<MetadataEntry>& entries = copy.modelMetadata();
   const absl::string_view* source_entry = FindLast(entries, kRecordSourceKey);

@@ -431,7 +431,7 @@ class Matcher {
     std::sort(span.begin(), span.end());
     span.erase(std::unique(span.begin(), span.end()), span.end());
     out_[p].rule = MatchRule::kSpan;
-    out_[p].reference_nodes = std::move(span);
+    out_[p].reference_nodes.assign(span.begin(), span.end());
   }
 
   // R nodes on paths from `ins` to the outputs of `producers`: reachable

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "semmap/graph.h"
 #include "semmap/rules.h"
 
@@ -32,7 +33,8 @@ struct NodeMatch {
   MatchRule rule = MatchRule::kNone;
   // kSameName, kStructure, kConstantOf, kDerivedName: one R node.
   // kSpan: the R nodes replaced.
-  std::vector<NodeId> reference_nodes;
+  // One node inline: a million matches allocate nothing more.
+  absl::InlinedVector<NodeId, 1> reference_nodes;
   // kStructure: more than one R node had the same signature and the pairing
   // followed node order.
   bool ambiguous = false;
