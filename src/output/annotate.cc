@@ -353,7 +353,7 @@ ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptio
   return plan;
 }
 
-// Long (about 75 lines): the checks, the plan, the per-node editor and the
+// Long (about 95 lines): the checks, the plan, the per-node editor and the
 // write share the mapped file and the result; the pieces that stand alone
 // are helpers (PlanNamespaces, the NodeRewrite of wire_writer.h).
 absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std::string& input,
