@@ -1,5 +1,6 @@
 """Facts about the sources that a reader relies on and a compiler does not
-check, each a ctest (tests/CMakeLists.txt; docs/development.md, "Tests"):
+check, each a ctest (tests/CMakeLists.txt; docs/development.md, "Where
+tests go"):
 
     check_sources.py size REPO           no C++ source over 600 lines, but the
                                          named exceptions below, none longer
@@ -13,8 +14,8 @@ check, each a ctest (tests/CMakeLists.txt; docs/development.md, "Tests"):
     check_sources.py catches             each check above fails on a made-up
                                          tree that breaks its rule
 
-Each prints what it found and exits 1 on the first kind of disagreement,
-naming the file and line.
+Each prints what it checked and every disagreement, naming the file (and
+the line), and exits 1 when there is one.
 """
 
 from __future__ import annotations
