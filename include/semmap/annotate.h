@@ -198,6 +198,16 @@ struct SEMMAP_EXPORT NamespacePlan {
 SEMMAP_EXPORT NamespacePlan PlanNamespaces(const SemanticMapper& mapper,
                                            const AnnotateOptions& options);
 
+// Where a copy written to `output` reads its external data from when that is
+// not where `input` reads it: `output`'s directory as written ("." for a
+// bare file name, "/" at the root) when the two files' directories differ
+// once resolved (".", "..", symbolic links), "" when they are one. Annotate
+// writes external data references unchanged, relative to the output's
+// directory, so a copy written elsewhere needs the data files copied there
+// (AnnotateResult::external_tensors). Reads the file system, never fails.
+SEMMAP_EXPORT std::string MovedExternalDataDirectory(const std::string& input,
+                                                     const std::string& output);
+
 // `semmap annotate --json`: {"bytes", "external_tensors", "mapped", "model",
 // "namespaces_kept", "namespaces_written", "nodes", "output", and with
 // options.scoped_names "renamed", "scoped_names_kept"}, without a final

@@ -12,32 +12,49 @@
 
 namespace semmap {
 
-// How a node's module was found. The numeric values and the names returned
-// by StrategyName() are stable: tools print them and files store them.
-enum class Strategy : std::uint8_t {
-  kUnmapped = 0,          // nothing found; confidence 0
-  kExactScope = 1,        // every scope segment of the node name resolved
-  kExporterMetadata = 2,  // the dynamo exporter's module stack in the node's
-                          // metadata_props resolved
-  kTensorNames = 3,       // names of the values the node reads or writes:
-                          // parameters it reads or produces, scoped output
-                          // names kept by fused/rewritten nodes
-  kScopePrefix = 4,       // a leading part of the scope (name or metadata)
-                          // resolved; the rest is unknown to the manifest
-  kOpRule = 5,            // an op-type rule of the rule file (e.g. quantize
-                          // and cast nodes belong with their consumers)
-  kNeighbourhood = 6,     // inferred from producers and consumers
-  kStructure = 7,         // inferred from the graph's structure for nodes
-                          // without names or metadata: execution order
-                          // between weight-anchored nodes, the manifest's
-                          // module order, repeated layers
-  kReference = 8,         // carried over from the unprocessed export the
-                          // file came from (MapperOptions::reference)
-};
-inline constexpr std::size_t kStrategyCount = 9;
+// How a node's module was found, one X(enumerator, value, name) per
+// strategy in numeric order: the one list that Strategy, kStrategyCount and
+// StrategyName() are expanded from here, and that the Python package's
+// semmap.Strategy and its type stub are checked against (ctest
+// strategy_names). The numeric values and the names are stable: tools
+// print them and files store them. A new strategy is a new last line.
+#define SEMMAP_STRATEGIES(X)                                                  \
+  /* nothing found; confidence 0 */                                           \
+  X(kUnmapped, 0, "unmapped")                                                 \
+  /* every scope segment of the node name resolved */                         \
+  X(kExactScope, 1, "exact_scope")                                            \
+  /* the dynamo exporter's module stack in the node's metadata_props */       \
+  /* resolved */                                                              \
+  X(kExporterMetadata, 2, "exporter_metadata")                                \
+  /* names of the values the node reads or writes: parameters it reads or */  \
+  /* produces, scoped output names kept by fused/rewritten nodes */           \
+  X(kTensorNames, 3, "tensor_names")                                          \
+  /* a leading part of the scope (name or metadata) resolved; the rest is */  \
+  /* unknown to the manifest */                                               \
+  X(kScopePrefix, 4, "scope_prefix")                                          \
+  /* an op-type rule of the rule file (e.g. quantize and cast nodes belong */ \
+  /* with their consumers) */                                                 \
+  X(kOpRule, 5, "op_rule")                                                    \
+  /* inferred from producers and consumers */                                 \
+  X(kNeighbourhood, 6, "neighbourhood")                                       \
+  /* inferred from the graph's structure for nodes without names or */        \
+  /* metadata: execution order between weight-anchored nodes, the */          \
+  /* manifest's module order, repeated layers */                              \
+  X(kStructure, 7, "structure")                                               \
+  /* carried over from the unprocessed export the file came from */           \
+  /* (MapperOptions::reference) */                                            \
+  X(kReference, 8, "reference")
 
-// "unmapped", "exact_scope", "exporter_metadata", "tensor_names",
-// "scope_prefix", "op_rule", "neighbourhood", "structure", "reference".
+#define SEMMAP_STRATEGY_ENUMERATOR_(enumerator, value, name) enumerator = value,
+enum class Strategy : std::uint8_t { SEMMAP_STRATEGIES(SEMMAP_STRATEGY_ENUMERATOR_) };
+#undef SEMMAP_STRATEGY_ENUMERATOR_
+
+#define SEMMAP_STRATEGY_ONE_(enumerator, value, name) +1
+inline constexpr std::size_t kStrategyCount = 0 SEMMAP_STRATEGIES(SEMMAP_STRATEGY_ONE_);
+#undef SEMMAP_STRATEGY_ONE_
+
+// The name SEMMAP_STRATEGIES gives `s` ("exact_scope" for kExactScope);
+// "invalid" for a value outside the list.
 SEMMAP_EXPORT absl::string_view StrategyName(Strategy s);
 // Inverse of StrategyName; false when `name` is unknown.
 SEMMAP_EXPORT bool ParseStrategy(absl::string_view name, Strategy* out);

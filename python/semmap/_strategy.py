@@ -10,8 +10,10 @@ class Strategy(str, enum.Enum):
 
     String-valued: a member equals its name as a string and prints as it
     (``m.strategy == "exact_scope"``, ``f"{m.strategy}"`` is ``exact_scope``),
-    so code written against the plain strings keeps working. The order is
-    the C++ ``semmap::Strategy``'s; docs/mapping.md explains each step.
+    so code written against the plain strings keeps working. The members are
+    ``SEMMAP_STRATEGIES`` of the C++ header ``semmap/strategy.h``, in its
+    order (ctest ``strategy_names`` compares them); docs/mapping.md explains
+    each step.
     """
 
     UNMAPPED = "unmapped"  # nothing found; confidence 0

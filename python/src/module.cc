@@ -325,6 +325,23 @@ semmap::SidecarOptions SidecarOptionsOf(const Model& m, bool model_specific) {
   return options;
 }
 
+// Mapping.strategy's docstring, its names from semmap/strategy.h's one
+// list (the found ones in order, then 'unmapped'); the stub repeats it and
+// ctest strategy_names compares the two.
+const std::string& StrategyDoc() {
+  static const std::string* doc = [] {
+    std::string names;
+    for (std::size_t i = 1; i < semmap::kStrategyCount; ++i) {
+      absl::StrAppend(&names, i > 1 ? ", '" : "'",
+                      semmap::StrategyName(static_cast<semmap::Strategy>(i)), "'");
+    }
+    return new std::string(absl::StrCat(
+        "How the module was found: a semmap.Strategy, which equals its name as a string (", names,
+        " or '", semmap::StrategyName(semmap::Strategy::kUnmapped), "')."));
+  }();
+  return *doc;
+}
+
 // The Python classes and functions, one group per function: Mapping and its
 // iterator, Model, and the module-level functions.
 // Long (about 90 lines): one property per field of Mapping, each with its
@@ -378,9 +395,7 @@ void BindMapping(nb::module_& mod) {
           "strategy",
           [](MappingRef& r) { return r.model->StrategyString(r.mapping().strategy); },
           nb::sig("def strategy(self) -> semmap._strategy.Strategy"),
-          "How the module was found: a semmap.Strategy, which equals its name as a "
-          "string ('exact_scope', 'exporter_metadata', 'tensor_names', 'scope_prefix', "
-          "'op_rule', 'neighbourhood', 'structure', 'reference' or 'unmapped').")
+          StrategyDoc().c_str())
       .def_prop_ro("evidence", [](MappingRef& r) { return Str(r.mapping().evidence); },
                    "A short human-readable reason.")
       .def_prop_ro("origins", &OriginsList, nb::sig("def origins(self) -> list[str]"),

@@ -99,7 +99,7 @@ absl::StatusOr<Profile> Profile::Load(const std::string& path,
   return internal::OutOfMemory(path, "loading the profile");
 }
 
-// Long (about 80 lines): one event after another, each field checked with
+// Long (about 70 lines): one event after another, each field checked with
 // its own message naming the event's index; the checks are the function.
 // Events are read one at a time (internal::ReadTraceEvents): memory is the
 // profiled nodes kept, one per distinct name, not a multiple of the file.
@@ -197,10 +197,7 @@ std::vector<GroupTime> Ranked(std::map<std::string, GroupTime> groups) {
 
 }  // namespace
 
-// Long (about 100 lines): one sweep over the profiled nodes fills every
-// grouping at once (module, class, category, op type, reasons for
-// unattributed time), then subtrees and layers are summed; splitting it
-// would pass all the accumulators around.
+// With the default options (the overload below).
 absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
                                                     const Profile& profile) {
   return AttributeProfile(mapper, profile, AttributionOptions());
@@ -232,9 +229,12 @@ std::vector<std::pair<ModuleId, std::int64_t>> SplitByShares(const SemanticMappe
 
 }  // namespace
 
-// Long (about 80 lines): each profiled node is looked up, then its time
-// given to one module or, split, to its origins; the groups and subtrees
-// follow from the per-module times.
+// Long (about 110 lines): each profiled node is looked up, then its time
+// given to one module or, split, to its origins. One sweep over the
+// profiled nodes fills every grouping at once (module, class, category, op
+// type, reasons for unattributed time), then subtrees and layers are summed
+// from the per-module times; splitting it would pass all the accumulators
+// around.
 absl::StatusOr<ProfileAttribution> AttributeProfile(const SemanticMapper& mapper,
                                                     const Profile& profile,
                                                     const AttributionOptions& options) try {

@@ -8,17 +8,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "manifest/module_path.h"
 #include "re2/re2.h"
 #include "semmap/tree.h"
 
 namespace semmap {
 namespace {
-
-// The last dotted atom of a module path.
-absl::string_view LastAtom(absl::string_view path) {
-  const std::size_t dot = path.rfind('.');
-  return dot == absl::string_view::npos ? path : path.substr(dot + 1);
-}
 
 std::string Quoted(absl::string_view path) { return absl::StrCat("\"", path, "\""); }
 
@@ -97,7 +92,7 @@ void SemanticQuery::DetectContainers() {
     for (ModuleId child : info.children) {
       const ModuleInfo& item = manifest.module(child);
       std::int64_t index = 0;
-      if (!absl::SimpleAtoi(LastAtom(item.path), &index) ||
+      if (!absl::SimpleAtoi(internal::LastAtom(item.path), &index) ||
           item.qualified_class != manifest.module(info.children.front()).qualified_class) {
         repeated = false;
         break;

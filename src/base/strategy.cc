@@ -3,10 +3,23 @@
 namespace semmap {
 namespace {
 
+#define SEMMAP_STRATEGY_NAME_(enumerator, value, name) name,
 constexpr absl::string_view kStrategyNames[kStrategyCount] = {
-    "unmapped",     "exact_scope", "exporter_metadata", "tensor_names",
-    "scope_prefix", "op_rule",     "neighbourhood",     "structure",
-    "reference"};
+    SEMMAP_STRATEGIES(SEMMAP_STRATEGY_NAME_)};
+#undef SEMMAP_STRATEGY_NAME_
+
+// StrategyName() indexes kStrategyNames by value: the list must number its
+// strategies 0, 1, 2, ... in order.
+constexpr bool StrategiesNumberedInOrder() {
+  std::size_t index = 0;
+  bool in_order = true;
+#define SEMMAP_STRATEGY_AT_(enumerator, value, name) \
+  in_order = in_order && static_cast<std::size_t>(Strategy::enumerator) == index++;
+  SEMMAP_STRATEGIES(SEMMAP_STRATEGY_AT_)
+#undef SEMMAP_STRATEGY_AT_
+  return in_order && index == kStrategyCount;
+}
+static_assert(StrategiesNumberedInOrder(), "SEMMAP_STRATEGIES must number 0, 1, 2, ... in order");
 
 constexpr absl::string_view kGraphKindNames[kGraphKindCount] = {"named", "unnamed", "quantized"};
 

@@ -293,7 +293,7 @@ NodeRecord* GraphBuilder::BatchNodes(std::size_t n) {
 
 void GraphBuilder::DropBatchNodes(std::size_t n) { rep_->nodes.resize(rep_->nodes.size() - n); }
 
-// Long (about 70 lines): the limits of AddNode checked on the sums; each
+// Long (about 60 lines): the limits of AddNode checked on the sums; each
 // batch's offsets, op types and domains (interned in batch order: first
 // seen first, as one by one) and its few metadata entries and doc strings,
 // in order; then the lists sized once and each batch copied into place and

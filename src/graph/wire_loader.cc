@@ -59,7 +59,7 @@ class WireWalker {
  private:
   // `s` describes the graph (kind, owner, attribute, parent); its name is
   // read here. Initializers, then sparse initializers, then inputs define
-  // values; then the nodes, each followed by its subgraphs. Long (about 70
+  // values; then the nodes, each followed by its subgraphs. Long (about 85
   // lines): one case per GraphProto field, then the definitions in that
   // order.
   absl::Status AddGraph(const Spans& spans, Subgraph s) {

@@ -21,17 +21,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "io/paths.h"
 
 namespace semmap {
 namespace internal {
 namespace {
-
-std::string DirectoryOf(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 
 std::string BaseNameOf(const std::string& path) {
   const std::size_t slash = path.rfind('/');

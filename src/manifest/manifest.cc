@@ -15,17 +15,10 @@
 #include "absl/types/span.h"
 #include "base/text.h"
 #include "manifest/manifest_rep.h"
+#include "manifest/module_path.h"
 
 namespace semmap {
 namespace internal {
-
-bool IsNumericAtom(absl::string_view atom) {
-  if (atom.empty()) return false;
-  return std::all_of(atom.begin(), atom.end(), [](char c) {
-    return absl::ascii_isdigit(static_cast<unsigned char>(c));
-  });
-}
-
 namespace {
 
 // Where VariableNameOf(path) begins in `path`: walks back over trailing
@@ -41,11 +34,6 @@ std::size_t VariableNameStart(absl::string_view path) {
     start = atom_begin - 1;  // step over the dot
   }
   return start;
-}
-
-absl::string_view LastAtom(absl::string_view path) {
-  const std::size_t dot = path.rfind('.');
-  return dot == absl::string_view::npos ? path : path.substr(dot + 1);
 }
 
 }  // namespace

@@ -215,7 +215,7 @@ absl::StatusOr<Rules> Rules::Load(const std::string& path) {
   return Parse(text, path);
 }
 
-// Long (about 100 lines): one short section per key of the rule file, in
+// Long (about 155 lines): one short section per key of the rule file, in
 // the file's order (docs/rules.md), each with its own error.
 absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view origin) try {
   SEMMAP_ASSIGN_OR_RETURN(

@@ -250,7 +250,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::SameGraphWithoutNames(
   return mapped;
 }
 
-// About 60 lines: the record's verdicts in the order they are reached, each
+// About 105 lines: the record's verdicts in the order they are reached, each
 // ending in the mapping that follows from it.
 absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
     const Graph& graph, std::shared_ptr<const Manifest> manifest, const MapperOptions& options,

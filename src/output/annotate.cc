@@ -19,6 +19,7 @@
 #include "io/atomic_write.h"
 #include "io/json_writer.h"
 #include "io/mapped_file.h"
+#include "io/paths.h"
 #include "manifest/rule_queries.h"
 #include "mapping/core/scope_resolver.h"
 #include "semmap/scope_path.h"
@@ -352,7 +353,7 @@ ScopedNamePlan PlanScopedNames(const SemanticMapper& mapper, const AnnotateOptio
   return plan;
 }
 
-// Long (about 75 lines): the checks, the plan, the per-node editor and the
+// Long (about 95 lines): the checks, the plan, the per-node editor and the
 // write share the mapped file and the result; the pieces that stand alone
 // are helpers (PlanNamespaces, the NodeRewrite of wire_writer.h).
 absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std::string& input,
@@ -450,6 +451,11 @@ absl::StatusOr<AnnotateResult> Annotate(const SemanticMapper& mapper, const std:
   SEMMAP_RETURN_IF_ERROR(internal::WriteMappedPiecesAtomically(output, rewrite.pieces(), file, input));
   result.bytes_written = rewrite.size();
   return result;
+}
+
+std::string MovedExternalDataDirectory(const std::string& input, const std::string& output) {
+  if (internal::ResolvedDirectoryOf(input) == internal::ResolvedDirectoryOf(output)) return "";
+  return internal::DirectoryOf(output);
 }
 
 std::string AnnotateResultJson(const AnnotateResult& result, const AnnotateOptions& options,

@@ -1,7 +1,6 @@
 #include "semmap/extract.h"
 
 #include <deque>
-#include <filesystem>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -11,29 +10,19 @@
 #include "base/out_of_memory.h"
 #include "base/status_macros.h"
 #include "base/text.h"
+#include "graph/node_kinds.h"
 #include "graph/onnx_fields.h"
 #include "graph/wire_model_index.h"
 #include "graph/wire_writer.h"
 #include "io/atomic_write.h"
 #include "io/json_writer.h"
 #include "io/mapped_file.h"
+#include "io/paths.h"
 
 namespace semmap {
 namespace {
 
 std::string Quoted(const std::string& s) { return absl::StrCat("\"", internal::Abbreviate(s), "\""); }
-
-std::string DirectoryOf(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::absolute(path, ec).parent_path();
-  std::filesystem::path canonical = std::filesystem::weakly_canonical(p, ec);
-  return ec ? p.string() : canonical.string();
-}
-
-bool IsConstantSource(const Node& n) {
-  return n.op_type == "Constant" && (n.domain.empty() || n.domain == "ai.onnx") &&
-         n.inputs.empty();
-}
 
 // The extracted model's bytes: views into the source file and the few
 // buffers built here, in order.
@@ -174,7 +163,7 @@ std::vector<bool> AddReadConstants(const Graph& graph, const internal::WireModel
     if (!(*in_region)[graph_id_of[k]] || copied[graph_id_of[k]]) continue;
     for (absl::string_view v : internal::ValuesRead(source.nodes[k])) {
       const NodeId p = graph.producer(v, 0);
-      if (p != kNoNode && !(*in_region)[p] && IsConstantSource(graph.node(p))) {
+      if (p != kNoNode && !(*in_region)[p] && internal::IsConstantSource(graph.node(p))) {
         (*in_region)[p] = copied[p] = true;
         ++*count;
       }
@@ -330,7 +319,8 @@ absl::StatusOr<ExtractResult> ExtractModule(const SemanticMapper& mapper, const 
   std::deque<std::string> owned;
   GraphParts parts(&owned);
   SEMMAP_RETURN_IF_ERROR(AddRegion(graph, source, graph_id_of, in_region, copied,
-                                   DirectoryOf(input), DirectoryOf(output), output, &owned,
+                                   internal::ResolvedDirectoryOf(input),
+                                   internal::ResolvedDirectoryOf(output), output, &owned,
                                    &parts, &result));
   if (result.outputs.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(

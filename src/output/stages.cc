@@ -17,10 +17,12 @@
 #include "base/text.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "graph/graph_rep.h"
+#include "graph/node_kinds.h"
 #include "graph/wire_model_index.h"
 #include "io/atomic_write.h"
 #include "io/json_writer.h"
 #include "io/mapped_file.h"
+#include "io/paths.h"
 #include "onnx/onnx_pb.h"
 #include "semmap/query.h"
 
@@ -29,16 +31,6 @@ namespace {
 
 std::string Quoted(absl::string_view s) {
   return absl::StrCat("\"", internal::Abbreviate(s), "\"");
-}
-
-std::string DirectoryOf(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-bool IsConstantSource(const Node& n) {
-  return n.op_type == "Constant" && (n.domain.empty() || n.domain == "ai.onnx") &&
-         n.inputs.empty();
 }
 
 // Where the graph may be cut: its top-level nodes, the positions among them
@@ -58,7 +50,7 @@ struct Frame {
   // reads it instead of taking a position.
   bool Floating(const Graph& graph, NodeId id) const {
     const Node& n = graph.node(id);
-    if (!IsConstantSource(n)) return false;
+    if (!internal::IsConstantSource(n)) return false;
     for (absl::string_view o : n.outputs) {
       if (model_outputs.contains(o)) return false;
     }
@@ -385,6 +377,7 @@ absl::StatusOr<StageInfo> BuildStage(const SemanticMapper& mapper, const Frame& 
   const Graph& graph = mapper.graph();
   StageInfo info;
   info.path = path;
+  const bool elsewhere = internal::ResolvedDirectoryOf(path) != in_dir;
   for (std::size_t p = span.first; p < span.end; ++p) {
     if (f.unit[p] == kNoModule) continue;
     if (info.first_unit.empty()) info.first_unit = std::string(mapper.manifest().path(f.unit[p]));
@@ -412,7 +405,7 @@ absl::StatusOr<StageInfo> BuildStage(const SemanticMapper& mapper, const Frame& 
       const std::string v(read);
       if (produced.contains(v) || !seen.insert(v).second) continue;
       if (auto it = source.wire.initializers.find(v); it != source.wire.initializers.end()) {
-        if (it->second.external && DirectoryOf(info.path) != in_dir) {
+        if (it->second.external && elsewhere) {
           return absl::FailedPreconditionError(absl::StrCat(
               info.path, ": initializer ", Quoted(v), " keeps its data in an external file "
               "relative to ", in_dir, "; write the stages into that directory"));
@@ -505,7 +498,7 @@ absl::StatusOr<StagesResult> SplitStages(const SemanticMapper& mapper, const std
   result.allowed_cuts = f.allowed_cuts;
   result.by_time = by_time;
   std::vector<std::string> bytes(n_stages);
-  const std::string in_dir = DirectoryOf(input);
+  const std::string in_dir = internal::ResolvedDirectoryOf(input);
   for (std::size_t k = 0; k < n_stages; ++k) {
     StageSpan span;
     span.index = k;

@@ -16,10 +16,6 @@ namespace {
 constexpr char kAnnotateTool[] = "semmap annotate";
 constexpr char kSidecarTool[] = "semmap sidecar";
 constexpr char kEmbedTool[] = "semmap embed";
-std::string DirectoryOf(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
 
 }  // namespace
 
@@ -52,11 +48,13 @@ void AddAnnotateOptions(CommandLine& command_line) {
 void PrintAnnotated(const semmap::AnnotateResult& r, const semmap::AnnotateOptions& options,
                     const std::string& input, const std::string& output, bool json) {
   std::ostream& out = SummaryStream(output);
-  if (r.external_tensors > 0 && !IsStandardOutput(output) &&
-      DirectoryOf(output) != DirectoryOf(input)) {
-    std::cerr << kAnnotateTool << ": note: " << r.external_tensors
-              << " initializers keep their external data paths, relative to "
-              << DirectoryOf(output) << "; copy the data files there\n";
+  if (r.external_tensors > 0 && !IsStandardOutput(output)) {
+    const std::string moved = semmap::MovedExternalDataDirectory(input, output);
+    if (!moved.empty()) {
+      std::cerr << kAnnotateTool << ": note: " << r.external_tensors
+                << " initializers keep their external data paths, relative to " << moved
+                << "; copy the data files there\n";
+    }
   }
   if (json) {
     out << semmap::AnnotateResultJson(r, options, input, output) << "\n";

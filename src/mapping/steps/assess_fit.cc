@@ -457,7 +457,7 @@ void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_mod
 
 }  // namespace
 
-// Long (about 90 lines): the counting steps are helpers (CheckScopes,
+// Long (about 115 lines): the counting steps are helpers (CheckScopes,
 // CheckTensors, UnusedTrailingItems); what stays is the verdict, whose
 // thresholds and one-line evidence depend on all the counts at once and
 // read best in one place.

@@ -1,7 +1,7 @@
 """Hostile input, fourth round: each defect of the audit as a CLI contract.
 
 Run by ctest with the project's .venv:
-    check_hostile_cli4.py SEMMAP FIXTURES_DIR
+    check_linear_time_and_stdout.py SEMMAP FIXTURES_DIR
 The reproducers are generated here (models written byte by byte, manifests
 as JSON): mapping time must stay linear in the graph and the manifest, and
 the times measured are printed.
@@ -21,7 +21,7 @@ bert = os.path.join(fixtures, "bert-seqcls.torchscript")
 failures = []
 
 # Under the sanitizers every run is several times slower: the time bounds
-# are the release build's to check (as in check_hostile_cli.py).
+# are the release build's to check (as in check_size_limits.py).
 SANITIZED = os.environ.get("SEMMAP_SANITIZED") == "1"
 
 

@@ -1,7 +1,7 @@
 """Hostile input, second round: each defect of the audit as a CLI contract.
 
 Run by ctest with the project's .venv:
-    check_hostile_cli.py SEMMAP SEMMAP_EVAL FIXTURES_DIR
+    check_size_limits.py SEMMAP SEMMAP_EVAL FIXTURES_DIR
 Models are written byte by byte (the wire format), so a case can hold what
 onnx would refuse to build.
 """

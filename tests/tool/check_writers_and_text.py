@@ -3,7 +3,7 @@
 Run by ctest with the project's .venv, as the user running ctest and, when
 that is root, once more as an unprivileged user (directory permissions
 and ownership only bite there):
-    check_hostile_cli3.py SEMMAP FIXTURES_DIR
+    check_writers_and_text.py SEMMAP FIXTURES_DIR
 Numbers are the items of the third audit round.
 """
 
