@@ -129,26 +129,6 @@ absl::Status OpenError(const absl::Status& status, const std::string& model_path
   return absl::Status(status.code(), absl::StrCat(model_path, ": ", status.message()));
 }
 
-// The modules owning the parameter-named initializers of `graph` (a
-// quantizer's suffixes stripped, or the parameter's name found inside a
-// tool's: "q_output_<parameter>_1"), one entry per initializer.
-std::vector<ModuleId> WeightOwners(const Graph& graph, const Manifest& manifest,
-                                   const Rules& rules) {
-  const internal::RuleQueries queries(rules);
-  std::vector<ModuleId> owners;
-  for (const TensorInfo& t : graph.initializers()) {
-    ModuleId owner = manifest.ownerOfTensor(queries.StripValueSuffixes(t.name));
-    if (owner == kNoModule) {
-      internal::FindEmbeddedName(t.name, internal::ParameterLikeName, [&](absl::string_view part) {
-        owner = manifest.ownerOfTensor(part);
-        return owner != kNoModule;
-      });
-    }
-    if (owner != kNoModule) owners.push_back(owner);
-  }
-  return owners;
-}
-
 }  // namespace
 
 // The model and the manifest are read on two threads (each reader is
@@ -343,11 +323,11 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   ModuleId container = kNoModule;
   std::size_t items = 0;
   const std::size_t unused_here = internal::UnusedRepeatedItems(
-      *manifest, WeightOwners(graph, *manifest, rules), &container, &items);
+      *manifest, internal::WeightOwners(graph, *manifest, rules), &container, &items);
   ModuleId source_container = kNoModule;
   std::size_t source_items = 0;
   const std::size_t unused_there = internal::UnusedRepeatedItems(
-      *manifest, WeightOwners(*record.source, *manifest, rules), &source_container, &source_items);
+      *manifest, internal::WeightOwners(*record.source, *manifest, rules), &source_container, &source_items);
   if (unused_here > unused_there) {
     return without(absl::StrCat(
         "it was made from a deeper model: its weights reach ", items - unused_there, " items of \"",
@@ -372,7 +352,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph,
 // reference export's answers over (strategies/reference_transfer.h), check
 // the fit and read tensor names (steps/assess_fit.h, core/tensor_evidence.h),
 // then the graph's structure and neighbourhood (strategies/structure.h,
-// strategies/neighbourhood.h), and finish. About 130 lines: a few per step,
+// strategies/neighbourhood.h), and finish. About 150 lines: a few per step,
 // in order, so the pipeline reads here whole, and a reference's share (its
 // own mapping, the graph's own answers) beside the steps it feeds; steps
 // that share nothing they write run as pairs on two threads

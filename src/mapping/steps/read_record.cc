@@ -306,7 +306,7 @@ std::string FingerprintText(std::uint64_t fingerprint) {
   return absl::StrFormat("%016x", fingerprint);
 }
 
-// About 60 lines: the layers of the value peeled in order (prefix and
+// About 100 lines: the layers of the value peeled in order (prefix and
 // version, base64, zlib, the weightless copy, its three entries), each
 // failure named by the part it is about.
 absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,

@@ -5,6 +5,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/string_view.h"
+#include "base/text.h"
+#include "manifest/rule_queries.h"
 
 namespace semmap {
 namespace internal {
@@ -103,6 +105,23 @@ std::size_t UnusedRepeatedItems(const Manifest& manifest, absl::Span<const Modul
   for (ModuleId m : node_modules) Touch(manifest, m, &touched);
   NoteTally notes;
   return UnusedTrailingItems(manifest, touched, container, items, &notes);
+}
+
+std::vector<ModuleId> WeightOwners(const Graph& graph, const Manifest& manifest,
+                                   const Rules& rules) {
+  const RuleQueries queries(rules);
+  std::vector<ModuleId> owners;
+  for (const TensorInfo& t : graph.initializers()) {
+    ModuleId owner = manifest.ownerOfTensor(queries.StripValueSuffixes(t.name));
+    if (owner == kNoModule) {
+      FindEmbeddedName(t.name, ParameterLikeName, [&](absl::string_view part) {
+        owner = manifest.ownerOfTensor(part);
+        return owner != kNoModule;
+      });
+    }
+    if (owner != kNoModule) owners.push_back(owner);
+  }
+  return owners;
 }
 
 }  // namespace internal

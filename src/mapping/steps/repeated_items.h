@@ -10,7 +10,9 @@
 
 #include "absl/types/span.h"
 #include "mapping/steps/fit_notes.h"
+#include "semmap/graph.h"
 #include "semmap/manifest.h"
+#include "semmap/rules.h"
 
 namespace semmap {
 namespace internal {
@@ -39,6 +41,13 @@ std::size_t UnusedTrailingItems(const Manifest& manifest, const std::vector<bool
 // The fit's own test (ManifestFit::unused_items), on a finished mapping.
 std::size_t UnusedRepeatedItems(const Manifest& manifest, absl::Span<const ModuleId> node_modules,
                                 ModuleId* container, std::size_t* items);
+
+// The modules owning the parameter-named initializers of `graph` (a
+// quantizer's suffixes stripped, or the parameter's name found inside a
+// tool's: "q_output_<parameter>_1"), one entry per initializer: what the
+// record's check reads the depth of a model from.
+std::vector<ModuleId> WeightOwners(const Graph& graph, const Manifest& manifest,
+                                   const Rules& rules);
 
 }  // namespace internal
 }  // namespace semmap

@@ -51,7 +51,7 @@ bool KeepsOwnAnswer(const MappingRecord& m) {
 
 }  // namespace
 
-// Long (about 130 lines): three passes over the processed graph that share
+// Long (about 155 lines): three passes over the processed graph that share
 // the match table and the counts (paired nodes, then the data movement
 // around them, then consumers to a fixed point); each pass is short and
 // marked.
