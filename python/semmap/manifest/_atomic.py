@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
+import itertools
 import json
 import os
+import re
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -52,6 +56,85 @@ def output_target(dest: str | os.PathLike[str]) -> tuple[Path, bool]:
     return (Path(os.path.realpath(dest)) if os.path.islink(dest) else dest), False
 
 
+# Temporary files are named as semmap's C++ writers name theirs,
+# ".<output name>.tmp-<pid>-<n>-<t>" (the name cut to fit NAME_MAX), and
+# held under an flock while written: either writer removes the other's
+# stale ones (docs/robustness.md, "Writes never lose data").
+_NAME_MAX = 255
+_SUFFIX_MAX = 67  # ".tmp-", three decimal fields and their dashes
+_counter = itertools.count()
+
+
+def _temp_prefix(name: str) -> str | None:
+    """".<name>.tmp-" as the C++ writers make it, or None for a name a
+    library taking str paths could not open (no encoding, or cut inside a
+    character)."""
+    try:
+        raw = name.encode("utf-8")
+        return "." + raw[: _NAME_MAX - _SUFFIX_MAX].decode("utf-8") + ".tmp-"
+    except UnicodeError:
+        return None
+
+
+def _remove_stale_temps(directory: Path, prefix: str) -> None:
+    """Removes the temporary files a killed writer of the same output left:
+    exactly semmap's name pattern, a pid that no longer exists, a regular
+    file of this user's that no writer holds locked. Best effort."""
+    pattern = re.compile(re.escape(prefix) + r"([0-9]{1,10})-[0-9]{1,10}-[0-9]{1,6}")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match is None:
+            continue
+        pid = int(match.group(1))
+        if pid <= 0 or pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # alive
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue  # alive, another user's
+        path = directory / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.unlink(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _create_temp(directory: Path, prefix: str | None) -> tuple[Path, int]:
+    """A new temporary file in ``directory`` and an open descriptor holding
+    its lock, created 0666 less the umask as a plain write would be."""
+    if prefix is None:
+        fd, name = tempfile.mkstemp(prefix=".semmap-output.", suffix=".tmp", dir=directory)
+        os.chmod(name, 0o666 & ~_umask())  # mkstemp creates 0600
+        return Path(name), fd
+    _remove_stale_temps(directory, prefix)
+    for _ in range(16):
+        name = f"{prefix}{os.getpid()}-{next(_counter)}-{time.monotonic_ns() % 1000000}"
+        try:
+            fd = os.open(directory / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return directory / name, fd
+    raise FileExistsError(errno.EEXIST, "cannot create a temporary file", str(directory))
+
+
 @contextlib.contextmanager
 def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path; on success, move it onto ``dest`` (or copy it
@@ -61,25 +144,17 @@ def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
     final ``os.replace`` is a rename on one file system; for a stream, whose
     directory need not be writable (``/dev``), in the system's temporary
     directory. On any exception the temporary file is removed and ``dest``
-    is left untouched. A symlink's target is replaced, never the link
-    (:func:`output_target` says what is refused).
+    is left untouched; one a killed writer left is removed by the next
+    write of the same output. A symlink's target is replaced, never the
+    link (:func:`output_target` says what is refused).
     """
     target, stream = output_target(dest)
-    if not stream:
+    if stream:
+        fd, tmp_name = tempfile.mkstemp(prefix=".semmap-stream.", suffix=".tmp")
+        tmp = Path(tmp_name)
+    else:
         target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        target.name.encode("utf-8")
-        prefix = f".{target.name}."
-    except UnicodeEncodeError:
-        # A name in no encoding (surrogate escapes): libraries that take str
-        # paths, such as torch's TorchScript exporter, cannot open it; the
-        # temporary file gets a plain name and the rename gives the real one.
-        prefix = ".semmap-output."
-    fd, tmp_name = tempfile.mkstemp(prefix=prefix, suffix=".tmp",
-                                    dir=None if stream else target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions
+        tmp, fd = _create_temp(target.parent, _temp_prefix(target.name))
     try:
         yield tmp
         if stream:
@@ -91,6 +166,8 @@ def atomic_path(dest: str | os.PathLike[str]) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def _copy_into_stream(source: Path, stream: Path) -> None:

@@ -8,6 +8,7 @@ manifest the schema and semmap's reader accept.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -242,4 +243,28 @@ def test_links_are_written_through_and_special_files_refused(tmp_path) -> None:
             write_manifest(Small(), sock_path)
         assert stat.S_ISSOCK(os.lstat(sock_path).st_mode)
     assert not (tmp_path / "nowhere").exists()
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path) -> None:
+    """Named as semmap's C++ writers name theirs, so each removes the other's:
+    a dead pid's unlocked file goes; a live pid's, a locked one (a writer in
+    another pid namespace), and files that only look like one stay."""
+    dead = 2**22 - 7
+    stale = tmp_path / f".m.json.tmp-{dead}-0-1"
+    kept = [tmp_path / f".m.json.tmp-{os.getppid()}-0-1",  # alive
+            tmp_path / f".m.json.tmp-{dead}-0-1234567", tmp_path / f".m.json.tmp-{dead}-0-1x",
+            tmp_path / f".other.json.tmp-{dead}-0-1", tmp_path / "m.json.bak"]
+    locked = tmp_path / f".m.json.tmp-{dead}-3-4"
+    for path in [stale, locked, *kept]:
+        path.write_text("partial")
+    with open(locked, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        write_manifest(Small(), tmp_path / "m.json")
+    assert not stale.exists()
+    assert all(p.exists() for p in [locked, *kept])
+    write_manifest(Small(), tmp_path / "m.json")  # released: removed now
+    assert not locked.exists()
+    assert all(p.exists() for p in kept)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".m.json.tmp-")) == sorted(
+        p.name for p in kept if p.name.startswith(".m.json.tmp-"))
