@@ -7,6 +7,7 @@ and ownership only bite there):
 Numbers are the items of the third audit round.
 """
 
+import fcntl
 import json
 import os
 import resource
@@ -324,26 +325,38 @@ with tempfile.TemporaryDirectory() as tmp:
     done = run("help", "help")
     if done.returncode != 0 or not done.stdout.startswith(b"usage: semmap"):
         failures.append(f"11 help help: exit {done.returncode}: {done.stderr[:200]!r}")
+    # A killed writer's temporary file is removed by the next write of the
+    # same output, at once (no age): its name, a pid that is gone and no
+    # lock on it. A live pid's, a locked one (a writer this machine cannot
+    # see by pid), another user's, files that only look like one and the
+    # user's own files are kept.
     out = t("side.json")
     dead = 2**22 - 7
     stale = t(f".side.json.tmp-{dead}-0-1")
     lookalikes = [t(f".side.json.tmp-{dead}-0-1-2"), t(f".side.json.tmp-{dead}-0-1234567"),
-                  t(f".side.json.tmp-{dead}--1"), t(f".side.json.tmp-{dead}-0-1x")]
+                  t(f".side.json.tmp-{dead}--1"), t(f".side.json.tmp-{dead}-0-1x"),
+                  t(f".other.json.tmp-{dead}-0-1"), t("side.json.bak"), t(".side.json.tmp-notes")]
+    live = t(f".side.json.tmp-{os.getpid()}-0-1")
+    locked = t(f".side.json.tmp-{dead}-3-4")
     others = t(f".side.json.tmp-{dead}-5-6")
-    for path in [stale, others, *lookalikes]:
+    for path in [stale, live, locked, others, *lookalikes]:
         write(path, "partial")
-        old = time.time() - 7200
-        os.utime(path, (old, old))
     if ROOT:
         os.chown(others, 65534, 65534)
-    check("11 stale temporaries", run("sidecar", small, "-o", out), 0)
+    with open(locked, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        check("11 stale temporaries", run("sidecar", small, "-o", out), 0)
     if os.path.exists(stale):
         failures.append("11 a stale temporary of this user was kept")
-    kept = [p for p in lookalikes if not os.path.exists(p)]
-    if kept:
-        failures.append(f"11 files that only look like temporaries removed: {kept}")
+    removed = [p for p in [live, locked, *lookalikes] if not os.path.exists(p)]
+    if removed:
+        failures.append(f"11 files a live or unseen writer holds, or that only look like "
+                        f"temporaries, removed: {removed}")
     if ROOT and not os.path.exists(others):
         failures.append("11 another user's temporary was removed")
+    check("11 the locked one, once released", run("sidecar", small, "-o", out), 0)
+    if os.path.exists(locked):
+        failures.append("11 a stale temporary no one holds any more was kept")
 
 for f in failures:
     print("FAIL:", f)
