@@ -285,6 +285,32 @@ with tempfile.TemporaryDirectory() as tmp:
         check("5 a file in a read-only directory", run("sidecar", small, "-o", ro + "/x.json"), 2,
               "is not writable")
     os.chmod(ro, 0o755)
+    # Every writer streams into a FIFO and leaves it a FIFO; extract
+    # --stages writes its stages beside it, and leaves it too.
+    bert = os.path.join(fixtures, "bert-seqcls.torchscript")
+    bert_model, bert_manifest = os.path.join(bert, "model.onnx"), os.path.join(bert, "manifest.json")
+    streamed = [(["annotate"], b"\x08"), (["sidecar"], b"{"), (["report"], b"<"),
+                (["graphml"], b"<"), (["node-data"], b"{"), (["embed"], b"\x08"),
+                (["extract", "--module", "bert.pooler"], b"\x08"), (["extract", "--stages", "2"], None)]
+    for k, (args, start) in enumerate(streamed):
+        fifo = t(f"stream{k}-{args[0]}")
+        os.mkfifo(fifo)
+        got = {}
+        reader = threading.Thread(target=lambda: got.setdefault("bytes", read(fifo)), daemon=True)
+        if start is not None:
+            reader.start()
+        done = run(args[0], bert_model, *args[1:], "--manifest", bert_manifest, "-o", fifo,
+                   timeout=60)
+        if start is not None:
+            check(f"5 {' '.join(args)} -o a FIFO", done, 0)
+            reader.join(30)
+            if reader.is_alive():  # the writer never opened it: release the reader
+                with open(fifo, "wb"):
+                    pass
+            if not got.get("bytes", b"").startswith(start):
+                failures.append(f"5 {' '.join(args)}: the FIFO got {got.get('bytes', b'')[:20]!r}")
+        if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+            failures.append(f"5 {' '.join(args)} replaced the FIFO")
     done = run("sidecar", small, "-o", "/proc/version")
     check("5 -o /proc/version", done, 2, "kernel file system")
     if b"does not exist" in done.stderr:
