@@ -351,6 +351,26 @@ with tempfile.TemporaryDirectory() as tmp:
     done = run("help", "help")
     if done.returncode != 0 or not done.stdout.startswith(b"usage: semmap"):
         failures.append(f"11 help help: exit {done.returncode}: {done.stderr[:200]!r}")
+    # The hint to pass --allow-manifest-mismatch only where the flag would
+    # map: a misfit, not a schema version this build cannot read.
+    bert_dir = os.path.join(fixtures, "bert-seqcls.torchscript")
+    gpt2_manifest = os.path.join(fixtures, "gpt2-causal-lm.torchscript", "manifest.json")
+    with open(os.path.join(bert_dir, "manifest.json")) as f:
+        future = json.load(f)
+    future["schema_version"] = 3
+    future_path = write(t("future.json"), json.dumps(future))
+    bert_onnx = os.path.join(bert_dir, "model.onnx")
+    for args, code, hint in (
+            (["map", bert_onnx, "--manifest", future_path], 2, False),
+            (["map", bert_onnx, "--manifest", future_path, "--allow-manifest-mismatch"], 2, False),
+            (["map", bert_onnx, "--manifest", gpt2_manifest], 2, True),
+            (["map", bert_onnx, "--manifest", gpt2_manifest, "--allow-manifest-mismatch"], 0, False)):
+        done = run(*args)
+        what = f"11 {os.path.basename(args[3])}{' --allow-manifest-mismatch' if len(args) > 4 else ''}"
+        check(what, done, code)
+        if (b"pass --allow-manifest-mismatch" in done.stderr) != hint:
+            failures.append(f"{what}: the hint {'missing' if hint else 'given'}: {done.stderr[:300]!r}")
+
     # A killed writer's temporary file is removed by the next write of the
     # same output, at once (no age): its name, a pid that is gone and no
     # lock on it. A live pid's, a locked one (a writer this machine cannot
