@@ -180,6 +180,10 @@ class SEMMAP_EXPORT Manifest {
   // name holds a dot and so two modules could give the name, the one listed
   // first.
   ModuleId ownerOfTensor(absl::string_view full_name) const;
+  // Module `id`'s own parameter or buffer of this local name ("weight"),
+  // the first listed (its parameters, then its buffers), or null. O(1),
+  // however many tensors the module holds.
+  const TensorSpec* findTensor(ModuleId id, absl::string_view local) const;
 
   // True when `ancestor` is `id` or one of its ancestors.
   bool isAncestorOrSelf(ModuleId ancestor, ModuleId id) const;

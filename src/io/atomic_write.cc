@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/uio.h>
@@ -15,7 +16,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <limits>
 #include <memory>
 
@@ -52,13 +52,6 @@ std::string TempPrefix(const std::string& output) {
   return absl::StrCat(".", base, kTempMarker);
 }
 
-// A temporary file left by a killed writer of the same output: semmap's
-// name pattern, a writer pid that no longer exists on this machine, and no
-// change for kStaleTempAge. The age guards writers this process cannot see
-// (another pid namespace, another host on a shared file system): a live
-// writer keeps its file's mtime fresh while it writes.
-constexpr std::time_t kStaleTempAge = 3600;
-
 // One decimal field of a temporary file's name: 1 to `max_digits` digits,
 // then `end` (or the end of `rest`); its value in *value.
 bool TakeNumber(absl::string_view* rest, std::size_t max_digits, char end, long long* value) {
@@ -78,7 +71,14 @@ bool TakeNumber(absl::string_view* rest, std::size_t max_digits, char end, long 
   return true;
 }
 
-bool IsStaleTemp(const std::string& dir, absl::string_view name, absl::string_view prefix) {
+// A temporary file left by a killed writer of the same output: semmap's
+// name pattern, this user's, a writer pid that no longer exists on this
+// machine, and no lock on it. Every writer holds an flock on its temporary
+// file while it writes (the kernel drops it when the writer dies), which
+// guards writers this process cannot see by pid: another pid namespace,
+// another host sharing the file system where it carries flock.
+// This is the name part: the file is then RemoveIfAbandoned's to judge.
+bool IsStaleTemp(absl::string_view name, absl::string_view prefix) {
   if (name.substr(0, prefix.size()) != prefix) return false;
   // Exactly "<pid>-<n>-<t>" as the writer below names them: a pid, a
   // counter and a six-digit clock, nothing else.
@@ -89,26 +89,34 @@ bool IsStaleTemp(const std::string& dir, absl::string_view name, absl::string_vi
     return false;
   }
   if (pid <= 0 || pid > std::numeric_limits<pid_t>::max() || pid == ::getpid()) return false;
-  if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) return false;
-  struct stat st;
-  const std::string full = absl::StrCat(dir, "/", name);
-  if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  // Only this user's own files: a writer of another user (or a file that
-  // merely looks like a temporary) is not this process's to delete.
-  if (st.st_uid != ::geteuid()) return false;
-  return std::time(nullptr) - st.st_mtime > kStaleTempAge;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-// Removes the stale temporary files of `output` (IsStaleTemp). Best effort:
-// a file that cannot be removed is left for the next write.
+// Removes `dir`/`name`, a name IsStaleTemp accepts, when it is a regular
+// file of this user's that no writer holds locked. The lock is taken
+// before the unlink and held across it: a live writer keeps its file.
+void RemoveIfAbandoned(const std::string& dir, absl::string_view name) {
+  const std::string full = absl::StrCat(dir, "/", name);
+  const int fd = ::open(full.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st;
+  // Only this user's own files: a writer of another user (or a file that
+  // merely looks like a temporary) is not this process's to delete.
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+      ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    ::unlink(full.c_str());
+  }
+  ::close(fd);
+}
+
+// Removes the stale temporary files of `output`. Best effort: a file that
+// cannot be removed is left for the next write.
 void RemoveStaleTemps(const std::string& dir, const std::string& output) {
   std::unique_ptr<DIR, int (*)(DIR*)> listing(::opendir(dir.c_str()), &::closedir);
   if (listing == nullptr) return;
   const std::string prefix = TempPrefix(output);
   while (const struct dirent* entry = ::readdir(listing.get())) {
-    if (IsStaleTemp(dir, entry->d_name, prefix)) {
-      ::unlink(absl::StrCat(dir, "/", entry->d_name).c_str());
-    }
+    if (IsStaleTemp(entry->d_name, prefix)) RemoveIfAbandoned(dir, entry->d_name);
   }
 }
 
@@ -416,6 +424,9 @@ absl::Status WritePiecesAtomically(const std::string& requested,
     const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
     tmp = absl::StrCat(dir, "/", prefix, ::getpid(), "-", counter++, "-", ticks % 1000000);
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    // Held until the file is closed: the next writer of the output removes
+    // it only once no one holds it (RemoveIfAbandoned).
+    if (fd >= 0) ::flock(fd, LOCK_EX | LOCK_NB);
     if (fd < 0 && errno != EEXIST) {
       const int err = errno;
       struct stat dir_st;

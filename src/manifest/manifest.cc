@@ -179,7 +179,9 @@ absl::Status ManifestBuilder::IndexPaths(absl::string_view origin) {
   for (ModuleId m = 0; m < static_cast<ModuleId>(rep.modules.size()); ++m) {
     const absl::Span<const TensorSpec> tensors = rep.Tensors(m);
     if (tensors.size() > ManifestRep::kSearchedTensors) {
-      for (const TensorSpec& t : tensors) rep.large_module_tensors.emplace(m, t.name);
+      for (std::uint32_t i = 0; i < tensors.size(); ++i) {
+        rep.large_module_tensors.emplace(std::make_pair(m, tensors[i].name), i);
+      }
     }
     if (!rep.dotted_tensor_names) continue;
     const absl::string_view path = rep.Path(m);
@@ -368,14 +370,19 @@ ModuleId Manifest::ownerOfTensor(absl::string_view full_name) const {
   if (m == kNoModule) return kNoModule;
   const absl::string_view local =
       dot == absl::string_view::npos ? full_name : full_name.substr(dot + 1);
-  const absl::Span<const TensorSpec> tensors = rep_->Tensors(m);
+  return findTensor(m, local) != nullptr ? m : kNoModule;
+}
+
+const TensorSpec* Manifest::findTensor(ModuleId id, absl::string_view local) const {
+  const absl::Span<const TensorSpec> tensors = rep_->Tensors(id);
   if (tensors.size() > internal::ManifestRep::kSearchedTensors) {
-    return rep_->large_module_tensors.contains(std::make_pair(m, local)) ? m : kNoModule;
+    auto it = rep_->large_module_tensors.find(std::make_pair(id, local));
+    return it == rep_->large_module_tensors.end() ? nullptr : &tensors[it->second];
   }
-  return std::any_of(tensors.begin(), tensors.end(),
-                     [&](const TensorSpec& t) { return t.name == local; })
-             ? m
-             : kNoModule;
+  for (const TensorSpec& t : tensors) {
+    if (t.name == local) return &t;
+  }
+  return nullptr;
 }
 
 bool Manifest::isAncestorOrSelf(ModuleId ancestor, ModuleId id) const {

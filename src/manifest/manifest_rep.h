@@ -74,10 +74,11 @@ struct ManifestRep {
   absl::flat_hash_map<absl::string_view, std::pair<std::uint32_t, std::uint32_t>>
       by_variable_name;
   // A module's tensors are searched by name when it has at most
-  // kSearchedTensors; the tensors of larger modules are in this table
-  // (a hostile manifest's module of a million tensors stays O(1)).
+  // kSearchedTensors; the tensors of larger modules are in this table, by
+  // their index in Tensors(m), the first of a name (a hostile manifest's
+  // module of a million tensors stays O(1)).
   static constexpr std::uint32_t kSearchedTensors = 16;
-  absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> large_module_tensors;
+  absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, std::uint32_t> large_module_tensors;
   // Some tensor's local name holds a dot (never in torch, where attribute
   // names cannot): a name cannot then be split at its last dot, and every
   // tensor's full name is in this table instead (the first module listed

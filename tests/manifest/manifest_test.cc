@@ -315,3 +315,38 @@ TEST_CASE("Bad forward events name the file and the event", "[manifest]") {
   CHECK(message.rfind("bad.json: ", 0) == 0);
   CHECK(message.find(std::get<1>(row)) != std::string::npos);
 }
+
+TEST_CASE("findTensor gives a module's tensor by local name, searched or hashed", "[manifest]") {
+  // A module of 3 tensors (searched) and one of 40 (hashed); a name given
+  // twice, as a parameter and as a buffer, is the parameter, listed first.
+  for (const int count : {3, 40}) {
+    CAPTURE(count);
+    std::string params, buffers;
+    for (int i = 0; i < count; ++i) {
+      absl::StrAppend(&params, i ? "," : "", R"({"name":"p)", i, R"(","shape":[)", i + 1,
+                      R"(],"dtype":"float32"})");
+      absl::StrAppend(&buffers, i ? "," : "", R"({"name":"b)", i, R"(","shape":[2],"dtype":"int64"})");
+    }
+    absl::StrAppend(&buffers, R"(,{"name":"p0","shape":[9],"dtype":"int64"})");
+    const std::string json = absl::StrCat(
+        R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},)",
+        R"("modules":[{"path":"","class":"M","qualified_class":"t.M","parent":null,"children":["m"],)",
+        R"("parameters":[],"buffers":[]},{"path":"m","class":"C","qualified_class":"t.C","parent":"",)",
+        R"("children":[],"parameters":[)", params, R"(],"buffers":[)", buffers, "]}]}");
+    auto m = Manifest::Parse(json, "tensors.json");
+    REQUIRE(m.ok());
+    const semmap::ModuleId mod = m->find("m");
+    for (int i = 0; i < count; ++i) {
+      const semmap::TensorSpec* p = m->findTensor(mod, absl::StrCat("p", i));
+      REQUIRE(p != nullptr);
+      CHECK(p->shape.size() == 1);
+      CHECK(p->shape[0] == i + 1);  // the parameter, not the buffer "p0"
+      const semmap::TensorSpec* b = m->findTensor(mod, absl::StrCat("b", i));
+      REQUIRE(b != nullptr);
+      CHECK(b->dtype == "int64");
+    }
+    CHECK(m->findTensor(mod, "p") == nullptr);
+    CHECK(m->findTensor(mod, absl::StrCat("p", count)) == nullptr);
+    CHECK(m->findTensor(m->root(), "p0") == nullptr);
+  }
+}

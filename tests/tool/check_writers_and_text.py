@@ -7,6 +7,7 @@ and ownership only bite there):
 Numbers are the items of the third audit round.
 """
 
+import fcntl
 import json
 import os
 import resource
@@ -284,6 +285,32 @@ with tempfile.TemporaryDirectory() as tmp:
         check("5 a file in a read-only directory", run("sidecar", small, "-o", ro + "/x.json"), 2,
               "is not writable")
     os.chmod(ro, 0o755)
+    # Every writer streams into a FIFO and leaves it a FIFO; extract
+    # --stages writes its stages beside it, and leaves it too.
+    bert = os.path.join(fixtures, "bert-seqcls.torchscript")
+    bert_model, bert_manifest = os.path.join(bert, "model.onnx"), os.path.join(bert, "manifest.json")
+    streamed = [(["annotate"], b"\x08"), (["sidecar"], b"{"), (["report"], b"<"),
+                (["graphml"], b"<"), (["node-data"], b"{"), (["embed"], b"\x08"),
+                (["extract", "--module", "bert.pooler"], b"\x08"), (["extract", "--stages", "2"], None)]
+    for k, (args, start) in enumerate(streamed):
+        fifo = t(f"stream{k}-{args[0]}")
+        os.mkfifo(fifo)
+        got = {}
+        reader = threading.Thread(target=lambda: got.setdefault("bytes", read(fifo)), daemon=True)
+        if start is not None:
+            reader.start()
+        done = run(args[0], bert_model, *args[1:], "--manifest", bert_manifest, "-o", fifo,
+                   timeout=60)
+        if start is not None:
+            check(f"5 {' '.join(args)} -o a FIFO", done, 0)
+            reader.join(30)
+            if reader.is_alive():  # the writer never opened it: release the reader
+                with open(fifo, "wb"):
+                    pass
+            if not got.get("bytes", b"").startswith(start):
+                failures.append(f"5 {' '.join(args)}: the FIFO got {got.get('bytes', b'')[:20]!r}")
+        if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+            failures.append(f"5 {' '.join(args)} replaced the FIFO")
     done = run("sidecar", small, "-o", "/proc/version")
     check("5 -o /proc/version", done, 2, "kernel file system")
     if b"does not exist" in done.stderr:
@@ -324,26 +351,58 @@ with tempfile.TemporaryDirectory() as tmp:
     done = run("help", "help")
     if done.returncode != 0 or not done.stdout.startswith(b"usage: semmap"):
         failures.append(f"11 help help: exit {done.returncode}: {done.stderr[:200]!r}")
+    # The hint to pass --allow-manifest-mismatch only where the flag would
+    # map: a misfit, not a schema version this build cannot read.
+    bert_dir = os.path.join(fixtures, "bert-seqcls.torchscript")
+    gpt2_manifest = os.path.join(fixtures, "gpt2-causal-lm.torchscript", "manifest.json")
+    with open(os.path.join(bert_dir, "manifest.json")) as f:
+        future = json.load(f)
+    future["schema_version"] = 3
+    future_path = write(t("future.json"), json.dumps(future))
+    bert_onnx = os.path.join(bert_dir, "model.onnx")
+    for args, code, hint in (
+            (["map", bert_onnx, "--manifest", future_path], 2, False),
+            (["map", bert_onnx, "--manifest", future_path, "--allow-manifest-mismatch"], 2, False),
+            (["map", bert_onnx, "--manifest", gpt2_manifest], 2, True),
+            (["map", bert_onnx, "--manifest", gpt2_manifest, "--allow-manifest-mismatch"], 0, False)):
+        done = run(*args)
+        what = f"11 {os.path.basename(args[3])}{' --allow-manifest-mismatch' if len(args) > 4 else ''}"
+        check(what, done, code)
+        if (b"pass --allow-manifest-mismatch" in done.stderr) != hint:
+            failures.append(f"{what}: the hint {'missing' if hint else 'given'}: {done.stderr[:300]!r}")
+
+    # A killed writer's temporary file is removed by the next write of the
+    # same output, at once (no age): its name, a pid that is gone and no
+    # lock on it. A live pid's, a locked one (a writer this machine cannot
+    # see by pid), another user's, files that only look like one and the
+    # user's own files are kept.
     out = t("side.json")
     dead = 2**22 - 7
     stale = t(f".side.json.tmp-{dead}-0-1")
     lookalikes = [t(f".side.json.tmp-{dead}-0-1-2"), t(f".side.json.tmp-{dead}-0-1234567"),
-                  t(f".side.json.tmp-{dead}--1"), t(f".side.json.tmp-{dead}-0-1x")]
+                  t(f".side.json.tmp-{dead}--1"), t(f".side.json.tmp-{dead}-0-1x"),
+                  t(f".other.json.tmp-{dead}-0-1"), t("side.json.bak"), t(".side.json.tmp-notes")]
+    live = t(f".side.json.tmp-{os.getpid()}-0-1")
+    locked = t(f".side.json.tmp-{dead}-3-4")
     others = t(f".side.json.tmp-{dead}-5-6")
-    for path in [stale, others, *lookalikes]:
+    for path in [stale, live, locked, others, *lookalikes]:
         write(path, "partial")
-        old = time.time() - 7200
-        os.utime(path, (old, old))
     if ROOT:
         os.chown(others, 65534, 65534)
-    check("11 stale temporaries", run("sidecar", small, "-o", out), 0)
+    with open(locked, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        check("11 stale temporaries", run("sidecar", small, "-o", out), 0)
     if os.path.exists(stale):
         failures.append("11 a stale temporary of this user was kept")
-    kept = [p for p in lookalikes if not os.path.exists(p)]
-    if kept:
-        failures.append(f"11 files that only look like temporaries removed: {kept}")
+    removed = [p for p in [live, locked, *lookalikes] if not os.path.exists(p)]
+    if removed:
+        failures.append(f"11 files a live or unseen writer holds, or that only look like "
+                        f"temporaries, removed: {removed}")
     if ROOT and not os.path.exists(others):
         failures.append("11 another user's temporary was removed")
+    check("11 the locked one, once released", run("sidecar", small, "-o", out), 0)
+    if os.path.exists(locked):
+        failures.append("11 a stale temporary no one holds any more was kept")
 
 for f in failures:
     print("FAIL:", f)

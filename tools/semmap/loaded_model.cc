@@ -3,6 +3,7 @@
 #include <iostream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cli_util.h"
 
@@ -21,7 +22,12 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const LoadRequest& reques
   }
   auto mapper = semmap::SemanticMapper::Open(
       request.model_path, loaded->manifest_path.value_or(std::string()), options);
-  if (absl::IsFailedPrecondition(mapper.status()) && loaded->manifest_path) {
+  // The hint only where the flag would change the outcome: a misfit ("is
+  // of another model", SemanticMapper::Open), not a schema version or a
+  // record this build cannot read, which are FailedPrecondition too.
+  if (absl::IsFailedPrecondition(mapper.status()) && loaded->manifest_path &&
+      !request.allow_manifest_mismatch &&
+      absl::StrContains(mapper.status().message(), " is of another model: ")) {
     return absl::FailedPreconditionError(absl::StrCat(
         mapper.status().message(), "; pass --allow-manifest-mismatch to map anyway"));
   }

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from semmap.manifest._atomic import write_json
+from semmap.manifest._atomic import output_target, write_json
 from semmap.manifest._forward import Inputs, record_signatures, split_inputs
 
 FORMAT = "semmap.manifest"
@@ -252,6 +252,7 @@ def write_manifest(
     into place, so an error never leaves a partial manifest.
     """
     destination = manifest_destination(path)  # a bad path is refused before the model runs
+    output_target(destination)
     manifest = build_manifest(model, config_summary=config_summary, inputs=inputs)
     write_json(destination, manifest)
     return manifest

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Literal
 
 import torch
 
-from semmap.manifest._atomic import atomic_path
+from semmap.manifest._atomic import atomic_path, output_target
 from semmap.manifest._forward import Inputs, split_inputs
 from semmap.manifest._models import dynamic_axes
 
@@ -300,6 +300,15 @@ def export_with_manifest(
     if not isinstance(model, torch.nn.Module):  # before anything runs or is written
         raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
     manifest_path = Path(manifest) if manifest is not None else default_manifest_path(path)
+    # Refused before any work: a special file or a link that leads nowhere
+    # (output_target), and a FIFO or a device, which semmap.export, mapping
+    # what it wrote, could not read back (never replaced either way).
+    for output in (Path(path), manifest_path):
+        if output_target(output)[1]:
+            raise ValueError(
+                f"{output}: a FIFO or character device; semmap.export maps the files it writes "
+                "and cannot read one back (semmap.manifest.write_manifest writes into one)"
+            )
     if manifest_path.resolve() == Path(path).resolve():
         raise ValueError(f"{manifest_path}: the manifest path is the model path")
     _refuse_foreign_file(manifest_path)

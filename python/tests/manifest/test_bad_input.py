@@ -2,21 +2,27 @@
 
 Paths with a NUL byte or in no encoding, a model whose forward raises or
 recurses, arguments of the wrong kind, a read-only directory, two threads
-writing at once: each is a clear exception before anything is written, or a
+writing at once, outputs that are FIFOs, devices, links or sockets: each is a clear exception before anything is written, or a
 manifest the schema and semmap's reader accept.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import socket
+import stat
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import jsonschema
+import onnx
 import pytest
 import torch
 
 from semmap.manifest import build_manifest, write_manifest
+from semmap.manifest._export import export_onnx, export_with_manifest
 
 
 class Small(torch.nn.Module):
@@ -142,3 +148,123 @@ def test_two_threads_writing_at_once_each_write_a_whole_manifest(tmp_path, schem
         jsonschema.validate(manifest, schema)
         assert manifest["schema_version"] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m0.json", "m1.json", "shared.json"]
+
+
+def _read_in_thread(fifo) -> tuple[threading.Thread, dict]:
+    """A reader of `fifo` (a writer's open() blocks until one exists)."""
+    got: dict = {}
+
+    def read() -> None:
+        with open(fifo, "rb") as f:
+            got["bytes"] = f.read()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return reader, got
+
+
+def test_a_fifo_is_written_into_never_replaced(tmp_path, schema: dict) -> None:
+    fifo = tmp_path / "m.json"
+    os.mkfifo(fifo)
+    reader, got = _read_in_thread(fifo)
+    manifest = write_manifest(Small(), fifo, inputs=torch.zeros(1, 2))
+    reader.join(30)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(got["bytes"]) == manifest
+    jsonschema.validate(manifest, schema)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]  # no temporary file left
+
+
+def _null_device(tmp_path) -> str:
+    """A character device to write to: as root, a null device made in
+    `tmp_path` (a writer that replaced it must not take the machine's
+    /dev/null with it); else /dev/null, which no other user can replace."""
+    if os.geteuid() != 0:
+        return "/dev/null"
+    path = tmp_path / "null"
+    os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return str(path)
+
+
+def test_a_character_device_is_written_into_never_replaced(tmp_path) -> None:
+    device = _null_device(tmp_path)
+    before = os.stat(device)
+    write_manifest(Small(), device)
+    after = os.lstat(device)
+    assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
+
+
+def test_an_onnx_export_into_a_fifo_streams_the_model(tmp_path) -> None:
+    fifo = tmp_path / "model.onnx"
+    os.mkfifo(fifo)
+    reader, got = _read_in_thread(fifo)
+    export_onnx(Small(), torch.zeros(1, 2), fifo, exporter="torchscript")
+    reader.join(60)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert len(onnx.load_from_string(got["bytes"]).graph.node) > 0
+
+
+def test_export_refuses_streams_it_could_not_read_back(tmp_path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for model_path, manifest_path in ((fifo, tmp_path / "m.json"), (tmp_path / "m.onnx", fifo),
+                                      (tmp_path / "m.onnx", _null_device(tmp_path))):
+        with pytest.raises(ValueError, match="FIFO or character device"):
+            export_with_manifest(Small(), torch.zeros(1, 2), model_path, manifest=manifest_path,
+                                 exporter="torchscript", opset=None, dynamic=False,
+                                 vmap_free_masks=False)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith("m.")]
+
+
+def test_links_are_written_through_and_special_files_refused(tmp_path) -> None:
+    target = tmp_path / "real.json"
+    target.write_text("{}")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    manifest = write_manifest(Small(), link)
+    assert link.is_symlink() and json.loads(target.read_text()) == manifest
+
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to(tmp_path / "nowhere" / "x.json")
+    loop_a, loop_b = tmp_path / "loop_a.json", tmp_path / "loop_b.json"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    for bad in (dangling, loop_a):
+        with pytest.raises(ValueError, match="leads nowhere"):
+            write_manifest(Small(), bad)
+        assert bad.is_symlink()
+    with pytest.raises(IsADirectoryError):
+        write_manifest(Small(), tmp_path)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock_path = tmp_path / "sock"
+        sock.bind(str(sock_path))
+        with pytest.raises(ValueError, match="not a regular file, FIFO or character device"):
+            write_manifest(Small(), sock_path)
+        assert stat.S_ISSOCK(os.lstat(sock_path).st_mode)
+    assert not (tmp_path / "nowhere").exists()
+    assert not [p for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path) -> None:
+    """Named as semmap's C++ writers name theirs, so each removes the other's:
+    a dead pid's unlocked file goes; a live pid's, a locked one (a writer in
+    another pid namespace), and files that only look like one stay."""
+    dead = 2**22 - 7
+    stale = tmp_path / f".m.json.tmp-{dead}-0-1"
+    kept = [tmp_path / f".m.json.tmp-{os.getppid()}-0-1",  # alive
+            tmp_path / f".m.json.tmp-{dead}-0-1234567", tmp_path / f".m.json.tmp-{dead}-0-1x",
+            tmp_path / f".other.json.tmp-{dead}-0-1", tmp_path / "m.json.bak"]
+    locked = tmp_path / f".m.json.tmp-{dead}-3-4"
+    for path in [stale, locked, *kept]:
+        path.write_text("partial")
+    with open(locked, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        write_manifest(Small(), tmp_path / "m.json")
+    assert not stale.exists()
+    assert all(p.exists() for p in [locked, *kept])
+    write_manifest(Small(), tmp_path / "m.json")  # released: removed now
+    assert not locked.exists()
+    assert all(p.exists() for p in kept)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".m.json.tmp-")) == sorted(
+        p.name for p in kept if p.name.startswith(".m.json.tmp-"))

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <tuple>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -98,6 +101,77 @@ std::vector<std::size_t> CallCounts(const Manifest& manifest, ModuleId root) {
   return calls;
 }
 
+// Whether node `c` reads value `v` as one of its own inputs (not inside a
+// subgraph). A node of many inputs (a Concat of every weight of a module)
+// is looked up in a table: searching its inputs for each of them would cost
+// their number squared.
+class DirectInputs {
+ public:
+  DirectInputs(const Graph& graph, const NodeFields& nodes) : nodes_(nodes) {
+    for (std::size_t n = 0; n < graph.size(); ++n) {
+      const absl::Span<const ValueId> inputs = nodes.inputValues(static_cast<NodeId>(n));
+      if (inputs.size() <= kSearched) continue;
+      for (const ValueId v : inputs) many_.emplace(static_cast<NodeId>(n), v);
+    }
+  }
+  bool Reads(NodeId c, ValueId v) const {
+    const absl::Span<const ValueId> inputs = nodes_.inputValues(c);
+    if (inputs.size() > kSearched) return many_.contains(std::make_pair(c, v));
+    return std::find(inputs.begin(), inputs.end(), v) != inputs.end();
+  }
+
+ private:
+  static constexpr std::size_t kSearched = 16;
+  const NodeFields& nodes_;
+  absl::flat_hash_set<std::pair<NodeId, ValueId>> many_;
+};
+
+// Per module and local tensor name, the operations of the module's own
+// forward reading it: how many, and their distinct op names. Built in one
+// pass over every event's reads, so that a module whose forward reads
+// thousands of its tensors costs their number, not its square.
+class OwnOpReads {
+ public:
+  OwnOpReads(const Manifest& manifest, bool traced) {
+    if (!traced) return;
+    absl::flat_hash_set<std::tuple<ModuleId, absl::string_view, absl::string_view>> seen;
+    for (std::size_t m = 0; m < manifest.size(); ++m) {
+      const ModuleId id = static_cast<ModuleId>(m);
+      for (const ForwardEvent& e : manifest.forward(id)) {
+        if (e.call != kNoModule) continue;
+        for (const absl::string_view name : e.reads) {
+          Reads& r = by_tensor_[std::make_pair(id, name)];
+          ++r.count;
+          if (seen.emplace(id, name, e.op).second) r.ops.push_back(e.op);
+        }
+      }
+    }
+  }
+  std::size_t Count(ModuleId m, absl::string_view local) const {
+    auto it = by_tensor_.find(std::make_pair(m, local));
+    return it == by_tensor_.end() ? 0 : it->second.count;
+  }
+  absl::Span<const absl::string_view> Ops(ModuleId m, absl::string_view local) const {
+    auto it = by_tensor_.find(std::make_pair(m, local));
+    if (it == by_tensor_.end()) return {};
+    return it->second.ops;
+  }
+
+ private:
+  struct Reads {
+    std::size_t count = 0;
+    absl::InlinedVector<absl::string_view, 1> ops;
+  };
+  absl::flat_hash_map<std::pair<ModuleId, absl::string_view>, Reads> by_tensor_;
+};
+
+// Whether `spec` (Manifest::findTensor of `info`'s module) is one of its
+// parameters rather than a buffer.
+bool IsParameter(const ModuleInfo& info, const TensorSpec* spec) {
+  return spec != nullptr && spec >= info.parameters.data() &&
+         spec < info.parameters.data() + info.parameters.size();
+}
+
 }  // namespace
 
 void TensorEvidence::FindSharedTensors() {
@@ -106,6 +180,7 @@ void TensorEvidence::FindSharedTensors() {
   const std::vector<std::size_t> calls = traced ? CallCounts(manifest_, root_) : std::vector<std::size_t>();
   absl::flat_hash_set<NodeId> readers;
   const NodeFields nodes(graph_);
+  const DirectInputs direct(graph_, nodes);
   std::vector<std::pair<ValueId, int>> stack;  // reused: one walk per initializer
   // The nodes reading initializer `t`, through pass-through ops (a
   // Transpose, a Cast, a DequantizeLinear): the operations that compute
@@ -121,7 +196,7 @@ void TensorEvidence::FindSharedTensors() {
         const absl::Span<const ValueId> inputs = nodes.inputValues(c);
         // A node whose subgraph reads the value (an If, a Loop) computes
         // nothing with it: the subgraph's reader does, and counts itself.
-        if (std::find(inputs.begin(), inputs.end(), v) == inputs.end()) continue;
+        if (!direct.Reads(c, v)) continue;
         const absl::Span<const ValueId> outputs = nodes.outputValues(c);
         if (ops_.IsWeightPassthrough(c) && depth < kMaxChain && !outputs.empty() &&
             !inputs.empty() && inputs[0] == v) {
@@ -154,6 +229,7 @@ void TensorEvidence::FindSharedTensors() {
   // Tied parameters: (local name, shape) of the parameters of modules
   // that ran which no initializer is named after.
   absl::flat_hash_set<std::pair<absl::string_view, std::vector<std::int64_t>>> unnamed;
+  const OwnOpReads own_reads(manifest_, traced);
   if (traced) {
     absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> named;
     for (const TensorInfo& t : graph_.initializers()) {
@@ -192,15 +268,8 @@ void TensorEvidence::FindSharedTensors() {
       }
       continue;
     }
-    std::size_t reads = 0;
-    if (traced) {
-      for (const ForwardEvent& e : info.forward) {
-        reads += e.call == kNoModule && std::find(e.reads.begin(), e.reads.end(), local) != e.reads.end();
-      }
-    } else {
-      reads = std::any_of(info.parameters.begin(), info.parameters.end(),
-                          [&](const TensorSpec& p) { return p.name == local; });
-    }
+    const std::size_t reads = traced ? own_reads.Count(owner, local)
+                                     : IsParameter(info, manifest_.findTensor(owner, local));
     if (reads == 0) continue;
     const std::size_t expected = reads * (traced ? calls[owner] : 1);
     if (read_by(t, expected, false) > expected) {
@@ -215,14 +284,18 @@ void TensorEvidence::FindSharedTensors() {
     if (!traced || t.dims.size() < 2 || !unnamed.contains(std::make_pair(local, std::vector<std::int64_t>(t.dims.begin(), t.dims.end())))) {
       continue;
     }
+    const absl::Span<const absl::string_view> owner_ops = own_reads.Ops(owner, local);
+    absl::flat_hash_map<std::size_t, bool> may_by_op_type;  // asked once per op type
     for (const NodeId c : readers) {  // as read_by() found them above
       const absl::string_view op_type = nodes.opType(c);
       if (!queries.ExportedByAnyOp(op_type)) continue;
-      const bool owner_may = std::any_of(info.forward.begin(), info.forward.end(), [&](const ForwardEvent& e) {
-        return e.call == kNoModule && std::find(e.reads.begin(), e.reads.end(), local) != e.reads.end() &&
-               queries.MayExportAs(e.op, op_type);
-      });
-      if (!owner_may) {
+      auto [may, fresh] = may_by_op_type.try_emplace(nodes.opTypeIndex(c), false);
+      if (fresh) {
+        may->second = std::any_of(owner_ops.begin(), owner_ops.end(), [&](absl::string_view op) {
+          return queries.MayExportAs(op, op_type);
+        });
+      }
+      if (!may->second) {
         shared_.insert(t.name);
         break;
       }

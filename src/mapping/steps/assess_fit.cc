@@ -16,6 +16,7 @@
 #include "graph/exporter_metadata.h"
 #include "graph/node_fields.h"
 #include "mapping/core/weight_shapes.h"
+#include "mapping/steps/derived_names.h"
 #include "mapping/steps/fit_notes.h"
 #include "mapping/steps/fit_signatures.h"
 #include "mapping/steps/repeated_items.h"
@@ -119,30 +120,6 @@ ModuleId ResolvedLiterally(const ScopeSample& scope) {
 ModuleId ModuleOfTensor(const Manifest& manifest, const RootBinding& binding,
                         absl::string_view name, bool* outside) {
   return LiteralModule(manifest, binding, name.substr(0, name.rfind('.')), outside);
-}
-
-// "weight_bias" of a module with a "weight": a name the exporter made from
-// one of the module's own tensors.
-bool DerivedFromOwnTensor(const ModuleInfo& info, absl::string_view name) {
-  const absl::string_view local = name.substr(name.rfind('.') + 1);
-  for (const auto* list : {&info.parameters, &info.buffers}) {
-    for (const TensorSpec& spec : *list) {
-      if (local.size() > spec.name.size() + 1 && absl::StartsWith(local, spec.name) &&
-          local[spec.name.size()] == '_') {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-const TensorSpec* FindSpec(const ModuleInfo& info, absl::string_view local) {
-  for (const auto* list : {&info.parameters, &info.buffers}) {
-    for (const TensorSpec& spec : *list) {
-      if (spec.name == local) return &spec;
-    }
-  }
-  return nullptr;
 }
 
 // The module a TorchScript scope names once the "_N" suffixes of later
@@ -274,6 +251,7 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
                   ManifestFit* fit, ManifestFit* outside, NoteTally* notes, NoteTally* outside_notes,
                   std::vector<bool>* touched, std::string* first_unknown,
                   std::string* first_conflict) {
+  DerivedNames derived_names(manifest);
   for (const TensorInfo& t : graph.initializers()) {
     // The name as written first; then without the suffixes the rules strip
     // from derived values ("x_quantized").
@@ -328,7 +306,7 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
     if (owner == kNoModule) {
       if (module == kNoModule) {
         if (first_unknown->empty() || name < *first_unknown) *first_unknown = std::string(name);
-      } else if (DerivedFromOwnTensor(manifest.module(module), name)) {
+      } else if (derived_names.DerivedFromOwnTensor(module, name)) {
         // A tensor the exporter derived from the module's parameter
         // ("conv.weight_bias" after folding a BatchNorm into it).
         ++fit->matched_tensors;
@@ -355,7 +333,7 @@ void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rul
         !CarriedAsData(graph, ops, t)) {
       continue;
     }
-    const TensorSpec* spec = FindSpec(manifest.module(owner), name.substr(name.rfind('.') + 1));
+    const TensorSpec* spec = manifest.findTensor(owner, name.substr(name.rfind('.') + 1));
     if (spec == nullptr || t.dims.empty()) continue;  // scalar or unknown shape
     const std::int64_t have = ElementCount(t.dims);
     const std::int64_t want = ElementCount(spec->shape);

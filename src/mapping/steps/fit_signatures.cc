@@ -82,21 +82,26 @@ bool HasToolNodes(const Graph& graph, const OpTraits& ops) {
 // constants) its own operations read: none, only matrices, or a vector.
 enum class OwnReads { kNone, kMatrices, kVector };
 
+// One lookup per name read, never a search of the module's parameters: a
+// forward reading each of 100,000 parameters once cost 10^10 comparisons.
 std::vector<OwnReads> OwnParameterReads(const Manifest& manifest) {
   std::vector<OwnReads> out(manifest.size(), OwnReads::kNone);
+  // The module's parameters by name: a vector when any of that name is one.
+  absl::flat_hash_map<absl::string_view, bool> is_vector;
   for (std::size_t m = 0; m < manifest.size(); ++m) {
     const ModuleInfo& info = manifest.module(static_cast<ModuleId>(m));
-    if (!info.traced) continue;
+    if (!info.traced || info.parameters.empty()) continue;
+    is_vector.clear();
+    for (const TensorSpec& spec : info.parameters) is_vector[spec.name] |= spec.shape.size() == 1;
     for (const ForwardEvent& event : info.forward) {
       if (event.call != kNoModule) continue;
       for (absl::string_view name : event.reads) {
-        for (const TensorSpec& spec : info.parameters) {
-          if (spec.name != name) continue;
-          if (spec.shape.size() == 1) {
-            out[m] = OwnReads::kVector;
-          } else if (out[m] == OwnReads::kNone) {
-            out[m] = OwnReads::kMatrices;
-          }
+        auto it = is_vector.find(name);
+        if (it == is_vector.end()) continue;
+        if (it->second) {
+          out[m] = OwnReads::kVector;
+        } else if (out[m] == OwnReads::kNone) {
+          out[m] = OwnReads::kMatrices;
         }
       }
     }
@@ -104,16 +109,23 @@ std::vector<OwnReads> OwnParameterReads(const Manifest& manifest) {
   return out;
 }
 
-// The module `m`'s parent calls right after it (no operation of its own in
-// between), or kNoModule.
-ModuleId CalledNext(const Manifest& manifest, ModuleId m) {
-  const ModuleId parent = manifest.parent(m);
-  if (parent == kNoModule) return kNoModule;
-  const absl::Span<const ForwardEvent> events = manifest.forward(parent);
-  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
-    if (events[i].call == m) return events[i + 1].call;
+// Per module, the module its parent calls right after its first call of
+// it (no operation of its own in between), or kNoModule. One pass over
+// every forward: asked module by module, a parent's 10,000 events were
+// searched once for each of its children.
+std::vector<ModuleId> CalledNext(const Manifest& manifest) {
+  std::vector<ModuleId> next(manifest.size(), kNoModule);
+  std::vector<bool> seen(manifest.size(), false);
+  for (std::size_t p = 0; p < manifest.size(); ++p) {
+    const absl::Span<const ForwardEvent> events = manifest.forward(static_cast<ModuleId>(p));
+    for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+      const ModuleId m = events[i].call;
+      if (m == kNoModule || seen[m] || manifest.parent(m) != static_cast<ModuleId>(p)) continue;
+      seen[m] = true;
+      next[m] = events[i + 1].call;
+    }
   }
-  return kNoModule;
+  return next;
 }
 
 }  // namespace
@@ -129,6 +141,7 @@ FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_mod
     if (node_modules[n] != kNoModule) ++own_nodes[node_modules[n]];
   }
   const internal::RuleQueries queries(rules);
+  const std::vector<ModuleId> called_next = CalledNext(manifest);
   std::vector<bool> judged(manifest.size(), false);
   ModuleId first = kNoModule;
   for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
@@ -143,7 +156,7 @@ FoldConflicts CheckFolds(const Graph& graph, absl::Span<const ModuleId> node_mod
     if (!gained_bias) continue;
     judged[m] = true;
     ++out.folds;
-    const ModuleId next = CalledNext(manifest, m);
+    const ModuleId next = called_next[m];
     if (next == kNoModule || own_nodes[next] > 0) continue;
     // Judged where the module folded runs a normalisation on its parameters
     // (rules "signature_checked_ops"): a tool may fold other operations
