@@ -375,7 +375,7 @@ absl::Status WriteFileAtomically(const std::string& requested, absl::string_view
   return WritePiecesAtomically(requested, absl::MakeConstSpan(&bytes, 1));
 }
 
-// Long (about 100 lines) on purpose: the system calls of an atomic replace
+// Long (about 120 lines) on purpose: the system calls of an atomic replace
 // (create, write, chmod, fsync, close, rename, fsync the directory) in
 // their order, each failure removing the temporary file; one function shows
 // that every exit cleans up.
