@@ -327,7 +327,8 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   ModuleId source_container = kNoModule;
   std::size_t source_items = 0;
   const std::size_t unused_there = internal::UnusedRepeatedItems(
-      *manifest, internal::WeightOwners(*record.source, *manifest, rules), &source_container, &source_items);
+      *manifest, internal::WeightOwners(*record.source, *manifest, rules), &source_container,
+      &source_items);
   if (unused_here > unused_there) {
     return without(absl::StrCat(
         "it was made from a deeper model: its weights reach ", items - unused_there, " items of \"",

@@ -8,22 +8,16 @@
 
 namespace semmap {
 namespace internal {
-namespace {
 
-std::uint64_t Mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 29);
-}
-
-bool Commutative(const Node& n) {
+bool IsCommutative(const Node& n) {
   static const char* const kOps[] = {"Add", "Mul", "Sum", "Max", "Min", "Mean", "And",
                                      "Or", "Xor", "Equal", "BitwiseAnd", "BitwiseOr",
                                      "BitwiseXor"};
   if (!n.domain.empty()) return false;
   return std::find(std::begin(kOps), std::end(kOps), n.op_type) != std::end(kOps);
 }
+
+namespace {
 
 // The first of `values` that is `v`, or values.size().
 std::size_t IndexOf(absl::Span<const ValueId> values, ValueId v) {
@@ -32,10 +26,6 @@ std::size_t IndexOf(absl::Span<const ValueId> values, ValueId v) {
   }
   return values.size();
 }
-
-}  // namespace
-
-namespace {
 
 // Rounds read the graph through integers only: each node's value lists
 // (views into the Graph), and for each value what an input of it
@@ -60,12 +50,12 @@ class Refiner {
       const Node node = graph.node(i);
       node_inputs_[i] = node.input_values;
       node_outputs_[i] = node.output_values;
-      commutative_[i] = Commutative(node);
+      commutative_[i] = IsCommutative(node);
       if (node.subgraph != 0) continue;
       main_[i] = 1;
-      std::uint64_t h = Mix(hash(node.op_type), hash(node.domain));
-      h = Mix(h, node.inputs.size() * 1315423911ULL + node.outputs.size());
-      colour_[i] = Mix(h, (*in_.constant)[i] ? 7 : 3);
+      std::uint64_t h = MixHash(hash(node.op_type), hash(node.domain));
+      h = MixHash(h, node.inputs.size() * 1315423911ULL + node.outputs.size());
+      colour_[i] = MixHash(h, (*in_.constant)[i] ? 7 : 3);
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const ValueId v = node.input_values[k];
         if (v < 0 || anchored_[v]) continue;
@@ -108,14 +98,14 @@ class Refiner {
         if (outputs[j] < 0) continue;
         for (NodeId c : graph.consumers(outputs[j])) {
           const std::size_t at = commutative_[c] ? 0 : IndexOf(node_inputs_[c], outputs[j]);
-          outs_.push_back(Mix(Mix(colour_[c], j), at));
+          outs_.push_back(MixHash(MixHash(colour_[c], j), at));
         }
       }
       std::sort(outs_.begin(), outs_.end());
-      std::uint64_t h = Mix(colour_[i], 0x51ULL);
-      for (std::uint64_t v : ins_) h = Mix(h, v);
-      h = Mix(h, 0x52ULL);
-      for (std::uint64_t v : outs_) h = Mix(h, v);
+      std::uint64_t h = MixHash(colour_[i], 0x51ULL);
+      for (std::uint64_t v : ins_) h = MixHash(h, v);
+      h = MixHash(h, 0x52ULL);
+      for (std::uint64_t v : outs_) h = MixHash(h, v);
       next[i] = h;
     }
     colour_.swap(next);
@@ -156,7 +146,7 @@ class Refiner {
   std::uint64_t InputTerm(ValueId v, absl::string_view name) const {
     if (v < 0) return name.empty() ? 1 : in_.anchor(name);
     const NodeId q = source_[v];
-    return q == kNoNode ? source_term_[v] : Mix(colour_[q], source_term_[v]);
+    return q == kNoNode ? source_term_[v] : MixHash(colour_[q], source_term_[v]);
   }
 
   const ColourInput& in_;

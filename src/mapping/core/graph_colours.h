@@ -18,6 +18,19 @@
 namespace semmap {
 namespace internal {
 
+// Folds `v` into the hash `h` (the colours' mixing step; also the
+// reference matcher's signature hashes).
+inline std::uint64_t MixHash(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 29);
+}
+
+// Ops of the default domain whose inputs commute (Add, Mul, Max...): their
+// inputs are compared as a multiset.
+bool IsCommutative(const Node& n);
+
 struct GraphColours {
   std::vector<std::uint64_t> near;  // after kNearRounds
   std::vector<std::uint64_t> far;   // once the partition is stable

@@ -58,29 +58,16 @@ std::vector<char> ConstantNodes(const Graph& g) {
   return constant;
 }
 
-bool IsCommutative(const Node& n) {
-  if (!n.domain.empty()) return false;
-  static const auto* const kOps = new absl::flat_hash_set<absl::string_view>(
-      {"Add", "Mul", "Sum", "Max", "Min", "Mean", "And", "Or", "Xor", "Equal", "BitwiseAnd",
-       "BitwiseOr", "BitwiseXor"});
-  return kOps->contains(n.op_type);
-}
-
-std::uint64_t MixToken(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 29);
-}
-
 // op type, domain and the input tokens (sorted for a commutative op), as
 // one hash; equal hashes are checked against the tokens (SameSignature).
 std::uint64_t SignatureHash(const Node& n, std::vector<ValueId>* tokens) {
   if (IsCommutative(n)) std::sort(tokens->begin(), tokens->end());
   const absl::Hash<absl::string_view> hash;
-  std::uint64_t h = MixToken(hash(n.op_type), hash(n.domain));
-  h = MixToken(h, tokens->size());
-  for (ValueId t : *tokens) h = MixToken(h, static_cast<std::uint64_t>(static_cast<std::int64_t>(t)));
+  std::uint64_t h = MixHash(hash(n.op_type), hash(n.domain));
+  h = MixHash(h, tokens->size());
+  for (ValueId t : *tokens) {
+    h = MixHash(h, static_cast<std::uint64_t>(static_cast<std::int64_t>(t)));
+  }
   return h;
 }
 
