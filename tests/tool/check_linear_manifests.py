@@ -18,7 +18,6 @@ Sizes are the release build's (a few seconds under callgrind); other
 builds run at half of them, under the same bound.
 """
 
-import json
 import math
 import os
 import re
@@ -27,7 +26,8 @@ import subprocess
 import sys
 import tempfile
 
-from semmap_testlib import field, graph_io, model, node, varint, write
+from semmap_testlib import (field, graph_io, initializer, manifest, model, module, node,
+                            varint, write)
 
 semmap, build_type = sys.argv[1:3]
 wanted = set(sys.argv[3:])
@@ -36,27 +36,10 @@ BOUND = 2.3
 failures = []
 
 
-def initializer(name, dims=(4, 4)):
-    """A float TensorProto (GraphProto field 5) with dims and a name, no data."""
-    tensor = b"".join(varint(1 << 3) + varint(d) for d in dims) + varint(2 << 3) + varint(1)
-    return field(5, tensor + field(8, name.encode()))
 
 
-def module(path, parent, children=(), parameters=(), forward=None, shape=(4, 4)):
-    m = {"path": path, "class": "C", "qualified_class": "t.C", "parent": parent,
-         "children": list(children),
-         "parameters": [{"name": p, "shape": list(shape), "dtype": "float32"} for p in parameters],
-         "buffers": []}
-    if forward is not None:
-        m["forward"] = forward
-    return m
 
 
-def manifest(modules):
-    version = 2 if any("forward" in m for m in modules) else 1
-    return json.dumps({"format": "semmap.manifest", "schema_version": version,
-                       "model": {"class": "M", "qualified_class": "t.M"}, "modules": modules},
-                      separators=(",", ":"))
 
 
 # Each generator returns (model bytes, manifest text) for size n.

@@ -14,7 +14,8 @@ import sys
 import tempfile
 import time
 
-from semmap_testlib import field, graph_io, model, node, varint, write
+from semmap_testlib import (field, graph_io, initializer, manifest, model, module, node,
+                            varint, write)
 
 semmap, fixtures = map(os.path.abspath, sys.argv[1:3])
 bert = os.path.join(fixtures, "bert-seqcls.torchscript")
@@ -48,27 +49,10 @@ def timed(name, limit, *args):
     return json.loads(done.stdout) if done.returncode == 0 else None
 
 
-def initializer(name, dims):
-    """A float TensorProto (GraphProto field 5) with dims and a name, no data."""
-    tensor = b"".join(varint(1 << 3) + varint(d) for d in dims) + varint(2 << 3) + varint(1)
-    return field(5, tensor + field(8, name.encode()))
 
 
-def module(path, parent, children=(), parameters=(), forward=None, cls="C"):
-    m = {"path": path, "class": cls, "qualified_class": "t." + cls, "parent": parent,
-         "children": list(children),
-         "parameters": [{"name": p, "shape": [4, 4], "dtype": "float32"} for p in parameters],
-         "buffers": []}
-    if forward is not None:
-        m["forward"] = forward
-    return m
 
 
-def manifest(modules):
-    version = 2 if any("forward" in m for m in modules) else 1
-    return json.dumps({"format": "semmap.manifest", "schema_version": version,
-                       "model": {"class": "M", "qualified_class": "t.M"}, "modules": modules},
-                      separators=(",", ":"))
 
 
 def alternating(pairs, a="a", b="b"):

@@ -1,5 +1,6 @@
 """Helpers shared by the Python checks under tests/ (run by ctest with the project's .venv)."""
 
+import json
 import subprocess
 import sys
 
@@ -45,6 +46,31 @@ def graph_io(inputs=(), outputs=()):
 def model(graph, opset=17):
     """A ModelProto (ir_version 7) around GraphProto bytes `graph`."""
     return b"\x08\x07" + field(7, graph) + field(8, field(1, b"") + b"\x10" + varint(opset))
+
+
+def initializer(name, dims=(4, 4)):
+    """A float TensorProto (GraphProto field 5) with dims and a name, no data."""
+    tensor = b"".join(varint(1 << 3) + varint(d) for d in dims) + varint(2 << 3) + varint(1)
+    return field(5, tensor + field(8, name.encode()))
+
+
+def module(path, parent, children=(), parameters=(), forward=None, cls="C", shape=(4, 4)):
+    """A manifest module entry: float32 parameters of `shape`, no buffers."""
+    m = {"path": path, "class": cls, "qualified_class": "t." + cls, "parent": parent,
+         "children": list(children),
+         "parameters": [{"name": p, "shape": list(shape), "dtype": "float32"} for p in parameters],
+         "buffers": []}
+    if forward is not None:
+        m["forward"] = forward
+    return m
+
+
+def manifest(modules):
+    """The manifest's JSON text: schema 2 when a module has a forward, else 1."""
+    version = 2 if any("forward" in m for m in modules) else 1
+    return json.dumps({"format": "semmap.manifest", "schema_version": version,
+                       "model": {"class": "M", "qualified_class": "t.M"}, "modules": modules},
+                      separators=(",", ":"))
 
 
 def write(path, data):
