@@ -58,7 +58,12 @@ class Refiner {
       colour_[i] = MixHash(h, (*in_.constant)[i] ? 7 : 3);
       for (std::size_t k = 0; k < node.inputs.size(); ++k) {
         const ValueId v = node.input_values[k];
-        if (v < 0 || anchored_[v]) continue;
+        if (v < 0) {
+          // A name defined nowhere: its anchor, asked each time it is read.
+          if (!node.inputs[k].empty()) main_[i] = kReadsUnresolved;
+          continue;
+        }
+        if (anchored_[v]) continue;
         anchored_[v] = 1;
         const NodeId q = graph.producer(v);
         if (q == kNoNode) {
@@ -67,10 +72,6 @@ class Refiner {
           source_[v] = q;
           source_term_[v] = IndexOf(graph.node(q).output_values, v);
         }
-      }
-      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-        // A name defined nowhere: its anchor, asked each time it is read.
-        if (node.input_values[k] < 0 && !node.inputs[k].empty()) main_[i] = kReadsUnresolved;
       }
     }
   }
