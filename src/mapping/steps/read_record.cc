@@ -230,15 +230,20 @@ class LeadingEntries {
       if (f.number != model_field::kMetadataProps || !IsLen(f)) return done_ = true;
       WireReader entry(f.bytes);
       WireField e;
-      absl::string_view key, value;
+      absl::string_view key;
+      // An entry without a value field has the empty value (proto3's
+      // default): no offset to keep, as the field is not in the bytes.
+      std::pair<std::size_t, std::size_t> value_span = {0, 0};
       while (entry.Next(&e)) {
         if (e.number == kEntryKey && IsLen(e)) key = e.bytes;
-        if (e.number == kEntryValue && IsLen(e)) value = e.bytes;
+        if (e.number == kEntryValue && IsLen(e)) {
+          value_span = {static_cast<std::size_t>(e.bytes.data() - so_far.data()), e.bytes.size()};
+        }
       }
       parsed_ = static_cast<std::size_t>(r.position() - so_far.data());
       for (int k = 0; k < 3; ++k) {
         if (key == Key(k)) {
-          span_[k] = {static_cast<std::size_t>(value.data() - so_far.data()), value.size()};
+          span_[k] = value_span;
           found_[k] = true;
         }
       }

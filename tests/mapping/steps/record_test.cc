@@ -99,6 +99,22 @@ std::string Encode(const onnx::ModelProto& model) {
          absl::Base64Escape(*compressed);
 }
 
+// As the record writer lays it out: the metadata entries before the rest
+// (protobuf serializes by field number, the entries after the graph), so
+// the record reader's leading-entries path reads it. Two serialized
+// messages concatenated parse as their merge.
+std::string EncodeEntriesFirst(const onnx::ModelProto& model) {
+  onnx::ModelProto entries;
+  *entries.mutable_metadata_props() = model.metadata_props();
+  onnx::ModelProto rest = model;
+  rest.clear_metadata_props();
+  auto compressed =
+      semmap::internal::Deflate(entries.SerializeAsString() + rest.SerializeAsString());
+  REQUIRE(compressed.ok());
+  return "semmap-record/1:" + std::to_string(compressed->size()) + ":" +
+         absl::Base64Escape(*compressed);
+}
+
 std::string* Entry(onnx::ModelProto* model, const std::string& key) {
   for (auto& e : *model->mutable_metadata_props()) {
     if (e.key() == key) return e.mutable_value();
@@ -370,6 +386,13 @@ TEST_CASE("a malformed record is an error naming the key and the cause", "[recor
     edit(&m);
     return Encode(m);
   };
+  auto without_value = [&](const std::string& key) {
+    onnx::ModelProto m = decoded;
+    for (auto& e : *m.mutable_metadata_props()) {
+      if (e.key() == key) e.clear_value();
+    }
+    return EncodeEntriesFirst(m);
+  };
   auto answers = [&](const std::function<void(nlohmann::json*)>& edit) {
     return edited([&](onnx::ModelProto* m) {
       std::string* text = Entry(m, "semmap.answers");
@@ -416,6 +439,15 @@ TEST_CASE("a malformed record is an error naming the key and the cause", "[recor
        absl::StatusCode::kInvalidArgument, "no \"semmap.answers\""},
       {"answers not JSON", edited([](onnx::ModelProto* m) { *Entry(m, "semmap.answers") = "{"; }),
        absl::StatusCode::kInvalidArgument, "semmap.answers"},
+      // An entry without a value field (the empty value): the leading
+      // entries are read before the rest, and an absent field has no
+      // offset in the bytes.
+      {"answers without a value", without_value("semmap.answers"),
+       absl::StatusCode::kInvalidArgument, "semmap.answers"},
+      {"source without a value", without_value("semmap.source"),
+       absl::StatusCode::kInvalidArgument, "semmap.source"},
+      {"manifest without a value", without_value("semmap.manifest"),
+       absl::StatusCode::kInvalidArgument, "semmap.manifest"},
       {"answers too deep",
        edited([](onnx::ModelProto* m) {
          *Entry(m, "semmap.answers") = std::string(100, '[') + std::string(100, ']');
