@@ -3,6 +3,12 @@
 #ifndef SEMMAP_TESTS_TEST_UTIL_H_
 #define SEMMAP_TESTS_TEST_UTIL_H_
 
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -17,16 +23,71 @@ namespace semmap_test {
 // quadratic walk takes a hundred times its bound or more), not its speed:
 // under the sanitizers (and libFuzzer's coverage) they are this much wider.
 #if defined(__SANITIZE_ADDRESS__)
-inline constexpr double kTimeScale = 8.0;
+inline constexpr double kBuildSlowdown = 8.0;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-inline constexpr double kTimeScale = 8.0;
+inline constexpr double kBuildSlowdown = 8.0;
 #else
-inline constexpr double kTimeScale = 1.0;
+inline constexpr double kBuildSlowdown = 1.0;
 #endif
 #else
-inline constexpr double kTimeScale = 1.0;
+inline constexpr double kBuildSlowdown = 1.0;
 #endif
+
+// The load average per core, or how much of a core a 50 ms spin gets now
+// (wall time over this thread's CPU time), whichever says slower: the load
+// average follows a busy machine within a minute, the spin at once.
+inline double MachineSlowness() {
+  double load[1] = {0.0};
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  const double per_core =
+      ::getloadavg(load, 1) == 1 ? load[0] / static_cast<double>(cores > 0 ? cores : 1) : 1.0;
+  auto thread_seconds = [] {
+    timespec t{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const double cpu = thread_seconds();
+  auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  while (wall() < 0.05) {
+  }
+  const double share = wall() / std::max(thread_seconds() - cpu, 1e-3);
+  return std::max(per_core, share);
+}
+
+// How many times a time bound stretches now: kBuildSlowdown times the
+// machine's slowness, which is SEMMAP_TIME_FACTOR when set, else
+// MachineSlowness() (at least 1: a quiet machine keeps the bounds as
+// written). tests/tool/semmap_testlib.py's time_factor() is the same rule.
+inline double TimeScale() {
+  double machine = 1.0;
+  const char* stated = std::getenv("SEMMAP_TIME_FACTOR");
+  if (stated != nullptr && *stated != '\0') {
+    machine = std::strtod(stated, nullptr);
+  } else {
+    machine = MachineSlowness();
+  }
+  return kBuildSlowdown * std::max(1.0, machine);
+}
+
+// Seconds of the fastest of up to `tries` runs of `work`, stopping at the
+// first within `bound` seconds times TimeScale(): a busy moment of the
+// machine is not the code's cost, a quadratic walk is over its bound every
+// time. For work that can run again with the same cost.
+template <typename Work>
+double FastestSeconds(double bound, Work&& work, int tries = 3) {
+  double best = 0.0;
+  for (int i = 0; i < tries; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i == 0 || seconds < best) best = seconds;
+    if (seconds <= bound * TimeScale()) break;
+  }
+  return best;
+}
 
 // Path of a file of a fixture directory, e.g.
 // Fixture("bert-seqcls.torchscript", "model.onnx").

@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 import time
 
+from semmap_testlib import budget
+
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -93,7 +95,7 @@ class Browser:
         if session:
             message["sessionId"] = session
         os.write(self._to_browser, json.dumps(message).encode() + b"\0")
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + budget(self.timeout)
         while True:
             reply = self._read_message(deadline)
             if reply.get("id") == mid:
@@ -134,7 +136,7 @@ class Page:
     def goto(self, url, ready, timeout=120.0):
         """Navigates to `url`, then waits until the JavaScript `ready` is true."""
         self.send("Page.navigate", {"url": url})
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + budget(timeout)
         while time.monotonic() < deadline:
             try:
                 if self.js(f"Boolean({ready})"):
@@ -142,7 +144,7 @@ class Page:
             except CdpError:
                 pass  # the new document is not there yet
             time.sleep(0.02)
-        raise CdpError(f"{url}: not ready after {timeout:.0f} s ({ready})")
+        raise CdpError(f"{url}: not ready after {budget(timeout):.0f} s ({ready})")
 
     def screenshot(self):
         import base64

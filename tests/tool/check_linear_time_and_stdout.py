@@ -12,10 +12,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
-from semmap_testlib import (field, graph_io, initializer, manifest, model, module, node,
-                            varint, write)
+from semmap_testlib import (SANITIZED, budget, fastest, field, graph_io, initializer, manifest,
+                            model, module, node, varint, write)
 
 semmap, fixtures = map(os.path.abspath, sys.argv[1:3])
 bert = os.path.join(fixtures, "bert-seqcls.torchscript")
@@ -23,12 +22,11 @@ failures = []
 
 # Under the sanitizers every run is several times slower: the time bounds
 # are the release build's to check (as in check_size_limits.py).
-SANITIZED = os.environ.get("SEMMAP_SANITIZED") == "1"
 
 
 def run(*args, stdout=subprocess.PIPE, cwd=None, timeout=120):
     return subprocess.run([semmap, *args], stdout=stdout, stderr=subprocess.PIPE, cwd=cwd,
-                          timeout=timeout * (10 if SANITIZED else 1))
+                          timeout=budget(timeout))
 
 
 def check(name, done, code, fragment=""):
@@ -38,14 +36,15 @@ def check(name, done, code, fragment=""):
 
 
 def timed(name, limit, *args):
-    """Runs `semmap map ARGS --json`; fails when slower than `limit` seconds."""
-    start = time.monotonic()
-    done = run("map", *args, "--json")
-    seconds = time.monotonic() - start
+    """Runs `semmap map ARGS --json`; fails when every one of three runs is
+    slower than `limit` seconds (stretched on a busy machine: budget())."""
+    seconds, done, within = fastest(limit, lambda: run("map", *args, "--json"),
+                                    tries=1 if SANITIZED else 3)
     print(f"{name}: {seconds:.2f} s")
     check(name, done, 0)
-    if not SANITIZED and seconds > limit:
-        failures.append(f"{name}: {seconds:.1f} s, above {limit} s")
+    if not SANITIZED and not within:
+        failures.append(f"{name}: {seconds:.1f} s in the fastest of 3 runs, above "
+                        f"{budget(limit):.1f} s ({limit} s on a quiet machine)")
     return json.loads(done.stdout) if done.returncode == 0 else None
 
 

@@ -37,6 +37,7 @@ import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import Browser, CdpError  # noqa: E402
+from semmap_testlib import budget  # noqa: E402
 
 FIXTURE = "bert-seqcls.torchscript"
 WIDTH, HEIGHT = 1280, 760
@@ -107,7 +108,7 @@ def fail(message):
 
 
 def run(*args):
-    done = subprocess.run(list(args), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(list(args), capture_output=True, text=True, timeout=budget(120))
     if done.returncode != 0:
         fail(f"{' '.join(map(str, args))}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
     return done.stdout
@@ -128,13 +129,13 @@ class Server:
             [sys.executable, "-u", "-m", "model_explorer", str(model), "--extensions",
              "model_explorer_onnx", "--no_open_in_browser", "--port", str(port)],
             stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + budget(timeout)
         while "Starting Model Explorer server at" not in self.output():
             if self.proc.poll() is not None:
                 fail(f"Model Explorer's server exited ({self.proc.returncode}):\n{self.output()}")
             if time.monotonic() > deadline:
                 self.close()
-                fail(f"Model Explorer's server did not start in {timeout} s:\n{self.output()}")
+                fail(f"Model Explorer's server did not start in {budget(timeout):.0f} s:\n{self.output()}")
             time.sleep(0.1)
         self.base = f"http://localhost:{port}/"
 
@@ -166,7 +167,7 @@ def app_url(base, model, graph, selected="", expanded=()):
 
 def wait_for(page, what, test, timeout=45):
     """Polls the page's side panel until `test(panel)` holds; returns the panel."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + budget(timeout)
     panel = {}
     while time.monotonic() < deadline:
         try:
@@ -176,12 +177,12 @@ def wait_for(page, what, test, timeout=45):
         except CdpError:
             pass  # the document is not there yet
         time.sleep(0.1)
-    fail(f"{what}: not shown after {timeout} s; the side panel holds {json.dumps(panel)[:1500]}")
+    fail(f"{what}: not shown after {budget(timeout):.0f} s; the side panel holds {json.dumps(panel)[:1500]}")
 
 
 def settled_screenshot(page, timeout=40):
     """A screenshot once two in a row are the same (the camera has stopped)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + budget(timeout)
     last = page.screenshot()
     while time.monotonic() < deadline:
         time.sleep(0.25)
@@ -189,7 +190,7 @@ def settled_screenshot(page, timeout=40):
         if png == last:
             return png
         last = png
-    fail(f"the graph was still moving after {timeout} s")
+    fail(f"the graph was still moving after {budget(timeout):.0f} s")
 
 
 def rows(panel, section):
@@ -331,7 +332,7 @@ def main():
                 regex = regex_of(innermost)
                 page.send("Input.insertText", {"text": regex})
                 want = sorted(" / ".join(["<root>", graph, *p]) for p in same_label)
-                deadline = time.monotonic() + 20
+                deadline = time.monotonic() + budget(20)
                 while True:
                     got = page.js(SEARCH_PATHS)
                     if got == want:
@@ -346,7 +347,7 @@ def main():
                 page.js("(() => { const i = document.querySelector('input[placeholder*=\"Search\"]');"
                         " i.value = ''; i.dispatchEvent(new Event('input')); i.focus(); })()")
                 page.send("Input.insertText", {"text": regex_of(op[1])})
-                deadline = time.monotonic() + 20
+                deadline = time.monotonic() + budget(20)
                 box = None
                 while box is None and time.monotonic() < deadline:
                     box = page.js(f"""(() => {{

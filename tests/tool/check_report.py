@@ -25,6 +25,7 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import Browser  # noqa: E402
+from semmap_testlib import budget  # noqa: E402
 
 HOSTILE = "</script><img src=x onerror=document.body.setAttribute('data-pwned','1')>"
 
@@ -54,7 +55,7 @@ NODE_ROWS = SWEEP + """("details", "#nodes tr[data-node]", (r) => r.dataset.node
 
 
 def run(*args, cwd=None):
-    done = subprocess.run(list(args), capture_output=True, text=True, timeout=120, cwd=cwd)
+    done = subprocess.run(list(args), capture_output=True, text=True, timeout=budget(120), cwd=cwd)
     if done.returncode != 0:
         sys.exit(f"{' '.join(map(str, args))}: exit {done.returncode}: {done.stderr.strip()[-2000:]}")
     return done.stdout
@@ -109,7 +110,7 @@ def check_typing(browser, html, sidecar, query):
     page.js("document.getElementById('q').focus()")
     for ch in query:
         page.send("Input.insertText", {"text": ch})
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + budget(10)
     while urllib.parse.parse_qs(page.js("location.hash")[1:]).get("q") != [query]:
         if time.monotonic() > deadline:
             sys.exit(f"typing {query!r}: the URL fragment is {page.js('location.hash')!r}")

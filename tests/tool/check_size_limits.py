@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 
-from semmap_testlib import field, model, node, write
+from semmap_testlib import SANITIZED, budget, field, model, node, write
 
 semmap, semmap_eval, fixtures = sys.argv[1:4]
 bert = os.path.join(fixtures, "bert-seqcls.torchscript")
@@ -28,8 +28,6 @@ failures = []
 # ctest) an address-space limit stops the shadow memory from being mapped and
 # every run is several times slower: the memory bounds and time limits are
 # checked by the release build's run of this test, the rest by both.
-SANITIZED = os.environ.get("SEMMAP_SANITIZED") == "1"
-SLOWDOWN = 10 if SANITIZED else 1
 
 
 def run(*args, memory_mb=None, timeout=60, stdout=subprocess.PIPE):
@@ -39,7 +37,7 @@ def run(*args, memory_mb=None, timeout=60, stdout=subprocess.PIPE):
         if memory_mb:
             resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
     return subprocess.run([*args], stdout=stdout, stderr=subprocess.PIPE,
-                          timeout=timeout * SLOWDOWN, preexec_fn=limit)
+                          timeout=budget(timeout), preexec_fn=limit)
 
 
 def check(name, done, code, fragment=""):
@@ -109,7 +107,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("4 root binding", run(semmap, "map", write(t("scopes.onnx"), model(scopes)),
                                 "--manifest", write(t("many_a.json"), manifest(many_a)),
                                 "--allow-manifest-mismatch"), 0)
-    if time.time() - start > 30 * SLOWDOWN:
+    if time.time() - start > budget(30):
         failures.append(f"4 root binding took {time.time() - start:.0f} s")
 
     # 5. A 16 MB name of 8M atoms, no manifest: linear, in bounded memory.

@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-from semmap_testlib import graph_io, model, node, write
+from semmap_testlib import SANITIZED, budget, graph_io, model, node, write
 
 semmap, fixtures = sys.argv[1:3]
 ROOT = os.geteuid() == 0
@@ -28,7 +28,6 @@ failures = []
 # Under AddressSanitizer (SEMMAP_SANITIZED=1) an address-space limit stops
 # the shadow memory from being mapped: memory bounds are checked by the
 # release build's run only.
-SANITIZED = os.environ.get("SEMMAP_SANITIZED") == "1"
 
 
 def run(*args, stdout=subprocess.PIPE, timeout=60, memory_mb=None):
@@ -36,7 +35,7 @@ def run(*args, stdout=subprocess.PIPE, timeout=60, memory_mb=None):
         if memory_mb:
             resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
     return subprocess.run([semmap, *args], stdout=stdout, stderr=subprocess.PIPE,
-                          timeout=timeout * (10 if SANITIZED else 1), preexec_fn=limit)
+                          timeout=budget(timeout), preexec_fn=limit)
 
 
 def check(name, done, code, fragment=""):
@@ -99,7 +98,7 @@ with tempfile.TemporaryDirectory() as tmp:
     done = run("map", processed, "--reference", original, "--json",
                memory_mb=None if SANITIZED else 250)
     check("3 --reference of 40,000 fused nodes in 250 MB", done, 0)
-    if not SANITIZED and time.time() - start > 10:
+    if not SANITIZED and time.time() - start > budget(10):
         failures.append(f"3 --reference of 40,000 fused nodes took {time.time() - start:.1f} s")
     if done.returncode == 0 and json.loads(done.stdout)["strategies"]["reference"] != n:
         failures.append(f"3 not every fused node paired: {done.stdout[:300]!r}")

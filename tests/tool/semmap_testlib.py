@@ -1,8 +1,71 @@
 """Helpers shared by the Python checks under tests/ (run by ctest with the project's .venv)."""
 
 import json
+import os
 import subprocess
 import sys
+import time
+
+# Under the sanitizers (SEMMAP_SANITIZED=1, set by the sanitizer build's
+# ctest) every run is several times slower than in the release build.
+SANITIZED = os.environ.get("SEMMAP_SANITIZED") == "1"
+
+
+_measured = [0.0, 1.0]  # when, the machine's factor then
+
+
+def _machine_factor():
+    """The load average per core, or how much of a core a 50 ms spin gets
+    now (wall time over this thread's CPU time), whichever says slower: the
+    load average follows a busy machine within a minute, the spin at once."""
+    try:
+        load = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        load = 1.0
+    wall, cpu = time.monotonic(), time.thread_time()
+    while time.monotonic() - wall < 0.05:
+        pass
+    share = (time.monotonic() - wall) / max(time.thread_time() - cpu, 1e-3)
+    return max(load, share)
+
+
+def time_factor():
+    """How many times a budget stretches on this machine now: the build's
+    slowdown (10 under the sanitizers) times the machine's, which is
+    SEMMAP_TIME_FACTOR when set, else _machine_factor() (at least 1: a quiet
+    machine keeps the budgets as written), measured again after 5 s."""
+    build = 10.0 if SANITIZED else 1.0
+    stated = os.environ.get("SEMMAP_TIME_FACTOR")
+    if stated:
+        try:
+            return build * max(1.0, float(stated))
+        except ValueError:
+            sys.exit(f"SEMMAP_TIME_FACTOR={stated!r}: expected a number")
+    if time.monotonic() - _measured[0] > 5.0:
+        _measured[:] = [time.monotonic(), _machine_factor()]
+    return build * max(1.0, _measured[1])
+
+
+def budget(seconds):
+    """A wait of `seconds` on a quiet machine, stretched by time_factor()."""
+    return seconds * time_factor()
+
+
+def fastest(limit, work, tries=3):
+    """Runs work() until a run takes at most budget(limit) seconds, up to
+    `tries` times (a busy moment of the machine is not the code's cost; a
+    quadratic walk is over its bound every time). Returns (seconds of the
+    fastest run, its result, within the bound)."""
+    best = None
+    for _ in range(tries):
+        start = time.monotonic()
+        result = work()
+        seconds = time.monotonic() - start
+        if best is None or seconds < best[0]:
+            best = (seconds, result)
+        if seconds <= budget(limit):
+            return seconds, result, True
+    return best[0], best[1], False
 
 
 def run(binary, *args):

@@ -41,25 +41,34 @@ def test_other_threads_run_while_a_model_loads(tmp_path):
         nodes *= 2
     assert alone > 0.05, f"the model loads too fast ({alone:.3f} s for {nodes} nodes) to tell"
 
-    done = threading.Event()
-    loaded = []
+    def longest_gap() -> float:
+        done = threading.Event()
+        loaded = []
 
-    def load() -> None:
-        loaded.append(semmap.load(model))
-        done.set()
+        def load() -> None:
+            loaded.append(semmap.load(model))
+            done.set()
 
-    worker = threading.Thread(target=load)
-    wakeups = [time.perf_counter()]  # start() itself may wait for the GIL
-    worker.start()
-    while not done.is_set():
-        wakeups.append(time.perf_counter())
-        time.sleep(0.001)
-    wakeups.append(time.perf_counter())  # when this thread saw the load end
-    worker.join()
-    gaps = [b - a for a, b in zip(wakeups, wakeups[1:])]
-    assert len(loaded[0]) == nodes
-    # Holding the GIL, the load would stall this thread for its whole length.
-    assert max(gaps) < 0.5 * alone, (max(gaps), len(gaps), alone)
+        worker = threading.Thread(target=load)
+        wakeups = [time.perf_counter()]  # start() itself may wait for the GIL
+        worker.start()
+        while not done.is_set():
+            wakeups.append(time.perf_counter())
+            time.sleep(0.001)
+        wakeups.append(time.perf_counter())  # when this thread saw the load end
+        worker.join()
+        assert len(loaded[0]) == nodes
+        return max(b - a for a, b in zip(wakeups, wakeups[1:]))
+
+    # Holding the GIL, the load would stall this thread for its whole length
+    # every time; a busy machine may stall it once for its own reasons, so
+    # the check passes when one of three loads leaves short gaps.
+    gaps = []
+    for _ in range(3):
+        gaps.append(longest_gap())
+        if gaps[-1] < 0.5 * alone:
+            break
+    assert min(gaps) < 0.5 * alone, (gaps, alone)
 
 
 def test_threads_making_the_first_query_at_once(tmp_path):
