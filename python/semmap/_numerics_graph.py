@@ -107,6 +107,7 @@ class GraphView:
     candidates: dict[str, Candidate] = field(default_factory=dict)
     classes: dict[str, str] = field(default_factory=dict)
     fused: dict[str, list[str]] = field(default_factory=dict)  # module -> modules merged into it
+    stand_ins: set[int] = field(default_factory=set)  # nodes working for a removed activation
     _indexes: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # -- views ------------------------------------------------------------
@@ -361,6 +362,62 @@ def merge_fusions(ref: GraphView, dep: GraphView) -> None:
         graph.fused = {a: sorted(bs) for a, bs in merged.items()}
 
 
+# Activations that clip a value's range: a static quantizer may remove one where
+# the QuantizeLinear after it clips the same way (its zero point at the bottom of
+# the range), as ONNX Runtime's QDQ quantizer does.
+_CLIPPING_ACTIVATIONS = {"Relu", "Clip"}
+
+
+def stand_in_removed_activations(ref: GraphView, dep: GraphView) -> None:
+    """A module the deployed graph has no node of any more because a quantizer
+    removed its clipping activation (a ReLU before a QuantizeLinear that clips at
+    0): the QuantizeLinear/DequantizeLinear pair that clips in its place works for
+    that module in the deployed graph, so its output (the DequantizeLinear's) is
+    the module's boundary value and pairs with the activation's output. Per
+    activation node of such a module in the reference, the pair taken is the first
+    one, in graph order, whose QuantizeLinear reads a value made by the same unit
+    as the activation's input and whose DequantizeLinear outputs are read by the
+    same units as the activation's output; each pair stands in for one node."""
+    left = {u for u in dep.units if u is not None}
+    taken: set[int] = set()
+    pairs: list[tuple[int, list[int]]] = []  # deployed QuantizeLinear, its DequantizeLinears
+    for q in dep.order:
+        node = dep.nodes[q]
+        if node.op_type != "QuantizeLinear" or not node.input or not node.output:
+            continue
+        dqs = [k for k in dep.consumers.get(node.output[0], [])
+               if dep.nodes[k].op_type == "DequantizeLinear" and dep.nodes[k].input[0] == node.output[0]]
+        if dqs:
+            pairs.append((q, dqs))
+
+    def unit_of(graph: GraphView, value: str) -> str | None:
+        p = graph.producer.get(value)
+        return graph.units[p] if p is not None else None
+
+    def readers(graph: GraphView, values: list[str]) -> set[str | None]:
+        return {graph.units[k] for v in values for k in graph.consumers.get(v, [])}
+
+    for j in ref.order:
+        node = ref.nodes[j]
+        a = ref.units[j]
+        if a is None or a in left or node.op_type not in _CLIPPING_ACTIVATIONS:
+            continue
+        if not node.input or not node.output or node.input[0] not in ref.dependent:
+            continue
+        source = unit_of(ref, node.input[0])
+        wanted = readers(ref, [node.output[0]])
+        for q, dqs in pairs:
+            if q in taken or unit_of(dep, dep.nodes[q].input[0]) != source:
+                continue
+            if readers(dep, [o for k in dqs for o in dep.nodes[k].output]) != wanted:
+                continue
+            taken.add(q)
+            for k in (q, *dqs):
+                dep.units[k] = a
+                dep.stand_ins.add(k)
+            break
+
+
 def _computes_floats(graph: GraphView, j: int) -> bool:
     """Whether node `j` makes a floating-point value (or one of unknown type), not
     only shapes and indices (a Concat of shapes that onnxslim merged across layers)."""
@@ -438,6 +495,8 @@ def _copy_of(view: GraphView, j: int, found: dict[str, "Candidate"]) -> bool:
     or a cast of one of its own module's boundary values (an fp16 copy's output
     cast back to float32)."""
     node = view.nodes[j]
+    if j in view.stand_ins:
+        return False  # it computes a removed activation's output (stand_in_removed_activations)
     if node.op_type in _COPIES and node.input and node.input[0] in found \
             and found[node.input[0]].unit == view.units[j]:
         return True

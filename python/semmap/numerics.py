@@ -244,6 +244,7 @@ def _compare(ref_map: Any, dep_map: Any, ref_run: R.Runner, dep_run: R.Runner,
     ref = G.read_graph(ref_run.path, ref_run.proto, ref_map, ref_types)
     dep = G.read_graph(dep_run.path, dep_run.proto, dep_map, dep_types)
     G.merge_fusions(ref, dep)
+    G.stand_in_removed_activations(ref, dep)
     G.find_candidates(ref)
     G.find_candidates(dep)
     for graph, m in ((ref, ref_map), (dep, dep_map)):

@@ -153,6 +153,28 @@ def test_a_quantized_copy(bert_quantized):
     assert doc["cost"]["capture_and_compare"] > 0 and doc["cost"]["batches"]["discovery"] == 2
 
 
+@pytest.mark.parametrize("deployed", ["resnet-imgcls.dynamo.qdq", "tv-regnet.torchscript.qdq"])
+def test_a_static_qdq_copy_pairs_the_activations_its_quantizer_removed(deployed):
+    """ONNX Runtime's QDQ quantizer drops a ReLU before a QuantizeLinear that clips
+    at 0: the QuantizeLinear/DequantizeLinear pair clipping in its place stands in
+    for the ReLU module, whose output pairs with the pair's, at quantization error."""
+    ref, manifest = files(deployed.rsplit(".", 1)[0])
+    deployed_path = files(deployed)[0]
+    dep_ops = {n.op_type for n in onnx.load(str(deployed_path), load_external_data=False).graph.node}
+    ref_relus = {n.name for n in onnx.load(str(ref), load_external_data=False).graph.node if n.op_type == "Relu"}
+    assert ref_relus and "Relu" not in dep_ops  # the quantizer removed every one
+    doc = semmap.compare_numerics(ref, deployed_path, manifest=manifest, isolate=False).to_dict()
+    assert doc["unpaired"] == []
+    for view in ("leaf", "subtree"):
+        assert doc["pairing"][view]["reference_paired"] == doc["pairing"][view]["reference_with_boundary_outputs"]
+    relus = [r for r in doc["views"]["leaf"] if r["class"] == "ReLU"]
+    assert relus
+    for row in relus:
+        assert row["output_error"] is not None, row["module"]
+        # A quantized ReLU: close to the reference's, never the unclipped value.
+        assert row["output_error"]["cosine"] > 0.99, row
+
+
 def test_batches_give_the_figures_of_one_batch(tmp_path):
     """A capture budget smaller than the values makes one batch per value pair
     (and per module for the isolated run): the same figures."""
