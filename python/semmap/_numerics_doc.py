@@ -46,6 +46,14 @@ def _worst(outputs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def ranking_score(row: dict[str, Any], rank_by: str) -> float:
+    """What a row is ranked by: its local error (the isolated run's output rel L2;
+    its added error where it has none) or its added error."""
+    if rank_by == "local" and "local_error" in row:
+        return row["local_error"]["rel_l2"]
+    return row["added_error"]
+
+
 def document(ref_map: Any, dep_map: Any, ref: G.GraphView, dep: G.GraphView, given: R.Inputs,
               paired: dict, stats: dict, local: dict, iso: Isolation | None, out_stats: list,
               ref_out_names: list[str], dep_out_names: list[str], ref_info: Info, dep_info: Info,
@@ -123,13 +131,9 @@ def document(ref_map: Any, dep_map: Any, ref: G.GraphView, dep: G.GraphView, giv
                     row["nonfinite"] = {"deployed_only": new_nf, "inputs_have_nonfinite": in_nonfinite}
                     row["introduces_nonfinite"] = not in_nonfinite
             rows.append(row)
-        def score(r: dict[str, Any]) -> float:
-            if view == "leaf" and rank_by == "local":
-                return r["local_error"]["rel_l2"] if "local_error" in r else r["added_error"]
-            return r["added_error"]
-
+        by = rank_by if view == "leaf" else "added"
         ranked = sorted((r for r in rows if r["added_error"] is not None),
-                        key=lambda r: (not r.get("introduces_nonfinite", False), -score(r),
+                        key=lambda r: (not r.get("introduces_nonfinite", False), -ranking_score(r, by),
                                        order_of.get(r["module"], (1, 0))))
         for i, r in enumerate(ranked, 1):
             r["rank"] = i
@@ -255,28 +259,36 @@ def text(d: dict[str, Any], top: int, suggest: int) -> str:
                      f"({b['discovery']} discovery + {b['capture']} capture batches), plain inference of "
                      f"both {c['plain_inference']:.3f} s ({c['ratio_to_plain_inference']}x; "
                      f"{c['ratio_to_plain_with_sessions']}x counting session loading)")
-    for view, title in (("leaf", "modules by the error they add (leaf view: a module's own nodes)"),
-                        ("subtree", "subtrees by the error they add (a module with everything below it)")):
+    for view, what in (("leaf", "(leaf view: a module's own nodes)"),
+                       ("subtree", "(a module with everything below it)")):
         rows = [r for r in d["views"][view] if r["rank"] is not None][:top]
+        local = d["ranked_by"][view] == "local"
         lines.append("")
-        lines.append(f"{title}; added = output rel L2 - worst input rel L2:")
+        if local:
+            lines.append(f"modules by the error they make on their own {what}; local = output rel L2 with "
+                         "the reference's inputs fed, added = output rel L2 - worst input rel L2:")
+        else:
+            lines.append(f"{'modules' if view == 'leaf' else 'subtrees'} by the error they add {what}; "
+                         "added = output rel L2 - worst input rel L2:")
         width = max([len(r["module"] or "<root>") for r in rows] + [6])
         cw = max([len(r["class"]) for r in rows] + [5])
-        lines.append(f"  {'#':>3}  {'module':<{width}}  {'class':<{cw}}  {'added':>9}  {'out relL2':>9}  "
-                     f"{'in relL2':>9}  {'SQNR dB':>8}  {'cosine':>9}  {'max abs':>9}")
+        lines.append(f"  {'#':>3}  {'module':<{width}}  {'class':<{cw}}  " + (f"{'local':>9}  " if local else "") +
+                     f"{'added':>9}  {'out relL2':>9}  {'in relL2':>9}  {'SQNR dB':>8}  {'cosine':>9}  {'max abs':>9}")
         for r in rows:
             e = r["output_error"]
             sq = "inf" if e["sqnr_db"] is None else f"{e['sqnr_db']:.1f}"
             flag = "  NaN/Inf introduced" if r.get("introduces_nonfinite") else (
                 "  NaN/Inf" if r.get("nonfinite") else "")
-            lines.append(f"  {r['rank']:>3}  {r['module'] or '<root>':<{width}}  {r['class']:<{cw}}  "
+            own = (f"{num(r['local_error']['rel_l2']) if 'local_error' in r else '-':>9}  " if local else "")
+            lines.append(f"  {r['rank']:>3}  {r['module'] or '<root>':<{width}}  {r['class']:<{cw}}  {own}"
                          f"{num(r['added_error']):>9}  {num(e['rel_l2']):>9}  {num(r['input_error']):>9}  "
                          f"{sq:>8}  {e['cosine']:>9.6f}  {num(e['max_abs']):>9}{flag}")
         if not rows:
             lines.append("  (no module has a paired boundary output)")
     if suggest:
+        by = d["ranked_by"]["leaf"]
         rows = [r for r in d["views"]["leaf"] if r["rank"] is not None and
-                (r["added_error"] > 0 or r.get("introduces_nonfinite"))][:suggest]
+                (ranking_score(r, by) > 0 or r.get("introduces_nonfinite"))][:suggest]
         lines.append("")
         lines.append(f"keep in float (--suggest-float {suggest}): " +
                      (", ".join(r["module"] or "<root>" for r in rows) or "(no module adds error)"))

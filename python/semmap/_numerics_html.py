@@ -8,6 +8,8 @@ import html
 import math
 from typing import Any
 
+from ._numerics_doc import ranking_score
+
 WIDTH, HEIGHT = 960, 320
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 30, 40  # the rank marks sit above TOP
 FLOOR = 1e-8  # errors below it sit on the plot's floor (identical values)
@@ -31,13 +33,15 @@ def _y(value: float, lo: float, hi: float) -> float:
     return TOP + (HEIGHT - TOP - BOTTOM) * (1 - (v - lo) / span)
 
 
-def _plot(rows: list[dict[str, Any]], top: int) -> str:
+def _plot(rows: list[dict[str, Any]], top: int, by: str) -> str:
+    """The leaf modules in graph order: a bar for what each is ranked by (its local
+    or added error), the line of its output's error."""
     points = [r for r in sorted(rows, key=lambda r: r["order"]) if r["output_error"] is not None]
     if not points:
         return "<p>No module has a paired boundary output.</p>"
     worst = {r["module"] for r in sorted((r for r in rows if r["rank"] is not None),
                                          key=lambda r: r["rank"])[:top]}
-    values = [r["output_error"]["rel_l2"] for r in points] + [max(r["added_error"], 0) for r in points]
+    values = [r["output_error"]["rel_l2"] for r in points] + [max(ranking_score(r, by), 0) for r in points]
     finite = [v for v in values if v and math.isfinite(v)]
     lo = math.floor(math.log10(max(min(finite), FLOOR))) if finite else -8
     hi = math.ceil(math.log10(max(finite))) if finite else 0
@@ -55,8 +59,9 @@ def _plot(rows: list[dict[str, Any]], top: int) -> str:
     line = []
     for i, r in enumerate(points):
         x = LEFT + step * (i + 0.5)
-        added = max(r["added_error"], 0.0)
-        label = html.escape(f"{r['module'] or '<root>'} ({r['class']}): added {_num(r['added_error'])}, "
+        added = max(ranking_score(r, by), 0.0)
+        own = f"local {_num(r['local_error']['rel_l2'])}, " if "local_error" in r else ""
+        label = html.escape(f"{r['module'] or '<root>'} ({r['class']}): {own}added {_num(r['added_error'])}, "
                             f"output rel L2 {_num(r['output_error']['rel_l2'])}")
         cls = "bar worst" if r["module"] in worst else "bar"
         if added > 0:
@@ -127,6 +132,11 @@ def page(doc: dict[str, Any], top: int = 10) -> str:
         for u in doc["unpaired"])
     cost = doc.get("cost", {})
     p = doc["pairing"]
+    by = doc["ranked_by"]["leaf"]
+    bar_what = ("error the module makes on its own (its output with the reference's inputs fed)"
+                if by == "local" else "error the module adds")
+    leaf_title = ("Modules by the error they make on their own" if by == "local"
+                  else "Modules by the error they add")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>semmap compare-numerics</title>
 <style>{CSS}</style></head><body>
@@ -144,11 +154,11 @@ subtree view {p['subtree']['paired']} of {p['subtree']['with_boundary_outputs']}
 </dl>
 <ul>{outputs}</ul>
 <h2>Error along the model</h2>
-<p class="legend"><span style="background:#8fb3d9"></span>error the module adds
-<span style="background:#d62728"></span>the {top} that add the most (numbered by rank)
+<p class="legend"><span style="background:#8fb3d9"></span>{bar_what}
+<span style="background:#d62728"></span>the {top} first in the ranking (numbered by rank)
 <span style="background:#555;height:2px"></span>error of its output (relative L2, log scale)</p>
-{_plot(leaf, top)}
-<h2>Modules by the error they add (leaf view: each module's own nodes)</h2>
+{_plot(leaf, top, by)}
+<h2>{leaf_title} (leaf view: each module's own nodes)</h2>
 {_table(leaf, top, True)}
 <h2>Subtrees by the error they add (a module with everything below it)</h2>
 {_table(subtree, top, False)}

@@ -59,7 +59,7 @@ def compare_numerics(
     samples: int = 1,
     max_capture_bytes: int = DEFAULT_CAPTURE_BYTES,
     isolate: bool = True,
-    rank_by: str = "added",
+    rank_by: str | None = None,
     optimization: str = "all",
 ) -> "NumericsReport":
     """Runs `reference` (the export) and `deployed` (a copy made from it: onnxslim,
@@ -76,9 +76,10 @@ def compare_numerics(
     name (default CPU). max_capture_bytes: how many bytes of captured values are
     held at once (docs/numerics.md, "Memory"). isolate: also run the deployed copy
     with each module fed the reference's inputs, for the leaf view's local error
-    (one more run of the deployed copy per sample). rank_by: "added" (output error
-    minus the worst input error) or "local" (the isolated run's error; leaf view,
-    needs isolate) orders the leaf view; the subtree view is always by added error.
+    (one more run of the deployed copy per sample). rank_by: "local" (the isolated
+    run's error; needs isolate) or "added" (output error minus the worst input
+    error) orders the leaf view; None (the default) is "local" with isolate, else
+    "added". The subtree view is always by added error.
     optimization: ONNX Runtime's graph optimization level for every session, "all"
     (its default), "extended", "basic" or "disabled".
 
@@ -93,6 +94,8 @@ def compare_numerics(
         raise ImportError("semmap.compare_numerics needs ONNX Runtime: pip install 'semmap[onnxruntime]' "
                           f"({e})") from e
 
+    if rank_by is None:
+        rank_by = "local" if isolate else "added"
     if rank_by not in ("added", "local"):
         raise ValueError(f"rank_by is 'added' or 'local', not {rank_by!r}")
     if rank_by == "local" and not isolate:
@@ -338,14 +341,17 @@ class NumericsReport:
         return self._doc["views"][view]
 
     def ranking(self, view: str = "leaf") -> list[str]:
-        """Module paths by added error, largest first."""
+        """Module paths by the view's ranking (``ranked_by``: the leaf view's local
+        or added error, the subtree view's added error), largest first."""
         return [r["module"] for r in self.modules(view) if r["rank"] is not None]
 
     def suggest_float(self, k: int, view: str = "leaf") -> list[str]:
-        """The `k` modules that add the most error (those that add some): the ones to
-        keep in float (:func:`semmap.nodes_to_exclude`)."""
+        """The `k` modules first in the ranking that make some error by its measure
+        (local or added error): the ones to keep in float
+        (:func:`semmap.nodes_to_exclude`)."""
+        by = self._doc["ranked_by"][view]
         rows = [r for r in self.modules(view) if r["rank"] is not None and
-                (r["added_error"] > 0 or r.get("introduces_nonfinite"))]
+                (D.ranking_score(r, by) > 0 or r.get("introduces_nonfinite"))]
         return [r["module"] for r in rows[: max(0, k)]]
 
     @property
@@ -395,8 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="ONNX Runtime execution provider (default CPUExecutionProvider)")
     parser.add_argument("--optimization", choices=("all", "extended", "basic", "disabled"), default="all",
                         help="ONNX Runtime's graph optimization level for every session (default all)")
-    parser.add_argument("--rank-by", choices=("added", "local"), default="added",
-                        help="order of the leaf view: added error (default) or the isolated run's local error")
+    parser.add_argument("--rank-by", choices=("added", "local"), default=None,
+                        help="order of the leaf view: the isolated run's local error (default) or added "
+                             "error (the default with --no-isolate)")
     parser.add_argument("--no-isolate", action="store_true",
                         help="skip the isolated run (no local error; one run less per sample)")
     parser.add_argument("--max-capture-mb", type=float, default=DEFAULT_CAPTURE_BYTES / 2**20,

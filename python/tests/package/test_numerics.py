@@ -80,10 +80,13 @@ def test_a_module_downstream_of_an_amplifying_head_by_local_error(tmp_path):
     module = "bert.embeddings.token_type_embeddings"
     damaged = tmp_path / "damaged.onnx"
     damaged_copy(ref, semmap.load(ref, manifest), module, damaged, "bits2")
-    by_added = semmap.compare_numerics(ref, damaged, manifest=manifest)
+    by_added = semmap.compare_numerics(ref, damaged, manifest=manifest, rank_by="added")
     assert by_added.ranking("leaf")[:2] == ["classifier", module]
-    by_local = semmap.compare_numerics(ref, damaged, manifest=manifest, rank_by="local")
+    by_local = semmap.compare_numerics(ref, damaged, manifest=manifest)  # the default with isolate
+    assert by_local.to_dict()["ranked_by"] == {"leaf": "local", "subtree": "added"}
     assert by_local.ranking("leaf")[0] == module
+    no_isolate = semmap.compare_numerics(ref, damaged, manifest=manifest, isolate=False)
+    assert no_isolate.to_dict()["ranked_by"]["leaf"] == "added"
     classifier = next(r for r in by_local.modules("leaf") if r["module"] == "classifier")
     assert classifier["local_error"]["rel_l2"] < 1e-5 < classifier["added_error"]
 
@@ -146,8 +149,13 @@ def test_a_quantized_copy(bert_quantized):
         if e["sqnr_db"] is not None:
             assert e["sqnr_db"] == pytest.approx(-20 * math.log10(e["rel_l2"]), abs=1e-6)
         assert row["added_error"] == pytest.approx(e["rel_l2"] - row["input_error"])
-    ranked = [row["added_error"] for row in r.modules("leaf") if row["rank"] is not None]
+    assert doc["ranked_by"]["leaf"] == "local"
+    ranked = [row.get("local_error", {}).get("rel_l2", row["added_error"])
+              for row in r.modules("leaf") if row["rank"] is not None]
     assert ranked == sorted(ranked, reverse=True)
+    by_added = [row["added_error"] for row in r.modules("subtree") if row["rank"] is not None]
+    assert by_added == sorted(by_added, reverse=True)
+    assert r.suggest_float(2) == r.ranking("leaf")[:2]
     assert doc["inputs"]["source"] == "generated" and "seed 0" in doc["inputs"]["note"]
     assert doc["instrumentation_drift"]["reference"] < 1e-5
     assert doc["cost"]["capture_and_compare"] > 0 and doc["cost"]["batches"]["discovery"] == 2
@@ -390,7 +398,7 @@ def test_the_command_prints_the_table_and_the_suggestion(semmap_tool, tmp_path):
     dep = files("bert-seqcls.dynamo.quantized")[0]
     out = subprocess.run([semmap_tool, "compare-numerics", str(ref), str(dep), "--manifest", str(manifest),
                           "--top", "3", "--suggest-float", "2"], capture_output=True, text=True, check=True)
-    assert "modules by the error they add" in out.stdout
+    assert "modules by the error they make on their own" in out.stdout
     assert re.search(r"^keep in float \(--suggest-float 2\): \S+, \S+$", out.stdout, re.M)
     js = subprocess.run([semmap_tool, "compare-numerics", str(ref), str(dep), "--manifest", str(manifest),
                          "--json", "--suggest-float", "2"], capture_output=True, text=True, check=True)
@@ -434,7 +442,7 @@ def test_the_documented_command_runs(doc, semmap_tool):
         assert argv[0] == "semmap" and argv[1] == "compare-numerics"
         out = subprocess.run([semmap_tool, *argv[1:]], cwd=REPO, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
-        assert "modules by the error they add" in out.stdout
+        assert "modules by the error they make on their own" in out.stdout
         if "--suggest-float" in argv:
             assert "keep in float (--suggest-float" in out.stdout
 

@@ -101,7 +101,7 @@ def test_which_module_hurts_accuracy(bert_dir, monkeypatch, capsys):
     scope = run("which-module-hurts-accuracy", bert_dir, monkeypatch)
     report, again, keep = scope["report"], scope["again"], scope["keep"]
     assert len(keep) == 2 and keep == report.ranking("leaf")[:2]
-    assert "modules by the error they add" in capsys.readouterr().out
+    assert "modules by the error they make on their own" in capsys.readouterr().out
     # The two modules are float in the second copy: they add no error of their own there.
     rows = {r["module"]: r for r in again.modules("leaf")}
     assert all(rows[k]["local_error"]["rel_l2"] < 1e-5 for k in keep)
