@@ -314,3 +314,79 @@ def _batches(items: list, keys: Any, size: dict, budget: int):
         total += add
     if group:
         yield group
+
+
+def repaired_final_errors(modules: list[str], paired_leaf: dict, dep: G.GraphView, dep_info: Info,
+                          iso: Isolation | None, ref_run: R.Runner, dep_run: R.Runner, samples: list,
+                          dep_samples: list, ref_out_names: list[str], dep_out_names: list[str],
+                          timer: R.Timer, batches: dict[str, int]) -> dict[str, float]:
+    """Per module of `modules` (leaf view): the outputs' largest relative L2 error when
+    the deployed copy runs with that module's own error taken out — every reader
+    outside it of one of its paired boundary values reads instead the deployed value
+    less the module's local error (its isolated run's output minus the reference's:
+    what the module would hand on without its own error, its inputs' error kept), or
+    the reference's value where the module was not isolated. A graph output that is
+    one of them is replaced the same way. What keeping the module in float would
+    gain, to first order (docs/numerics.md, "Impact"). One session of each model
+    capturing the values, one isolating session for every module, and one repairing
+    session per module."""
+    dtype = {n: dt for n, (_, dt) in dep_info.shapes.items()}
+    plans: dict[str, tuple[list[tuple[int, int, str]], list[tuple[str, Any]], dict[str, G.Pair]]] = {}
+    for m in modules:
+        rewire: list[tuple[int, int, str]] = []
+        feeds: dict[str, Any] = {}
+        fixed: dict[str, G.Pair] = {}  # deployed value -> its pair
+        for p in paired_leaf.get(m, ([], []))[0]:
+            if p.deployed not in dtype:
+                continue
+            for k in dep.consumers.get(p.deployed, []):
+                if dep.units[k] != m:
+                    rewire.extend((k, i, FEED + p.deployed) for i, v in enumerate(dep.nodes[k].input)
+                                  if v == p.deployed)
+                    feeds[FEED + p.deployed] = dtype[p.deployed]
+                    fixed[p.deployed] = p
+            if p.deployed in dep_out_names:
+                fixed[p.deployed] = p
+        if fixed:
+            plans[m] = (rewire, list(feeds.items()), fixed)
+    if not plans:
+        return {}
+    isolated = [m for m in plans if iso is not None and m in iso.units]
+    iso_ref, iso_dep, iso_rewire, iso_feeds = iso.batch(isolated) if isolated else ([], [], [], [])
+    dep_names = list(dict.fromkeys(d for plan in plans.values() for d in plan[2]))
+    ref_names = list(dict.fromkeys([*ref_out_names, *iso_ref,
+                                    *(p.reference for plan in plans.values() for p in plan[2].values())]))
+    t = time.perf_counter()
+    rs = ref_run.capturing(ref_names)
+    ds = dep_run.capturing(dep_names)
+    cut = dep_run.capturing(iso_dep, rewire=iso_rewire, feeds=iso_feeds) if isolated else None
+    sessions = {m: dep_run.capturing([], rewire=plan[0], feeds=plan[1]) for m, plan in plans.items()}
+    timer.add("capture_sessions", t)
+    batches["repair"] = batches.get("repair", 0) + len(sessions)
+    stats = {m: [R.Stats() for _ in ref_out_names] for m in plans}
+    for n in range(len(samples)):
+        t = time.perf_counter()
+        ra = dict(zip(ref_names, ref_run.run(rs, samples[n], ref_names)))
+        da = dict(zip(dep_names, dep_run.run(ds, dep_samples[n], dep_names)))
+        alone = (dict(zip(iso_dep, dep_run.run(cut, {**dep_samples[n], **iso.feeds(isolated, ra)}, iso_dep,
+                                               "deployed (isolating copy)")))
+                 if cut is not None else {})
+        for m, (_, _, fixed) in plans.items():
+            value = {}
+            for d, p in fixed.items():
+                r = np.asarray(ra[p.reference], np.float32)
+                if m in isolated and d in alone:
+                    v = np.asarray(da[d], np.float32) - (np.asarray(alone[d], np.float32) - r)
+                else:
+                    v = r
+                value[d] = _cast(v, dtype[d])
+            feeds = {FEED + d: v for d, v in value.items() if FEED + d in dict(plans[m][1])}
+            out = dep_run.run(sessions[m], {**dep_samples[n], **feeds}, dep_out_names,
+                              "deployed (repairing copy)")
+            for i, (rn, dn) in enumerate(zip(ref_out_names, dep_out_names)):
+                got = value[dn] if dn in value else out[i]
+                if np.asarray(ra[rn]).dtype.kind == "f":
+                    stats[m][i].add(np.asarray(ra[rn]), np.asarray(got))
+        timer.add("capture_runs", t)
+        del ra, da, alone
+    return {m: max((s.rel_l2 for s in ss if s.elements), default=0.0) for m, ss in stats.items()}

@@ -54,6 +54,21 @@ def ranking_score(row: dict[str, Any], rank_by: str) -> float:
     return row["added_error"]
 
 
+def suggestions(d: dict[str, Any], k: int, view: str = "leaf") -> list[str]:
+    """The `k` modules to keep in float: a module that introduces NaN or Inf first;
+    then, where the repaired runs measured it (`impact`), those whose repair lowers
+    the final error, most first; then the ranking's first unmeasured modules that
+    make some error by its measure."""
+    by = d["ranked_by"][view]
+    rows = [r for r in d["views"][view] if r["rank"] is not None]
+    first = [r for r in rows if r.get("introduces_nonfinite")]
+    measured = sorted((r for r in rows if r.get("impact") is not None and r["impact"] > 0
+                       and not r.get("introduces_nonfinite")), key=lambda r: -r["impact"])
+    rest = [r for r in rows if "impact" not in r and not r.get("introduces_nonfinite")
+            and ranking_score(r, by) > 0]
+    return [r["module"] for r in (first + measured + rest)[: max(0, k)]]
+
+
 def document(ref_map: Any, dep_map: Any, ref: G.GraphView, dep: G.GraphView, given: R.Inputs,
               paired: dict, stats: dict, local: dict, iso: Isolation | None, out_stats: list,
               ref_out_names: list[str], dep_out_names: list[str], ref_info: Info, dep_info: Info,
@@ -286,10 +301,15 @@ def text(d: dict[str, Any], top: int, suggest: int) -> str:
         if not rows:
             lines.append("  (no module has a paired boundary output)")
     if suggest:
-        by = d["ranked_by"]["leaf"]
-        rows = [r for r in d["views"]["leaf"] if r["rank"] is not None and
-                (ranking_score(r, by) > 0 or r.get("introduces_nonfinite"))][:suggest]
+        keep = suggestions(d, suggest)
         lines.append("")
+        measured = [r for r in d["views"]["leaf"] if r.get("impact") is not None]
+        if measured:
+            lines.append(f"repaired (each module's own error taken out of its outputs), final error "
+                         f"{num(d['final_error'])} ->")
+            for r in sorted(measured, key=lambda r: -r["impact"])[:top]:
+                lines.append(f"  {r['module'] or '<root>'}: {num(r['repaired_final_error'])} "
+                             f"(impact {num(r['impact'])})")
         lines.append(f"keep in float (--suggest-float {suggest}): " +
-                     (", ".join(r["module"] or "<root>" for r in rows) or "(no module adds error)"))
+                     (", ".join(m or "<root>" for m in keep) or "(no module adds error)"))
     return "\n".join(lines) + "\n"

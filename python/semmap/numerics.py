@@ -4,7 +4,7 @@ ONNX Runtime, compared module by module (`semmap compare-numerics`).
     >>> import semmap
     >>> r = semmap.compare_numerics("model.onnx", "model.int8.onnx", manifest="manifest.json")
     >>> print(r.to_text(top=5))
-    >>> r.suggest_float(2)          # the two modules that add the most error
+    >>> r.suggest_float(2)          # the two modules to keep in float
     ['classifier', 'bert.embeddings.position_embeddings']
     >>> semmap.nodes_to_exclude(semmap.load("model.onnx", "manifest.json"), r.suggest_float(2))
 
@@ -61,6 +61,7 @@ def compare_numerics(
     isolate: bool = True,
     rank_by: str | None = None,
     optimization: str = "all",
+    impact: int = 0,
 ) -> "NumericsReport":
     """Runs `reference` (the export) and `deployed` (a copy made from it: onnxslim,
     ONNX Runtime's optimizers, a quantizer, fp16) with ONNX Runtime on the same
@@ -81,7 +82,12 @@ def compare_numerics(
     error) orders the leaf view; None (the default) is "local" with isolate, else
     "added". The subtree view is always by added error.
     optimization: ONNX Runtime's graph optimization level for every session, "all"
-    (its default), "extended", "basic" or "disabled".
+    (its default), "extended", "basic" or "disabled". impact: for the first
+    `impact` modules of the leaf ranking, also run the deployed copy with that
+    module repaired (its outputs replaced by the reference's, for every sample):
+    the final error then (`repaired_final_error`) and how much lower it is
+    (`impact`), which suggest_float orders by (one more session and run per
+    module; docs/numerics.md, "Impact").
 
     Returns a NumericsReport. Raises FileNotFoundError for a missing file and
     NumericsError (a ValueError) for files of two different models, inputs of the
@@ -100,6 +106,8 @@ def compare_numerics(
         raise ValueError(f"rank_by is 'added' or 'local', not {rank_by!r}")
     if rank_by == "local" and not isolate:
         raise ValueError("rank_by='local' needs isolate=True")
+    if int(impact) < 0:
+        raise ValueError(f"impact is 0 or more, not {impact}")
     if int(samples) < 1:
         raise ValueError(f"samples is at least 1, not {samples}")
     if optimization not in ("all", "extended", "basic", "disabled"):
@@ -135,7 +143,7 @@ def compare_numerics(
     ref_run = R.Runner(ref_path, ref_proto, providers, "reference", optimization)
     dep_run = R.Runner(dep_path, dep_proto, providers, "deployed", optimization)
     doc = _compare(ref_map, dep_map, ref_run, dep_run, given, (seed, int(samples)),
-                   max(1, int(max_capture_bytes)), timer, isolate, rank_by)
+                   max(1, int(max_capture_bytes)), timer, isolate, rank_by, int(impact))
     timer.add("total", start_all)
     doc["cost"] = D.cost(timer.seconds, doc.pop("_batches"))
     doc["provider"] = providers[0]
@@ -171,7 +179,7 @@ def _mappings(reference: Any, deployed: Any, manifest: Any, deployed_manifest: A
 
 def _compare(ref_map: Any, dep_map: Any, ref_run: R.Runner, dep_run: R.Runner,
              given: R.Inputs | None, generate: tuple[int, int], budget: int,
-             timer: R.Timer, isolate: bool, rank_by: str) -> dict[str, Any]:
+             timer: R.Timer, isolate: bool, rank_by: str, impact: int) -> dict[str, Any]:
     # Plain inference: the files as they are, for the final outputs and the cost.
     t = time.perf_counter()
     ref_plain, dep_plain = ref_run.plain(), dep_run.plain()
@@ -299,6 +307,15 @@ def _compare(ref_map: Any, dep_map: Any, ref_run: R.Runner, dep_run: R.Runner,
     doc = D.document(ref_map, dep_map, ref, dep, given, paired, stats, local, iso, out_stats,
                     ref_out_names, dep_out_names, ref_info, dep_info, drift, rank_by)
     timer.add("compare", t)
+    if impact and doc["final_error"] is not None:
+        rows = [r for r in doc["views"]["leaf"] if r["rank"] is not None][:impact]
+        repaired = C.repaired_final_errors([r["module"] for r in rows], paired["leaf"], dep, dep_info, iso,
+                                           ref_run, dep_run, samples, dep_samples, ref_out_names,
+                                           dep_out_names, timer, batches)
+        for r in rows:
+            if r["module"] in repaired:
+                r["repaired_final_error"] = repaired[r["module"]]
+                r["impact"] = doc["final_error"] - repaired[r["module"]]
     doc["_batches"] = batches
     return doc
 
@@ -346,13 +363,12 @@ class NumericsReport:
         return [r["module"] for r in self.modules(view) if r["rank"] is not None]
 
     def suggest_float(self, k: int, view: str = "leaf") -> list[str]:
-        """The `k` modules first in the ranking that make some error by its measure
-        (local or added error): the ones to keep in float
-        (:func:`semmap.nodes_to_exclude`)."""
-        by = self._doc["ranked_by"][view]
-        rows = [r for r in self.modules(view) if r["rank"] is not None and
-                (D.ranking_score(r, by) > 0 or r.get("introduces_nonfinite"))]
-        return [r["module"] for r in rows[: max(0, k)]]
+        """The `k` modules to keep in float (:func:`semmap.nodes_to_exclude`): where
+        compare_numerics measured it (impact=N), those whose repair lowers the final
+        error most; else the first in the ranking that make some error by its
+        measure (local or added error)."""
+        self.modules(view)  # checks the view
+        return D.suggestions(self._doc, k, view)
 
     @property
     def unpaired(self) -> list[dict[str, Any]]:
@@ -396,7 +412,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the made inputs (default 0)")
     parser.add_argument("--top", type=int, default=10, help="modules to list per view (default 10)")
     parser.add_argument("--suggest-float", type=int, default=0, metavar="K",
-                        help="name the K modules adding the most error, to keep in float")
+                        help="name K modules to keep in float: those whose repair lowers the final error "
+                             "most, among the first --impact of the ranking")
+    parser.add_argument("--impact", type=int, default=None, metavar="N",
+                        help="repair each of the first N modules of the ranking in turn and measure the final "
+                             "error (default: 3 K with --suggest-float K, else 0)")
     parser.add_argument("--provider", action="append",
                         help="ONNX Runtime execution provider (default CPUExecutionProvider)")
     parser.add_argument("--optimization", choices=("all", "extended", "basic", "disabled"), default="all",
@@ -416,7 +436,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.reference, args.deployed, inputs=args.inputs, manifest=args.manifest,
             deployed_manifest=args.deployed_manifest, providers=args.provider, seed=args.seed,
             samples=args.samples, max_capture_bytes=int(args.max_capture_mb * 2**20),
-            isolate=not args.no_isolate, rank_by=args.rank_by, optimization=args.optimization)
+            isolate=not args.no_isolate, rank_by=args.rank_by, optimization=args.optimization,
+            impact=3 * args.suggest_float if args.impact is None else args.impact)
     except ImportError as e:
         sys.stderr.write(f"semmap compare-numerics: {e}\n")
         return 2

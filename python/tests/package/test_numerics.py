@@ -183,6 +183,42 @@ def test_a_static_qdq_copy_pairs_the_activations_its_quantizer_removed(deployed)
         assert row["output_error"]["cosine"] > 0.99, row
 
 
+def test_impact_repairs_each_module_and_its_suggestion_pays(tmp_path):
+    """impact=N: the first N modules of the ranking each repaired in turn (their own
+    error taken out of their outputs) and the final error measured; suggest_float
+    orders by it, and keeping the first suggestion in float with quantize_dynamic
+    lowers the final error of the real requantized file."""
+    import logging
+
+    from onnxruntime.quantization import quantize_dynamic
+
+    logging.getLogger().setLevel(logging.ERROR)
+    ref, manifest = files("bert-seqcls.dynamo")
+    q = tmp_path / "model.int8.onnx"
+    quantize_dynamic(str(ref), str(q))
+    report = semmap.compare_numerics(ref, q, manifest=manifest, impact=6)
+    doc = report.to_dict()
+    measured = [r for r in doc["views"]["leaf"] if "impact" in r]
+    assert len(measured) == 6 and doc["cost"]["batches"]["repair"] == 6
+    assert measured == [r for r in doc["views"]["leaf"] if r["rank"] is not None][:6]
+    for r in measured:
+        assert r["impact"] == pytest.approx(doc["final_error"] - r["repaired_final_error"])
+    keep = report.suggest_float(2)
+    best = max(measured, key=lambda r: r["impact"])
+    assert best["impact"] > 0 and keep[0] == best["module"]
+    assert "repaired (each module's own error taken out" in report.to_text(top=3, suggest=2)
+    kept = tmp_path / "model.mixed.onnx"
+    quantize_dynamic(str(ref), str(kept), nodes_to_exclude=semmap.nodes_to_exclude(semmap.load(ref, manifest), keep[:1]))
+    again = semmap.compare_numerics(ref, kept, manifest=manifest, isolate=False)
+    assert again.final_error < report.final_error
+    # Without impact the suggestion is the ranking's, as before.
+    plain = semmap.compare_numerics(ref, q, manifest=manifest)
+    assert all("impact" not in r for r in plain.modules("leaf"))
+    assert plain.suggest_float(2) == plain.ranking("leaf")[:2]
+    with pytest.raises(ValueError, match="impact"):
+        semmap.compare_numerics(ref, q, manifest=manifest, impact=-1)
+
+
 def test_batches_give_the_figures_of_one_batch(tmp_path):
     """A capture budget smaller than the values makes one batch per value pair
     (and per module for the isolated run): the same figures."""
@@ -404,7 +440,12 @@ def test_the_command_prints_the_table_and_the_suggestion(semmap_tool, tmp_path):
                          "--json", "--suggest-float", "2"], capture_output=True, text=True, check=True)
     doc = json.loads(js.stdout)
     assert doc["format"] == "semmap.numerics" and len(doc["suggest_float"]) == 2
-    assert doc["suggest_float"] == [r["module"] for r in doc["views"]["leaf"][:2]]
+    # --suggest-float K repairs the first 3 K of the ranking and names the K whose
+    # repair lowers the final error most.
+    measured = [r for r in doc["views"]["leaf"] if "impact" in r]
+    assert len(measured) == 6 and measured == doc["views"]["leaf"][:6]
+    by_impact = sorted((r for r in measured if r["impact"] > 0), key=lambda r: -r["impact"])
+    assert doc["suggest_float"][:len(by_impact)] == [r["module"] for r in by_impact][:2]
 
 
 def test_the_command_fails_with_the_reason(semmap_tool, tmp_path):
