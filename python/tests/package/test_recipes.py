@@ -100,12 +100,14 @@ def test_one_file_after_quantization(bert_dir, monkeypatch):
 def test_which_module_hurts_accuracy(bert_dir, monkeypatch, capsys):
     scope = run("which-module-hurts-accuracy", bert_dir, monkeypatch)
     report, again, keep = scope["report"], scope["again"], scope["keep"]
-    assert len(keep) == 2 and keep == report.ranking("leaf")[:2]
+    measured = sorted((r for r in report.modules("leaf") if r.get("impact") is not None and r["impact"] > 0),
+                      key=lambda r: -r["impact"])
+    assert len(keep) == 2 and keep[:len(measured)] == [r["module"] for r in measured][:2]
     assert "modules by the error they make on their own" in capsys.readouterr().out
     # The two modules are float in the second copy: they add no error of their own there.
     rows = {r["module"]: r for r in again.modules("leaf")}
     assert all(rows[k]["local_error"]["rel_l2"] < 1e-5 for k in keep)
-    # Whether the final error drops depends on the model and the quantizer (with
-    # ONNX Runtime 1.32 0.035 -> 0.020 here, with 1.23 it rises: errors that
-    # cancelled no longer do); docs/numerics.md, "The loop".
+    # Whether the final error drops depends on the model and the quantizer
+    # (errors that cancelled may no longer do); docs/numerics.md, "The loop".
+    print(f"recipe: final error {report.final_error:.4f} -> {again.final_error:.4f}")
     assert again.final_error > 0 and report.final_error > 0
