@@ -79,8 +79,8 @@ class QuantizerInputs {
   explicit QuantizerInputs(const internal::RuleQueries& rules) : rules_(rules) {}
   std::size_t DataInputs(absl::string_view op_type) {
     auto [it, inserted] = data_.try_emplace(op_type, 0);
-    if (inserted && rules_.IsQuantizerOp(op_type)) {
-      it->second = rules_.ReadsBlockwiseWeight(op_type) ? 2 : 1;
+    if (inserted && rules_.Is(OpKind::kQuantizer, op_type)) {
+      it->second = rules_.Is(OpKind::kBlockwiseWeight, op_type) ? 2 : 1;
     }
     return it->second;
   }
