@@ -36,7 +36,10 @@ namespace internal {
   /* Linear's [out, in] */                                                    \
   X(kTransposedWeight, "transposed_weight_ops")                               \
   /* ops a quantizer writes: their graph is GraphKind::kQuantized */          \
-  X(kQuantizer, "quantized_ops")
+  X(kQuantizer, "quantized_ops")                                              \
+  /* ops of the default domain whose inputs commute (Add, Mul, Max...): */    \
+  /* the reference matcher compares their inputs as a multiset */             \
+  X(kCommutative, "commutative_ops")
 
 #define SEMMAP_OP_KIND_ENUMERATOR_(enumerator, key) enumerator,
 enum class OpKind : int { SEMMAP_OP_KINDS(SEMMAP_OP_KIND_ENUMERATOR_) };

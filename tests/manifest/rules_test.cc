@@ -118,6 +118,20 @@ TEST_CASE("Each op kind is read from its own key", "[rules]") {
   }
 }
 
+TEST_CASE("The default rules' commutative ops", "[rules]") {
+  using semmap::internal::OpKind;
+  const semmap::internal::RuleQueries q(Rules::Default());
+  for (const char* op : {"Add", "Mul", "Sum", "Max", "Min", "Mean", "And", "Or", "Xor", "Equal",
+                         "BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
+    CAPTURE(op);
+    CHECK(q.Is(OpKind::kCommutative, op));
+  }
+  for (const char* op : {"Sub", "Div", "MatMul", "Concat", "AddX", "Greater"}) {
+    CAPTURE(op);
+    CHECK_FALSE(q.Is(OpKind::kCommutative, op));
+  }
+}
+
 TEST_CASE("User rules extend the behaviour without code", "[rules]") {
   auto rules = Rules::Parse(RulesWith(R"("follow_consumers_ops":{"pattern":"^MyPack$"},)"
                                       R"("categories":[{"category":"gizmo","class":"^M$"}])"),

@@ -47,6 +47,13 @@ class OpTraits {
   std::vector<Kinds> kinds_;
 };
 
+// Whether node n's inputs commute: an op of the default domain of kind
+// OpKind::kCommutative (rules "commutative_ops": Add, Mul, Max...), whose
+// inputs are compared as a multiset. `node` is graph.node(n).
+inline bool IsCommutative(const OpTraits& ops, NodeId n, const Node& node) {
+  return node.domain.empty() && ops.Is(n, OpKind::kCommutative);
+}
+
 // Whether node `consumer` reads `value` only as an argument of its op (rules
 // "shape_operand_ops": an input after the first, such as a Reshape's
 // shape or an Unsqueeze's axes), not as the data it computes on.
