@@ -38,8 +38,8 @@ void Exercise(const semmap::Rules& rules, absl::string_view subject) {
   (void)semmap::internal::RuleQueries(rules).IsDerivedNodeName(subject);
   const absl::string_view stripped = semmap::internal::RuleQueries(rules).StripValueSuffixes(subject);
   SEMMAP_FUZZ_CHECK(stripped.data() == subject.data() && stripped.size() <= subject.size());
-  (void)semmap::internal::RuleQueries(rules).IsWeightPassthrough(subject);
-  (void)semmap::internal::RuleQueries(rules).FollowsConsumers(subject);
+  (void)semmap::internal::RuleQueries(rules).Is(semmap::internal::OpKind::kWeightPassthrough, subject);
+  (void)semmap::internal::RuleQueries(rules).Is(semmap::internal::OpKind::kFollowsConsumers, subject);
 }
 
 }  // namespace

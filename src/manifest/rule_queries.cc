@@ -72,32 +72,8 @@ absl::string_view RuleQueries::StripValueSuffixes(absl::string_view value) const
   return value;
 }
 
-bool RuleQueries::IsWeightPassthrough(absl::string_view op_type) const {
-  return Matches(impl_.passthrough_ops, op_type);
-}
-
-bool RuleQueries::FollowsConsumers(absl::string_view op_type) const {
-  return Matches(impl_.follow_consumers_ops, op_type);
-}
-
-bool RuleQueries::IsShapeSource(absl::string_view op_type) const {
-  return Matches(impl_.shape_source_ops, op_type);
-}
-
-bool RuleQueries::TakesShapeOperands(absl::string_view op_type) const {
-  return Matches(impl_.shape_operand_ops, op_type);
-}
-
-bool RuleQueries::IsDequantizeOp(absl::string_view op_type) const {
-  return Matches(impl_.dequantize_ops, op_type);
-}
-
-bool RuleQueries::ReadsBlockwiseWeight(absl::string_view op_type) const {
-  return Matches(impl_.blockwise_weight_ops, op_type);
-}
-
-bool RuleQueries::ReadsTransposedWeight(absl::string_view op_type) const {
-  return Matches(impl_.transposed_weight_ops, op_type);
+bool RuleQueries::Is(OpKind kind, absl::string_view op_type) const {
+  return Matches(impl_.op_kinds[static_cast<std::size_t>(kind)], op_type);
 }
 
 bool RuleQueries::IsSignatureChecked(absl::string_view op_type) const {
@@ -171,7 +147,7 @@ bool RuleQueries::IsLibraryModule(const ModuleInfo& module) const {
 
 int RuleQueries::ModuleOpsRule(const ModuleInfo& module) const {
   for (std::size_t i = 0; i < impl_.module_ops.size(); ++i) {
-    const Rules::Impl::ModuleOps& r = impl_.module_ops[i];
+    const ModuleOpsPatterns& r = impl_.module_ops[i];
     if (r.class_re && RE2::PartialMatch(Piece(module.class_name), *r.class_re)) return static_cast<int>(i);
     if (r.qualified_re && RE2::PartialMatch(Piece(module.qualified_class), *r.qualified_re)) {
       return static_cast<int>(i);
@@ -183,10 +159,6 @@ int RuleQueries::ModuleOpsRule(const ModuleInfo& module) const {
 bool RuleQueries::ModuleProduces(int rule, absl::string_view op_type) const {
   return rule >= 0 && static_cast<std::size_t>(rule) < impl_.module_ops.size() &&
          RE2::PartialMatch(Piece(op_type), *impl_.module_ops[rule].ops_re);
-}
-
-bool RuleQueries::IsQuantizerOp(absl::string_view op_type) const {
-  return Matches(impl_.quantized_ops, op_type);
 }
 
 double RuleQueries::Calibrated(Strategy strategy, double raw, GraphKind kind) const {

@@ -3,13 +3,14 @@
 // the modules' categories. A view of one Rules: cheap to make, valid while
 // the Rules lives, thread-safe like it.
 //
-//   if (RuleQueries(rules).FollowsConsumers(node.op_type)) ...
+//   if (RuleQueries(rules).Is(OpKind::kFollowsConsumers, node.op_type)) ...
 #ifndef SEMMAP_SRC_MANIFEST_RULE_QUERIES_H_
 #define SEMMAP_SRC_MANIFEST_RULE_QUERIES_H_
 
 #include <cstdint>
 
 #include "absl/strings/string_view.h"
+#include "manifest/op_kinds.h"
 #include "semmap/manifest.h"
 #include "semmap/rules.h"
 #include "semmap/strategy.h"
@@ -36,25 +37,9 @@ class RuleQueries {
   // exporter folded into that Conv); `tensor` itself otherwise. Its shape is
   // not the parameter's: for ownership only, never for shape checks.
   absl::string_view DerivedFrom(absl::string_view tensor) const;
-  // Ops that pass a weight through unchanged in meaning (Transpose, Cast...).
-  bool IsWeightPassthrough(absl::string_view op_type) const;
-  // Ops that belong with their consumers (quantize, cast, constants...).
-  bool FollowsConsumers(absl::string_view op_type) const;
-  // Ops that read only their input's shape (Shape, Size): the start of a
-  // shape computation, which belongs with the node using the shape.
-  bool IsShapeSource(absl::string_view op_type) const;
-  // An op whose inputs after the first are arguments computed for it (a
-  // Reshape's shape, an Unsqueeze's axes; rules "shape_operand_ops").
-  bool TakesShapeOperands(absl::string_view op_type) const;
-  // An op turning a quantized tensor back into floats (rules
-  // "dequantize_ops").
-  bool IsDequantizeOp(absl::string_view op_type) const;
-  // Ops whose second input is a weight packed in quantized blocks
-  // ([N, blocks, bytes per block]: rules "blockwise_weight_ops").
-  bool ReadsBlockwiseWeight(absl::string_view op_type) const;
-  // Ops whose weight operand is stored [in, out], the transpose of a
-  // Linear's [out, in] (rules "transposed_weight_ops").
-  bool ReadsTransposedWeight(absl::string_view op_type) const;
+  // Whether `op_type` is of `kind`: its rule's pattern (op_kinds.h)
+  // matches it; false when the rule file has none.
+  bool Is(OpKind kind, absl::string_view op_type) const;
   // ONNX ops a scoped node's module must run in its recorded forward, and
   // the torch operations of such a forward that may explain them (rules
   // "signature_checked_ops"; the manifest fit check).
@@ -85,8 +70,6 @@ class RuleQueries {
   // one, IsInferred). Never decreasing in `raw`; below kConfidentFloor for
   // an inferred strategy.
   double Calibrated(Strategy strategy, double raw, GraphKind kind = GraphKind::kNamed) const;
-  // A quantizer's op (rules "quantized_ops"): its graph is GraphKind::kQuantized.
-  bool IsQuantizerOp(absl::string_view op_type) const;
   // True when `op_type` is one rule `ModuleOpsRule()` returned produces.
   bool ModuleProduces(int rule, absl::string_view op_type) const;
   // The creation counter an exporter wrote into a node or value name

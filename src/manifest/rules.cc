@@ -1,6 +1,8 @@
 #include "semmap/rules.h"
 
 #include <algorithm>
+#include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -208,20 +210,8 @@ absl::Status ParseCalibrationByKind(
   });
 }
 
-}  // namespace
-
-absl::StatusOr<Rules> Rules::Load(const std::string& path) {
-  SEMMAP_ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path, kMaxRuleFileBytes));
-  return Parse(text, path);
-}
-
-// Long (about 155 lines): one short section per key of the rule file, in
-// the file's order (docs/rules.md), each with its own error.
-absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view origin) try {
-  SEMMAP_ASSIGN_OR_RETURN(
-      const internal::JsonDocument json,
-      internal::JsonDocument::Parse(text, origin, {kMaxRuleFileBytes, kMaxJsonNesting}));
-  const JsonValue doc = json.root();
+// "format" and "version": a semmap rule file this build reads.
+absl::Status CheckFormat(const JsonValue& doc, absl::string_view origin) {
   const std::optional<JsonValue> format = doc.Find("format");
   if (!format || !format->is_string() || format->string() != "semmap.rules") {
     return doc.ErrorAt("format", "not a semmap rule file (expected \"format\": \"semmap.rules\")");
@@ -232,6 +222,153 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
     return absl::FailedPreconditionError(
         absl::StrCat(origin, ": /version: this build reads rule files of version ", kRulesVersion));
   }
+  return absl::OkStatus();
+}
+
+// Each op kind's {"pattern"} (op_kinds.h), in the table's order.
+absl::Status ParseOpKinds(const JsonValue& doc, ProgramBudget* budget,
+                          std::array<std::unique_ptr<RE2>, internal::kOpKindCount>* out) {
+  for (std::size_t k = 0; k < internal::kOpKindCount; ++k) {
+    SEMMAP_ASSIGN_OR_RETURN((*out)[k], CompileSingle(doc, internal::kOpKindKeys[k], "pattern", budget));
+  }
+  return absl::OkStatus();
+}
+
+// CompileList of `key`, each pattern with exactly `groups` capturing groups
+// (`what`: which, for the error).
+absl::Status CompileCapturingList(const JsonValue& doc, absl::string_view origin,
+                                  absl::string_view key, int groups, absl::string_view what,
+                                  ProgramBudget* budget, std::vector<std::unique_ptr<RE2>>* out) {
+  SEMMAP_RETURN_IF_ERROR(CompileList(doc, key, budget, out));
+  for (std::size_t i = 0; i < out->size(); ++i) {
+    if ((*out)[i]->NumberOfCapturingGroups() != groups) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": /", key, "/", i, "/pattern: needs exactly ", what));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "categories": an ordered list of {"category", "class", "qualified_class",
+// "path", "repeated_child"}.
+absl::Status ParseCategories(const JsonValue& doc, ProgramBudget* budget,
+                             std::vector<internal::CategoryPatterns>* out) {
+  const std::optional<JsonValue> categories = doc.Find("categories");
+  if (!categories) return absl::OkStatus();
+  if (!categories->is_array()) return categories->Error("expected an array");
+  return categories->ForEachElement([&](const JsonValue& c) -> absl::Status {
+    static constexpr absl::string_view kKeys[] = {"category", "class", "qualified_class", "path",
+                                                  "repeated_child"};
+    std::optional<JsonValue> f[5];
+    c.Lookup(kKeys, absl::MakeSpan(f));
+    if (!c.is_object() || !f[0] || !f[0]->is_string()) {
+      return c.Error("expected {\"category\": \"...\", ...}");
+    }
+    internal::CategoryPatterns cat;
+    cat.name = std::string(f[0]->string());
+    if (f[1]) {
+      SEMMAP_ASSIGN_OR_RETURN(cat.class_re, Compile(*f[1], budget));
+    }
+    if (f[2]) {
+      SEMMAP_ASSIGN_OR_RETURN(cat.qualified_re, Compile(*f[2], budget));
+    }
+    if (f[3]) {
+      SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(*f[3], budget));
+    }
+    if (f[4]) {
+      if (!f[4]->is_boolean()) return f[4]->Error("expected true or false");
+      cat.repeated_child = f[4]->boolean();
+    }
+    if (!cat.class_re && !cat.qualified_re && !cat.path_re && !cat.repeated_child) {
+      return c.Error("a category needs class, qualified_class, path or repeated_child");
+    }
+    out->push_back(std::move(cat));
+    return absl::OkStatus();
+  });
+}
+
+// "op_call_aliases": a list of {"torch", "name"}.
+absl::Status ParseOpCallAliases(const JsonValue& doc, ProgramBudget* budget,
+                                std::vector<internal::OpCallAliasPatterns>* out) {
+  const std::optional<JsonValue> aliases = doc.Find("op_call_aliases");
+  if (!aliases) return absl::OkStatus();
+  if (!aliases->is_array()) return aliases->Error("expected an array");
+  return aliases->ForEachElement([&](const JsonValue& r) -> absl::Status {
+    static constexpr absl::string_view kKeys[] = {"torch", "name"};
+    std::optional<JsonValue> f[2];
+    if (r.is_object()) r.Lookup(kKeys, absl::MakeSpan(f));
+    if (!f[0] || !f[1] || !f[1]->is_string()) {
+      return r.Error("expected {\"torch\": ..., \"name\": \"...\"}");
+    }
+    internal::OpCallAliasPatterns alias;
+    SEMMAP_ASSIGN_OR_RETURN(alias.torch_re, Compile(*f[0], budget));
+    alias.name = std::string(f[1]->string());
+    out->push_back(std::move(alias));
+    return absl::OkStatus();
+  });
+}
+
+// "module_ops": an ordered list of {"class" or "qualified_class", "ops"}.
+absl::Status ParseModuleOps(const JsonValue& doc, ProgramBudget* budget,
+                            std::vector<internal::ModuleOpsPatterns>* out) {
+  const std::optional<JsonValue> module_ops = doc.Find("module_ops");
+  if (!module_ops) return absl::OkStatus();
+  if (!module_ops->is_array()) return module_ops->Error("expected an array");
+  return module_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {
+    static constexpr absl::string_view kKeys[] = {"class", "qualified_class", "ops"};
+    std::optional<JsonValue> f[3];
+    r.Lookup(kKeys, absl::MakeSpan(f));
+    if (!r.is_object() || !f[2] || (!f[0] && !f[1])) {
+      return r.Error("expected {\"class\" or \"qualified_class\": ..., \"ops\": ...}");
+    }
+    internal::ModuleOpsPatterns rule;
+    if (f[0]) {
+      SEMMAP_ASSIGN_OR_RETURN(rule.class_re, Compile(*f[0], budget));
+    }
+    if (f[1]) {
+      SEMMAP_ASSIGN_OR_RETURN(rule.qualified_re, Compile(*f[1], budget));
+    }
+    SEMMAP_ASSIGN_OR_RETURN(rule.ops_re, Compile(*f[2], budget));
+    out->push_back(std::move(rule));
+    return absl::OkStatus();
+  });
+}
+
+// "forward_ops": a list of {"torch", "onnx"}.
+absl::Status ParseForwardOps(const JsonValue& doc, ProgramBudget* budget,
+                             std::vector<internal::ForwardOpsPatterns>* out) {
+  const std::optional<JsonValue> forward_ops = doc.Find("forward_ops");
+  if (!forward_ops) return absl::OkStatus();
+  if (!forward_ops->is_array()) return forward_ops->Error("expected an array");
+  return forward_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {
+    static constexpr absl::string_view kKeys[] = {"torch", "onnx"};
+    std::optional<JsonValue> f[2];
+    if (r.is_object()) r.Lookup(kKeys, absl::MakeSpan(f));
+    if (!f[0] || !f[1]) return r.Error("expected {\"torch\": ..., \"onnx\": ...}");
+    internal::ForwardOpsPatterns rule;
+    SEMMAP_ASSIGN_OR_RETURN(rule.torch_re, Compile(*f[0], budget));
+    SEMMAP_ASSIGN_OR_RETURN(rule.onnx_re, Compile(*f[1], budget));
+    out->push_back(std::move(rule));
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<Rules> Rules::Load(const std::string& path) {
+  SEMMAP_ASSIGN_OR_RETURN(std::string text, internal::ReadFile(path, kMaxRuleFileBytes));
+  return Parse(text, path);
+}
+
+// One step per key or group of keys, in the file's order (docs/rules.md):
+// the patterns are charged to one budget in this order, and the first
+// error found is the one reported.
+absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view origin) try {
+  SEMMAP_ASSIGN_OR_RETURN(
+      const internal::JsonDocument json,
+      internal::JsonDocument::Parse(text, origin, {kMaxRuleFileBytes, kMaxJsonNesting}));
+  const JsonValue doc = json.root();
+  SEMMAP_RETURN_IF_ERROR(CheckFormat(doc, origin));
   auto impl = std::make_unique<Impl>();
   ProgramBudget budget;
   SEMMAP_RETURN_IF_ERROR(CompileList(doc, "derived_node_names", &budget, &impl->derived_names));
@@ -239,134 +376,29 @@ absl::StatusOr<Rules> Rules::Parse(absl::string_view text, absl::string_view ori
   SEMMAP_RETURN_IF_ERROR(CompileList(doc, "value_name_suffixes", &budget, &impl->value_suffixes));
   SEMMAP_RETURN_IF_ERROR(
       CompileList(doc, "derived_tensor_suffixes", &budget, &impl->derived_tensor_suffixes));
-  SEMMAP_ASSIGN_OR_RETURN(impl->passthrough_ops,
-                          CompileSingle(doc, "weight_passthrough_ops", "pattern", &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->follow_consumers_ops,
-                          CompileSingle(doc, "follow_consumers_ops", "pattern", &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->shape_source_ops,
-                          CompileSingle(doc, "shape_source_ops", "pattern", &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->shape_operand_ops,
-                          CompileSingle(doc, "shape_operand_ops", "pattern", &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->dequantize_ops,
-                          CompileSingle(doc, "dequantize_ops", "pattern", &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->blockwise_weight_ops,
-                          CompileSingle(doc, "blockwise_weight_ops", "pattern", &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->transposed_weight_ops,
-                          CompileSingle(doc, "transposed_weight_ops", "pattern", &budget));
-  SEMMAP_ASSIGN_OR_RETURN(impl->quantized_ops,
-                          CompileSingle(doc, "quantized_ops", "pattern", &budget));
+  SEMMAP_RETURN_IF_ERROR(ParseOpKinds(doc, &budget, &impl->op_kinds));
   SEMMAP_ASSIGN_OR_RETURN(impl->signature_checked_onnx,
                           CompileSingle(doc, "signature_checked_ops", "onnx", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->signature_checked_torch,
                           CompileSingle(doc, "signature_checked_ops", "torch", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->folded_torch,
                           CompileSingle(doc, "folded_ops", "torch", &budget));
-  if (const std::optional<JsonValue> categories = doc.Find("categories")) {
-    if (!categories->is_array()) return categories->Error("expected an array");
-    const absl::Status status = categories->ForEachElement([&](const JsonValue& c) -> absl::Status {
-      static constexpr absl::string_view kKeys[] = {"category", "class", "qualified_class", "path",
-                                                    "repeated_child"};
-      std::optional<JsonValue> f[5];
-      c.Lookup(kKeys, absl::MakeSpan(f));
-      if (!c.is_object() || !f[0] || !f[0]->is_string()) {
-        return c.Error("expected {\"category\": \"...\", ...}");
-      }
-      Impl::Category cat;
-      cat.name = std::string(f[0]->string());
-      if (f[1]) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.class_re, Compile(*f[1], &budget));
-      }
-      if (f[2]) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.qualified_re, Compile(*f[2], &budget));
-      }
-      if (f[3]) {
-        SEMMAP_ASSIGN_OR_RETURN(cat.path_re, Compile(*f[3], &budget));
-      }
-      if (f[4]) {
-        if (!f[4]->is_boolean()) return f[4]->Error("expected true or false");
-        cat.repeated_child = f[4]->boolean();
-      }
-      if (!cat.class_re && !cat.qualified_re && !cat.path_re && !cat.repeated_child) {
-        return c.Error("a category needs class, qualified_class, path or repeated_child");
-      }
-      impl->categories.push_back(std::move(cat));
-      return absl::OkStatus();
-    });
-    if (!status.ok()) return status;
-  }
+  SEMMAP_RETURN_IF_ERROR(ParseCategories(doc, &budget, &impl->categories));
   SEMMAP_ASSIGN_OR_RETURN(impl->library_modules,
                           CompileSingle(doc, "library_modules", "qualified_class", &budget));
   SEMMAP_ASSIGN_OR_RETURN(impl->uncalled_modules,
                           CompileSingle(doc, "uncalled_modules", "qualified_class", &budget));
-  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "order_keys", &budget, &impl->order_keys));
-  for (std::size_t i = 0; i < impl->order_keys.size(); ++i) {
-    if (impl->order_keys[i]->NumberOfCapturingGroups() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          origin, ": /order_keys/", i, "/pattern: needs exactly one capturing group (the counter)"));
-    }
-  }
-  SEMMAP_RETURN_IF_ERROR(CompileList(doc, "op_call_names", &budget, &impl->op_call_names));
-  for (std::size_t i = 0; i < impl->op_call_names.size(); ++i) {
-    if (impl->op_call_names[i]->NumberOfCapturingGroups() != 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(origin, ": /op_call_names/", i,
-                       "/pattern: needs exactly two capturing groups (the op, the call's number)"));
-    }
-  }
-  if (const std::optional<JsonValue> aliases = doc.Find("op_call_aliases")) {
-    if (!aliases->is_array()) return aliases->Error("expected an array");
-    SEMMAP_RETURN_IF_ERROR(aliases->ForEachElement([&](const JsonValue& r) -> absl::Status {
-      static constexpr absl::string_view kKeys[] = {"torch", "name"};
-      std::optional<JsonValue> f[2];
-      if (r.is_object()) r.Lookup(kKeys, absl::MakeSpan(f));
-      if (!f[0] || !f[1] || !f[1]->is_string()) {
-        return r.Error("expected {\"torch\": ..., \"name\": \"...\"}");
-      }
-      Impl::OpCallAlias alias;
-      SEMMAP_ASSIGN_OR_RETURN(alias.torch_re, Compile(*f[0], &budget));
-      alias.name = std::string(f[1]->string());
-      impl->op_call_aliases.push_back(std::move(alias));
-      return absl::OkStatus();
-    }));
-  }
+  SEMMAP_RETURN_IF_ERROR(CompileCapturingList(doc, origin, "order_keys", 1,
+                                              "one capturing group (the counter)", &budget,
+                                              &impl->order_keys));
+  SEMMAP_RETURN_IF_ERROR(CompileCapturingList(
+      doc, origin, "op_call_names", 2, "two capturing groups (the op, the call's number)",
+      &budget, &impl->op_call_names));
+  SEMMAP_RETURN_IF_ERROR(ParseOpCallAliases(doc, &budget, &impl->op_call_aliases));
   SEMMAP_RETURN_IF_ERROR(ParseCalibration(doc, &impl->calibration));
   SEMMAP_RETURN_IF_ERROR(ParseCalibrationByKind(doc, &impl->calibration_by_kind));
-  if (const std::optional<JsonValue> module_ops = doc.Find("module_ops")) {
-    if (!module_ops->is_array()) return module_ops->Error("expected an array");
-    const absl::Status status = module_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {
-      static constexpr absl::string_view kKeys[] = {"class", "qualified_class", "ops"};
-      std::optional<JsonValue> f[3];
-      r.Lookup(kKeys, absl::MakeSpan(f));
-      if (!r.is_object() || !f[2] || (!f[0] && !f[1])) {
-        return r.Error("expected {\"class\" or \"qualified_class\": ..., \"ops\": ...}");
-      }
-      Impl::ModuleOps rule;
-      if (f[0]) {
-        SEMMAP_ASSIGN_OR_RETURN(rule.class_re, Compile(*f[0], &budget));
-      }
-      if (f[1]) {
-        SEMMAP_ASSIGN_OR_RETURN(rule.qualified_re, Compile(*f[1], &budget));
-      }
-      SEMMAP_ASSIGN_OR_RETURN(rule.ops_re, Compile(*f[2], &budget));
-      impl->module_ops.push_back(std::move(rule));
-      return absl::OkStatus();
-    });
-    if (!status.ok()) return status;
-  }
-  if (const std::optional<JsonValue> forward_ops = doc.Find("forward_ops")) {
-    if (!forward_ops->is_array()) return forward_ops->Error("expected an array");
-    SEMMAP_RETURN_IF_ERROR(forward_ops->ForEachElement([&](const JsonValue& r) -> absl::Status {
-      static constexpr absl::string_view kKeys[] = {"torch", "onnx"};
-      std::optional<JsonValue> f[2];
-      if (r.is_object()) r.Lookup(kKeys, absl::MakeSpan(f));
-      if (!f[0] || !f[1]) return r.Error("expected {\"torch\": ..., \"onnx\": ...}");
-      Impl::ForwardOps rule;
-      SEMMAP_ASSIGN_OR_RETURN(rule.torch_re, Compile(*f[0], &budget));
-      SEMMAP_ASSIGN_OR_RETURN(rule.onnx_re, Compile(*f[1], &budget));
-      impl->forward_ops.push_back(std::move(rule));
-      return absl::OkStatus();
-    }));
-  }
+  SEMMAP_RETURN_IF_ERROR(ParseModuleOps(doc, &budget, &impl->module_ops));
+  SEMMAP_RETURN_IF_ERROR(ParseForwardOps(doc, &budget, &impl->forward_ops));
   return Rules(std::move(impl));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(origin, "loading the rules");
@@ -391,7 +423,7 @@ std::string Rules::categoryOf(const Manifest& manifest, ModuleId module) const {
 }
 
 std::vector<std::string> Rules::categoriesOf(const Manifest& manifest) const {
-  const std::vector<Impl::Category>& categories = impl_->categories;
+  const std::vector<internal::CategoryPatterns>& categories = impl_->categories;
   // Per distinct (class, qualified class): which categories' class
   // patterns hold (1) or not (0).
   absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, std::vector<char>>
@@ -405,7 +437,7 @@ std::vector<std::string> Rules::categoriesOf(const Manifest& manifest) const {
     std::vector<char>& classes_hold = inserted.first->second;
     if (inserted.second) {
       classes_hold.reserve(categories.size());
-      for (const Impl::Category& cat : categories) {
+      for (const internal::CategoryPatterns& cat : categories) {
         classes_hold.push_back(
             (!cat.class_re || RE2::PartialMatch(Piece(info.class_name), *cat.class_re)) &&
             (!cat.qualified_re || RE2::PartialMatch(Piece(info.qualified_class), *cat.qualified_re)));
@@ -413,7 +445,7 @@ std::vector<std::string> Rules::categoriesOf(const Manifest& manifest) const {
     }
     std::string category;
     for (std::size_t c = 0; c < categories.size(); ++c) {
-      const Impl::Category& cat = categories[c];
+      const internal::CategoryPatterns& cat = categories[c];
       if (!classes_hold[c]) continue;
       if (cat.path_re && !RE2::PartialMatch(Piece(info.path), *cat.path_re)) continue;
       if (cat.repeated_child &&

@@ -84,7 +84,7 @@ absl::StatusOr<std::string> ManifestText(const SemanticMapper& source,
 
 }  // namespace
 
-// About 75 lines: the record built (manifest, weightless copy, answers),
+// About 100 lines: the record built (manifest, weightless copy, answers),
 // checked against what it describes and where it goes, then written.
 absl::StatusOr<EmbedResult> Embed(const SemanticMapper& source, const std::string& source_path,
                                   const std::string& target_path, const std::string& output,

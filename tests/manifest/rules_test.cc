@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "manifest/op_kinds.h"
 #include "manifest/rule_queries.h"
 #include "semmap/manifest.h"
 #include "semmap/mapping.h"
@@ -76,12 +77,12 @@ TEST_CASE("Default value-name and op rules", "[rules]") {
   CHECK(semmap::internal::RuleQueries(rules).StripValueSuffixes("/a/MatMul_output_0_quantized") == "/a/MatMul");
   CHECK(semmap::internal::RuleQueries(rules).StripValueSuffixes("enc.fc.weight_scale") == "enc.fc.weight");
   CHECK(semmap::internal::RuleQueries(rules).StripValueSuffixes("enc.fc.weight") == "enc.fc.weight");
-  CHECK(semmap::internal::RuleQueries(rules).IsWeightPassthrough("Transpose"));
-  CHECK(semmap::internal::RuleQueries(rules).IsWeightPassthrough("DequantizeLinear"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).IsWeightPassthrough("MatMul"));
-  CHECK(semmap::internal::RuleQueries(rules).FollowsConsumers("DynamicQuantizeLinear"));
-  CHECK(semmap::internal::RuleQueries(rules).FollowsConsumers("Constant"));
-  CHECK_FALSE(semmap::internal::RuleQueries(rules).FollowsConsumers("Add"));
+  CHECK(semmap::internal::RuleQueries(rules).Is(semmap::internal::OpKind::kWeightPassthrough, "Transpose"));
+  CHECK(semmap::internal::RuleQueries(rules).Is(semmap::internal::OpKind::kWeightPassthrough, "DequantizeLinear"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).Is(semmap::internal::OpKind::kWeightPassthrough, "MatMul"));
+  CHECK(semmap::internal::RuleQueries(rules).Is(semmap::internal::OpKind::kFollowsConsumers, "DynamicQuantizeLinear"));
+  CHECK(semmap::internal::RuleQueries(rules).Is(semmap::internal::OpKind::kFollowsConsumers, "Constant"));
+  CHECK_FALSE(semmap::internal::RuleQueries(rules).Is(semmap::internal::OpKind::kFollowsConsumers, "Add"));
   // A tensor derived from a parameter, named after it; a value suffix is
   // not a derivation.
   const semmap::internal::RuleQueries q(rules);
@@ -99,13 +100,45 @@ TEST_CASE("Default value-name and op rules", "[rules]") {
   CHECK_FALSE(q.MayExportAs("no_such_op", "Add"));
 }
 
+TEST_CASE("Each op kind is read from its own key", "[rules]") {
+  using semmap::internal::kOpKindCount;
+  using semmap::internal::kOpKindKeys;
+  using semmap::internal::OpKind;
+  const std::size_t kind = GENERATE(range(std::size_t{0}, kOpKindCount));
+  const std::string key(kOpKindKeys[kind]);
+  CAPTURE(key);
+  auto rules = Rules::Parse(RulesWith("\"" + key + "\":{\"pattern\":\"^Zz$\"}"), "kinds.json");
+  REQUIRE(rules.ok());
+  const semmap::internal::RuleQueries q(*rules);
+  for (std::size_t k = 0; k < kOpKindCount; ++k) {
+    const std::string other(kOpKindKeys[k]);
+    CAPTURE(other);
+    CHECK(q.Is(static_cast<OpKind>(k), "Zz") == (k == kind));
+    CHECK_FALSE(q.Is(static_cast<OpKind>(k), "Zzz"));
+  }
+}
+
+TEST_CASE("The default rules' commutative ops", "[rules]") {
+  using semmap::internal::OpKind;
+  const semmap::internal::RuleQueries q(Rules::Default());
+  for (const char* op : {"Add", "Mul", "Sum", "Max", "Min", "Mean", "And", "Or", "Xor", "Equal",
+                         "BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
+    CAPTURE(op);
+    CHECK(q.Is(OpKind::kCommutative, op));
+  }
+  for (const char* op : {"Sub", "Div", "MatMul", "Concat", "AddX", "Greater"}) {
+    CAPTURE(op);
+    CHECK_FALSE(q.Is(OpKind::kCommutative, op));
+  }
+}
+
 TEST_CASE("User rules extend the behaviour without code", "[rules]") {
   auto rules = Rules::Parse(RulesWith(R"("follow_consumers_ops":{"pattern":"^MyPack$"},)"
                                       R"("categories":[{"category":"gizmo","class":"^M$"}])"),
                             "user.json");
   REQUIRE(rules.ok());
-  CHECK(semmap::internal::RuleQueries(*rules).FollowsConsumers("MyPack"));
-  CHECK_FALSE(semmap::internal::RuleQueries(*rules).FollowsConsumers("Constant"));
+  CHECK(semmap::internal::RuleQueries(*rules).Is(semmap::internal::OpKind::kFollowsConsumers, "MyPack"));
+  CHECK_FALSE(semmap::internal::RuleQueries(*rules).Is(semmap::internal::OpKind::kFollowsConsumers, "Constant"));
   auto m = semmap::Manifest::Parse(semmap_test::ManifestJson({"a"}), "m.json");
   REQUIRE(m.ok());
   CHECK(rules->categoryOf(*m, m->find("a")) == "gizmo");

@@ -9,14 +9,6 @@
 namespace semmap {
 namespace internal {
 
-bool IsCommutative(const Node& n) {
-  static const char* const kOps[] = {"Add", "Mul", "Sum", "Max", "Min", "Mean", "And",
-                                     "Or", "Xor", "Equal", "BitwiseAnd", "BitwiseOr",
-                                     "BitwiseXor"};
-  if (!n.domain.empty()) return false;
-  return std::find(std::begin(kOps), std::end(kOps), n.op_type) != std::end(kOps);
-}
-
 namespace {
 
 // The first of `values` that is `v`, or values.size().
@@ -50,7 +42,7 @@ class Refiner {
       const Node node = graph.node(i);
       node_inputs_[i] = node.input_values;
       node_outputs_[i] = node.output_values;
-      commutative_[i] = IsCommutative(node);
+      commutative_[i] = IsCommutative(*in_.ops, i, node);
       if (node.subgraph != 0) continue;
       main_[i] = 1;
       std::uint64_t h = MixHash(hash(node.op_type), hash(node.domain));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "mapping/core/op_traits.h"
 #include "semmap/graph.h"
 
 namespace semmap {
@@ -26,10 +27,6 @@ inline std::uint64_t MixHash(std::uint64_t h, std::uint64_t v) {
   h *= 0xbf58476d1ce4e5b9ULL;
   return h ^ (h >> 29);
 }
-
-// Ops of the default domain whose inputs commute (Add, Mul, Max...): their
-// inputs are compared as a multiset.
-bool IsCommutative(const Node& n);
 
 struct GraphColours {
   std::vector<std::uint64_t> near;  // after kNearRounds
@@ -45,6 +42,9 @@ struct ColourInput {
   const Graph* graph = nullptr;
   std::function<std::uint64_t(absl::string_view)> anchor;
   const std::vector<char>* constant = nullptr;
+  // The graph's op kinds: the inputs of a commutative op (IsCommutative)
+  // are compared as a multiset.
+  const OpTraits* ops = nullptr;
 };
 
 // Refines both graphs in lockstep, so that their colours compare: rounds

@@ -9,28 +9,24 @@ namespace internal {
 // The rules are asked once per distinct op type: records name op types by
 // their index in the graph's table of distinct strings, so a node's bits
 // are an array lookup.
-OpTraits::OpTraits(const Graph& graph, const Rules& rules) : bits_(graph.size(), 0) {
+OpTraits::OpTraits(const Graph& graph, const Rules& rules) : kinds_(graph.size(), 0) {
   const NodeFields nodes(graph);
-  constexpr std::uint16_t kUnknown = 0x100;
-  std::vector<std::uint16_t> by_op(nodes.opTypeCount(), kUnknown);
+  std::vector<Kinds> by_op(nodes.opTypeCount(), 0);
+  std::vector<bool> asked(nodes.opTypeCount(), false);
   const RuleQueries queries(rules);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const NodeId id = static_cast<NodeId>(i);
-    std::uint16_t& known = by_op[nodes.opTypeIndex(id)];
-    if (known == kUnknown) {
+    const std::uint32_t type = nodes.opTypeIndex(id);
+    if (!asked[type]) {
+      asked[type] = true;
       const absl::string_view op = nodes.opType(id);
-      std::uint8_t bits = 0;
-      if (queries.FollowsConsumers(op)) bits |= kFollows;
-      if (queries.IsShapeSource(op)) bits |= kShapeSource;
-      if (queries.IsWeightPassthrough(op)) bits |= kPassthrough;
-      if (queries.ReadsBlockwiseWeight(op)) bits |= kBlockwise;
-      if (queries.IsQuantizerOp(op)) bits |= kQuantizer;
-      if (queries.ReadsTransposedWeight(op)) bits |= kTransposed;
-      if (queries.TakesShapeOperands(op)) bits |= kShapeOperands;
-      if (queries.IsDequantizeOp(op)) bits |= kDequantize;
-      known = bits;
+      Kinds kinds = 0;
+      for (std::size_t k = 0; k < kOpKindCount; ++k) {
+        if (queries.Is(static_cast<OpKind>(k), op)) kinds |= static_cast<Kinds>(Kinds{1} << k);
+      }
+      by_op[type] = kinds;
     }
-    bits_[i] = static_cast<std::uint8_t>(known);
+    kinds_[i] = by_op[type];
   }
 }
 

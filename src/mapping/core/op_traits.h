@@ -1,45 +1,58 @@
 // Per-node op-type rule results, computed once per distinct op type: the
 // rules' RE2 patterns are matched a few dozen times instead of once per node
-// per pass.
+// per pass. The kinds are one table (manifest/op_kinds.h).
 #ifndef SEMMAP_SRC_MAPPING_CORE_OP_TRAITS_H_
 #define SEMMAP_SRC_MAPPING_CORE_OP_TRAITS_H_
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
+#include "manifest/op_kinds.h"
 #include "semmap/graph.h"
 #include "semmap/rules.h"
 
 namespace semmap {
 namespace internal {
 
+// Each node's op kinds (manifest/op_kinds.h): one bit per kind, the
+// integer as wide as the table needs.
 class OpTraits {
  public:
   OpTraits(const Graph& graph, const Rules& rules);
 
-  bool FollowsConsumers(NodeId n) const { return bits_[n] & kFollows; }
-  bool IsShapeSource(NodeId n) const { return bits_[n] & kShapeSource; }
-  bool IsWeightPassthrough(NodeId n) const { return bits_[n] & kPassthrough; }
-  bool ReadsBlockwiseWeight(NodeId n) const { return bits_[n] & kBlockwise; }
-  bool IsQuantizerOp(NodeId n) const { return bits_[n] & kQuantizer; }
-  bool ReadsTransposedWeight(NodeId n) const { return bits_[n] & kTransposed; }
-  // Rules "shape_operand_ops": the node's inputs after the first are
-  // arguments of its op (a shape, axes, repeats).
-  bool TakesShapeOperands(NodeId n) const { return bits_[n] & kShapeOperands; }
-  // Rules "dequantize_ops".
-  bool IsDequantizeOp(NodeId n) const { return bits_[n] & kDequantize; }
+  // Whether node n's op type is of `kind` (RuleQueries::Is).
+  bool Is(NodeId n, OpKind kind) const {
+    return (kinds_[n] >> static_cast<int>(kind)) & 1u;
+  }
+
+  // Shorthands for the kinds most steps ask.
+  bool FollowsConsumers(NodeId n) const { return Is(n, OpKind::kFollowsConsumers); }
+  bool IsShapeSource(NodeId n) const { return Is(n, OpKind::kShapeSource); }
+  bool IsWeightPassthrough(NodeId n) const { return Is(n, OpKind::kWeightPassthrough); }
+  bool ReadsBlockwiseWeight(NodeId n) const { return Is(n, OpKind::kBlockwiseWeight); }
+  bool IsQuantizerOp(NodeId n) const { return Is(n, OpKind::kQuantizer); }
+  bool ReadsTransposedWeight(NodeId n) const { return Is(n, OpKind::kTransposedWeight); }
+  // The node's inputs after the first are arguments of its op (a shape,
+  // axes, repeats).
+  bool TakesShapeOperands(NodeId n) const { return Is(n, OpKind::kShapeOperands); }
+  bool IsDequantizeOp(NodeId n) const { return Is(n, OpKind::kDequantize); }
 
  private:
-  static constexpr std::uint8_t kFollows = 1;
-  static constexpr std::uint8_t kShapeSource = 2;
-  static constexpr std::uint8_t kPassthrough = 4;
-  static constexpr std::uint8_t kBlockwise = 8;
-  static constexpr std::uint8_t kQuantizer = 16;
-  static constexpr std::uint8_t kTransposed = 32;
-  static constexpr std::uint8_t kShapeOperands = 64;
-  static constexpr std::uint8_t kDequantize = 128;
-  std::vector<std::uint8_t> bits_;
+  static_assert(kOpKindCount <= 64, "OpTraits holds at most 64 op kinds");
+  using Kinds = std::conditional_t<
+      kOpKindCount <= 8, std::uint8_t,
+      std::conditional_t<kOpKindCount <= 16, std::uint16_t,
+                         std::conditional_t<kOpKindCount <= 32, std::uint32_t, std::uint64_t>>>;
+  std::vector<Kinds> kinds_;
 };
+
+// Whether node n's inputs commute: an op of the default domain of kind
+// OpKind::kCommutative (rules "commutative_ops": Add, Mul, Max...), whose
+// inputs are compared as a multiset. `node` is graph.node(n).
+inline bool IsCommutative(const OpTraits& ops, NodeId n, const Node& node) {
+  return node.domain.empty() && ops.Is(n, OpKind::kCommutative);
+}
 
 // Whether node `consumer` reads `value` only as an argument of its op (rules
 // "shape_operand_ops": an input after the first, such as a Reshape's

@@ -172,79 +172,160 @@ bool IsParameter(const ModuleInfo& info, const TensorSpec* spec) {
          spec < info.parameters.data() + info.parameters.size();
 }
 
-}  // namespace
+// The nodes reading an initializer through pass-through ops (a Transpose,
+// a Cast, a DequantizeLinear): the operations that compute with it. One
+// walk per initializer; the buffers are reused.
+class InitializerReaders {
+ public:
+  InitializerReaders(const Graph& graph, const OpTraits& ops)
+      : graph_(graph), ops_(ops), nodes_(graph), direct_(graph, nodes_) {}
 
-void TensorEvidence::FindSharedTensors() {
-  bool traced = false;
-  for (const ModuleInfo& info : manifest_.modules()) traced = traced || info.traced;
-  const std::vector<std::size_t> calls = traced ? CallCounts(manifest_, root_) : std::vector<std::size_t>();
-  absl::flat_hash_set<NodeId> readers;
-  const NodeFields nodes(graph_);
-  const DirectInputs direct(graph_, nodes);
-  std::vector<std::pair<ValueId, int>> stack;  // reused: one walk per initializer
-  // The nodes reading initializer `t`, through pass-through ops (a
-  // Transpose, a Cast, a DequantizeLinear): the operations that compute
-  // with it; stops past `limit`.
-  const auto read_by = [&](const TensorInfo& t, std::size_t limit, bool through_identity) {
-    readers.clear();
-    stack.assign(1, {graph_.value(t.name), 0});
-    while (!stack.empty() && readers.size() <= limit) {
-      const auto [v, depth] = stack.back();
-      stack.pop_back();
+  // Finds the readers of `t`, stopping past `limit`; returns how many it
+  // found. `through_identity`: an Identity's readers count too.
+  std::size_t Find(const TensorInfo& t, std::size_t limit, bool through_identity) {
+    readers_.clear();
+    stack_.assign(1, {graph_.value(t.name), 0});
+    while (!stack_.empty() && readers_.size() <= limit) {
+      const auto [v, depth] = stack_.back();
+      stack_.pop_back();
       if (v == kNoValue) continue;
       for (const NodeId c : graph_.consumers(v)) {
-        const absl::Span<const ValueId> inputs = nodes.inputValues(c);
+        const absl::Span<const ValueId> inputs = nodes_.inputValues(c);
         // A node whose subgraph reads the value (an If, a Loop) computes
         // nothing with it: the subgraph's reader does, and counts itself.
-        if (!direct.Reads(c, v)) continue;
-        const absl::Span<const ValueId> outputs = nodes.outputValues(c);
+        if (!direct_.Reads(c, v)) continue;
+        const absl::Span<const ValueId> outputs = nodes_.outputValues(c);
         if (ops_.IsWeightPassthrough(c) && depth < kMaxChain && !outputs.empty() &&
             !inputs.empty() && inputs[0] == v) {
           // An Identity stands for another parameter equal to this one
           // (TorchScript's de-duplication): its readers are that parameter's.
-          if (nodes.opType(c) == "Identity" && !through_identity) continue;
-          stack.emplace_back(outputs[0], depth + 1);
+          if (nodes_.opType(c) == "Identity" && !through_identity) continue;
+          stack_.emplace_back(outputs[0], depth + 1);
         } else {
-          readers.insert(c);
+          readers_.insert(c);
         }
       }
     }
-    return readers.size();
-  };
-  if (!traced) {
-    // No signatures (schema 1): a parameter is taken to be read once, by a
-    // module called once, unless the graph shows a module called several
-    // times: a matrix several matmuls read (rules "transposed_weight_ops"),
-    // TorchScript's copies of it included (a layer a model reuses; tied
-    // embeddings are one lookup and one matmul; equal random matrices do
-    // not happen otherwise).
-    for (const TensorInfo& t : graph_.initializers()) {
-      if (t.subgraph != 0 || t.dims.size() != 2) continue;
-      read_by(t, 2, true);
-      const auto matmuls = std::count_if(readers.begin(), readers.end(),
-                                         [&](NodeId c) { return ops_.ReadsTransposedWeight(c); });
-      if (matmuls > 1) return;
+    return readers_.size();
+  }
+
+  // What the last Find() found.
+  const absl::flat_hash_set<NodeId>& readers() const { return readers_; }
+  const NodeFields& nodes() const { return nodes_; }
+
+ private:
+  const Graph& graph_;
+  const OpTraits& ops_;
+  const NodeFields nodes_;
+  const DirectInputs direct_;
+  absl::flat_hash_set<NodeId> readers_;
+  std::vector<std::pair<ValueId, int>> stack_;
+};
+
+// Without signatures (schema 1), whether the graph shows a module called
+// several times: a matrix several matmuls read (rules
+// "transposed_weight_ops"), TorchScript's copies of it included (a layer a
+// model reuses; tied embeddings are one lookup and one matmul; equal random
+// matrices do not happen otherwise).
+bool ReusedMatrix(const Graph& graph, const OpTraits& ops, InitializerReaders* readers) {
+  for (const TensorInfo& t : graph.initializers()) {
+    if (t.subgraph != 0 || t.dims.size() != 2) continue;
+    readers->Find(t, 2, true);
+    const auto matmuls = std::count_if(readers->readers().begin(), readers->readers().end(),
+                                       [&](NodeId c) { return ops.ReadsTransposedWeight(c); });
+    if (matmuls > 1) return true;
+  }
+  return false;
+}
+
+// (Local name, shape) of parameters.
+using NamedShapes = absl::flat_hash_set<std::pair<absl::string_view, std::vector<std::int64_t>>>;
+
+// Whether a read of initializer `t` (parameter `local` of `owner`) that no
+// op of the owner's reading it may export, among the readers `readers`
+// found of it, is a tied module's: when a module that ran has an unnamed
+// parameter of that name and shape (`unnamed`; an input embedding tied to
+// the output projection). Matrices only: equal random vectors are no tie,
+// but a bias and a norm's share shapes.
+bool ReadByTiedModule(const TensorInfo& t, ModuleId owner, absl::string_view local,
+                      const NamedShapes& unnamed, const OwnOpReads& own_reads,
+                      const InitializerReaders& readers, const RuleQueries& queries) {
+  if (t.dims.size() < 2 ||
+      !unnamed.contains(std::make_pair(local, std::vector<std::int64_t>(t.dims.begin(), t.dims.end())))) {
+    return false;
+  }
+  const absl::Span<const absl::string_view> owner_ops = own_reads.Ops(owner, local);
+  absl::flat_hash_map<std::size_t, bool> may_by_op_type;  // asked once per op type
+  for (const NodeId c : readers.readers()) {
+    const absl::string_view op_type = readers.nodes().opType(c);
+    if (!queries.ExportedByAnyOp(op_type)) continue;
+    auto [may, fresh] = may_by_op_type.try_emplace(readers.nodes().opTypeIndex(c), false);
+    if (fresh) {
+      may->second = std::any_of(owner_ops.begin(), owner_ops.end(), [&](absl::string_view op) {
+        return queries.MayExportAs(op, op_type);
+      });
+    }
+    if (!may->second) return true;
+  }
+  return false;
+}
+
+// Tied parameters: (local name, shape) of the parameters of modules that
+// ran (`calls`: CallCounts) which no initializer is named after.
+NamedShapes UnnamedParameters(const Graph& graph, const Manifest& manifest,
+                              const TensorEvidence& tensors, const std::vector<std::size_t>& calls) {
+  NamedShapes unnamed;
+  absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> named;
+  for (const TensorInfo& t : graph.initializers()) {
+    const ModuleId owner = t.subgraph == 0 ? tensors.LiteralOwner(t.name) : kNoModule;
+    if (owner != kNoModule) named.emplace(owner, t.name.substr(t.name.rfind('.') + 1));
+  }
+  for (std::size_t m = 0; m < manifest.size(); ++m) {
+    if (calls[m] == 0) continue;
+    for (const TensorSpec& p : manifest.parameters(static_cast<ModuleId>(m))) {
+      if (!named.contains(std::make_pair(static_cast<ModuleId>(m), absl::string_view(p.name)))) {
+        unnamed.emplace(p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()));
+      }
     }
   }
-  // Tied parameters: (local name, shape) of the parameters of modules
-  // that ran which no initializer is named after.
-  absl::flat_hash_set<std::pair<absl::string_view, std::vector<std::int64_t>>> unnamed;
+  return unnamed;
+}
+
+// For initializer `t`, parameter `local` of a module (`info`) its parent's
+// recorded forward never calls, so that it did not run (a seq2seq model's
+// `shared` embedding, which the encoder and the decoder each read through
+// an embedding of their own, tied to it): whether its reads are of a tied
+// parameter, which a module that ran has under that name and shape with no
+// initializer named after it (`unnamed`). Else they are the parent's own
+// (an attention reading its output projection's weight without calling
+// it).
+bool ReadForIdleModule(const TensorInfo& t, const ModuleInfo& info, absl::string_view local,
+                       const Manifest& manifest, const std::vector<std::size_t>& calls,
+                       const NamedShapes& unnamed, InitializerReaders* readers) {
+  const bool idle = !info.traced && info.parent != kNoModule && manifest.traced(info.parent) &&
+                    calls[info.parent] > 0;
+  const std::vector<std::int64_t> dims(t.dims.begin(), t.dims.end());
+  return idle && unnamed.contains(std::make_pair(local, dims)) && readers->Find(t, 0, false) > 0;
+}
+
+}  // namespace
+
+// Per parameter-named initializer of the main graph, in named steps: a
+// module that did not run (ReadForIdleModule), more readers than the
+// owner's forward accounts for, a reader the owner's ops cannot export
+// (ReadByTiedModule).
+void TensorEvidence::FindSharedTensors() {
+  bool traced = false;
+  for (const ModuleInfo& info : manifest_.modules()) traced = traced || info.traced;
+  const std::vector<std::size_t> calls = traced ? CallCounts(manifest_, root_) : std::vector<std::size_t>();
+  InitializerReaders readers(graph_, ops_);
+  // No signatures (schema 1): a parameter is taken to be read once, by a
+  // module called once, unless the graph shows a module called several
+  // times.
+  if (!traced && ReusedMatrix(graph_, ops_, &readers)) return;
+  const NamedShapes unnamed =
+      traced ? UnnamedParameters(graph_, manifest_, *this, calls) : NamedShapes();
   const OwnOpReads own_reads(manifest_, traced);
-  if (traced) {
-    absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> named;
-    for (const TensorInfo& t : graph_.initializers()) {
-      const ModuleId owner = t.subgraph == 0 ? LiteralOwner(t.name) : kNoModule;
-      if (owner != kNoModule) named.emplace(owner, t.name.substr(t.name.rfind('.') + 1));
-    }
-    for (std::size_t m = 0; m < manifest_.size(); ++m) {
-      if (calls[m] == 0) continue;
-      for (const TensorSpec& p : manifest_.parameters(static_cast<ModuleId>(m))) {
-        if (!named.contains(std::make_pair(static_cast<ModuleId>(m), absl::string_view(p.name)))) {
-          unnamed.emplace(p.name, std::vector<std::int64_t>(p.shape.begin(), p.shape.end()));
-        }
-      }
-    }
-  }
   const internal::RuleQueries queries(rules_);
   for (const TensorInfo& t : graph_.initializers()) {
     if (t.subgraph != 0) continue;
@@ -253,17 +334,7 @@ void TensorEvidence::FindSharedTensors() {
     const ModuleInfo& info = manifest_.module(owner);
     const absl::string_view local = t.name.substr(t.name.rfind('.') + 1);
     if (traced && calls[owner] == 0) {
-      // A module its parent's recorded forward never calls did not run (a
-      // seq2seq model's `shared` embedding, which the encoder and the
-      // decoder each read through an embedding of their own, tied to it).
-      // When a module that ran has a parameter of that name and shape no
-      // initializer is named after, the reads are of that tied parameter;
-      // else they are the parent's own (an attention reading its output
-      // projection's weight without calling it).
-      const bool idle = !info.traced && info.parent != kNoModule &&
-                        manifest_.traced(info.parent) && calls[info.parent] > 0;
-      const std::vector<std::int64_t> dims(t.dims.begin(), t.dims.end());
-      if (idle && unnamed.contains(std::make_pair(local, dims)) && read_by(t, 0, false) > 0) {
+      if (ReadForIdleModule(t, info, local, manifest_, calls, unnamed, &readers)) {
         shared_.insert(t.name);
       }
       continue;
@@ -272,33 +343,13 @@ void TensorEvidence::FindSharedTensors() {
                                      : IsParameter(info, manifest_.findTensor(owner, local));
     if (reads == 0) continue;
     const std::size_t expected = reads * (traced ? calls[owner] : 1);
-    if (read_by(t, expected, false) > expected) {
+    if (readers.Find(t, expected, false) > expected) {
       shared_.insert(t.name);
       continue;
     }
-    // A read no op of the owner's reading it may export (a Gather of a
-    // head's weight, which a Linear does not run) is a tied module's, when
-    // a module that ran has an unnamed parameter of that name and shape
-    // (an input embedding tied to the output projection). Matrices only:
-    // equal random vectors are no tie, but a bias and a norm's share shapes.
-    if (!traced || t.dims.size() < 2 || !unnamed.contains(std::make_pair(local, std::vector<std::int64_t>(t.dims.begin(), t.dims.end())))) {
-      continue;
-    }
-    const absl::Span<const absl::string_view> owner_ops = own_reads.Ops(owner, local);
-    absl::flat_hash_map<std::size_t, bool> may_by_op_type;  // asked once per op type
-    for (const NodeId c : readers) {  // as read_by() found them above
-      const absl::string_view op_type = nodes.opType(c);
-      if (!queries.ExportedByAnyOp(op_type)) continue;
-      auto [may, fresh] = may_by_op_type.try_emplace(nodes.opTypeIndex(c), false);
-      if (fresh) {
-        may->second = std::any_of(owner_ops.begin(), owner_ops.end(), [&](absl::string_view op) {
-          return queries.MayExportAs(op, op_type);
-        });
-      }
-      if (!may->second) {
-        shared_.insert(t.name);
-        break;
-      }
+    // The readers as Find() found them above.
+    if (traced && ReadByTiedModule(t, owner, local, unnamed, own_reads, readers, queries)) {
+      shared_.insert(t.name);
     }
   }
 }

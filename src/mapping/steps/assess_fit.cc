@@ -19,6 +19,7 @@
 #include "mapping/steps/derived_names.h"
 #include "mapping/steps/fit_notes.h"
 #include "mapping/steps/fit_signatures.h"
+#include "mapping/steps/fit_weights.h"
 #include "mapping/steps/repeated_items.h"
 #include "manifest/rule_queries.h"
 #include "semmap/scope_path.h"
@@ -240,197 +241,180 @@ bool CarriedAsData(const Graph& graph, const OpTraits& ops, const TensorInfo& t)
   return false;
 }
 
-// Parameter-named initializers: each agrees with the manifest (its
-// parameter or buffer, of the same size; a tensor derived from one; a
-// constant a custom module's forward made), contradicts it (another size;
-// a name a library module does not have), or is unknown. Long (about 105
-// lines) because each branch is one kind of evidence with its count and
-// example, and they read best side by side.
-void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rules,
-                  const OpTraits& ops, const RootBinding& binding, const TensorEvidence& tensors,
-                  ManifestFit* fit, ManifestFit* outside, NoteTally* notes, NoteTally* outside_notes,
-                  std::vector<bool>* touched, std::string* first_unknown,
-                  std::string* first_conflict) {
-  DerivedNames derived_names(manifest);
-  for (const TensorInfo& t : graph.initializers()) {
-    // The name as written first; then without the suffixes the rules strip
-    // from derived values ("x_quantized").
-    absl::string_view name = t.name;
-    ModuleId owner = ParameterLikeName(name) ? tensors.LiteralOwner(name) : kNoModule;
-    if (owner == kNoModule) {
-      // The rules' patterns run only where a stripped name could be
-      // parameter-like (most exporter names, "onnx::MatMul_12" or
-      // "/a/Constant_output_0", cannot).
-      const absl::string_view stripped =
-          MayStartParameterLike(name) ? internal::RuleQueries(rules).StripValueSuffixes(t.name)
-                                      : name;
-      if (stripped.size() != name.size() && ParameterLikeName(stripped)) {
-        const ModuleId stripped_owner = tensors.LiteralOwner(stripped);
-        if (stripped_owner != kNoModule || !ParameterLikeName(name)) {
-          name = stripped;
-          owner = stripped_owner;
-        }
-      }
-      if (!ParameterLikeName(name)) continue;
-      // A tensor a tool derived from a parameter and named after it (rules
-      // "derived_tensor_suffixes": a quantizer's per-reader copy
-      // "<bias>0_quantized"): its module's, of a shape of its own.
-      const ModuleId derived = owner == kNoModule ? tensors.SuffixedOwner(t.name) : kNoModule;
-      if (derived != kNoModule) {
-        ++fit->named_tensors;
-        ++fit->matched_tensors;
-        Touch(manifest, derived, touched);
-        continue;
-      }
-      // A tool's name with the parameter's inside it (a quantizer's
-      // "q_output_<parameter>_1"): the parameter's evidence, judged like
-      // its own name below. A name no parameter hides in is judged as
-      // written.
-      if (owner == kNoModule) {
-        const absl::string_view embedded = tensors.EmbeddedParameter(t.name);
-        if (!embedded.empty()) {
-          name = embedded;
-          owner = tensors.LiteralOwner(embedded);
-        }
-      }
+// The name an initializer is judged by (CheckTensors).
+struct TensorName {
+  enum Kind {
+    kSkipped,  // no name a parameter could have
+    kDerived,  // a tensor a tool derived from `owner`'s parameter
+    kJudged,   // `name`, of `owner` (kNoModule: no module's literally)
+  };
+  Kind kind = kJudged;
+  absl::string_view name;
+  ModuleId owner = kNoModule;
+};
+
+// CheckTensors, one initializer at a time: its name read (ReadName), then
+// judged without an owner (JudgeUnowned) or by its size (JudgeSize).
+class TensorCheck {
+ public:
+  TensorCheck(const Graph& graph, const Manifest& manifest, const Rules& rules,
+              const OpTraits& ops, const RootBinding& binding, const TensorEvidence& tensors,
+              ManifestFit* fit, ManifestFit* outside, NoteTally* notes, NoteTally* outside_notes,
+              std::vector<bool>* touched, std::string* first_unknown, std::string* first_conflict)
+      : graph_(graph), manifest_(manifest), rules_(rules), ops_(ops), binding_(binding),
+        tensors_(tensors), derived_names_(manifest), fit_(fit), outside_(outside), notes_(notes),
+        outside_notes_(outside_notes), touched_(touched), first_unknown_(first_unknown),
+        first_conflict_(first_conflict) {}
+
+  void Check(const TensorInfo& t) {
+    const TensorName read = ReadName(t);
+    if (read.kind == TensorName::kSkipped) return;
+    if (read.kind == TensorName::kDerived) {
+      ++fit_->named_tensors;
+      ++fit_->matched_tensors;
+      Touch(manifest_, read.owner, touched_);
+      return;
     }
+    const absl::string_view name = read.name;
     bool beyond_wrapper = false;
-    const ModuleId module =
-        owner != kNoModule ? owner : ModuleOfTensor(manifest, binding, name, &beyond_wrapper);
+    const ModuleId module = read.owner != kNoModule
+                                ? read.owner
+                                : ModuleOfTensor(manifest_, binding_, name, &beyond_wrapper);
     if (beyond_wrapper) {
-      ++outside->named_tensors;
-      outside_notes->Add(FitNoteKind::kOutsideManifestRoot, name, 0);
-      continue;
+      ++outside_->named_tensors;
+      outside_notes_->Add(FitNoteKind::kOutsideManifestRoot, name, 0);
+      return;
     }
-    ++fit->named_tensors;
-    if (owner == kNoModule) {
-      if (module == kNoModule) {
-        if (first_unknown->empty() || name < *first_unknown) *first_unknown = std::string(name);
-      } else if (derived_names.DerivedFromOwnTensor(module, name)) {
-        // A tensor the exporter derived from the module's parameter
-        // ("conv.weight_bias" after folding a BatchNorm into it).
-        ++fit->matched_tensors;
-      } else if (!internal::RuleQueries(rules).IsLibraryModule(manifest.module(module))) {
-        // A constant the module's own forward created and the exporter
-        // named after it; a library module creates none.
-        ++fit->matched_tensors;
-        notes->Add(FitNoteKind::kCreatedInForward, name, 0);
-      } else if (++fit->shape_mismatches == 1) {
-        // A library module without that parameter: a sibling architecture
-        // (biases where the manifest's model has none).
-        *first_conflict = absl::StrCat("initializer \"", Abbreviate(std::string(name), 80),
-                                       "\" is not a parameter of the manifest's module");
+    ++fit_->named_tensors;
+    if (read.owner == kNoModule) {
+      JudgeUnowned(name, module);
+      return;
+    }
+    ++fit_->matched_tensors;
+    Touch(manifest_, read.owner, touched_);
+    JudgeSize(t, name, read.owner);
+  }
+
+ private:
+  // The name as written first; then without the suffixes the rules strip
+  // from derived values ("x_quantized"); then the parameter's name a tool
+  // embedded in its own.
+  TensorName ReadName(const TensorInfo& t) const {
+    TensorName read;
+    absl::string_view& name = read.name;
+    ModuleId& owner = read.owner;
+    name = t.name;
+    owner = ParameterLikeName(name) ? tensors_.LiteralOwner(name) : kNoModule;
+    if (owner != kNoModule) return read;
+    // The rules' patterns run only where a stripped name could be
+    // parameter-like (most exporter names, "onnx::MatMul_12" or
+    // "/a/Constant_output_0", cannot).
+    const absl::string_view stripped =
+        MayStartParameterLike(name) ? internal::RuleQueries(rules_).StripValueSuffixes(t.name)
+                                    : name;
+    if (stripped.size() != name.size() && ParameterLikeName(stripped)) {
+      const ModuleId stripped_owner = tensors_.LiteralOwner(stripped);
+      if (stripped_owner != kNoModule || !ParameterLikeName(name)) {
+        name = stripped;
+        owner = stripped_owner;
       }
-      continue;
     }
-    ++fit->matched_tensors;
-    Touch(manifest, owner, touched);
+    if (!ParameterLikeName(name)) return {TensorName::kSkipped, {}, kNoModule};
+    // A tensor a tool derived from a parameter and named after it (rules
+    // "derived_tensor_suffixes": a quantizer's per-reader copy
+    // "<bias>0_quantized"): its module's, of a shape of its own.
+    const ModuleId derived = owner == kNoModule ? tensors_.SuffixedOwner(t.name) : kNoModule;
+    if (derived != kNoModule) return {TensorName::kDerived, {}, derived};
+    // A tool's name with the parameter's inside it (a quantizer's
+    // "q_output_<parameter>_1"): the parameter's evidence, judged like
+    // its own name. A name no parameter hides in is judged as written.
+    if (owner == kNoModule) {
+      const absl::string_view embedded = tensors_.EmbeddedParameter(t.name);
+      if (!embedded.empty()) {
+        name = embedded;
+        owner = tensors_.LiteralOwner(embedded);
+      }
+    }
+    return read;
+  }
+
+  // A name no parameter of `module` (kNoModule: no module) has.
+  void JudgeUnowned(absl::string_view name, ModuleId module) {
+    if (module == kNoModule) {
+      if (first_unknown_->empty() || name < *first_unknown_) *first_unknown_ = std::string(name);
+    } else if (derived_names_.DerivedFromOwnTensor(module, name)) {
+      // A tensor the exporter derived from the module's parameter
+      // ("conv.weight_bias" after folding a BatchNorm into it).
+      ++fit_->matched_tensors;
+    } else if (!internal::RuleQueries(rules_).IsLibraryModule(manifest_.module(module))) {
+      // A constant the module's own forward created and the exporter
+      // named after it; a library module creates none.
+      ++fit_->matched_tensors;
+      notes_->Add(FitNoteKind::kCreatedInForward, name, 0);
+    } else if (++fit_->shape_mismatches == 1) {
+      // A library module without that parameter: a sibling architecture
+      // (biases where the manifest's model has none).
+      *first_conflict_ = absl::StrCat("initializer \"", Abbreviate(std::string(name), 80),
+                                      "\" is not a parameter of the manifest's module");
+    }
+  }
+
+  // Initializer `t`, named `name` after a parameter of `owner`: its size
+  // against the parameter's.
+  void JudgeSize(const TensorInfo& t, absl::string_view name, ModuleId owner) {
     // A tensor named after a parameter with a quantizer's suffix is derived
     // from it (its scale, zero point, packed blocks): its shape is its own,
     // unless it is the quantized parameter itself, carried on as data, or
     // the parameter under a prefix alone (a wrapper's).
     if (name.size() != t.name.size() && !absl::EndsWith(t.name, name) &&
-        !CarriedAsData(graph, ops, t)) {
-      continue;
+        !CarriedAsData(graph_, ops_, t)) {
+      return;
     }
-    const TensorSpec* spec = manifest.findTensor(owner, name.substr(name.rfind('.') + 1));
-    if (spec == nullptr || t.dims.empty()) continue;  // scalar or unknown shape
+    const TensorSpec* spec = manifest_.findTensor(owner, name.substr(name.rfind('.') + 1));
+    if (spec == nullptr || t.dims.empty()) return;  // scalar or unknown shape
     const std::int64_t have = ElementCount(t.dims);
     const std::int64_t want = ElementCount(spec->shape);
-    if (have < 0 || want < 0) continue;
+    if (have < 0 || want < 0) return;
     if (have == want) {
       if (!std::equal(t.dims.begin(), t.dims.end(), spec->shape.begin(), spec->shape.end())) {
-        notes->Add(FitNoteKind::kStoredReshaped, name, 0);
+        notes_->Add(FitNoteKind::kStoredReshaped, name, 0);
       }
-      continue;
+      return;
     }
-    if (++fit->shape_mismatches == 1) {
-      *first_conflict = absl::StrCat("initializer \"", Abbreviate(std::string(name), 80),
-                                     "\" has ", have, " elements, the manifest's ", want);
+    if (++fit_->shape_mismatches == 1) {
+      *first_conflict_ = absl::StrCat("initializer \"", Abbreviate(std::string(name), 80),
+                                      "\" has ", have, " elements, the manifest's ", want);
     }
   }
-}
 
-// The initializer `value` is, directly or through ops that pass a weight on
-// unchanged (a Transpose, a DequantizeLinear, a de-duplication Identity), or
-// null. Array lookups only: it runs for every input of a scoped node.
-const TensorInfo* InitializerBehind(const Graph& graph, const NodeFields& nodes,
-                                    const OpTraits& ops, ValueId value) {
-  for (int step = 0; step < 4 && value != kNoValue; ++step) {
-    if (const TensorInfo* t = graph.initializerOf(value)) return t;
-    const NodeId p = nodes.producer(value);
-    if (p == kNoNode || !ops.IsWeightPassthrough(p)) return nullptr;
-    const absl::Span<const ValueId> inputs = nodes.inputValues(p);
-    if (inputs.empty()) return nullptr;
-    value = inputs[0];
-  }
-  return nullptr;
-}
+  const Graph& graph_;
+  const Manifest& manifest_;
+  const Rules& rules_;
+  const OpTraits& ops_;
+  const RootBinding& binding_;
+  const TensorEvidence& tensors_;
+  DerivedNames derived_names_;
+  ManifestFit* fit_;
+  ManifestFit* outside_;
+  NoteTally* notes_;
+  NoteTally* outside_notes_;
+  std::vector<bool>* touched_;
+  std::string* first_unknown_;
+  std::string* first_conflict_;
+};
 
-// The weights library modules (Linear, Conv2d...) read, by size: such a
-// module's forward is one library op on its parameters, so a node its
-// scope names reads no float initializer of two or more dimensions but of
-// one of their sizes. Names may be gone ("onnx::Conv_12" once a BatchNorm
-// is folded into the Conv; a transposed MatMul weight), sizes stay: another
-// width shows here where names say nothing (a CNN exported with its
-// BatchNorms folded names no conv weight).
-void CheckLibraryTensors(const Graph& graph, absl::Span<const ModuleId> node_modules,
-                         const Manifest& manifest, const Rules& rules, const OpTraits& ops,
-                         const TensorEvidence& tensors, ManifestFit* fit,
-                         std::string* first_mismatch) {
-  const NodeFields nodes(graph);
-  std::vector<signed char> library(manifest.size(), -1);  // unknown, no, yes
-  // The rule reads only the class: asked once per class (a model has a
-  // few dozen classes and up to millions of modules).
-  absl::flat_hash_map<absl::string_view, bool> library_class;
-  for (std::size_t n = 0; n < node_modules.size() && n < graph.size(); ++n) {
-    const ModuleId m = node_modules[n];
-    if (m == kNoModule || library[m] == 0) continue;
-    const ModuleInfo& info = manifest.module(m);
-    if (library[m] < 0) {
-      bool is_library = false;
-      if (!info.parameters.empty()) {
-        auto known = library_class.try_emplace(info.qualified_class);
-        if (known.second) known.first->second = internal::RuleQueries(rules).IsLibraryModule(info);
-        is_library = known.first->second;
-      }
-      library[m] = is_library;
-    }
-    if (library[m] == 0) continue;
-    const NodeId id = static_cast<NodeId>(n);
-    // A node the exporter's optimizer rewrote from several modules' nodes
-    // (a Conv with the BatchNorm after it folded in, labelled with the
-    // BatchNorm's stack) computes with another module's weights.
-    if (RewrittenByExporter(nodes.metadata(id))) continue;
-    const absl::Span<const ValueId> node_inputs = nodes.inputValues(id);
-    // A library op reads its weight as one of its first two operands (the
-    // embedding table of a Gather, the B of a MatMul, the W of a Conv);
-    // later ones are biases, scales and zero points (a 4-bit MatMulNBits'
-    // block scales), whose sizes are their own.
-    const std::size_t operands = std::min<std::size_t>(node_inputs.size(), 2);
-    for (ValueId input : node_inputs.first(operands)) {
-      const TensorInfo* t = InitializerBehind(graph, nodes, ops, input);
-      if (t == nullptr) continue;
-      const std::int64_t have = ElementCount(t->dims);
-      if (have < 0) continue;
-      if (t->dims.size() < 2 || !IsFloat(t->elem_type)) continue;
-      // Named: CheckTensors judges it (as written, or inside a tool's name:
-      // "m0/<parameter>" of a prefixing tool).
-      if (tensors.LiteralOwner(t->name) != kNoModule || !tensors.EmbeddedParameter(t->name).empty()) {
-        continue;
-      }
-      ++fit->unnamed_weights;
-      bool sized = false;
-      for (const TensorSpec& spec : info.parameters) sized = sized || ElementCount(spec.shape) == have;
-      if (sized) continue;
-      if (++fit->weight_size_mismatches == 1) {
-        *first_mismatch = absl::StrCat("\"", Abbreviate(std::string(t->name), 80), "\" read by \"",
-                                       Abbreviate(std::string(nodes.name(id)), 80), "\" has ", have,
-                                       " elements, no parameter of \"", Abbreviate(info.path, 80),
-                                       "\" has as many");
-      }
-    }
-  }
+// Parameter-named initializers: each agrees with the manifest (its
+// parameter or buffer, of the same size; a tensor derived from one; a
+// constant a custom module's forward made), contradicts it (another size;
+// a name a library module does not have), or is unknown (TensorCheck).
+void CheckTensors(const Graph& graph, const Manifest& manifest, const Rules& rules,
+                  const OpTraits& ops, const RootBinding& binding, const TensorEvidence& tensors,
+                  ManifestFit* fit, ManifestFit* outside, NoteTally* notes, NoteTally* outside_notes,
+                  std::vector<bool>* touched, std::string* first_unknown,
+                  std::string* first_conflict) {
+  TensorCheck check(graph, manifest, rules, ops, binding, tensors, fit, outside, notes,
+                    outside_notes, touched, first_unknown, first_conflict);
+  for (const TensorInfo& t : graph.initializers()) check.Check(t);
 }
 
 }  // namespace

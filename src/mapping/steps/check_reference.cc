@@ -79,8 +79,8 @@ class QuantizerInputs {
   explicit QuantizerInputs(const internal::RuleQueries& rules) : rules_(rules) {}
   std::size_t DataInputs(absl::string_view op_type) {
     auto [it, inserted] = data_.try_emplace(op_type, 0);
-    if (inserted && rules_.IsQuantizerOp(op_type)) {
-      it->second = rules_.ReadsBlockwiseWeight(op_type) ? 2 : 1;
+    if (inserted && rules_.Is(OpKind::kQuantizer, op_type)) {
+      it->second = rules_.Is(OpKind::kBlockwiseWeight, op_type) ? 2 : 1;
     }
     return it->second;
   }
@@ -133,54 +133,108 @@ void PairWeightShapes(const Graph& processed, const Graph& reference, ReferenceE
   }
 }
 
-}  // namespace
+using TensorsByName = absl::flat_hash_map<absl::string_view, const TensorInfo*>;
 
-// About 100 lines: the names of both graphs' initializers compared both ways,
-// with the exclusions each direction needs kept next to the comparison.
-ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
-                               const Rules& rules) {
+// Graphs built without weights, nothing to weigh: their interface names,
+// which every tool keeps.
+ReferenceEvidence CompareInterfaceNames(const Graph& processed, const Graph& reference) {
   ReferenceEvidence e;
-  absl::flat_hash_map<absl::string_view, const TensorInfo*> r_tensors;
-  for (const TensorInfo& t : reference.initializers()) r_tensors.try_emplace(t.name, &t);
-  if (r_tensors.empty()) {
-    // Nothing to weigh: graphs built without weights. Their interface
-    // names are kept by every tool.
-    e.by_initializers = false;
-    absl::flat_hash_set<absl::string_view> r_names, p_names;
-    for (absl::string_view n : reference.inputs()) r_names.insert(n);
-    for (absl::string_view n : reference.outputs()) r_names.insert(n);
-    for (absl::string_view n : processed.inputs()) p_names.insert(n);
-    for (absl::string_view n : processed.outputs()) p_names.insert(n);
-    e.reference_names = r_names.size();
-    e.processed_names = p_names.size();
-    for (absl::string_view n : r_names) e.found += p_names.contains(n);
-    for (absl::string_view n : p_names) e.known += r_names.contains(n);
-    return e;
+  e.by_initializers = false;
+  absl::flat_hash_set<absl::string_view> r_names, p_names;
+  for (absl::string_view n : reference.inputs()) r_names.insert(n);
+  for (absl::string_view n : reference.outputs()) r_names.insert(n);
+  for (absl::string_view n : processed.inputs()) p_names.insert(n);
+  for (absl::string_view n : processed.outputs()) p_names.insert(n);
+  e.reference_names = r_names.size();
+  e.processed_names = p_names.size();
+  for (absl::string_view n : r_names) e.found += p_names.contains(n);
+  for (absl::string_view n : p_names) e.known += r_names.contains(n);
+  return e;
+}
+
+// Values R computes: constant folding (onnxslim) turns them into
+// initializers named after them ("/m/Constant_output_0", "..._axes"),
+// which say nothing either way.
+class ComputedValues {
+ public:
+  explicit ComputedValues(const Graph& reference) {
+    for (const Node& n : reference.nodes()) {
+      for (absl::string_view o : n.outputs) computed_.insert(o);
+    }
   }
-  // Values R computes: constant folding (onnxslim) turns them into
-  // initializers named after them ("/m/Constant_output_0", "..._axes"),
-  // which say nothing either way.
-  absl::flat_hash_set<absl::string_view> r_computed;
-  for (const Node& n : reference.nodes()) {
-    for (absl::string_view o : n.outputs) r_computed.insert(o);
-  }
-  auto folded = [&r_computed](absl::string_view name) {
-    if (r_computed.contains(name)) return true;
+
+  // Whether `name` is such a value's, as it is or with a few suffixes.
+  bool Folded(absl::string_view name) const {
+    if (computed_.contains(name)) return true;
     std::size_t pos = name.size();
     for (int tries = 0; tries < kMaxFoldedSuffixes; ++tries) {
       pos = name.rfind('_', pos == 0 ? 0 : pos - 1);
       if (pos == absl::string_view::npos || pos == 0) return false;
-      if (r_computed.contains(name.substr(0, pos))) return true;
+      if (computed_.contains(name.substr(0, pos))) return true;
     }
     return false;
-  };
+  }
+
+ private:
+  absl::flat_hash_set<absl::string_view> computed_;
+};
+
+// Initializer `t` and the reference's `r` of its name: another shape of
+// another size is a mismatch. The same elements in another shape are the
+// same tensor: an optimizer folded a Reshape or Transpose into it and kept
+// its name (ONNX Runtime: a [1,1,1,C] view stored as [1,C,1,1]).
+void CompareSizes(const TensorInfo& t, const TensorInfo& r, ReferenceEvidence* e) {
+  absl::Span<const std::int64_t> r_dims = r.dims;
+  if (!t.dims.empty() && !r_dims.empty() && t.dims != r_dims &&
+      ElementCount(t.dims) != ElementCount(r_dims)) {
+    if (e->shape_mismatches++ == 0) {
+      e->first_mismatch =
+          absl::StrCat(Abbreviate(t.name, 80), " ", Dims(t.dims), " vs ", Dims(r_dims));
+    }
+  }
+}
+
+// The reference tensor initializer `t` is under a tool's name: without the
+// rules' value suffixes, or the reference's name inside the tool's
+// ("q_output_<name>_1", a prefix), the same tensor when it holds as many
+// elements (a quantized copy keeps them; a scale or zero point named after
+// it does not). r_tensors.end() when none.
+TensorsByName::const_iterator RenamedFrom(const TensorInfo& t, const TensorsByName& r_tensors,
+                                          const internal::RuleQueries& queries) {
+  auto it = r_tensors.find(queries.StripValueSuffixes(t.name));
+  if (it != r_tensors.end()) return it;
+  const absl::string_view embedded = FindEmbeddedName(
+      t.name, [](absl::string_view part) { return part.size() >= 3; },
+      [&](absl::string_view part) { return r_tensors.contains(part); });
+  if (!embedded.empty()) {
+    const TensorInfo& r = *r_tensors.find(embedded)->second;
+    if (t.dims.empty() == r.dims.empty() && ElementCount(t.dims) == ElementCount(r.dims)) {
+      it = r_tensors.find(embedded);
+    }
+  }
+  return it;
+}
+
+}  // namespace
+
+// The names of both graphs' initializers compared both ways, in named
+// steps: graphs without weights (CompareInterfaceNames), values R computes
+// (ComputedValues), each shared name's sizes (CompareSizes), names a tool
+// changed (RenamedFrom); the exclusions of each direction beside it.
+ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
+                               const Rules& rules) {
+  TensorsByName r_tensors;
+  for (const TensorInfo& t : reference.initializers()) r_tensors.try_emplace(t.name, &t);
+  if (r_tensors.empty()) return CompareInterfaceNames(processed, reference);
+  ReferenceEvidence e;
+  const ComputedValues computed(reference);
   const internal::RuleQueries queries(rules);
   QuantizerInputs quantizers(queries);
   absl::flat_hash_set<absl::string_view> found, seen, folded_values;
   for (const TensorInfo& t : processed.initializers()) {
     if (!seen.insert(t.name).second) continue;
     auto it = r_tensors.find(t.name);
-    if (it == r_tensors.end() && folded(t.name)) {
+    if (it == r_tensors.end() && computed.Folded(t.name)) {
       folded_values.insert(t.name);
       continue;
     }
@@ -188,38 +242,12 @@ ReferenceEvidence CompareNames(const Graph& processed, const Graph& reference,
     if (it != r_tensors.end()) {
       ++e.known;
       found.insert(it->first);
-      absl::Span<const std::int64_t> r_dims = it->second->dims;
-      // The same elements in another shape are the same tensor: an
-      // optimizer folded a Reshape or Transpose into it and kept its name
-      // (ONNX Runtime: a [1,1,1,C] view stored as [1,C,1,1]).
-      if (!t.dims.empty() && !r_dims.empty() && t.dims != r_dims &&
-          ElementCount(t.dims) != ElementCount(r_dims)) {
-        if (e.shape_mismatches++ == 0) {
-          e.first_mismatch =
-              absl::StrCat(Abbreviate(t.name, 80), " ", Dims(t.dims), " vs ", Dims(r_dims));
-        }
-      }
+      CompareSizes(t, *it->second, &e);
       continue;
     }
-    it = r_tensors.find(queries.StripValueSuffixes(t.name));
-    if (it == r_tensors.end()) {
-      // The reference's name inside the tool's ("q_output_<name>_1", a
-      // prefix): the same tensor when it holds as many elements (a
-      // quantized copy keeps them; a scale or zero point named after it
-      // does not), another one otherwise.
-      const absl::string_view embedded = FindEmbeddedName(
-          t.name, [](absl::string_view part) { return part.size() >= 3; },
-          [&](absl::string_view part) { return r_tensors.contains(part); });
-      if (!embedded.empty()) {
-        const TensorInfo& r = *r_tensors.find(embedded)->second;
-        if (t.dims.empty() == r.dims.empty() && ElementCount(t.dims) == ElementCount(r.dims)) {
-          it = r_tensors.find(embedded);
-        }
-      }
-    }
-    if (it != r_tensors.end()) {
+    if (const auto renamed = RenamedFrom(t, r_tensors, queries); renamed != r_tensors.end()) {
       ++e.known;
-      found.insert(it->first);
+      found.insert(renamed->first);
     } else if (QuantizerParameter(processed, &quantizers, t)) {
       // A quantizer's scale or zero point named after nothing of the
       // reference: made by the tool, evidence of neither model.

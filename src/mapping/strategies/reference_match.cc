@@ -60,8 +60,8 @@ std::vector<char> ConstantNodes(const Graph& g) {
 
 // op type, domain and the input tokens (sorted for a commutative op), as
 // one hash; equal hashes are checked against the tokens (SameSignature).
-std::uint64_t SignatureHash(const Node& n, std::vector<ValueId>* tokens) {
-  if (IsCommutative(n)) std::sort(tokens->begin(), tokens->end());
+std::uint64_t SignatureHash(const Node& n, bool commutative, std::vector<ValueId>* tokens) {
+  if (commutative) std::sort(tokens->begin(), tokens->end());
   const absl::Hash<absl::string_view> hash;
   std::uint64_t h = MixHash(hash(n.op_type), hash(n.domain));
   h = MixHash(h, tokens->size());
@@ -92,6 +92,8 @@ class Matcher {
         span_budget_(SpanBudget(r, limits)),
         p_constant_(ConstantNodes(p)),
         r_constant_(ConstantNodes(r)),
+        p_ops_(p, rules),
+        r_ops_(r, rules),
         value_map_(p.valueCount(), kNoValue) {}
 
   static std::size_t SpanBudget(const Graph& r, const MatchLimits& limits) {
@@ -142,7 +144,7 @@ class Matcher {
       bool anchored = false;
       ReferenceTokens(n, &tokens, &anchored);
       if (!anchored) continue;
-      Candidates& c = r_signatures_[SignatureHash(n, &tokens)];
+      Candidates& c = r_signatures_[SignatureHash(n, IsCommutative(r_ops_, r, n), &tokens)];
       // Two signatures of one hash: the later one is left to the other rules.
       if (!c.nodes.empty() && !SameSignature(c.nodes.front(), n, tokens)) continue;
       c.nodes.push_back(r);
@@ -169,7 +171,7 @@ class Matcher {
     if (rn.op_type != n.op_type || rn.domain != n.domain) return false;
     bool anchored = false;
     ReferenceTokens(rn, &scratch_, &anchored);
-    if (IsCommutative(rn)) std::sort(scratch_.begin(), scratch_.end());
+    if (IsCommutative(r_ops_, r, rn)) std::sort(scratch_.begin(), scratch_.end());
     return scratch_ == tokens;
   }
 
@@ -251,11 +253,11 @@ class Matcher {
     auto named = [&hash](absl::string_view v) -> std::uint64_t { return hash(v) | 1; };
     ColourInput r{&r_, [&](absl::string_view v) -> std::uint64_t {
                     return r_.value(v, 0) != kNoValue ? named(v) : 0;
-                  }, &r_constant_};
+                  }, &r_constant_, &r_ops_};
     ColourInput p{&p_, [&](absl::string_view v) -> std::uint64_t {
                     const ValueId mapped = Mapped(p_.value(v, 0), v);
                     return mapped == kNoValue ? 0 : named(r_.valueName(mapped));
-                  }, &p_constant_};
+                  }, &p_constant_, &p_ops_};
     ColourGraphs(p, r, &p_colours_, &r_colours_);
   }
 
@@ -377,7 +379,7 @@ class Matcher {
           anchored |= t != kEmptyToken && t != kConstToken;
         }
         if (!ready || !anchored) continue;
-        auto it = r_signatures_.find(SignatureHash(n, &tokens));
+        auto it = r_signatures_.find(SignatureHash(n, IsCommutative(p_ops_, p, n), &tokens));
         if (it == r_signatures_.end() || !SameSignature(it->second.nodes.front(), n, tokens)) {
           continue;
         }
@@ -519,6 +521,7 @@ class Matcher {
   std::size_t span_budget_;  // span work left (MatchLimits::span_work_per_reference_item)
   const std::vector<char> p_constant_;  // ConstantNodes(p_)
   const std::vector<char> r_constant_;  // ConstantNodes(r_)
+  const OpTraits p_ops_, r_ops_;  // for IsCommutative
   absl::flat_hash_map<absl::string_view, NodeId> r_by_name_;  // unique names
   absl::flat_hash_map<std::uint64_t, Candidates> r_signatures_;  // by SignatureHash
   GraphColours p_colours_, r_colours_;

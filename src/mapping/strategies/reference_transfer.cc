@@ -1,7 +1,9 @@
 #include "mapping/strategies/reference_transfer.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -49,164 +51,212 @@ bool KeepsOwnAnswer(const MappingRecord& m) {
          (m.strategy == Strategy::kExactScope || m.strategy == Strategy::kExporterMetadata);
 }
 
-}  // namespace
+// Records the pairing in `check`. Nodes a tool inserts to feed others (a
+// static quantizer's Quantize / DequantizeLinear pair on every weight and
+// activation, fp16's Casts) pair with nothing by construction: they are
+// not counted.
+void NotePairingOf(const Graph& processed, const OpTraits& ops,
+                   const std::vector<NodeMatch>& matches, ReferenceCheck* check) {
+  std::size_t unpaired = 0;
+  std::size_t inserted = 0;
+  for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
+    if (matches[p].rule != MatchRule::kNone) continue;
+    ++(ops.FollowsConsumers(p) ? inserted : unpaired);
+  }
+  const std::size_t nodes = processed.size() - inserted;
+  NotePairing(nodes - unpaired, nodes, check);
+}
 
-// Long (about 155 lines): three passes over the processed graph that share
-// the match table and the counts (paired nodes, then the data movement
-// around them, then consumers to a fixed point); each pass is short and
-// marked.
-TransferStats TransferFromReference(const MappingContext& context, const Graph& reference,
-                                    const TransferContext& transfer, const MatchLimits& limits) {
-  const Graph& processed = context.graph;
-  const Manifest& manifest = context.manifest;
-  const Rules& rules = context.rules;
-  std::vector<MappingRecord>* mappings = &context.records;
-  EvidenceStore* evidence = &context.evidence;
-  TransferStats stats;
-  const std::vector<MappingRecord>& reference_mappings = *transfer.reference_mappings;
-  std::vector<NodeMatch> own_matches;
-  if (transfer.matches == nullptr) {
-    own_matches = MatchToReference(processed, reference, rules, limits);
-  }
-  const std::vector<NodeMatch>& matches =
-      transfer.matches != nullptr ? *transfer.matches : own_matches;
+// What the mapped reference nodes a processed node stands for say of it.
+// The vectors are reused from one node to the next.
+struct Pairing {
+  ModuleId module = kNoModule;  // their lowest common ancestor
+  double weakest = 1.0;         // the least confidence among them
+  bool agree = true;            // one module's, all of them
   std::vector<FusedPart> parts;
-  std::vector<ModuleId> origins;
-  if (transfer.check != nullptr) {
-    // Nodes a tool inserts to feed others (a static quantizer's Quantize /
-    // DequantizeLinear pair on every weight and activation, fp16's Casts)
-    // pair with nothing by construction: they are not counted.
-    std::size_t unpaired = 0;
-    std::size_t inserted = 0;
-    for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
-      if (matches[p].rule != MatchRule::kNone) continue;
-      ++(context.ops.FollowsConsumers(p) ? inserted : unpaired);
+  std::vector<ModuleId> origins;  // theirs, or their own origins
+};
+
+void ReadPairing(const NodeMatch& match, const Graph& reference, const TransferContext& transfer,
+                 const Manifest& manifest, Pairing* pairing) {
+  pairing->module = kNoModule;
+  pairing->weakest = 1.0;
+  pairing->agree = true;
+  pairing->parts.clear();
+  pairing->origins.clear();
+  for (NodeId r : match.reference_nodes) {
+    const MappingRecord& rm = (*transfer.reference_mappings)[r];
+    if (!rm.mapped()) continue;
+    ModuleId& module = pairing->module;
+    if (module != kNoModule && rm.module != module) pairing->agree = false;
+    module = module == kNoModule ? rm.module : manifest.lowestCommonAncestor(module, rm.module);
+    pairing->weakest = std::min(pairing->weakest, rm.confidence);
+    pairing->parts.push_back({reference.node(r).op_type, rm.module});
+    const absl::Span<const ModuleId> own = transfer.reference_origins->Of(r);
+    if (own.empty()) {
+      pairing->origins.push_back(rm.module);
+    } else {
+      pairing->origins.insert(pairing->origins.end(), own.begin(), own.end());
     }
-    const std::size_t nodes = processed.size() - inserted;
-    NotePairing(nodes - unpaired, nodes, transfer.check);
   }
+}
+
+// The factor of a pair's confidence by the rule that made it: node `p` of
+// `processed` paired with reference nodes whose first is `first`, their
+// modules one (`agree`) or one dominating the others (`dominant`).
+double PairFactor(const NodeMatch& match, const Node& first, const Graph& processed, NodeId p,
+                  bool agree, bool dominant) {
+  switch (match.rule) {
+    case MatchRule::kStructure:
+      return match.ambiguous ? kAmbiguousPair : kExactPair;
+    case MatchRule::kConstantOf:
+      return kConstantPair;
+    case MatchRule::kSpan:
+      if (match.reference_nodes.size() == 1 && first.op_type == processed.node(p).op_type) {
+        return kExactPair;  // the same node, renamed
+      }
+      return agree ? kSpanOneModule : dominant ? kSpanDominant : kSpanLca;
+    case MatchRule::kDerivedName:
+      return kDerived;
+    default:
+      return kExactPair;
+  }
+}
+
+std::string PairEvidence(const NodeMatch& match, const Node& first, bool dominant) {
+  if (match.reference_nodes.size() == 1) {
+    return absl::StrCat("reference node ", Abbreviate(first.id, 80), " (", RuleWords(match.rule),
+                        ")");
+  }
+  return absl::StrCat("reference: ", RuleWords(match.rule), "; replaced ",
+                      match.reference_nodes.size(), " nodes from ", Abbreviate(first.id, 80),
+                      dominant ? "; it still does the operation of one" : "");
+}
+
+// The first pass: each paired node takes the module of the reference nodes
+// it stands for, unless its own answer is kept or more confident.
+void TransferPairs(const MappingContext& context, const Graph& reference,
+                   const TransferContext& transfer, const std::vector<NodeMatch>& matches,
+                   TransferStats* stats) {
+  const Graph& processed = context.graph;
+  Pairing pairing;
   for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
     const NodeMatch& match = matches[p];
-    ++stats.by_rule[static_cast<int>(match.rule)];
+    ++stats->by_rule[static_cast<int>(match.rule)];
     if (match.rule == MatchRule::kNone) continue;
-    MappingRecord& m = (*mappings)[p];
+    MappingRecord& m = context.records[p];
     if (KeepsOwnAnswer(m)) continue;
-    ModuleId module = kNoModule;
-    double weakest = 1.0;
-    bool agree = true;
-    parts.clear();
-    origins.clear();
-    for (NodeId r : match.reference_nodes) {
-      const MappingRecord& rm = reference_mappings[r];
-      if (!rm.mapped()) continue;
-      if (module != kNoModule && rm.module != module) agree = false;
-      module = module == kNoModule ? rm.module : manifest.lowestCommonAncestor(module, rm.module);
-      weakest = std::min(weakest, rm.confidence);
-      parts.push_back({reference.node(r).op_type, rm.module});
-      const absl::Span<const ModuleId> own = transfer.reference_origins->Of(r);
-      if (own.empty()) {
-        origins.push_back(rm.module);
-      } else {
-        origins.insert(origins.end(), own.begin(), own.end());
-      }
-    }
-    if (module == kNoModule) continue;
-    double factor = kExactPair;
+    ReadPairing(match, reference, transfer, context.manifest, &pairing);
+    if (pairing.module == kNoModule) continue;
     const Node& first = reference.node(match.reference_nodes.front());
     const ModuleId dominant =
-        agree ? kNoModule
-              : DominantPart(processed, p, parts, manifest, context.tensors);
-    switch (match.rule) {
-      case MatchRule::kStructure:
-        factor = match.ambiguous ? kAmbiguousPair : kExactPair;
-        break;
-      case MatchRule::kConstantOf:
-        factor = kConstantPair;
-        break;
-      case MatchRule::kSpan:
-        if (match.reference_nodes.size() == 1 &&
-            first.op_type == processed.node(p).op_type) {
-          factor = kExactPair;  // the same node, renamed
-        } else {
-          factor = agree ? kSpanOneModule : dominant != kNoModule ? kSpanDominant : kSpanLca;
-        }
-        break;
-      case MatchRule::kDerivedName:
-        factor = kDerived;
-        break;
-      default:
-        break;
-    }
-    const double confidence = factor * weakest;
+        pairing.agree ? kNoModule
+                      : DominantPart(processed, p, pairing.parts, context.manifest, context.tensors);
+    const double confidence =
+        PairFactor(match, first, processed, p, pairing.agree, dominant != kNoModule) *
+        pairing.weakest;
     if (m.mapped() && m.confidence >= confidence) continue;
-    m.module = dominant != kNoModule ? dominant : module;
+    m.module = dominant != kNoModule ? dominant : pairing.module;
     m.confidence = confidence;
     m.strategy = Strategy::kReference;
-    m.evidence = evidence->Intern(
-        match.reference_nodes.size() == 1
-            ? absl::StrCat("reference node ", Abbreviate(first.id, 80), " (",
-                           RuleWords(match.rule), ")")
-            : absl::StrCat("reference: ", RuleWords(match.rule), "; replaced ",
-                           match.reference_nodes.size(), " nodes from ",
-                           Abbreviate(first.id, 80),
-                           dominant != kNoModule ? "; it still does the operation of one" : ""));
+    m.evidence = context.evidence.Intern(PairEvidence(match, first, dominant != kNoModule));
     // Shares only where the node replaced several of the export's nodes (a
     // fusion); one node standing for one keeps that node's origins as they
     // are (an exporter's fold, whose parts have no count).
-    context.origins.Set(p, origins, /*counted=*/match.reference_nodes.size() > 1);
-    ++stats.transferred;
+    context.origins.Set(p, pairing.origins, /*counted=*/match.reference_nodes.size() > 1);
+    ++stats->transferred;
   }
+}
 
-  // Data movement inserted or kept around matched nodes follows them.
+// What the consumers of a node say of it: their lowest common ancestor.
+struct Consumers {
+  ModuleId module = kNoModule;
+  bool agree = true;     // one module's, all of them
+  double weakest = 1.0;  // the least confidence among them
+  std::size_t count = 0;
+};
+
+// Whether node `n`'s outputs are no graph outputs and every consumer of
+// them is mapped: then `*consumers` says what they are.
+bool MappedConsumers(const Graph& processed, const Node& n,
+                     const std::vector<MappingRecord>& mappings, const Manifest& manifest,
+                     const absl::flat_hash_set<absl::string_view>& graph_outputs,
+                     Consumers* consumers) {
+  Consumers& c = *consumers;
+  bool complete = !n.outputs.empty();
+  for (absl::string_view o : n.outputs) {
+    if (o.empty()) continue;
+    if (graph_outputs.contains(o)) complete = false;
+    for (NodeId reader : processed.consumers(o, n.subgraph)) {
+      const MappingRecord& cm = mappings[reader];
+      if (!cm.mapped()) {
+        complete = false;
+        break;
+      }
+      ++c.count;
+      if (c.module != kNoModule && cm.module != c.module) c.agree = false;
+      c.module = c.module == kNoModule ? cm.module : manifest.lowestCommonAncestor(c.module, cm.module);
+      c.weakest = std::min(c.weakest, cm.confidence);
+    }
+    if (!complete) break;
+  }
+  return complete && c.count > 0;
+}
+
+// The passes after it: data movement inserted or kept around matched nodes
+// follows them, consumers first, to a fixed point.
+void FollowConsumers(const MappingContext& context, TransferStats* stats) {
+  const Graph& processed = context.graph;
   const OpTraits& ops = context.ops;
+  std::vector<MappingRecord>& mappings = context.records;
   absl::flat_hash_set<absl::string_view> graph_outputs(processed.outputs().begin(),
                                                        processed.outputs().end());
   std::vector<NodeId> pending;
   for (NodeId p = static_cast<NodeId>(processed.size()); p-- > 0;) {
-    if (!(*mappings)[p].mapped() && (ops.FollowsConsumers(p) || ops.IsWeightPassthrough(p))) {
+    if (!mappings[p].mapped() && (ops.FollowsConsumers(p) || ops.IsWeightPassthrough(p))) {
       pending.push_back(p);  // reverse node order: consumers first
     }
   }
   for (int pass = 0; pass < kMaxConsumerPasses && !pending.empty(); ++pass) {
     std::vector<NodeId> still;
     for (NodeId p : pending) {
-      const Node& n = processed.node(p);
-      ModuleId module = kNoModule;
-      bool agree = true, complete = !n.outputs.empty();
-      double weakest = 1.0;
-      std::size_t count = 0;
-      for (absl::string_view o : n.outputs) {
-        if (o.empty()) continue;
-        if (graph_outputs.contains(o)) complete = false;
-        for (NodeId c : processed.consumers(o, n.subgraph)) {
-          const MappingRecord& cm = (*mappings)[c];
-          if (!cm.mapped()) {
-            complete = false;
-            break;
-          }
-          ++count;
-          if (module != kNoModule && cm.module != module) agree = false;
-          module =
-              module == kNoModule ? cm.module : manifest.lowestCommonAncestor(module, cm.module);
-          weakest = std::min(weakest, cm.confidence);
-        }
-        if (!complete) break;
-      }
-      if (!complete || count == 0) {
+      Consumers consumers;
+      if (!MappedConsumers(processed, processed.node(p), mappings, context.manifest, graph_outputs,
+                           &consumers)) {
         still.push_back(p);
         continue;
       }
-      MappingRecord& m = (*mappings)[p];
-      m.module = module;
-      m.confidence = (agree ? kConsumersAgree : kConsumersLca) * weakest;
+      MappingRecord& m = mappings[p];
+      m.module = consumers.module;
+      m.confidence = (consumers.agree ? kConsumersAgree : kConsumersLca) * consumers.weakest;
       m.strategy = Strategy::kReference;
-      m.evidence = evidence->Intern(absl::StrCat("follows its ", count, " consumer", count == 1 ? "" : "s",
-                                " (reference transfer)"));
-      ++stats.consumers;
+      m.evidence = context.evidence.Intern(absl::StrCat("follows its ", consumers.count, " consumer",
+                                                        consumers.count == 1 ? "" : "s",
+                                                        " (reference transfer)"));
+      ++stats->consumers;
     }
     if (still.size() == pending.size()) break;
     pending = std::move(still);
   }
+}
+
+}  // namespace
+
+// Three passes over the processed graph: paired nodes (TransferPairs), then
+// the data movement around them, consumers to a fixed point
+// (FollowConsumers).
+TransferStats TransferFromReference(const MappingContext& context, const Graph& reference,
+                                    const TransferContext& transfer, const MatchLimits& limits) {
+  std::vector<NodeMatch> own_matches;
+  if (transfer.matches == nullptr) {
+    own_matches = MatchToReference(context.graph, reference, context.rules, limits);
+  }
+  const std::vector<NodeMatch>& matches =
+      transfer.matches != nullptr ? *transfer.matches : own_matches;
+  if (transfer.check != nullptr) NotePairingOf(context.graph, context.ops, matches, transfer.check);
+  TransferStats stats;
+  TransferPairs(context, reference, transfer, matches, &stats);
+  FollowConsumers(context, &stats);
   return stats;
 }
 

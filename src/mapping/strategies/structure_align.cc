@@ -167,10 +167,10 @@ std::size_t Pass::WindowMatch(const Params& params, const std::vector<std::size_
   return params.size();
 }
 
-std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
+Pass::Claimed Pass::ClaimedParameters(bool* expanded) {
   // Parameters some initializer is named after are accounted for.
   // Names view the graph's and the manifest's strings.
-  absl::flat_hash_set<std::pair<ModuleId, absl::string_view>> claimed;
+  Claimed claimed;
   for (const TensorInfo& t : graph_.initializers()) {
     const ModuleId owner = tensors_.ParameterOwner(t.name);
     if (owner == kNoModule) continue;
@@ -178,6 +178,18 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     const std::size_t dot = stripped.rfind('.');
     claimed.emplace(owner, dot == absl::string_view::npos ? stripped : stripped.substr(dot + 1));
   }
+  ClaimTiedParameters(&claimed);
+  // A call whose result a tool folded into a constant read its parameters
+  // then: they are accounted for (an encoder's position table, looked up
+  // at fixed positions).
+  *expanded = FindFoldedResults();
+  for (const auto& [name, call] : folded_) {
+    for (absl::string_view read : calls_[call].event->reads) claimed.emplace(calls_[call].module, read);
+  }
+  return claimed;
+}
+
+void Pass::ClaimTiedParameters(Claimed* claimed) const {
   // A tensor tied parameters share, read by a node mapped to another of
   // them, stands for that one's parameter (an input embedding's table
   // named after the output projection it is tied to); when no reader is
@@ -202,24 +214,17 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     bool tied = false;
     for (const TensorSpec& spec : manifest_.parameters(module)) {
       if (spec.name == local && Compatible(t->dims, spec.shape)) {
-        claimed.emplace(module, spec.name);
+        claimed->emplace(module, spec.name);
         tied = true;
       }
     }
-    if (tied && !owner_reads.contains(t->name)) claimed.erase({tensors_.ParameterOwner(t->name), local});
+    if (tied && !owner_reads.contains(t->name)) claimed->erase({tensors_.ParameterOwner(t->name), local});
   }
-  // A call whose result a tool folded into a constant read its parameters
-  // then: they are accounted for (an encoder's position table, looked up
-  // at fixed positions).
-  const bool expanded = FindFoldedResults();
-  for (const auto& [name, call] : folded_) {
-    for (absl::string_view read : calls_[call].event->reads) claimed.emplace(calls_[call].module, read);
-  }
-  struct Param {
-    ModuleId module;
-    const TensorSpec* spec;
-  };
-  std::vector<Param> params;
+}
+
+Pass::ParamTable Pass::UnclaimedParameters(const Claimed& claimed, bool expanded) const {
+  ParamTable table;
+  std::vector<Param>& params = table.params;
   for (std::size_t m = 0; m < manifest_.size(); ++m) {
     for (const TensorSpec& spec : manifest_.parameters(static_cast<ModuleId>(m))) {
       if (spec.shape.size() >= 2 && !claimed.contains({static_cast<ModuleId>(m), spec.name})) {
@@ -227,12 +232,11 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
       }
     }
   }
-  if (params.empty()) return 0;
+  if (params.empty()) return table;
   // With forward signatures, in the order the forward first reads them (a
   // model may run its children in another order than it defines them: one
   // tower before the other); parameters it never reads after, in the
   // manifest's order.
-  std::vector<std::size_t> subtree_first;
   if (expanded) {
     const auto first = FirstReads(manifest_, calls_);
     constexpr std::int64_t kUnread = std::numeric_limits<std::int64_t>::max();
@@ -243,23 +247,73 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     };
     std::stable_sort(params.begin(), params.end(),
                      [&](const Param& a, const Param& b) { return rank(a) < rank(b); });
-    subtree_first.assign(manifest_.size(), static_cast<std::size_t>(-1));
+    table.subtree_first.assign(manifest_.size(), static_cast<std::size_t>(-1));
     for (std::size_t j = params.size(); j-- > 0;) {
       for (ModuleId m = params[j].module; m != kNoModule; m = manifest_.parent(m)) {
-        subtree_first[m] = j;
+        table.subtree_first[m] = j;
       }
     }
   }
-  std::vector<std::size_t> by_module(params.size());
+  std::vector<std::size_t>& by_module = table.by_module;
+  by_module.resize(params.size());
   for (std::size_t j = 0; j < params.size(); ++j) by_module[j] = j;
   std::stable_sort(by_module.begin(), by_module.end(),
                    [&](std::size_t a, std::size_t b) { return params[a].module < params[b].module; });
+  table.used.assign(params.size(), false);
+  return table;
+}
+
+void Pass::TakeMappedReadersWeights(ParamTable* table, Alignment* alignment) const {
+  // A weight whose reader is already mapped is its module's parameter of
+  // that shape: accounted for, before any other weight is aligned with it.
+  const std::vector<Param>& params = table->params;
+  for (const NodeId i : order_) {
+    if (!out_[i].mapped() || ops_.IsWeightPassthrough(i) || ops_.FollowsConsumers(i)) continue;
+    const TensorInfo* weight = UnnamedWeight(i, nullptr);
+    if (weight == nullptr || table->by_initializer.contains(weight->name)) continue;
+    const std::size_t match = ParamOf(params, table->by_module, table->used, out_[i].module, i, *weight);
+    if (match == params.size()) continue;
+    table->used[match] = true;
+    table->by_initializer.emplace(weight->name, match);
+    // Placed by what its module's forward reads (op_calls.h): a weight the
+    // manifest accounts for, which confirms it as an alignment would.
+    if (alignment != nullptr) {
+      ++alignment->weights;
+      ++alignment->aligned;
+      alignment->shapes.emplace(params[match].spec->shape.begin(), params[match].spec->shape.end());
+    }
+  }
+}
+
+std::size_t Pass::MatchUnnamedWeight(ParamTable* table, NodeId i, const TensorInfo& weight,
+                                     bool as_stored, ModuleId last_named,
+                                     std::size_t* first_unused) const {
+  const std::vector<Param>& params = table->params;
+  if (auto it = table->by_initializer.find(weight.name); it != table->by_initializer.end()) {
+    return it->second;
+  }
+  std::size_t match = params.size();
+  if (const ModuleId holder = ConsumersModule(i); holder != kNoModule) {
+    match = ParamOf(params, table->by_module, table->used, holder, i, weight);
+  }
+  if (match == params.size()) {
+    while (*first_unused < params.size() && table->used[*first_unused]) ++*first_unused;
+    match = WindowMatch(params, table->subtree_first, table->used, *first_unused, last_named, i,
+                        weight, as_stored && ops_.ReadsTransposedWeight(i));
+    if (match == params.size()) return match;
+  }
+  table->used[match] = true;
+  table->by_initializer.emplace(weight.name, match);
+  return match;
+}
+
+std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
+  bool expanded = false;
+  const Claimed claimed = ClaimedParameters(&expanded);
+  ParamTable table = UnclaimedParameters(claimed, expanded);
+  const std::vector<Param>& params = table.params;
+  if (params.empty()) return 0;
   if (alignment != nullptr) alignment->parameters = params.size();
-  std::vector<bool> used(params.size(), false);
-  absl::flat_hash_map<absl::string_view, std::size_t> by_initializer;
-  absl::flat_hash_set<absl::string_view> counted;  // unnamed weights met
-  std::size_t first_unused = 0;
-  std::size_t aligned = 0;
   // The module of the last node before this one whose own scope or exporter
   // metadata named it (a quantizer's file keeps them on the nodes it did not
   // replace): an unnamed weight read after it is aligned from that
@@ -270,24 +324,10 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     named[i] = out_[i].mapped() && (out_[i].strategy == Strategy::kExactScope ||
                                     out_[i].strategy == Strategy::kExporterMetadata);
   }
-  // A weight whose reader is already mapped is its module's parameter of
-  // that shape: accounted for, before any other weight is aligned with it.
-  for (const NodeId i : order_) {
-    if (!out_[i].mapped() || ops_.IsWeightPassthrough(i) || ops_.FollowsConsumers(i)) continue;
-    const TensorInfo* weight = UnnamedWeight(i, nullptr);
-    if (weight == nullptr || by_initializer.contains(weight->name)) continue;
-    const std::size_t match = ParamOf(params, by_module, used, out_[i].module, i, *weight);
-    if (match == params.size()) continue;
-    used[match] = true;
-    by_initializer.emplace(weight->name, match);
-    // Placed by what its module's forward reads (op_calls.h): a weight the
-    // manifest accounts for, which confirms it as an alignment would.
-    if (alignment != nullptr) {
-      ++alignment->weights;
-      ++alignment->aligned;
-      alignment->shapes.emplace(params[match].spec->shape.begin(), params[match].spec->shape.end());
-    }
-  }
+  TakeMappedReadersWeights(&table, alignment);
+  absl::flat_hash_set<absl::string_view> counted;  // unnamed weights met
+  std::size_t first_unused = 0;
+  std::size_t aligned = 0;
   ModuleId last_named = kNoModule;
   for (const NodeId i : order_) {
     if (named[i]) last_named = out_[i].module;
@@ -295,23 +335,12 @@ std::size_t Pass::AlignUnnamedWeights(Alignment* alignment) {
     bool as_stored = false;
     const TensorInfo* weight = UnnamedWeight(i, &as_stored);
     if (weight == nullptr) continue;
-    const bool seen = by_initializer.contains(weight->name) || !counted.insert(weight->name).second;
+    const bool seen =
+        table.by_initializer.contains(weight->name) || !counted.insert(weight->name).second;
     if (alignment != nullptr && !seen) ++alignment->weights;
-    std::size_t match = params.size();
-    if (auto it = by_initializer.find(weight->name); it != by_initializer.end()) {
-      match = it->second;
-    } else if (const ModuleId holder = ConsumersModule(i); holder != kNoModule &&
-               (match = ParamOf(params, by_module, used, holder, i, *weight)) != params.size()) {
-      used[match] = true;
-      by_initializer.emplace(weight->name, match);
-    } else {
-      while (first_unused < params.size() && used[first_unused]) ++first_unused;
-      match = WindowMatch(params, subtree_first, used, first_unused, last_named, i, *weight,
-                          as_stored && ops_.ReadsTransposedWeight(i));
-      if (match == params.size()) continue;
-      used[match] = true;
-      by_initializer.emplace(weight->name, match);
-    }
+    const std::size_t match =
+        MatchUnnamedWeight(&table, i, *weight, as_stored, last_named, &first_unused);
+    if (match == params.size()) continue;
     const Param& p = params[match];
     if (alignment != nullptr && !seen) {
       ++alignment->aligned;

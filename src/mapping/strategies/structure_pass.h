@@ -176,8 +176,52 @@ class Pass {
     }
   };
 
-  // Step 1. With `alignment`, also counts what it found.
+  // Step 1. With `alignment`, also counts what it found. In named steps:
+  // the parameters accounted for (ClaimedParameters), the others in order
+  // (UnclaimedParameters), the weights of mapped readers
+  // (TakeMappedReadersWeights), then each unmapped reader's weight in the
+  // chosen order (MatchUnnamedWeight).
   std::size_t AlignUnnamedWeights(Alignment* alignment);
+
+  // Parameters by module and local name; names view the graph's and the
+  // manifest's strings.
+  using Claimed = absl::flat_hash_set<std::pair<ModuleId, absl::string_view>>;
+  // The parameters an initializer is named after, a tied tensor's reader
+  // stands for (ClaimTiedParameters), or a call a tool folded read. Sets
+  // `*expanded` to FindFoldedResults().
+  Claimed ClaimedParameters(bool* expanded);
+  void ClaimTiedParameters(Claimed* claimed) const;
+
+  // An unclaimed matrix parameter of the manifest.
+  struct Param {
+    ModuleId module;
+    const TensorSpec* spec;
+  };
+  // The parameters unnamed weights may align with, and what the alignment
+  // took of them.
+  struct ParamTable {
+    // In the manifest's order or, `expanded`, the forward's first reads'.
+    std::vector<Param> params;
+    std::vector<std::size_t> subtree_first;  // WindowMatch's; empty unless expanded
+    std::vector<std::size_t> by_module;      // ParamOf's
+    std::vector<bool> used;
+    // Per unnamed weight (initializer name), the parameter it took.
+    absl::flat_hash_map<absl::string_view, std::size_t> by_initializer;
+  };
+  // The manifest's matrix parameters not `claimed`, in order (`expanded`:
+  // with the expanded root forward in calls_).
+  ParamTable UnclaimedParameters(const Claimed& claimed, bool expanded) const;
+  // Each mapped node's unnamed weight takes its module's parameter of that
+  // shape, first; with `alignment`, counted as aligned.
+  void TakeMappedReadersWeights(ParamTable* table, Alignment* alignment) const;
+  // The parameter unmapped node i's unnamed `weight` aligns with: the one
+  // it took before, else one of the module its consumers are anchored in
+  // (ConsumersModule), else a window's (WindowMatch, from `*first_unused`
+  // or `last_named`'s subtree; `as_stored`: see UnnamedWeight), marked
+  // used; params.size() when none.
+  std::size_t MatchUnnamedWeight(ParamTable* table, NodeId i, const TensorInfo& weight,
+                                 bool as_stored, ModuleId last_named,
+                                 std::size_t* first_unused) const;
 
   // Nodes a tool derived from another by extending its name
   // ("node_MatMul_55_quant", "node_MatMul_55_quant_scales_mul" from the
