@@ -55,6 +55,12 @@ inline constexpr absl::string_view kOpKindKeys[kOpKindCount] = {
     SEMMAP_OP_KINDS(SEMMAP_OP_KIND_KEY_)};
 #undef SEMMAP_OP_KIND_KEY_
 
+// Whether a rule file without the key of `kind` takes the default rules'
+// pattern for it rather than none: a kind that was fixed in code before it
+// became a key (the commutative ops, before 2.1), so that a rule file
+// written then keeps its meaning. Every other absent key means no op.
+inline constexpr bool InheritedWhenAbsent(OpKind kind) { return kind == OpKind::kCommutative; }
+
 }  // namespace internal
 }  // namespace semmap
 

@@ -230,6 +230,15 @@ absl::Status ParseOpKinds(const JsonValue& doc, ProgramBudget* budget,
                           std::array<std::unique_ptr<RE2>, internal::kOpKindCount>* out) {
   for (std::size_t k = 0; k < internal::kOpKindCount; ++k) {
     SEMMAP_ASSIGN_OR_RETURN((*out)[k], CompileSingle(doc, internal::kOpKindKeys[k], "pattern", budget));
+    if ((*out)[k] == nullptr && internal::InheritedWhenAbsent(static_cast<internal::OpKind>(k))) {
+      // The default file has every key, so this never recurses into itself.
+      SEMMAP_ASSIGN_OR_RETURN(
+          const internal::JsonDocument defaults,
+          internal::JsonDocument::Parse(internal::kDefaultRulesJson, "rules/default.json",
+                                        {kMaxRuleFileBytes, kMaxJsonNesting}));
+      SEMMAP_ASSIGN_OR_RETURN((*out)[k], CompileSingle(defaults.root(), internal::kOpKindKeys[k],
+                                                       "pattern", budget));
+    }
   }
   return absl::OkStatus();
 }

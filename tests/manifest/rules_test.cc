@@ -132,6 +132,25 @@ TEST_CASE("The default rules' commutative ops", "[rules]") {
   }
 }
 
+TEST_CASE("A rule file without commutative_ops keeps the built-in set", "[rules]") {
+  // The commutative ops were fixed in code before 2.1 made them a key: a file
+  // written then, which lacks it, means what it meant; one that states the
+  // key means what it states.
+  using semmap::internal::OpKind;
+  auto older = Rules::Parse(RulesWith(R"("quantized_ops":{"pattern":"^Q$"})"), "older.json");
+  REQUIRE(older.ok());
+  const semmap::internal::RuleQueries q(*older);
+  CHECK(q.Is(OpKind::kCommutative, "Add"));
+  CHECK(q.Is(OpKind::kCommutative, "BitwiseXor"));
+  CHECK_FALSE(q.Is(OpKind::kCommutative, "Sub"));
+  CHECK_FALSE(q.Is(OpKind::kDequantize, "DequantizeLinear"));  // other kinds: absent is none
+  auto stated = Rules::Parse(RulesWith(R"("commutative_ops":{"pattern":"^Mul$"})"), "stated.json");
+  REQUIRE(stated.ok());
+  const semmap::internal::RuleQueries r(*stated);
+  CHECK(r.Is(OpKind::kCommutative, "Mul"));
+  CHECK_FALSE(r.Is(OpKind::kCommutative, "Add"));
+}
+
 TEST_CASE("User rules extend the behaviour without code", "[rules]") {
   auto rules = Rules::Parse(RulesWith(R"("follow_consumers_ops":{"pattern":"^MyPack$"},)"
                                       R"("categories":[{"category":"gizmo","class":"^M$"}])"),
