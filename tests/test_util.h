@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <initializer_list>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,13 +61,24 @@ inline double MachineSlowness() {
 // machine's slowness, which is SEMMAP_TIME_FACTOR when set, else
 // MachineSlowness() (at least 1: a quiet machine keeps the bounds as
 // written). tests/tool/semmap_testlib.py's time_factor() is the same rule.
+// Measured again after 5 s at most (the spin costs 50 ms: a loop that
+// polls may ask at every turn).
 inline double TimeScale() {
   double machine = 1.0;
   const char* stated = std::getenv("SEMMAP_TIME_FACTOR");
   if (stated != nullptr && *stated != '\0') {
     machine = std::strtod(stated, nullptr);
   } else {
-    machine = MachineSlowness();
+    static std::mutex mu;
+    static std::chrono::steady_clock::time_point when;
+    static double measured = 0.0;
+    const std::lock_guard<std::mutex> lock(mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (measured == 0.0 || now - when > std::chrono::seconds(5)) {
+      measured = MachineSlowness();
+      when = now;
+    }
+    machine = measured;
   }
   return kBuildSlowdown * std::max(1.0, machine);
 }

@@ -120,6 +120,7 @@ TEST_CASE("A writer killed mid-write never damages the existing output", "[annot
       ::_exit(s.ok() ? 0 : 1);
     }
     const auto start = std::chrono::steady_clock::now();
+    const std::chrono::duration<double> patience(60.0 * semmap_test::TimeScale());
     int status = 0;
     // The child, once reaped while waiting for the threshold (it finished
     // first: a busy machine), is not waited for again.
@@ -127,8 +128,7 @@ TEST_CASE("A writer killed mid-write never damages the existing output", "[annot
     if (point.fraction > 0) {
       const auto threshold = static_cast<std::uintmax_t>(point.fraction * complete.size());
       while (LargestLeftover(tmp.path(), "out.onnx") < threshold &&
-             std::chrono::steady_clock::now() - start <
-                 std::chrono::duration<double>(60.0 * semmap_test::TimeScale())) {
+             std::chrono::steady_clock::now() - start < patience) {
         if (::waitpid(child, &status, WNOHANG) == child) {
           reaped = true;
           break;
