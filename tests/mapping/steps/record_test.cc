@@ -76,6 +76,13 @@ void WithRecord(const std::string& model, const std::string& value, const std::s
   REQUIRE(semmap::internal::WritePiecesAtomically(out, edit->pieces).ok());
 }
 
+// Whether `model` carrying the record `value` maps with it.
+bool SemanticMapperAccepts(const std::string& model, const std::string& value,
+                           const TempDir& tmp) {
+  WithRecord(model, value, tmp.file("accepts.onnx"));
+  return SemanticMapper::Open(tmp.file("accepts.onnx"), "").ok();
+}
+
 // The record's weightless model, decoded.
 onnx::ModelProto Decode(const std::string& value) {
   const std::string prefix = "semmap-record/1:";
@@ -131,6 +138,54 @@ std::vector<std::string> Answers(const SemanticMapper& mapper) {
                                m.confidence));
   }
   return out;
+}
+
+std::string RecordValueOf(const std::string& compressed) {
+  return "semmap-record/1:" + std::to_string(compressed.size()) + ":" +
+         absl::Base64Escape(compressed);
+}
+
+// The zlib stream of `value`.
+std::string StreamOf(const std::string& value) {
+  const std::size_t colon = value.find(':', std::string("semmap-record/1:").size());
+  std::string z;
+  REQUIRE(absl::Base64Unescape(value.substr(colon + 1), &z));
+  return z;
+}
+
+void AppendVarint(std::uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// ModelProto bytes of a graph nesting If bodies `levels` deep
+// (graph.node.attribute.g.node...), written inside out without recursion.
+std::string DeeplyNestedGraphBytes(int levels) {
+  std::string reversed;  // the message, back to front
+  auto wrap = [&reversed](int field) {
+    std::string prefix;
+    AppendVarint(static_cast<std::uint64_t>(field) << 3 | 2, &prefix);
+    AppendVarint(reversed.size(), &prefix);
+    reversed.append(prefix.rbegin(), prefix.rend());
+  };
+  for (int i = 0; i < levels; ++i) {
+    wrap(6);  // AttributeProto.g
+    wrap(5);  // NodeProto.attribute
+    wrap(1);  // GraphProto.node
+  }
+  wrap(7);  // ModelProto.graph
+  return std::string(reversed.rbegin(), reversed.rend());
+}
+
+// The record's metadata entries alone, serialized (what a record writes
+// before its graph).
+std::string EntriesOf(const onnx::ModelProto& model) {
+  onnx::ModelProto entries;
+  *entries.mutable_metadata_props() = model.metadata_props();
+  return entries.SerializeAsString();
 }
 
 }  // namespace
@@ -408,6 +463,29 @@ TEST_CASE("a malformed record is an error naming the key and the cause", "[recor
     bomb = "semmap-record/1:" + std::to_string(z->size()) + ":" + absl::Base64Escape(*z);
   }
   const std::string not_zlib = Decode(good).SerializeAsString().substr(0, 12);
+  // A value whose base64 ends in padding (an entry of no meaning added
+  // until it does), and the same without it, wrapped, or with its spare
+  // bits set.
+  std::string padded = good;
+  for (int i = 0; padded.back() != '=' && i < 8; ++i) {
+    onnx::ModelProto m = decoded;
+    auto* filler = m.add_metadata_props();
+    filler->set_key("filler");
+    filler->set_value(std::string(static_cast<std::size_t>(i + 1), 'x'));
+    padded = EncodeEntriesFirst(m);
+  }
+  REQUIRE(padded.back() == '=');
+  REQUIRE(SemanticMapperAccepts(Fixture(dir, "model.onnx"), padded, tmp));
+  const std::string unpadded = padded.substr(0, padded.find_last_not_of('=') + 1);
+  std::string wrapped = padded;
+  for (std::size_t at = 16 + 76; at < wrapped.size(); at += 77) wrapped.insert(at, "\n");
+  std::string spare_bits = padded;
+  {
+    const std::size_t last = spare_bits.find_last_not_of('=');
+    const std::string alphabet =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    spare_bits[last] = alphabet[alphabet.find(spare_bits[last]) | 1];
+  }
   struct Case {
     std::string name;
     std::string value;
@@ -479,6 +557,58 @@ TEST_CASE("a malformed record is an error naming the key and the cause", "[recor
          *source = j.dump();
        }),
        absl::StatusCode::kInvalidArgument, "fingerprint"},
+      // The header exactly as documented: no sign, space or leading zero
+      // in the version or the length; base64 padded, on one line, its
+      // spare bits zero.
+      {"version with a sign", "semmap-record/+1:" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "version"},
+      {"version after a space", "semmap-record/ 1:" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "version"},
+      {"version with a leading zero", "semmap-record/01:" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "version"},
+      {"length with a sign", "semmap-record/1:+" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "length"},
+      {"length after a space", "semmap-record/1: " + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "length"},
+      {"length with a leading zero", "semmap-record/1:0" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "length"},
+      {"base64 without its padding", unpadded, absl::StatusCode::kInvalidArgument, "base64"},
+      {"base64 wrapped on lines", wrapped, absl::StatusCode::kInvalidArgument, "base64"},
+      {"base64 with spare bits set", spare_bits, absl::StatusCode::kInvalidArgument, "base64"},
+      // Damage past the entries the record writes first: the export itself
+      // reads all of it too, as every copy does.
+      {"truncated zlib stream, entries first",
+       [&] {
+         const std::string z = StreamOf(EncodeEntriesFirst(decoded));
+         return RecordValueOf(z.substr(0, z.size() * 19 / 20));
+       }(),
+       absl::StatusCode::kDataLoss, "truncated"},
+      {"bytes after the zlib stream, entries first",
+       RecordValueOf(StreamOf(EncodeEntriesFirst(decoded)) + "garbage"),
+       absl::StatusCode::kInvalidArgument, "after the end of the zlib stream"},
+      {"no graph, entries only",
+       [&] {
+         auto z = semmap::internal::Deflate(EntriesOf(decoded));
+         REQUIRE(z.ok());
+         return RecordValueOf(*z);
+       }(),
+       absl::StatusCode::kInvalidArgument, "its graph"},
+      {"graph nested 10,000 deep, entries first",
+       [&] {
+         auto z = semmap::internal::Deflate(EntriesOf(decoded) + DeeplyNestedGraphBytes(10000));
+         REQUIRE(z.ok());
+         return RecordValueOf(*z);
+       }(),
+       absl::StatusCode::kInvalidArgument, "its graph"},
+      {"manifest entry twice, entries first",
+       [&] {
+         onnx::ModelProto m = decoded;
+         auto* again = m.add_metadata_props();
+         again->set_key("semmap.manifest");
+         again->set_value("{}");
+         return EncodeEntriesFirst(m);
+       }(),
+       absl::StatusCode::kInvalidArgument, "more than one \"semmap.manifest\""},
       {"node count", edited([](onnx::ModelProto* m) {
          std::string* source = Entry(m, "semmap.source");
          nlohmann::json j = nlohmann::json::parse(*source);
