@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -794,4 +795,196 @@ TEST_CASE("a record of many entries is read in linear time", "[.][scaling]") {
   INFO("seconds at 1, 2, 4 and 8 times the entries: " << times[0] << ", " << times[1] << ", "
                                                       << times[2] << ", " << times[3]);
   CHECK(times[3] <= 16 * times[0] + 0.05);
+}
+
+namespace {
+
+// `value` with its answers edited by `edit` (the "module" array, whose
+// -1 entries stay -1), every other byte of the record as it was.
+std::string WithEditedModules(const std::string& value,
+                              const std::function<void(std::vector<int>* mapped_modules,
+                                                       int modules)>& edit) {
+  onnx::ModelProto m = Decode(value);
+  std::string* text = Entry(&m, "semmap.answers");
+  nlohmann::json answers = nlohmann::json::parse(*text);
+  const nlohmann::json manifest = nlohmann::json::parse(*Entry(&m, "semmap.manifest"));
+  const int modules = static_cast<int>(manifest.at("modules").size());
+  std::vector<int> mapped;
+  for (const auto& v : answers["module"]) {
+    if (v.get<int>() >= 0) mapped.push_back(v.get<int>());
+  }
+  edit(&mapped, modules);
+  std::size_t k = 0;
+  for (auto& v : answers["module"]) {
+    if (v.get<int>() >= 0) v = mapped[k++];
+  }
+  *text = answers.dump();
+  return EncodeEntriesFirst(m);
+}
+
+// What each forgery does to the answers.
+const std::vector<std::pair<std::string, std::function<void(std::vector<int>*, int)>>>&
+Forgeries() {
+  static const auto* forgeries =
+      new std::vector<std::pair<std::string, std::function<void(std::vector<int>*, int)>>>{
+          {"every node in the root module",
+           [](std::vector<int>* m, int) { std::fill(m->begin(), m->end(), 0); }},
+          {"every node in the last module",
+           [](std::vector<int>* m, int n) { std::fill(m->begin(), m->end(), n - 1); }},
+          {"modules shuffled",
+           [](std::vector<int>* m, int) {
+             std::mt19937 random(52);
+             std::shuffle(m->begin(), m->end(), random);
+           }},
+          {"modules shifted by one",
+           [](std::vector<int>* m, int n) {
+             for (int& x : *m) x = (x + 1) % n;
+           }},
+      };
+  return *forgeries;
+}
+
+}  // namespace
+
+// Issue 52, item 4: a record's fingerprint covers its graph, not its
+// answers. Records whose answers were edited (or forged whole, with the
+// right fingerprint) are judged against the file's own evidence and are
+// not used; the file maps as with the record's manifest alone.
+TEST_CASE("records whose answers were edited are not trusted", "[record]") {
+  TempDir tmp;
+  for (const std::string& source : {kSlice + "bert-seqcls.dynamo", kSlice + "bert-seqcls.torchscript",
+                                   kSlice + "resnet-imgcls.dynamo"}) {
+    for (const std::string variant : {"onnxslim", "stripped", "quantized"}) {
+      const std::string dir = source + "." + variant;
+      if (!std::ifstream(Fixture(dir, "model.onnx")).good()) continue;
+      const std::string genuine = RecordValue(Embedded(tmp, dir, source));
+      auto manifest_alone =
+          SemanticMapper::Open(Fixture(dir, "model.onnx"), Fixture(source, "manifest.json"));
+      REQUIRE(manifest_alone.ok());
+      for (const auto& [name, edit] : Forgeries()) {
+        CAPTURE(dir, name);
+        WithRecord(Fixture(dir, "model.onnx"), WithEditedModules(genuine, edit),
+                   tmp.file("forged.onnx"));
+        auto mapped = SemanticMapper::Open(tmp.file("forged.onnx"), "");
+        REQUIRE(mapped.ok());
+        CAPTURE(mapped->provenance().note);
+        CHECK(mapped->provenance().record == RecordUse::kRejected);
+        CHECK(absl::StrContains(mapped->provenance().note, "disagree"));
+        CHECK(mapped->provenance().manifest == InputSource::kRecord);
+        CHECK(Answers(*mapped) == Answers(*manifest_alone));
+      }
+    }
+  }
+}
+
+// The same on the export the record was made from, once a tool dropped
+// its node metadata (the record's graph is then the file's own, and the
+// record's answers would otherwise fill what the metadata said), and a
+// record forged whole for a processed copy: the copy's own weightless
+// graph, its fingerprint, and answers placing every node in one module.
+TEST_CASE("forged records of the file's own graph are not trusted", "[record]") {
+  TempDir tmp;
+  const std::string dir = kSlice + "bert-seqcls.dynamo";
+  const std::string genuine = RecordValue(Embedded(tmp, dir));
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromString(ReadBytes(Fixture(dir, "model.onnx"))));
+  // Node metadata_props (field 9) is newer than the ONNX protos built here:
+  // an unknown field, dropped with the others.
+  for (auto& node : *model.mutable_graph()->mutable_node()) node.mutable_unknown_fields()->Clear();
+  const std::string bare = tmp.file("bare.onnx");
+  {
+    std::ofstream out(bare, std::ios::binary);
+    REQUIRE(model.SerializeToOstream(&out));
+  }
+  // The genuine record restores the answers the metadata gave.
+  WithRecord(bare, genuine, tmp.file("bare-genuine.onnx"));
+  auto restored = SemanticMapper::Open(tmp.file("bare-genuine.onnx"), "");
+  REQUIRE(restored.ok());
+  CHECK(restored->provenance().record == RecordUse::kUsed);
+  CHECK(Correct(*restored, dir) * 100 >= restored->graph().size() * 95);
+  auto manifest_alone = SemanticMapper::Open(bare, Fixture(dir, "manifest.json"));
+  REQUIRE(manifest_alone.ok());
+  for (const auto& [name, edit] : Forgeries()) {
+    CAPTURE(name);
+    WithRecord(bare, WithEditedModules(genuine, edit), tmp.file("bare-forged.onnx"));
+    auto mapped = SemanticMapper::Open(tmp.file("bare-forged.onnx"), "");
+    REQUIRE(mapped.ok());
+    CAPTURE(mapped->provenance().note);
+    CHECK(mapped->provenance().record == RecordUse::kRejected);
+    CHECK(Answers(*mapped) == Answers(*manifest_alone));
+  }
+  // Forged whole for a processed copy: its own graph and fingerprint,
+  // named as if by metadata.
+  const std::string copy_dir = dir + ".stripped";
+  const std::string bytes = ReadBytes(Fixture(copy_dir, "model.onnx"));
+  auto weightless = semmap::internal::WeightlessCopy(bytes, copy_dir, 64);
+  REQUIRE(weightless.ok());
+  auto copy_graph = Graph::Load(Fixture(copy_dir, "model.onnx"));
+  REQUIRE(copy_graph.ok());
+  onnx::ModelProto forged;
+  REQUIRE(forged.ParseFromString(*weightless));
+  onnx::ModelProto decoded = Decode(genuine);
+  const std::string manifest_text = *Entry(&decoded, "semmap.manifest");
+  const nlohmann::json manifest = nlohmann::json::parse(manifest_text);
+  const std::size_t n = copy_graph->size();
+  nlohmann::json source = {
+      {"fingerprint", semmap::internal::FingerprintText(semmap::internal::GraphFingerprint(*copy_graph))},
+      {"nodes", n}, {"generator", "semmap 2.0.0"}, {"naming", "metadata"}, {"scopes", 2 * n}};
+  nlohmann::json answers = {{"strategies", {"exact_scope"}},
+                            {"module", std::vector<int>(n, static_cast<int>(manifest["modules"].size()) - 1)},
+                            {"confidence", std::vector<double>(n, 1.0)},
+                            {"strategy", std::vector<int>(n, 0)},
+                            {"origins", nlohmann::json::array()}};
+  forged.clear_metadata_props();
+  for (const auto& [key, value] :
+       {std::pair<std::string, std::string>{"semmap.source", source.dump()},
+        {"semmap.manifest", manifest_text},
+        {"semmap.answers", answers.dump()}}) {
+    auto* e = forged.add_metadata_props();
+    e->set_key(key);
+    e->set_value(value);
+  }
+  WithRecord(Fixture(copy_dir, "model.onnx"), EncodeEntriesFirst(forged), tmp.file("whole.onnx"));
+  auto whole = SemanticMapper::Open(tmp.file("whole.onnx"), "");
+  REQUIRE(whole.ok());
+  CAPTURE(whole->provenance().note);
+  CHECK(whole->provenance().record == RecordUse::kRejected);
+  auto copy_manifest_alone =
+      SemanticMapper::Open(Fixture(copy_dir, "model.onnx"), Fixture(dir, "manifest.json"));
+  REQUIRE(copy_manifest_alone.ok());
+  CHECK(Answers(*whole) == Answers(*copy_manifest_alone));
+  // And without a graph at all (it used to need none): an error.
+  forged.clear_graph();
+  WithRecord(Fixture(copy_dir, "model.onnx"), EncodeEntriesFirst(forged), tmp.file("empty.onnx"));
+  auto empty = SemanticMapper::Open(tmp.file("empty.onnx"), "");
+  CHECK(absl::IsInvalidArgument(empty.status()));
+}
+
+// Issue 52, item 8: a record whose manifest does not fit the model gets
+// the same verdict on the export it claims to be of as on a processed
+// copy: rejected, the file mapped as without it.
+TEST_CASE("a record whose manifest does not fit is rejected on every path", "[record]") {
+  TempDir tmp;
+  const std::string dir = kSlice + "bert-seqcls.dynamo";
+  const std::string other = ReadBytes(Fixture(kSlice + "clip.dynamo", "manifest.json"));
+  for (const std::string& target : {dir, dir + ".onnxslim"}) {
+    CAPTURE(target);
+    onnx::ModelProto m = Decode(RecordValue(Embedded(tmp, target, dir)));
+    *Entry(&m, "semmap.manifest") = other;
+    // Answers that index the other manifest's modules.
+    nlohmann::json answers = nlohmann::json::parse(*Entry(&m, "semmap.answers"));
+    for (auto& v : answers["module"]) {
+      if (v.get<int>() >= 0) v = 0;
+    }
+    *Entry(&m, "semmap.answers") = answers.dump();
+    WithRecord(Fixture(target, "model.onnx"), EncodeEntriesFirst(m), tmp.file("misfit.onnx"));
+    auto mapped = SemanticMapper::Open(tmp.file("misfit.onnx"), "");
+    REQUIRE(mapped.ok());
+    CHECK(mapped->provenance().record == RecordUse::kRejected);
+    CHECK(absl::StrContains(mapped->provenance().note, "does not fit"));
+    CHECK(mapped->provenance().manifest == InputSource::kNone);
+    auto without = SemanticMapper::Open(Fixture(target, "model.onnx"), "");
+    REQUIRE(without.ok());
+    CHECK(Answers(*mapped) == Answers(*without));
+  }
 }
