@@ -17,7 +17,8 @@
 #                       forward signatures, fused nodes, reference transfer
 #                       (mapping/strategies/)
 #   mapper              the SemanticMapper facade (semmap/mapper.h,
-#                       mapping/mapper.cc, alone at the top of mapping/)
+#                       mapping/mapper.cc and its mapper_*.{h,cc}, alone at
+#                       the top of mapping/)
 #   analysis  tree, query, diff, profile, ground truth
 #   output    what the writers write: annotate, extract, stages, sidecar,
 #             report, GraphML, node data
@@ -79,7 +80,7 @@ foreach(header IN LISTS headers)
 endforeach()
 
 function(layer_of_path path out)
-  if(path MATCHES "^src/mapping/mapper\\.cc$")
+  if(path MATCHES "^src/mapping/mapper(_[a-z]+)?\\.(cc|h)$")
     set(${out} mapper PARENT_SCOPE)
   elseif(path MATCHES "^src/mapping/(core|steps|strategies)/")
     set(${out} mapping_${CMAKE_MATCH_1} PARENT_SCOPE)

@@ -3,10 +3,10 @@
 // usefully, the inflated model the value encodes (any other first byte):
 // the target compresses and encodes it as `semmap embed` does and puts it
 // into a small host model (first byte 1), or into the input model itself
-// (first byte 2: a record stating its host's own fingerprint is read
-// without its copy). Properties:
+// (first byte 2: a record stating its host's own fingerprint, read whole
+// as any other). Properties:
 //   - a record that cannot be read is an error naming the host and the key;
-//   - a record read has a manifest, answers sized to its graph (or none),
+//   - a record read has its graph, a manifest, answers sized to its graph,
 //     every answer's module inside the manifest, and origins of known nodes.
 #include <cstddef>
 #include <cstdint>
@@ -82,8 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   SEMMAP_FUZZ_CHECK(record->has_value());
   const semmap::internal::DecodedRecord& r = **record;
   SEMMAP_FUZZ_CHECK(r.manifest != nullptr && r.manifest->size() >= 1);
-  const std::size_t nodes = r.source ? r.source->size() : host->size();
-  SEMMAP_FUZZ_CHECK(r.answers.empty() || r.answers.size() == nodes);
+  SEMMAP_FUZZ_CHECK(r.source.has_value());
+  const std::size_t nodes = r.source->size();
+  SEMMAP_FUZZ_CHECK(r.answers.size() == nodes);
   for (const semmap::internal::MappingRecord& a : r.answers) {
     SEMMAP_FUZZ_CHECK(a.module == semmap::kNoModule ||
                       (a.module >= 0 && static_cast<std::size_t>(a.module) < r.manifest->size()));

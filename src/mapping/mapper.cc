@@ -6,7 +6,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/out_of_memory.h"
 #include "base/parallel.h"
 #include "base/status_macros.h"
@@ -19,13 +18,14 @@
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/origin_table.h"
 #include "mapping/core/tensor_evidence.h"
+#include "mapping/mapper_impl.h"
 #include "mapping/steps/assess_fit.h"
 #include "mapping/steps/bind_root.h"
+#include "mapping/steps/check_record_answers.h"
 #include "mapping/steps/check_reference.h"
 #include "mapping/steps/group_scopes.h"
 #include "mapping/steps/read_graph_kind.h"
 #include "mapping/steps/read_record.h"
-#include "mapping/steps/repeated_items.h"
 #include "mapping/steps/resolve_scopes.h"
 #include "mapping/strategies/fused_nodes.h"
 #include "mapping/strategies/neighbourhood.h"
@@ -78,26 +78,6 @@ struct OwnAnswers {
 };
 
 }  // namespace
-
-// What a mapper holds. Mappings are assembled from `records` on access.
-struct SemanticMapper::Impl {
-  explicit Impl(Graph g) : graph(std::move(g)) {}
-
-  Graph graph;
-  std::shared_ptr<const Manifest> manifest;
-  bool has_manifest = false;
-  RootBinding binding;
-  ManifestFit fit;
-  GraphKind kind = GraphKind::kNamed;
-  ReferenceCheck reference_check;
-  Provenance provenance;
-  std::vector<internal::MappingRecord> records;  // one per node
-  internal::EvidenceStore evidence;               // what records point into
-  internal::OriginTable origins;                  // of the nodes that are fusions
-  std::vector<std::string> categories;            // per manifest module
-  const Rules* rules = nullptr;                   // what it mapped with
-  std::shared_ptr<const Rules> owned_rules;       // when Open() loaded them
-};
 
 SemanticMapper::SemanticMapper(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SemanticMapper::SemanticMapper(SemanticMapper&&) noexcept = default;
@@ -200,145 +180,6 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
   return mapper;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(model_path, "mapping");
-}
-
-// The record's graph is the model's, but the model lost the names or the
-// metadata the export had (a tool that drops node metadata and changes
-// nothing else, such as ONNX's version converter): each node takes the
-// record's answer for it where that is more confident than its own.
-absl::StatusOr<SemanticMapper> SemanticMapper::SameGraphWithoutNames(
-    const Graph& graph, std::shared_ptr<const Manifest> manifest, const MapperOptions& options,
-    const internal::DecodedRecord& record, const ReferenceCheck& check, Provenance* provenance) {
-  absl::StatusOr<SemanticMapper> mapped = Create(graph, manifest, options);
-  if (!mapped.ok()) return mapped;
-  Impl& impl = *mapped->impl_;
-  for (std::size_t i = 0; i < impl.records.size() && i < record.answers.size(); ++i) {
-    const internal::MappingRecord& answer = record.answers[i];
-    internal::MappingRecord& own = impl.records[i];
-    if (!answer.mapped() || (own.mapped() && own.confidence >= answer.confidence)) continue;
-    own.module = answer.module;
-    own.confidence = answer.confidence;
-    own.strategy = Strategy::kReference;
-    own.evidence = "the record's answer for this node (the record's graph, without its names)";
-    const absl::Span<const ModuleId> origins = record.origins.Of(static_cast<NodeId>(i));
-    impl.origins.Set(static_cast<NodeId>(i), std::vector<ModuleId>(origins.begin(), origins.end()));
-  }
-  impl.reference_check = check;
-  impl.reference_check.warnings.clear();  // the model's own graph, but nameless
-  provenance->record = RecordUse::kUsed;
-  provenance->reference = InputSource::kRecord;
-  return mapped;
-}
-
-// About 105 lines: the record's verdicts in the order they are reached, each
-// ending in the mapping that follows from it.
-absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
-    const Graph& graph, std::shared_ptr<const Manifest> manifest, const MapperOptions& options,
-    const internal::DecodedRecord& record, Provenance* provenance) {
-  provenance->record_bytes = record.encoded_bytes;
-  provenance->record_generator = record.generator;
-  provenance->record_fingerprint = internal::FingerprintText(record.fingerprint);
-  const bool own_manifest = manifest != nullptr;
-  const bool answers_apply = !own_manifest || internal::SameModules(*manifest, *record.manifest);
-  if (!own_manifest) {
-    manifest = record.manifest;
-    provenance->manifest = InputSource::kRecord;
-  }
-  const Rules& rules = options.rules != nullptr ? *options.rules : Rules::Default();
-  // A rejected record. Of another model (its weights are not this graph's,
-  // a deeper model, a manifest that does not fit): the model is mapped
-  // exactly as without it. Of this model (the weights are this graph's but
-  // its graph does not pair: the other exporter's, or a copy whose names
-  // and structure both changed): its manifest still serves where it fits,
-  // as a named manifest would; its answers are not carried over.
-  auto without = [&](std::string why, bool this_model) -> absl::StatusOr<SemanticMapper> {
-    provenance->record = RecordUse::kRejected;
-    provenance->note = std::move(why);
-    if (own_manifest) return Create(graph, manifest, options);
-    if (this_model) {
-      absl::StatusOr<SemanticMapper> with_manifest = Create(graph, manifest, options);
-      if (!absl::IsFailedPrecondition(with_manifest.status())) return with_manifest;
-    }
-    provenance->manifest = InputSource::kNone;
-    return Create(graph, nullptr, options);
-  };
-  if (!answers_apply) {
-    provenance->record = RecordUse::kIgnored;
-    provenance->note = "the named manifest lists other modules than the record's";
-    return Create(graph, manifest, options);
-  }
-  if (!record.source) {  // a record of this very graph (read_record.h)
-    if (record.naming.scheme != NodeNaming::kMetadata ||
-        internal::NamingOf(graph).scopes >= record.naming.scopes) {
-      provenance->record = RecordUse::kSource;
-      return Create(graph, manifest, options);
-    }
-    ReferenceCheck same;
-    same.checked = true;
-    same.same_graph = true;
-    return SameGraphWithoutNames(graph, manifest, options, record, same, provenance);
-  }
-  absl::StatusOr<ReferenceCheck> check =
-      internal::CheckReference(graph, *record.source, rules, &record.naming);
-  if (!check.ok()) {
-    return without(absl::StrCat("it was made from another model: ", check.status().message()),
-                   false);
-  }
-  if (check->same_graph) {
-    if (internal::NamingOf(graph).scopes >= record.naming.scopes) {
-      provenance->record = RecordUse::kSource;
-      return Create(graph, manifest, options);
-    }
-    return SameGraphWithoutNames(graph, manifest, options, record, *check, provenance);
-  }
-  if (!check->ancestor()) {
-    return without(absl::StrCat("it was not made from this graph's source: ",
-                                absl::StrJoin(check->warnings, "; ")),
-                   true);
-  }
-  internal::GivenReference given;
-  given.graph = &*record.source;
-  given.answers = &record.answers;
-  given.origins = &record.origins;
-  given.naming = &record.naming;
-  given.check = &*check;
-  absl::StatusOr<SemanticMapper> mapped = Build(graph, manifest, options, &given);
-  if (absl::IsFailedPrecondition(mapped.status()) && !own_manifest) {
-    return without(absl::StrCat("its manifest does not fit the model: ",
-                                mapped.status().message()),
-                   false);
-  }
-  if (!mapped.ok()) return mapped;
-  if (!mapped->referenceCheck().ancestor()) {
-    return without(absl::StrCat("it was not made from this graph's source: ",
-                                absl::StrJoin(mapped->referenceCheck().warnings, "; ")),
-                   true);
-  }
-  // A processed copy keeps its source's weights (renamed at most by a
-  // quantizer's suffix, or a few fused): its weights reach every item of a
-  // repeated container the source's reach. A record of a deeper model
-  // names layers this graph does not have, which its names and structure
-  // may still pair with (the next layer's first node answering for this
-  // one's final norm).
-  ModuleId container = kNoModule;
-  std::size_t items = 0;
-  const std::size_t unused_here = internal::UnusedRepeatedItems(
-      *manifest, internal::WeightOwners(graph, *manifest, rules), &container, &items);
-  ModuleId source_container = kNoModule;
-  std::size_t source_items = 0;
-  const std::size_t unused_there = internal::UnusedRepeatedItems(
-      *manifest, internal::WeightOwners(*record.source, *manifest, rules), &source_container,
-      &source_items);
-  if (unused_here > unused_there) {
-    return without(absl::StrCat(
-        "it was made from a deeper model: its weights reach ", items - unused_there, " items of \"",
-        internal::Abbreviate(manifest->module(container).path, 80), "\", this graph's ",
-        items - unused_here),
-        false);
-  }
-  provenance->record = RecordUse::kUsed;
-  provenance->reference = InputSource::kRecord;
-  return mapped;
 }
 
 absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph,
@@ -465,6 +306,13 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
       [&] {
         if (transfers) matches = internal::MatchToReference(graph, *reference_graph, rules);
       });
+  // A record's answers, before they are carried over: against the graph's
+  // own (MapWithRecord refuses a record that disagrees).
+  if (given != nullptr && transfers && own_answers) {
+    mapper.record_answers = internal::CheckRecordAnswers(
+        internal::PairedAnswers(matches, *reference_answers, own_answers->records, manifest),
+        own_answers->records);
+  }
   tensors.WidenRewrittenNodes(&mapper.records, &mapper.evidence, &mapper.origins);
   if (transfers) {
     internal::TransferContext transfer;

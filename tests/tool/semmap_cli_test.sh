@@ -151,5 +151,70 @@ expect_stdout "sidecar with $nodes nodes" sidecar "${model[@]}" -o "$tmp/side.js
 expect 2 "refusing to overwrite" sidecar "$tmp/out.onnx" --manifest "$fx/manifest.json" -o "$tmp/out.onnx"
 expect 2 "output directory $tmp/nodir does not exist" sidecar "${model[@]}" -o "$tmp/nodir/s.json"
 
+# A damaged record: one verdict on the export itself as on its copies
+# (exit 2, the whole record read), and --no-record on every command that
+# reads one, so that embed can replace it and semmap-eval measure the file.
+# The damage: a zlib stream cut after the three entries the record writes
+# first (a reader of the export used to stop there and accept it).
+eval_bin="$(dirname "$bin")/semmap-eval"
+"$bin" embed "${model[@]}" -o "$tmp/embedded.onnx" --json >"$tmp/embed.json" 2>/dev/null
+python3 - "$fx/model.onnx" "$fx/manifest.json" "$tmp/embed.json" "$tmp/damaged.onnx" <<'PY'
+import base64, json, sys, zlib
+model, manifest, embed, out = sys.argv[1:]
+info = json.load(open(embed))
+n = info["nodes"]
+def varint(v):
+    b = bytearray()
+    while v >= 0x80:
+        b.append(v & 0x7F | 0x80)
+        v >>= 7
+    b.append(v)
+    return bytes(b)
+def field(number, payload):
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+def entry(key, value):
+    return field(14, field(1, key.encode()) + field(2, value.encode()))
+source = {"fingerprint": info["fingerprint"], "nodes": n, "generator": "semmap 2.0.0",
+          "naming": "scopes", "scopes": 0}
+answers = {"strategies": ["unmapped"], "module": [-1] * n, "confidence": [0] * n,
+           "strategy": [0] * n, "origins": []}
+stream = zlib.compress(entry("semmap.source", json.dumps(source)) +
+                       entry("semmap.manifest", open(manifest).read()) +
+                       entry("semmap.answers", json.dumps(answers)) + field(7, b"\x0a" * 4096))
+stream = stream[: len(stream) - 8]
+value = "semmap-record/1:%d:%s" % (len(stream), base64.b64encode(stream).decode())
+with open(out, "wb") as f:
+    f.write(open(model, "rb").read() + entry("semmap.record", value))
+PY
+expect 2 "metadata_props \"semmap.record\": the zlib stream is truncated" map "$tmp/damaged.onnx"
+expect 0 "" map "$tmp/damaged.onnx" --manifest "$fx/manifest.json" --no-record
+bin_saved="$bin"
+bin="$eval_bin"
+expect 2 "truncated" "$tmp/damaged.onnx" --truth "$fx/truth.json"
+expect 0 "" "$tmp/damaged.onnx" --truth "$fx/truth.json" --manifest "$fx/manifest.json" --no-record
+bin="$bin_saved"
+expect 2 "truncated" embed "$tmp/damaged.onnx" --manifest "$fx/manifest.json" -o "$tmp/repaired.onnx"
+expect_stdout "; replaced the record it carried" embed "$tmp/damaged.onnx" \
+  --manifest "$fx/manifest.json" --no-record -o "$tmp/repaired.onnx"
+expect_stdout "record:   source" map "$tmp/repaired.onnx"
+# The header as documented: no sign or leading zero, base64 padded.
+python3 - "$fx/model.onnx" "$tmp/signed.onnx" <<'PY'
+import sys
+def varint(v):
+    b = bytearray()
+    while v >= 0x80:
+        b.append(v & 0x7F | 0x80)
+        v >>= 7
+    b.append(v)
+    return bytes(b)
+def field(number, payload):
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+model, out = sys.argv[1:]
+value = b"semmap-record/+1:3:AAAA"
+with open(out, "wb") as f:
+    f.write(open(model, "rb").read() + field(14, field(1, b"semmap.record") + field(2, value)))
+PY
+expect 2 "format version" map "$tmp/signed.onnx"
+
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

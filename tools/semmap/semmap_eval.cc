@@ -13,6 +13,7 @@
 
 #include "absl/strings/numbers.h"
 #include "cli_util.h"
+#include "loaded_model.h"
 #include "semmap/semmap.h"
 #include "standard_output.h"
 
@@ -66,8 +67,8 @@ int RunEval(int argc, char** argv) {
   semmap_cli::CommandLine command_line(
       kTool,
       "semmap-eval MODEL.onnx [--manifest MANIFEST.json] --truth TRUTH.json\n"
-      "                   [--reference ORIGINAL.onnx] [--rules RULES.json]\n"
-      "                   [--json] [--errors N] [--answers]",
+      "                   [--reference ORIGINAL.onnx] [--no-record]\n"
+      "                   [--rules RULES.json] [--json] [--errors N] [--answers]",
       "Compares semmap's mapping of every node with a ground-truth file and prints\n"
       "accuracy, coverage, per-strategy accuracy and calibration.\n",
       "Exit codes: 0 ok, 2 bad usage or input.\n");
@@ -78,6 +79,7 @@ int RunEval(int argc, char** argv) {
   command_line.Input("--reference", "ORIGINAL.onnx",
                      "the unprocessed export MODEL.onnx was made from:\n"
                      "its mapping is carried over (refused, exit 2, when it is not)");
+  command_line.Flag("--no-record", semmap_cli::kNoRecordHelp);
   command_line.Input("--rules", "RULES.json",
                      "map with this rule file instead of the default rules\n"
                      "(rules/default.json; docs/rules.md)");
@@ -104,6 +106,7 @@ int RunEval(int argc, char** argv) {
     options.reference_path = *reference;
   }
   if (const std::string* rules = args->option("--rules")) options.rules_path = *rules;
+  options.use_record = !args->has("--no-record");
   auto mapper = semmap::SemanticMapper::Open(args->positional[0],
                                              manifest_path ? *manifest_path : "", options);
   if (!mapper.ok()) return semmap_cli::Fail(kTool, mapper.status());

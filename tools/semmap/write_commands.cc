@@ -174,7 +174,7 @@ int RunEmbedCommand(int argc, char** argv) {
   CommandLine command_line(
       kEmbedTool,
       "semmap embed MODEL.onnx [--manifest MANIFEST.json] [--source EXPORT.onnx]\n"
-      "                    -o OUT.onnx [--allow-overwrite] [--json]",
+      "                    [--no-record] -o OUT.onnx [--allow-overwrite] [--json]",
       "Writes a copy of MODEL.onnx that carries its own provenance record: the\n"
       "manifest, a weightless copy of the export's graph and its mapping, in one\n"
       "model-level metadata_props entry (semmap.record; share/doc/semmap/record.md).\n"
@@ -194,6 +194,9 @@ int RunEmbedCommand(int argc, char** argv) {
   command_line.Input("--source", "EXPORT.onnx",
                      "the unprocessed export MODEL.onnx was made from: the\n"
                      "record describes it (default: MODEL.onnx itself)");
+  command_line.Flag("--no-record",
+                    "do not read the record MODEL.onnx (or --source) carries:\n"
+                    "map it with --manifest alone, and replace a damaged record");
   command_line.Flag("--allow-manifest-mismatch", kAllowMismatchHelp);
   command_line.Flag("--allow-overwrite", "allow OUT to be an input (MODEL.onnx, the manifest, ...)");
   command_line.Flag("--json", "print the result as JSON");
@@ -208,6 +211,7 @@ int RunEmbedCommand(int argc, char** argv) {
   request.model_path = source;
   request.manifest_path = args->option("--manifest");
   request.allow_manifest_mismatch = args->has("--allow-manifest-mismatch");
+  request.use_record = !args->has("--no-record");
   request.notes_on_stderr = !args->has("--json");
   auto model = LoadWithProgress(request);
   if (!model.ok()) return Fail(kEmbedTool, model.status());

@@ -1,8 +1,8 @@
 #include "mapping/steps/read_record.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
-#include <utility>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -15,9 +15,7 @@
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
 #include "graph/graph_rep.h"
-#include "graph/onnx_fields.h"
 #include "graph/weightless_copy.h"
-#include "graph/wire_reader.h"
 #include "io/deflate.h"
 #include "io/json_reader.h"
 #include "semmap/strategy.h"
@@ -38,6 +36,16 @@ const absl::string_view* FindLast(const std::vector<MetadataEntry>& metadata,
   return found;
 }
 
+// A decimal number as the format writes it: one to `max_digits` digits, the
+// first not 0, no sign, no space (docs/record.md, "The format").
+bool ReadDecimal(absl::string_view text, std::size_t max_digits, std::uint64_t* out) {
+  if (text.empty() || text.size() > max_digits || text[0] == '0') return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return absl::SimpleAtoi(text, out);
+}
+
 // "<version>:" after the prefix; the rest of the value in `payload`.
 absl::StatusOr<int> ReadVersion(absl::string_view value, absl::string_view where,
                                 absl::string_view* payload) {
@@ -48,20 +56,42 @@ absl::StatusOr<int> ReadVersion(absl::string_view value, absl::string_view where
   }
   value.remove_prefix(kRecordValuePrefix.size());
   const std::size_t colon = value.find(':');
-  int version = 0;
-  if (colon == absl::string_view::npos || colon == 0 || colon > 9 ||
-      !absl::SimpleAtoi(value.substr(0, colon), &version) || version < 1) {
+  std::uint64_t version = 0;
+  if (colon == absl::string_view::npos || !ReadDecimal(value.substr(0, colon), 9, &version)) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": the format version after \"", kRecordValuePrefix,
-                     "\" is not a positive integer followed by ':'"));
+                     "\" is not a decimal number without sign or leading zero followed by ':'"));
   }
-  if (version > kRecordFormatVersion) {
+  if (version > static_cast<std::uint64_t>(kRecordFormatVersion)) {
     return absl::FailedPreconditionError(absl::StrCat(
         where, ": format version ", version, " is newer than this semmap reads (",
         kRecordFormatVersion, "); upgrade semmap, or map without the record (--no-record)"));
   }
   *payload = value.substr(colon + 1);
-  return version;
+  return static_cast<int>(version);
+}
+
+// RFC 4648 base64 as the format writes it: the standard alphabet, padded to
+// a multiple of four characters, on one line, and the bits the last
+// character leaves over zero (the one spelling of the bytes).
+bool IsCanonicalBase64(absl::string_view text) {
+  if (text.empty() || text.size() % 4 != 0) return false;
+  std::size_t pad = 0;
+  while (pad < 2 && text[text.size() - 1 - pad] == '=') ++pad;
+  const auto index = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  for (std::size_t i = 0; i < text.size() - pad; ++i) {
+    if (index(text[i]) < 0) return false;
+  }
+  if (pad == 0) return true;
+  const int last = index(text[text.size() - 1 - pad]);
+  return (last & (pad == 1 ? 0x3 : 0xf)) == 0;
 }
 
 // A record's JSON entry, which must be an object.
@@ -199,76 +229,17 @@ absl::Status ReadAnswers(absl::string_view text, absl::string_view where, std::s
 }
 
 
-// The manifest entry, and the answers for `nodes` nodes when asked.
+// The manifest entry, and the answers for `nodes` nodes.
 absl::Status ReadManifestAndAnswers(absl::string_view manifest, absl::string_view answers,
-                                    absl::string_view where, std::size_t nodes, bool with_answers,
+                                    absl::string_view where, std::size_t nodes,
                                     DecodedRecord* record) {
   record->manifest_text = std::string(manifest);
   SEMMAP_ASSIGN_OR_RETURN(Manifest parsed,
                           Manifest::Parse(record->manifest_text,
                                           absl::StrCat(where, ": ", kRecordManifestKey)));
   record->manifest = std::make_shared<const Manifest>(std::move(parsed));
-  if (!with_answers) return absl::OkStatus();
   return ReadAnswers(answers, absl::StrCat(where, ": ", kRecordAnswersKey), nodes, record);
 }
-
-// The record's three entries among the model-level metadata entries at
-// the beginning of a serialized ModelProto (a record writes them before its
-// graph), read as the inflated bytes grow: each call reads only the fields
-// completed since the last, so the work is linear in the bytes whatever
-// their number of entries. Entries are kept as offsets (the bytes move as
-// they grow); the last of a key wins.
-class LeadingEntries {
- public:
-  // True once a field other than an entry follows them, or the three
-  // entries are there; false while more bytes are needed.
-  bool Read(absl::string_view so_far) {
-    if (done_) return true;
-    WireReader r(so_far.substr(parsed_));
-    WireField f;
-    while (r.Next(&f)) {
-      if (f.number != model_field::kMetadataProps || !IsLen(f)) return done_ = true;
-      WireReader entry(f.bytes);
-      WireField e;
-      absl::string_view key;
-      // An entry without a value field has the empty value (proto3's
-      // default): no offset to keep, as the field is not in the bytes.
-      std::pair<std::size_t, std::size_t> value_span = {0, 0};
-      while (entry.Next(&e)) {
-        if (e.number == kEntryKey && IsLen(e)) key = e.bytes;
-        if (e.number == kEntryValue && IsLen(e)) {
-          value_span = {static_cast<std::size_t>(e.bytes.data() - so_far.data()), e.bytes.size()};
-        }
-      }
-      parsed_ = static_cast<std::size_t>(r.position() - so_far.data());
-      for (int k = 0; k < 3; ++k) {
-        if (key == Key(k)) {
-          span_[k] = value_span;
-          found_[k] = true;
-        }
-      }
-      if (found_[0] && found_[1] && found_[2]) return done_ = true;
-    }
-    return false;  // ends inside a field, or the bytes end: more is needed
-  }
-
-  // Entry `k` (0: source, 1: manifest, 2: answers) in `bytes`, the bytes
-  // last read or more of them; nullopt when it was not read.
-  std::optional<absl::string_view> Get(int k, absl::string_view bytes) const {
-    if (!found_[k]) return std::nullopt;
-    return bytes.substr(span_[k].first, span_[k].second);
-  }
-
-  static absl::string_view Key(int k) {
-    return k == 0 ? kRecordSourceKey : k == 1 ? kRecordManifestKey : kRecordAnswersKey;
-  }
-
- private:
-  std::size_t parsed_ = 0;  // bytes of complete fields read
-  bool done_ = false;
-  bool found_[3] = {false, false, false};
-  std::pair<std::size_t, std::size_t> span_[3];  // offset, length
-};
 
 }  // namespace
 
@@ -311,9 +282,9 @@ std::string FingerprintText(std::uint64_t fingerprint) {
   return absl::StrFormat("%016x", fingerprint);
 }
 
-// About 100 lines: the layers of the value peeled in order (prefix and
-// version, base64, zlib, the weightless copy, its three entries), each
-// failure named by the part it is about.
+// About 85 lines: the layers of the value peeled in order (prefix and
+// version, length, base64, zlib, the weightless copy, its three entries),
+// each failure named by the part it is about.
 absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
                                                         absl::string_view origin,
                                                         const GraphOptions& graph_options,
@@ -337,15 +308,25 @@ absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
   SEMMAP_RETURN_IF_ERROR(ReadVersion(*value, where, &payload).status());
   const std::size_t colon = payload.find(':');
   std::uint64_t stated = 0;
-  if (colon == absl::string_view::npos || colon == 0 || colon > 20 ||
-      !absl::SimpleAtoi(payload.substr(0, colon), &stated)) {
+  if (colon == absl::string_view::npos || !ReadDecimal(payload.substr(0, colon), 20, &stated)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        where, ": the version is not followed by the stream's length in bytes and ':'"));
+        where, ": the version is not followed by the stream's length in bytes (a decimal number "
+               "without sign or leading zero) and ':'"));
+  }
+  const absl::string_view text = payload.substr(colon + 1);
+  // A value cut short: base64 characters, fewer than the stated length needs.
+  if (text.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") ==
+          absl::string_view::npos &&
+      text.size() / 4 * 3 + (text.size() % 4) * 3 / 4 < stated) {
+    return absl::DataLossError(absl::StrCat(where, ": truncated: it states ", stated,
+                                            " bytes of zlib stream, ", text.size(),
+                                            " base64 characters hold fewer"));
   }
   std::string compressed;
-  if (!absl::Base64Unescape(payload.substr(colon + 1), &compressed) || compressed.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": the text after the length is not base64"));
+  if (!IsCanonicalBase64(text) || !absl::Base64Unescape(text, &compressed) ||
+      compressed.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": the text after the length is not base64 (RFC 4648: padded, on one line)"));
   }
   if (compressed.size() != stated) {
     return absl::DataLossError(absl::StrCat(where, ": truncated or padded: it states ", stated,
@@ -354,66 +335,45 @@ absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
   }
   const std::uint64_t bound =
       std::min<std::uint64_t>(limits.max_inflated_bytes, compressed.size() * kMaxInflationRatio);
-  // The entries first: a record made from this very graph needs no more.
-  LeadingEntries leading;
-  SEMMAP_ASSIGN_OR_RETURN(
-      std::string prefix,
-      InflatePrefix(compressed, bound, where,
-                    [&leading](absl::string_view so_far) { return leading.Read(so_far); }));
-  leading.Read(prefix);
-  const std::optional<absl::string_view> source = leading.Get(0, prefix);
-  const std::optional<absl::string_view> manifest = leading.Get(1, prefix);
-  const std::optional<absl::string_view> answers = leading.Get(2, prefix);
-  if (source && manifest && answers) {
-    DecodedRecord record;
-    record.encoded_bytes = value->size();
-    const std::string source_where = absl::StrCat(where, ": ", kRecordSourceKey);
-    // A source entry that does not parse, or another graph's: the full
-    // reading below says what is wrong, or reads the copy.
-    DecodedRecord probe;
-    if (ReadSource(*source, source_where, graph.size(), &probe).ok() &&
-        probe.fingerprint == GraphFingerprint(graph)) {
-      record.fingerprint = probe.fingerprint;
-      record.generator = std::move(probe.generator);
-      record.naming = probe.naming;
-      SEMMAP_RETURN_IF_ERROR(ReadManifestAndAnswers(
-          *manifest, *answers, where, graph.size(),
-          /*with_answers=*/record.naming.scheme == NodeNaming::kMetadata, &record));
-      return std::optional<DecodedRecord>(std::move(record));
-    }
-  }
-  // A record of another graph, or written in another order: all of it.
-  prefix = std::string();
+  // All of it, whatever graph carries it: a record is judged by the same
+  // reading on the export it was made from as on every copy of it.
   SEMMAP_ASSIGN_OR_RETURN(std::string bytes, Inflate(compressed, bound, where));
   compressed = std::string();
   DecodedRecord record;
   record.encoded_bytes = value->size();
-  SEMMAP_ASSIGN_OR_RETURN(record.source,
+  SEMMAP_ASSIGN_OR_RETURN(Graph copy,
                           internal::GraphAccess::ParseOwned(
                               std::move(bytes), absl::StrCat(where, ": its graph"), graph_options));
-  const Graph& copy = *record.source;
   const std::vector<MetadataEntry>& entries = copy.modelMetadata();
-  const absl::string_view* source_entry = FindLast(entries, kRecordSourceKey);
-  const absl::string_view* manifest_entry = FindLast(entries, kRecordManifestKey);
-  const absl::string_view* answers_entry = FindLast(entries, kRecordAnswersKey);
-  for (const auto& [part, key] : {std::pair{source_entry, kRecordSourceKey},
-                                  std::pair{manifest_entry, kRecordManifestKey},
-                                  std::pair{answers_entry, kRecordAnswersKey}}) {
-    if (part == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": its graph has no \"", key, "\" entry"));
+  const absl::string_view* parts[3] = {nullptr, nullptr, nullptr};
+  const absl::string_view keys[3] = {kRecordSourceKey, kRecordManifestKey, kRecordAnswersKey};
+  for (const MetadataEntry& e : entries) {
+    for (int k = 0; k < 3; ++k) {
+      if (e.first != keys[k]) continue;
+      if (parts[k] != nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": its graph has more than one \"", keys[k], "\" entry (a record writes one)"));
+      }
+      parts[k] = &e.second;
     }
   }
-  SEMMAP_RETURN_IF_ERROR(ReadSource(*source_entry, absl::StrCat(where, ": ", kRecordSourceKey),
-                                    copy.size(), &record));
+  for (int k = 0; k < 3; ++k) {
+    if (parts[k] == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": its graph has no \"", keys[k], "\" entry"));
+    }
+  }
+  SEMMAP_RETURN_IF_ERROR(
+      ReadSource(*parts[0], absl::StrCat(where, ": ", kRecordSourceKey), copy.size(), &record));
   const std::uint64_t actual = GraphFingerprint(copy);
   if (actual != record.fingerprint) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": its graph's fingerprint is ", FingerprintText(actual), ", the record states ",
         FingerprintText(record.fingerprint), " (an edited or damaged record)"));
   }
-  SEMMAP_RETURN_IF_ERROR(ReadManifestAndAnswers(*manifest_entry, *answers_entry, where,
-                                                copy.size(), /*with_answers=*/true, &record));
+  SEMMAP_RETURN_IF_ERROR(
+      ReadManifestAndAnswers(*parts[1], *parts[2], where, copy.size(), &record));
+  record.source.emplace(std::move(copy));
   return std::optional<DecodedRecord>(std::move(record));
 }
 

@@ -71,15 +71,12 @@ struct RecordLimits {
 inline constexpr std::uint64_t kMaxInflationRatio = 256;
 
 struct DecodedRecord {
-  // The weightless copy of the source export; not read (nullopt) when the
-  // record states the fingerprint of the very graph that carries it: the
-  // record was made from this graph, which is then its own copy.
+  // The weightless copy of the source export, whose fingerprint is the one
+  // the record states (always set once read).
   std::optional<Graph> source;
   std::shared_ptr<const Manifest> manifest;
   std::string manifest_text;  // as stored, for writing the record again
-  // Per node of `source` (of the graph itself without one); empty when not
-  // needed: the graph itself, named as the export was.
-  std::vector<MappingRecord> answers;
+  std::vector<MappingRecord> answers;  // per node of `source`
   OriginTable origins;                 // of `source`'s nodes
   std::uint64_t fingerprint = 0;
   std::string generator;
@@ -88,18 +85,19 @@ struct DecodedRecord {
 };
 
 // The record `graph` carries, or nullopt when it has none (the last entry
-// counts when the key repeats). A record that states `graph`'s own
-// fingerprint is read only as far as its entries (written first): its
-// manifest, and its answers only when the export named its modules by
-// metadata (which the graph may have lost). Errors (messages start with
-// `origin` and the key):
+// counts when the key repeats). Read whole whatever graph carries it (the
+// export it was made from as well as its copies), so that a record gets
+// one verdict everywhere. The header is read exactly as documented: no
+// sign, space or leading zero in the version and the length, base64 padded
+// and on one line. Errors (messages start with `origin` and the key):
 //   FailedPrecondition  a format version newer than this build reads
-//   InvalidArgument     a value that is not a record (prefix, base64,
-//                       zlib, the copy, the manifest, the answers, each
-//                       naming the part and the JSON pointer), above a
-//                       limit, or inconsistent (the copy's fingerprint or
-//                       node count is not the one the record states)
-//   DataLoss            a truncated zlib stream
+//   InvalidArgument     a value that is not a record (prefix, length,
+//                       base64, zlib, the copy, the manifest, the answers,
+//                       each naming the part and the JSON pointer), above a
+//                       limit, or inconsistent (one of the copy's three
+//                       entries missing or repeated, its fingerprint or
+//                       node count not the one the record states)
+//   DataLoss            a truncated zlib stream or value
 absl::StatusOr<std::optional<DecodedRecord>> ReadRecord(const Graph& graph,
                                                         absl::string_view origin,
                                                         const GraphOptions& graph_options,

@@ -260,6 +260,28 @@ TransferStats TransferFromReference(const MappingContext& context, const Graph& 
   return stats;
 }
 
+std::vector<ModuleId> PairedAnswers(const std::vector<NodeMatch>& matches,
+                                    const std::vector<MappingRecord>& reference_mappings,
+                                    const std::vector<MappingRecord>& own,
+                                    const Manifest& manifest) {
+  std::vector<ModuleId> out(matches.size(), kNoModule);
+  for (std::size_t p = 0; p < matches.size(); ++p) {
+    const ModuleId mine = p < own.size() ? own[p].module : kNoModule;
+    ModuleId module = kNoModule;
+    for (NodeId r : matches[p].reference_nodes) {
+      const MappingRecord& rm = reference_mappings[static_cast<std::size_t>(r)];
+      if (!rm.mapped()) continue;
+      if (rm.module == mine) {
+        module = mine;
+        break;
+      }
+      module = module == kNoModule ? rm.module : manifest.lowestCommonAncestor(module, rm.module);
+    }
+    out[p] = module;
+  }
+  return out;
+}
+
 std::size_t KeepOwnAnswers(const std::vector<MappingRecord>& own, const Manifest& own_manifest,
                            const Manifest& manifest, bool ancestor,
                            std::vector<MappingRecord>* mappings, EvidenceStore* evidence) {

@@ -67,6 +67,17 @@ struct TransferContext {
 TransferStats TransferFromReference(const MappingContext& context, const Graph& reference,
                                     const TransferContext& transfer, const MatchLimits& limits = {});
 
+// Per node of the processed graph, what the reference's answers say of
+// it: the answer of a reference node it pairs with that is `own`'s answer
+// for it (a fusion pairs with several: the file may name any one part),
+// else the lowest common ancestor of their answers; kNoModule where it
+// pairs with none or none is answered. What a record's answers are judged
+// by (steps/check_record_answers.h) before they are carried over.
+std::vector<ModuleId> PairedAnswers(const std::vector<NodeMatch>& matches,
+                                    const std::vector<MappingRecord>& reference_mappings,
+                                    const std::vector<MappingRecord>& own,
+                                    const Manifest& manifest);
+
 // After the transfer and the inference: a carried-over answer (strategy
 // kReference) gives way to the answer P gives on its own (`own`, indexed
 // like processed.nodes(), module ids of `own_manifest`; the module found

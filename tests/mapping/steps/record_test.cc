@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,13 @@ void WithRecord(const std::string& model, const std::string& value, const std::s
   REQUIRE(semmap::internal::WritePiecesAtomically(out, edit->pieces).ok());
 }
 
+// Whether `model` carrying the record `value` maps with it.
+bool SemanticMapperAccepts(const std::string& model, const std::string& value,
+                           const TempDir& tmp) {
+  WithRecord(model, value, tmp.file("accepts.onnx"));
+  return SemanticMapper::Open(tmp.file("accepts.onnx"), "").ok();
+}
+
 // The record's weightless model, decoded.
 onnx::ModelProto Decode(const std::string& value) {
   const std::string prefix = "semmap-record/1:";
@@ -131,6 +139,54 @@ std::vector<std::string> Answers(const SemanticMapper& mapper) {
                                m.confidence));
   }
   return out;
+}
+
+std::string RecordValueOf(const std::string& compressed) {
+  return "semmap-record/1:" + std::to_string(compressed.size()) + ":" +
+         absl::Base64Escape(compressed);
+}
+
+// The zlib stream of `value`.
+std::string StreamOf(const std::string& value) {
+  const std::size_t colon = value.find(':', std::string("semmap-record/1:").size());
+  std::string z;
+  REQUIRE(absl::Base64Unescape(value.substr(colon + 1), &z));
+  return z;
+}
+
+void AppendVarint(std::uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// ModelProto bytes of a graph nesting If bodies `levels` deep
+// (graph.node.attribute.g.node...), written inside out without recursion.
+std::string DeeplyNestedGraphBytes(int levels) {
+  std::string reversed;  // the message, back to front
+  auto wrap = [&reversed](int field) {
+    std::string prefix;
+    AppendVarint(static_cast<std::uint64_t>(field) << 3 | 2, &prefix);
+    AppendVarint(reversed.size(), &prefix);
+    reversed.append(prefix.rbegin(), prefix.rend());
+  };
+  for (int i = 0; i < levels; ++i) {
+    wrap(6);  // AttributeProto.g
+    wrap(5);  // NodeProto.attribute
+    wrap(1);  // GraphProto.node
+  }
+  wrap(7);  // ModelProto.graph
+  return std::string(reversed.rbegin(), reversed.rend());
+}
+
+// The record's metadata entries alone, serialized (what a record writes
+// before its graph).
+std::string EntriesOf(const onnx::ModelProto& model) {
+  onnx::ModelProto entries;
+  *entries.mutable_metadata_props() = model.metadata_props();
+  return entries.SerializeAsString();
 }
 
 }  // namespace
@@ -408,6 +464,29 @@ TEST_CASE("a malformed record is an error naming the key and the cause", "[recor
     bomb = "semmap-record/1:" + std::to_string(z->size()) + ":" + absl::Base64Escape(*z);
   }
   const std::string not_zlib = Decode(good).SerializeAsString().substr(0, 12);
+  // A value whose base64 ends in padding (an entry of no meaning added
+  // until it does), and the same without it, wrapped, or with its spare
+  // bits set.
+  std::string padded = good;
+  for (int i = 0; padded.back() != '=' && i < 8; ++i) {
+    onnx::ModelProto m = decoded;
+    auto* filler = m.add_metadata_props();
+    filler->set_key("filler");
+    filler->set_value(std::string(static_cast<std::size_t>(i + 1), 'x'));
+    padded = EncodeEntriesFirst(m);
+  }
+  REQUIRE(padded.back() == '=');
+  REQUIRE(SemanticMapperAccepts(Fixture(dir, "model.onnx"), padded, tmp));
+  const std::string unpadded = padded.substr(0, padded.find_last_not_of('=') + 1);
+  std::string wrapped = padded;
+  for (std::size_t at = 16 + 76; at < wrapped.size(); at += 77) wrapped.insert(at, "\n");
+  std::string spare_bits = padded;
+  {
+    const std::size_t last = spare_bits.find_last_not_of('=');
+    const std::string alphabet =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    spare_bits[last] = alphabet[alphabet.find(spare_bits[last]) | 1];
+  }
   struct Case {
     std::string name;
     std::string value;
@@ -479,6 +558,60 @@ TEST_CASE("a malformed record is an error naming the key and the cause", "[recor
          *source = j.dump();
        }),
        absl::StatusCode::kInvalidArgument, "fingerprint"},
+      // The header exactly as documented: no sign, space or leading zero
+      // in the version or the length; base64 padded, on one line, its
+      // spare bits zero.
+      {"version with a sign", "semmap-record/+1:" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "version"},
+      {"version after a space", "semmap-record/ 1:" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "version"},
+      {"version with a leading zero", "semmap-record/01:" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "version"},
+      {"length with a sign", "semmap-record/1:+" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "length"},
+      {"length after a space", "semmap-record/1: " + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "length"},
+      {"length with a leading zero", "semmap-record/1:0" + good.substr(16),
+       absl::StatusCode::kInvalidArgument, "length"},
+      {"base64 without its padding", unpadded, absl::StatusCode::kInvalidArgument, "base64"},
+      {"base64 wrapped on lines", wrapped, absl::StatusCode::kInvalidArgument, "base64"},
+      {"base64 with spare bits set", spare_bits, absl::StatusCode::kInvalidArgument, "base64"},
+      // Damage past the entries the record writes first: the export itself
+      // reads all of it too, as every copy does.
+      {"truncated zlib stream, entries first",
+       [&] {
+         const std::string z = StreamOf(EncodeEntriesFirst(decoded));
+         return RecordValueOf(z.substr(0, z.size() * 19 / 20));
+       }(),
+       absl::StatusCode::kDataLoss, "truncated"},
+      {"bytes after the zlib stream, entries first",
+       RecordValueOf(StreamOf(EncodeEntriesFirst(decoded)) + "garbage"),
+       absl::StatusCode::kInvalidArgument, "after the end of the zlib stream"},
+      {"no graph, entries only",
+       [&] {
+         auto z = semmap::internal::Deflate(EntriesOf(decoded));
+         REQUIRE(z.ok());
+         return RecordValueOf(*z);
+       }(),
+       absl::StatusCode::kInvalidArgument, "its graph"},
+      {"graph nested 10,000 deep, entries first",
+       [&] {
+         // ir_version 8, then the graph.
+         auto z = semmap::internal::Deflate(EntriesOf(decoded) + std::string("\x08\x08", 2) +
+                                            DeeplyNestedGraphBytes(10000));
+         REQUIRE(z.ok());
+         return RecordValueOf(*z);
+       }(),
+       absl::StatusCode::kInvalidArgument, "nested deeper than"},
+      {"manifest entry twice, entries first",
+       [&] {
+         onnx::ModelProto m = decoded;
+         auto* again = m.add_metadata_props();
+         again->set_key("semmap.manifest");
+         again->set_value("{}");
+         return EncodeEntriesFirst(m);
+       }(),
+       absl::StatusCode::kInvalidArgument, "more than one \"semmap.manifest\""},
       {"node count", edited([](onnx::ModelProto* m) {
          std::string* source = Entry(m, "semmap.source");
          nlohmann::json j = nlohmann::json::parse(*source);
@@ -664,4 +797,196 @@ TEST_CASE("a record of many entries is read in linear time", "[.][scaling]") {
   INFO("seconds at 1, 2, 4 and 8 times the entries: " << times[0] << ", " << times[1] << ", "
                                                       << times[2] << ", " << times[3]);
   CHECK(times[3] <= 16 * times[0] + 0.05);
+}
+
+namespace {
+
+// `value` with its answers edited by `edit` (the "module" array, whose
+// -1 entries stay -1), every other byte of the record as it was.
+std::string WithEditedModules(const std::string& value,
+                              const std::function<void(std::vector<int>* mapped_modules,
+                                                       int modules)>& edit) {
+  onnx::ModelProto m = Decode(value);
+  std::string* text = Entry(&m, "semmap.answers");
+  nlohmann::json answers = nlohmann::json::parse(*text);
+  const nlohmann::json manifest = nlohmann::json::parse(*Entry(&m, "semmap.manifest"));
+  const int modules = static_cast<int>(manifest.at("modules").size());
+  std::vector<int> mapped;
+  for (const auto& v : answers["module"]) {
+    if (v.get<int>() >= 0) mapped.push_back(v.get<int>());
+  }
+  edit(&mapped, modules);
+  std::size_t k = 0;
+  for (auto& v : answers["module"]) {
+    if (v.get<int>() >= 0) v = mapped[k++];
+  }
+  *text = answers.dump();
+  return EncodeEntriesFirst(m);
+}
+
+// What each forgery does to the answers.
+const std::vector<std::pair<std::string, std::function<void(std::vector<int>*, int)>>>&
+Forgeries() {
+  static const auto* forgeries =
+      new std::vector<std::pair<std::string, std::function<void(std::vector<int>*, int)>>>{
+          {"every node in the root module",
+           [](std::vector<int>* m, int) { std::fill(m->begin(), m->end(), 0); }},
+          {"every node in the last module",
+           [](std::vector<int>* m, int n) { std::fill(m->begin(), m->end(), n - 1); }},
+          {"modules shuffled",
+           [](std::vector<int>* m, int) {
+             std::mt19937 random(52);
+             std::shuffle(m->begin(), m->end(), random);
+           }},
+          {"modules shifted by one",
+           [](std::vector<int>* m, int n) {
+             for (int& x : *m) x = (x + 1) % n;
+           }},
+      };
+  return *forgeries;
+}
+
+}  // namespace
+
+// Issue 52, item 4: a record's fingerprint covers its graph, not its
+// answers. Records whose answers were edited (or forged whole, with the
+// right fingerprint) are judged against the file's own evidence and are
+// not used; the file maps as with the record's manifest alone.
+TEST_CASE("records whose answers were edited are not trusted", "[record]") {
+  TempDir tmp;
+  for (const std::string& source : {kSlice + "bert-seqcls.dynamo", kSlice + "bert-seqcls.torchscript",
+                                   kSlice + "resnet-imgcls.dynamo"}) {
+    for (const std::string variant : {"onnxslim", "stripped", "quantized"}) {
+      const std::string dir = source + "." + variant;
+      if (!std::ifstream(Fixture(dir, "model.onnx")).good()) continue;
+      const std::string genuine = RecordValue(Embedded(tmp, dir, source));
+      auto manifest_alone =
+          SemanticMapper::Open(Fixture(dir, "model.onnx"), Fixture(source, "manifest.json"));
+      REQUIRE(manifest_alone.ok());
+      for (const auto& [name, edit] : Forgeries()) {
+        CAPTURE(dir, name);
+        WithRecord(Fixture(dir, "model.onnx"), WithEditedModules(genuine, edit),
+                   tmp.file("forged.onnx"));
+        auto mapped = SemanticMapper::Open(tmp.file("forged.onnx"), "");
+        REQUIRE(mapped.ok());
+        CAPTURE(mapped->provenance().note);
+        CHECK(mapped->provenance().record == RecordUse::kRejected);
+        CHECK(absl::StrContains(mapped->provenance().note, "disagree"));
+        CHECK(mapped->provenance().manifest == InputSource::kRecord);
+        CHECK(Answers(*mapped) == Answers(*manifest_alone));
+      }
+    }
+  }
+}
+
+// The same on the export the record was made from, once a tool dropped
+// its node metadata (the record's graph is then the file's own, and the
+// record's answers would otherwise fill what the metadata said), and a
+// record forged whole for a processed copy: the copy's own weightless
+// graph, its fingerprint, and answers placing every node in one module.
+TEST_CASE("forged records of the file's own graph are not trusted", "[record]") {
+  TempDir tmp;
+  const std::string dir = kSlice + "bert-seqcls.dynamo";
+  const std::string genuine = RecordValue(Embedded(tmp, dir));
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromString(ReadBytes(Fixture(dir, "model.onnx"))));
+  // Node metadata_props (field 9) is newer than the ONNX protos built here:
+  // an unknown field, dropped with the others.
+  for (auto& node : *model.mutable_graph()->mutable_node()) node.mutable_unknown_fields()->Clear();
+  const std::string bare = tmp.file("bare.onnx");
+  {
+    std::ofstream out(bare, std::ios::binary);
+    REQUIRE(model.SerializeToOstream(&out));
+  }
+  // The genuine record restores the answers the metadata gave.
+  WithRecord(bare, genuine, tmp.file("bare-genuine.onnx"));
+  auto restored = SemanticMapper::Open(tmp.file("bare-genuine.onnx"), "");
+  REQUIRE(restored.ok());
+  CHECK(restored->provenance().record == RecordUse::kUsed);
+  CHECK(Correct(*restored, dir) * 100 >= restored->graph().size() * 95);
+  auto manifest_alone = SemanticMapper::Open(bare, Fixture(dir, "manifest.json"));
+  REQUIRE(manifest_alone.ok());
+  for (const auto& [name, edit] : Forgeries()) {
+    CAPTURE(name);
+    WithRecord(bare, WithEditedModules(genuine, edit), tmp.file("bare-forged.onnx"));
+    auto mapped = SemanticMapper::Open(tmp.file("bare-forged.onnx"), "");
+    REQUIRE(mapped.ok());
+    CAPTURE(mapped->provenance().note);
+    CHECK(mapped->provenance().record == RecordUse::kRejected);
+    CHECK(Answers(*mapped) == Answers(*manifest_alone));
+  }
+  // Forged whole for a processed copy: its own graph and fingerprint,
+  // named as if by metadata.
+  const std::string copy_dir = dir + ".stripped";
+  const std::string bytes = ReadBytes(Fixture(copy_dir, "model.onnx"));
+  auto weightless = semmap::internal::WeightlessCopy(bytes, copy_dir, 64);
+  REQUIRE(weightless.ok());
+  auto copy_graph = Graph::Load(Fixture(copy_dir, "model.onnx"));
+  REQUIRE(copy_graph.ok());
+  onnx::ModelProto forged;
+  REQUIRE(forged.ParseFromString(*weightless));
+  onnx::ModelProto decoded = Decode(genuine);
+  const std::string manifest_text = *Entry(&decoded, "semmap.manifest");
+  const nlohmann::json manifest = nlohmann::json::parse(manifest_text);
+  const std::size_t n = copy_graph->size();
+  nlohmann::json source = {
+      {"fingerprint", semmap::internal::FingerprintText(semmap::internal::GraphFingerprint(*copy_graph))},
+      {"nodes", n}, {"generator", "semmap 2.0.0"}, {"naming", "metadata"}, {"scopes", 2 * n}};
+  nlohmann::json answers = {{"strategies", {"exact_scope"}},
+                            {"module", std::vector<int>(n, static_cast<int>(manifest["modules"].size()) - 1)},
+                            {"confidence", std::vector<double>(n, 1.0)},
+                            {"strategy", std::vector<int>(n, 0)},
+                            {"origins", nlohmann::json::array()}};
+  forged.clear_metadata_props();
+  for (const auto& [key, value] :
+       {std::pair<std::string, std::string>{"semmap.source", source.dump()},
+        {"semmap.manifest", manifest_text},
+        {"semmap.answers", answers.dump()}}) {
+    auto* e = forged.add_metadata_props();
+    e->set_key(key);
+    e->set_value(value);
+  }
+  WithRecord(Fixture(copy_dir, "model.onnx"), EncodeEntriesFirst(forged), tmp.file("whole.onnx"));
+  auto whole = SemanticMapper::Open(tmp.file("whole.onnx"), "");
+  REQUIRE(whole.ok());
+  CAPTURE(whole->provenance().note);
+  CHECK(whole->provenance().record == RecordUse::kRejected);
+  auto copy_manifest_alone =
+      SemanticMapper::Open(Fixture(copy_dir, "model.onnx"), Fixture(dir, "manifest.json"));
+  REQUIRE(copy_manifest_alone.ok());
+  CHECK(Answers(*whole) == Answers(*copy_manifest_alone));
+  // And without a graph at all (it used to need none): an error.
+  forged.clear_graph();
+  WithRecord(Fixture(copy_dir, "model.onnx"), EncodeEntriesFirst(forged), tmp.file("empty.onnx"));
+  auto empty = SemanticMapper::Open(tmp.file("empty.onnx"), "");
+  CHECK(absl::IsInvalidArgument(empty.status()));
+}
+
+// Issue 52, item 8: a record whose manifest does not fit the model gets
+// the same verdict on the export it claims to be of as on a processed
+// copy: rejected, the file mapped as without it.
+TEST_CASE("a record whose manifest does not fit is rejected on every path", "[record]") {
+  TempDir tmp;
+  const std::string dir = kSlice + "bert-seqcls.dynamo";
+  const std::string other = ReadBytes(Fixture(kSlice + "clip.dynamo", "manifest.json"));
+  for (const std::string& target : {dir, dir + ".onnxslim"}) {
+    CAPTURE(target);
+    onnx::ModelProto m = Decode(RecordValue(Embedded(tmp, target, dir)));
+    *Entry(&m, "semmap.manifest") = other;
+    // Answers that index the other manifest's modules.
+    nlohmann::json answers = nlohmann::json::parse(*Entry(&m, "semmap.answers"));
+    for (auto& v : answers["module"]) {
+      if (v.get<int>() >= 0) v = 0;
+    }
+    *Entry(&m, "semmap.answers") = answers.dump();
+    WithRecord(Fixture(target, "model.onnx"), EncodeEntriesFirst(m), tmp.file("misfit.onnx"));
+    auto mapped = SemanticMapper::Open(tmp.file("misfit.onnx"), "");
+    REQUIRE(mapped.ok());
+    CHECK(mapped->provenance().record == RecordUse::kRejected);
+    CHECK(absl::StrContains(mapped->provenance().note, "does not fit"));
+    CHECK(mapped->provenance().manifest == InputSource::kNone);
+    auto without = SemanticMapper::Open(Fixture(target, "model.onnx"), "");
+    REQUIRE(without.ok());
+    CHECK(Answers(*mapped) == Answers(*without));
+  }
 }
