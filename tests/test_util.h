@@ -22,15 +22,17 @@ namespace semmap_test {
 // How many times slower this build runs than a release build. The few time
 // bounds in the tests guard the complexity of work on hostile input (a
 // quadratic walk takes a hundred times its bound or more), not its speed:
-// under the sanitizers (and libFuzzer's coverage) they are this much wider.
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr double kBuildSlowdown = 8.0;
-#elif defined(__has_feature)
+// under the sanitizers (and libFuzzer's coverage) and unoptimized they are
+// this much wider.
+#if defined(__has_feature)
 #if __has_feature(address_sanitizer)
-inline constexpr double kBuildSlowdown = 8.0;
-#else
-inline constexpr double kBuildSlowdown = 1.0;
+#define SEMMAP_TEST_ASAN_ 1
 #endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(SEMMAP_TEST_ASAN_)
+inline constexpr double kBuildSlowdown = 8.0;
+#elif !defined(NDEBUG)
+inline constexpr double kBuildSlowdown = 4.0;  // unoptimized (the dev preset)
 #else
 inline constexpr double kBuildSlowdown = 1.0;
 #endif
