@@ -380,7 +380,7 @@ def repaired_final_errors(modules: list[str], paired_leaf: dict, dep: G.GraphVie
                 else:
                     v = r
                 value[d] = _cast(v, dtype[d])
-            feeds = {FEED + d: v for d, v in value.items() if FEED + d in dict(plans[m][1])}
+            feeds = {name: value[name[len(FEED):]] for name, _ in plans[m][1]}
             out = dep_run.run(sessions[m], {**dep_samples[n], **feeds}, dep_out_names,
                               "deployed (repairing copy)")
             for i, (rn, dn) in enumerate(zip(ref_out_names, dep_out_names)):

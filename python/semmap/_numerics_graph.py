@@ -378,9 +378,17 @@ def stand_in_removed_activations(ref: GraphView, dep: GraphView) -> None:
     one, in graph order, whose QuantizeLinear reads a value made by the same unit
     as the activation's input and whose DequantizeLinear outputs are read by the
     same units as the activation's output; each pair stands in for one node."""
+    def unit_of(graph: GraphView, value: str) -> str | None:
+        p = graph.producer.get(value)
+        return graph.units[p] if p is not None else None
+
+    def readers(graph: GraphView, values: list[str]) -> frozenset[str | None]:
+        return frozenset(graph.units[k] for v in values for k in graph.consumers.get(v, []))
+
     left = {u for u in dep.units if u is not None}
-    taken: set[int] = set()
-    pairs: list[tuple[int, list[int]]] = []  # deployed QuantizeLinear, its DequantizeLinears
+    # The deployed QuantizeLinear/DequantizeLinear pairs in graph order, by the unit
+    # that makes the quantized value and the units that read the pair's outputs.
+    pairs: dict[tuple[str | None, frozenset[str | None]], list[list[int]]] = defaultdict(list)
     for q in dep.order:
         node = dep.nodes[q]
         if node.op_type != "QuantizeLinear" or not node.input or not node.output:
@@ -388,15 +396,10 @@ def stand_in_removed_activations(ref: GraphView, dep: GraphView) -> None:
         dqs = [k for k in dep.consumers.get(node.output[0], [])
                if dep.nodes[k].op_type == "DequantizeLinear" and dep.nodes[k].input[0] == node.output[0]]
         if dqs:
-            pairs.append((q, dqs))
-
-    def unit_of(graph: GraphView, value: str) -> str | None:
-        p = graph.producer.get(value)
-        return graph.units[p] if p is not None else None
-
-    def readers(graph: GraphView, values: list[str]) -> set[str | None]:
-        return {graph.units[k] for v in values for k in graph.consumers.get(v, [])}
-
+            key = (unit_of(dep, node.input[0]), readers(dep, [o for k in dqs for o in dep.nodes[k].output]))
+            pairs[key].append([q, *dqs])
+    for key in pairs:
+        pairs[key].reverse()  # taken from the end: the first in graph order first
     for j in ref.order:
         node = ref.nodes[j]
         a = ref.units[j]
@@ -404,18 +407,11 @@ def stand_in_removed_activations(ref: GraphView, dep: GraphView) -> None:
             continue
         if not node.input or not node.output or node.input[0] not in ref.dependent:
             continue
-        source = unit_of(ref, node.input[0])
-        wanted = readers(ref, [node.output[0]])
-        for q, dqs in pairs:
-            if q in taken or unit_of(dep, dep.nodes[q].input[0]) != source:
-                continue
-            if readers(dep, [o for k in dqs for o in dep.nodes[k].output]) != wanted:
-                continue
-            taken.add(q)
-            for k in (q, *dqs):
+        free = pairs.get((unit_of(ref, node.input[0]), readers(ref, [node.output[0]])))
+        if free:
+            for k in free.pop():
                 dep.units[k] = a
                 dep.stand_ins.add(k)
-            break
 
 
 def _computes_floats(graph: GraphView, j: int) -> bool:
