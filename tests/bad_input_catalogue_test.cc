@@ -94,36 +94,13 @@ std::string LcgBytes(std::size_t n, std::uint32_t seed) {
   return out;
 }
 
-void AppendVarint(std::uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-// ModelProto bytes whose graph nests If bodies `levels` deep
-// (graph.node.attribute.g.node...), written inside out without recursion
-// so that even 10^5 levels cost linear time in the test itself.
+// ModelProto bytes with an ir_version and a graph nesting If bodies
+// `levels` deep.
 std::string DeeplyNestedModelBytes(int levels) {
-  std::string reversed;  // the message, back to front
-  auto wrap = [&reversed](int field) {
-    std::string prefix;
-    AppendVarint(static_cast<std::uint64_t>(field) << 3 | 2, &prefix);
-    AppendVarint(reversed.size(), &prefix);
-    reversed.append(prefix.rbegin(), prefix.rend());
-  };
-  for (int i = 0; i < levels; ++i) {
-    wrap(6);  // AttributeProto.g
-    wrap(5);  // NodeProto.attribute
-    wrap(1);  // GraphProto.node
-  }
-  wrap(7);  // ModelProto.graph
   std::string bytes;
-  AppendVarint(1 << 3, &bytes);  // ir_version = 8
-  AppendVarint(8, &bytes);
-  bytes.append(reversed.rbegin(), reversed.rend());
-  return bytes;
+  semmap_test::AppendVarint(1 << 3, &bytes);  // ir_version = 8
+  semmap_test::AppendVarint(8, &bytes);
+  return bytes + semmap_test::DeeplyNestedGraphBytes(levels);
 }
 
 // A model nesting If bodies `levels` deep via onnx_proto (small depths).

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
 #include <mutex>
@@ -101,6 +102,35 @@ double FastestSeconds(double bound, Work&& work, int tries = 3) {
     if (seconds <= bound * TimeScale()) break;
   }
   return best;
+}
+
+// Appends `v` as a protobuf varint.
+inline void AppendVarint(std::uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// ModelProto bytes of only a graph nesting If bodies `levels` deep
+// (graph.node.attribute.g.node...), written inside out without recursion
+// so that even 10^5 levels cost linear time in the test itself.
+inline std::string DeeplyNestedGraphBytes(int levels) {
+  std::string reversed;  // the message, back to front
+  auto wrap = [&reversed](int field) {
+    std::string prefix;
+    AppendVarint(static_cast<std::uint64_t>(field) << 3 | 2, &prefix);
+    AppendVarint(reversed.size(), &prefix);
+    reversed.append(prefix.rbegin(), prefix.rend());
+  };
+  for (int i = 0; i < levels; ++i) {
+    wrap(6);  // AttributeProto.g
+    wrap(5);  // NodeProto.attribute
+    wrap(1);  // GraphProto.node
+  }
+  wrap(7);  // ModelProto.graph
+  return std::string(reversed.rbegin(), reversed.rend());
 }
 
 // Path of a file of a fixture directory, e.g.

@@ -158,20 +158,12 @@ expect 2 "output directory $tmp/nodir does not exist" sidecar "${model[@]}" -o "
 # first (a reader of the export used to stop there and accept it).
 eval_bin="$(dirname "$bin")/semmap-eval"
 "$bin" embed "${model[@]}" -o "$tmp/embedded.onnx" --json >"$tmp/embed.json" 2>/dev/null
-python3 - "$fx/model.onnx" "$fx/manifest.json" "$tmp/embed.json" "$tmp/damaged.onnx" <<'PY'
+PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$fx/model.onnx" "$fx/manifest.json" "$tmp/embed.json" "$tmp/damaged.onnx" <<'PY'
 import base64, json, sys, zlib
+from semmap_testlib import field
 model, manifest, embed, out = sys.argv[1:]
 info = json.load(open(embed))
 n = info["nodes"]
-def varint(v):
-    b = bytearray()
-    while v >= 0x80:
-        b.append(v & 0x7F | 0x80)
-        v >>= 7
-    b.append(v)
-    return bytes(b)
-def field(number, payload):
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
 def entry(key, value):
     return field(14, field(1, key.encode()) + field(2, value.encode()))
 source = {"fingerprint": info["fingerprint"], "nodes": n, "generator": "semmap 2.0.0",
@@ -198,17 +190,9 @@ expect_stdout "; replaced the record it carried" embed "$tmp/damaged.onnx" \
   --manifest "$fx/manifest.json" --no-record -o "$tmp/repaired.onnx"
 expect_stdout "record:   source" map "$tmp/repaired.onnx"
 # The header as documented: no sign or leading zero, base64 padded.
-python3 - "$fx/model.onnx" "$tmp/signed.onnx" <<'PY'
+PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$fx/model.onnx" "$tmp/signed.onnx" <<'PY'
 import sys
-def varint(v):
-    b = bytearray()
-    while v >= 0x80:
-        b.append(v & 0x7F | 0x80)
-        v >>= 7
-    b.append(v)
-    return bytes(b)
-def field(number, payload):
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
+from semmap_testlib import field
 model, out = sys.argv[1:]
 value = b"semmap-record/+1:3:AAAA"
 with open(out, "wb") as f:

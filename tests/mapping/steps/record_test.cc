@@ -154,33 +154,6 @@ std::string StreamOf(const std::string& value) {
   return z;
 }
 
-void AppendVarint(std::uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-// ModelProto bytes of a graph nesting If bodies `levels` deep
-// (graph.node.attribute.g.node...), written inside out without recursion.
-std::string DeeplyNestedGraphBytes(int levels) {
-  std::string reversed;  // the message, back to front
-  auto wrap = [&reversed](int field) {
-    std::string prefix;
-    AppendVarint(static_cast<std::uint64_t>(field) << 3 | 2, &prefix);
-    AppendVarint(reversed.size(), &prefix);
-    reversed.append(prefix.rbegin(), prefix.rend());
-  };
-  for (int i = 0; i < levels; ++i) {
-    wrap(6);  // AttributeProto.g
-    wrap(5);  // NodeProto.attribute
-    wrap(1);  // GraphProto.node
-  }
-  wrap(7);  // ModelProto.graph
-  return std::string(reversed.rbegin(), reversed.rend());
-}
-
 // The record's metadata entries alone, serialized (what a record writes
 // before its graph).
 std::string EntriesOf(const onnx::ModelProto& model) {
@@ -598,7 +571,7 @@ TEST_CASE("a malformed record is an error naming the key and the cause", "[recor
        [&] {
          // ir_version 8, then the graph.
          auto z = semmap::internal::Deflate(EntriesOf(decoded) + std::string("\x08\x08", 2) +
-                                            DeeplyNestedGraphBytes(10000));
+                                            semmap_test::DeeplyNestedGraphBytes(10000));
          REQUIRE(z.ok());
          return RecordValueOf(*z);
        }(),
