@@ -302,7 +302,7 @@ class MappedModel:
         self._core.write_report(_core_path(path), allow_overwrite)
         return {
             "output": os.fsdecode(path),
-            "modules": len(self.tree()["modules"]),
+            "modules": self._core.module_count,
             "nodes": len(self),
             "mapped": self.mapped_count,
         }

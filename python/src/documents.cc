@@ -1,6 +1,7 @@
 #include "documents.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 
 namespace nb = nanobind;
@@ -70,8 +72,36 @@ nb::list DiffNodeList(const std::vector<semmap::DiffNode>& nodes) {
   return out;
 }
 
+// The fields of a tree module's dict, in the order TreeDict fills them.
+constexpr std::array<const char*, 13> kTreeModuleFields = {
+    "path", "class", "qualified_class", "parent", "depth", "children", "own_nodes",
+    "subtree_nodes", "own_parameters", "subtree_parameters", "op_types", "subtree_op_types",
+    "folded"};
+
+// Strings a tree repeats (class names, op types), made once per call.
+class TextCache {
+ public:
+  const nb::object& operator()(absl::string_view s) {
+    nb::object& o = cache_[s];
+    if (!o.is_valid()) o = Text(s);
+    return o;
+  }
+
+ private:
+  absl::flat_hash_map<absl::string_view, nb::object> cache_;
+};
+
+nb::dict Histogram(const std::map<std::string, std::size_t>& counts, TextCache& text) {
+  nb::dict d;  // a std::map: already in key order
+  for (const auto& [op, count] : counts) d[text(op)] = count;
+  return d;
+}
+
 }  // namespace
 
+// Long (about 55 lines): a dict per module, its keys made once and put in
+// sorted order once (SortedDict's order), its repeated strings cached; the
+// tree of a 2M-node model is a few hundred thousand such dicts.
 nb::dict TreeDict(const semmap::ModuleTree& tree, const semmap::Manifest& manifest) {
   const std::vector<semmap::TreeModule>& modules = tree.modules();
   // One str per module path, shared by its entry, its parent's children
@@ -79,6 +109,16 @@ nb::dict TreeDict(const semmap::ModuleTree& tree, const semmap::Manifest& manife
   std::vector<nb::object> paths;
   paths.reserve(modules.size());
   for (const semmap::TreeModule& m : modules) paths.push_back(Text(tree.info(m).path));
+  std::array<std::size_t, kTreeModuleFields.size()> order;
+  std::array<nb::object, kTreeModuleFields.size()> keys;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    order[k] = k;
+    keys[k] = nb::str(kTreeModuleFields[k]);
+  }
+  std::sort(order.begin(), order.end(), [](std::size_t a, std::size_t b) {
+    return std::strcmp(kTreeModuleFields[a], kTreeModuleFields[b]) < 0;
+  });
+  TextCache text;
   nb::list list;
   for (std::size_t i = 0; i < modules.size(); ++i) {
     const semmap::TreeModule& m = modules[i];
@@ -86,20 +126,23 @@ nb::dict TreeDict(const semmap::ModuleTree& tree, const semmap::Manifest& manife
     nb::list children, folded;
     for (int c : m.children) children.append(paths[static_cast<std::size_t>(c)]);
     for (semmap::ModuleId f : m.folded) folded.append(Text(manifest.path(f)));
-    list.append(SortedDict(
-        {{"path", paths[i]},
-         {"class", Text(info.class_name)},
-         {"qualified_class", Text(info.qualified_class)},
-         {"parent", m.parent < 0 ? nb::none() : paths[static_cast<std::size_t>(m.parent)]},
-         {"depth", Int(m.depth)},
-         {"children", children},
-         {"own_nodes", Int(m.own_nodes)},
-         {"subtree_nodes", Int(m.subtree_nodes)},
-         {"own_parameters", Int(m.own_parameters)},
-         {"subtree_parameters", Int(m.subtree_parameters)},
-         {"op_types", Histogram(m.own_op_types)},
-         {"subtree_op_types", Histogram(m.subtree_op_types)},
-         {"folded", folded}}));
+    const std::array<nb::object, kTreeModuleFields.size()> values = {
+        paths[i],
+        text(info.class_name),
+        text(info.qualified_class),
+        m.parent < 0 ? nb::none() : paths[static_cast<std::size_t>(m.parent)],
+        Int(m.depth),
+        children,
+        Int(m.own_nodes),
+        Int(m.subtree_nodes),
+        Int(m.own_parameters),
+        Int(m.subtree_parameters),
+        Histogram(m.own_op_types, text),
+        Histogram(m.subtree_op_types, text),
+        folded};
+    nb::dict d;
+    for (std::size_t k : order) d[keys[k]] = values[k];
+    list.append(d);
   }
   std::vector<Field> fields = {
       {"view", nb::str(tree.modelSpecificOnly() ? "model_specific" : "full")},
