@@ -28,6 +28,7 @@
 #include "semmap/sidecar.h"  // IWYU pragma: export
 #include "semmap/stages.h"  // IWYU pragma: export
 #include "semmap/strategy.h"  // IWYU pragma: export
+#include "semmap/system_error.h"  // IWYU pragma: export
 #include "semmap/tree.h"  // IWYU pragma: export
 #include "semmap/truth.h"  // IWYU pragma: export
 #include "semmap/version.h"  // IWYU pragma: export

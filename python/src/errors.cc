@@ -5,6 +5,7 @@
 #include <nanobind/nanobind.h>
 
 #include "absl/strings/str_cat.h"
+#include "semmap/system_error.h"
 
 namespace nb = nanobind;
 
@@ -53,6 +54,22 @@ void ThrowIfError(const absl::Status& status, NotFoundMeans not_found) {
   PyObject* text_object = PyUnicode_DecodeUTF8(message.data(),
                                                static_cast<Py_ssize_t>(message.size()), "replace");
   if (text_object == nullptr) throw nb::python_error();
+  // The system's error (semmap/system_error.h) is always an OSError with
+  // its errno: the type above where that is one (FileNotFoundError,
+  // PermissionError), else OSError(errno, message), which Python makes the
+  // subclass the number names. A full disk is an OSError, not a
+  // MemoryError; a missing node or module stays a KeyError.
+  if (const int err = semmap::SystemErrorOf(status); err != 0 && type != PyExc_KeyError) {
+    if (!PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type),
+                          reinterpret_cast<PyTypeObject*>(PyExc_OSError))) {
+      type = PyExc_OSError;
+    }
+    PyObject* args = Py_BuildValue("(iN)", err, text_object);
+    if (args == nullptr) throw nb::python_error();
+    PyErr_SetObject(type, args);
+    Py_DECREF(args);
+    throw nb::python_error();
+  }
   PyErr_SetObject(type, text_object);
   Py_DECREF(text_object);
   throw nb::python_error();

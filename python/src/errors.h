@@ -20,7 +20,11 @@ enum class NotFoundMeans { kFile, kKey };
 //   DataLoss            OSError
 //   ResourceExhausted   MemoryError
 //   anything else       RuntimeError
-// Does nothing for an ok status. Must be called with the GIL held.
+// A status carrying the system's error (semmap/system_error.h) is an
+// OSError whatever its code, with that errno: the type above where that is
+// an OSError, else OSError(errno, message) (so PermissionError, or OSError
+// with errno ENOSPC for a full disk). Does nothing for an ok status. Must be
+// called with the GIL held.
 void ThrowIfError(const absl::Status& status, NotFoundMeans not_found = NotFoundMeans::kFile);
 
 }  // namespace semmap_python

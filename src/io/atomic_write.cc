@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "io/paths.h"
+#include "io/system_error.h"
 
 namespace semmap {
 namespace internal {
@@ -30,13 +31,6 @@ namespace {
 std::string BaseNameOf(const std::string& path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-absl::Status ErrnoError(const std::string& path, absl::string_view action, int err) {
-  if (err == ENOSPC || err == EDQUOT || err == EFBIG) {
-    return absl::ResourceExhaustedError(absl::StrCat(path, ": ", action, ": ", std::strerror(err)));
-  }
-  return absl::InternalError(absl::StrCat(path, ": ", action, ": ", std::strerror(err)));
 }
 
 // Temporary files are named ".<output name>.tmp-<pid>-<n>-<t>". The output
@@ -178,7 +172,7 @@ absl::Status WriteFailed(const std::string& path, int err, const OpenSource& sou
         *source.path, ": the file shrank while it was copied (truncated by another process?); ",
         path, " not written"));
   }
-  return ErrnoError(path, "write failed", err);
+  return OsError(path, "write failed", err);
 }
 
 // Pieces this large inside the source's mapping are copied from its file.
@@ -237,13 +231,13 @@ absl::Status StreamInto(const std::string& path, absl::Span<const absl::string_v
                         const std::function<absl::Status()>& before_commit,
                         const OpenSource& source) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(path, "cannot open for writing", errno);
+  if (fd < 0) return OsError(path, "cannot open for writing", errno);
   if (!WriteAll(fd, bytes, source)) {
     const int err = errno;
     ::close(fd);
     return WriteFailed(path, err, source);
   }
-  if (::close(fd) != 0) return ErrnoError(path, "close failed", errno);
+  if (::close(fd) != 0) return OsError(path, "close failed", errno);
   // A stream cannot be taken back: the check can only report.
   return before_commit ? before_commit() : absl::OkStatus();
 }
@@ -304,8 +298,10 @@ absl::Status CheckOutputPath(const std::string& output) {
   SEMMAP_ASSIGN_OR_RETURN(const std::string resolved, ResolveOutput(output));
   if (KindOf(resolved) == OutputKind::kStream) {
     if (::access(resolved.c_str(), W_OK) != 0) {
-      return absl::PermissionDeniedError(
-          absl::StrCat(output, ": not writable: ", std::strerror(errno)));
+      const int err = errno;
+      return WithSystemError(
+          absl::PermissionDeniedError(absl::StrCat(output, ": not writable: ", std::strerror(err))),
+          err);
     }
     return absl::OkStatus();
   }
@@ -435,19 +431,21 @@ absl::Status WritePiecesAtomically(const std::string& requested,
             absl::StrCat(path, ": output directory ", dir, " does not exist"));
       }
       if (err == EACCES || err == EROFS || err == EPERM) {
-        return absl::PermissionDeniedError(absl::StrCat(
-            path, ": cannot create a file in output directory ", dir, ": ", std::strerror(err)));
+        return WithSystemError(
+            absl::PermissionDeniedError(absl::StrCat(
+                path, ": cannot create a file in output directory ", dir, ": ", std::strerror(err))),
+            err);
       }
-      return ErrnoError(path, "cannot create a temporary file", err);
+      return OsError(path, "cannot create a temporary file", err);
     }
   }
-  if (fd < 0) return ErrnoError(path, "cannot create a temporary file", EEXIST);
+  if (fd < 0) return OsError(path, "cannot create a temporary file", EEXIST);
 
   auto fail = [&](absl::string_view action) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    return ErrnoError(path, action, err);
+    return OsError(path, action, err);
   };
   if (!WriteAll(fd, bytes, source)) {
     const int err = errno;
@@ -466,9 +464,11 @@ absl::Status WritePiecesAtomically(const std::string& requested,
       const int err = errno;
       ::close(fd);
       ::unlink(tmp.c_str());
-      return absl::PermissionDeniedError(absl::StrCat(
-          path, ": cannot keep the owner of the existing file (uid ", existing.st_uid, ", gid ",
-          existing.st_gid, "): ", std::strerror(err), "; not replaced"));
+      return WithSystemError(
+          absl::PermissionDeniedError(absl::StrCat(
+              path, ": cannot keep the owner of the existing file (uid ", existing.st_uid,
+              ", gid ", existing.st_gid, "): ", std::strerror(err), "; not replaced")),
+          err);
     }
     if (::fchmod(fd, existing.st_mode & 07777) != 0) {
       return fail("cannot copy the permissions of the existing file");
@@ -486,12 +486,12 @@ absl::Status WritePiecesAtomically(const std::string& requested,
   if (::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    return ErrnoError(path, "close failed", err);
+    return OsError(path, "close failed", err);
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    return ErrnoError(path, "rename failed", err);
+    return OsError(path, "rename failed", err);
   }
   // Make the rename itself durable; failure here loses nothing already read.
   const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);

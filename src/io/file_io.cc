@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "io/system_error.h"
 
 namespace semmap {
 namespace internal {
@@ -20,9 +21,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   if (::stat(path.c_str(), &st) != 0) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) {
-      return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+      return WithSystemError(absl::NotFoundError(absl::StrCat(path, ": no such file")), err);
     }
-    return absl::InternalError(absl::StrCat(path, ": ", std::strerror(err)));
+    return OsError(path, "", err);
   }
   if (S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(
@@ -40,10 +41,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
   }
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(
       std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (file == nullptr) {
-    return absl::InternalError(
-        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
+  if (file == nullptr) return OsError(path, "cannot open", errno);
   const std::size_t size = static_cast<std::size_t>(st.st_size);
   std::string data;
   // Zero-filled, then shrunk: the padding stays allocated and initialised.

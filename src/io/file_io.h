@@ -13,8 +13,8 @@ namespace semmap {
 namespace internal {
 
 // Reads `path` into a string. NotFound when it does not exist,
-// InvalidArgument when it is a directory or larger than `max_bytes`,
-// Internal for other I/O failures. Messages start with the path. The
+// InvalidArgument when it is a directory or larger than `max_bytes`, the
+// system's error otherwise (io/system_error.h). Messages start with the path. The
 // string's buffer holds `padding` zero bytes after the text, for parsers
 // that read past its end (io/json_reader.h).
 absl::StatusOr<std::string> ReadFile(const std::string& path,

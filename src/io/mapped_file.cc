@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/out_of_memory.h"
 #include "io/file_io.h"
+#include "io/system_error.h"
 
 namespace semmap {
 namespace internal {
@@ -103,15 +104,15 @@ absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT || err == ENOTDIR) {
-      return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+      return WithSystemError(absl::NotFoundError(absl::StrCat(path, ": no such file")), err);
     }
-    return absl::InternalError(absl::StrCat(path, ": cannot open: ", std::strerror(err)));
+    return OsError(path, "cannot open", err);
   }
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    return absl::InternalError(absl::StrCat(path, ": ", std::strerror(err)));
+    return OsError(path, "", err);
   }
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
@@ -140,7 +141,7 @@ absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path,
     // No address space left for the file (RLIMIT_AS, a 32-bit process):
     // worded as the loaders word running out of memory.
     if (err == ENOMEM) return OutOfMemory(path, absl::StrCat("mapping its ", size, " bytes"));
-    return absl::InternalError(absl::StrCat(path, ": cannot map: ", std::strerror(err)));
+    return OsError(path, "cannot map", err);
   }
   const int slot = ClaimSlot(data, size);
   if (slot < 0) {

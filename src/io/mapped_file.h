@@ -29,7 +29,8 @@ class MappedFile {
   // Maps `path` read-only. Errors as ReadFile (file_io.h): NotFound,
   // InvalidArgument for a directory or a file above `max_bytes`,
   // ResourceExhausted "out of memory" when no address space is left for
-  // it, Internal for other I/O failures; messages start with the path. An
+  // it, the system's error otherwise (io/system_error.h); messages start with
+  // the path. An
   // empty file maps to an empty view.
   static absl::StatusOr<MappedFile> Open(const std::string& path,
                                          std::uint64_t max_bytes);

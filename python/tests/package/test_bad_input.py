@@ -7,7 +7,9 @@ the writer alone.)"""
 from __future__ import annotations
 
 import copy
+import errno
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -98,6 +100,27 @@ def test_a_write_into_a_read_only_directory_is_a_permission_error(bert, read_onl
         with pytest.raises(PermissionError, match="ro"):
             write(read_only_dir / "out")
     assert list(read_only_dir.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_disk_is_an_os_error_with_its_errno_not_a_memory_error(bert):
+    # The writers write through a device (they never replace one); /dev/full
+    # fails every write with ENOSPC, which the library reports as
+    # ResourceExhausted with the errno beside it (semmap/system_error.h).
+    for write in (bert.report, bert.write_sidecar):
+        with pytest.raises(OSError) as raised:
+            write("/dev/full", allow_overwrite=True)
+        assert not isinstance(raised.value, MemoryError)
+        assert raised.value.errno == errno.ENOSPC
+        assert "/dev/full" in str(raised.value)
+
+
+def test_a_path_through_a_file_is_a_file_not_found_error_with_its_errno(tmp_path):
+    # stat("<file>/model.onnx") fails with ENOTDIR: no such file, as open() says.
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(FileNotFoundError) as raised:
+        semmap.load(tmp_path / "file" / "model.onnx")
+    assert raised.value.errno == errno.ENOTDIR
 
 
 def test_two_threads_mapping_at_once_give_the_answers_of_one(tmp_path):
