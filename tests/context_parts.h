@@ -3,9 +3,11 @@
 #ifndef SEMMAP_TESTS_CONTEXT_PARTS_H_
 #define SEMMAP_TESTS_CONTEXT_PARTS_H_
 
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "catch2/catch.hpp"
 #include "mapping/core/evidence_store.h"
 #include "mapping/core/mapping_context.h"
 #include "mapping/core/mapping_record.h"
@@ -16,8 +18,42 @@
 #include "semmap/manifest.h"
 #include "semmap/root_binding.h"
 #include "semmap/rules.h"
+#include "test_util.h"
 
 namespace semmap_test {
+
+// A fixture's model and manifest (Fixture(dir, ...)).
+inline semmap::Graph LoadGraph(const std::string& dir) {
+  auto g = semmap::Graph::Load(Fixture(dir, "model.onnx"));
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+inline semmap::Manifest LoadManifest(const std::string& dir) {
+  auto m = semmap::Manifest::Load(Fixture(dir, "manifest.json"));
+  REQUIRE(m.ok());
+  return *std::move(m);
+}
+
+inline semmap::Graph ParseGraph(const onnx::ModelProto& model) {
+  auto g = semmap::Graph::Parse(Serialize(model), "test");
+  REQUIRE(g.ok());
+  return *std::move(g);
+}
+
+// A graph of nodes named `names` (op `op`, chained), for scope-level
+// behaviour that real exports do not isolate.
+inline semmap::Graph NamedGraph(const std::vector<std::string>& names,
+                                const std::string& op = "Relu") {
+  onnx::ModelProto model = MakeModel();
+  std::string previous = "x";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string out = "v" + std::to_string(i);
+    AddNode(model.mutable_graph(), names[i], op, {previous}, {out});
+    previous = out;
+  }
+  return ParseGraph(model);
+}
 
 // `records` empty: one unmapped record per node.
 struct ContextParts {

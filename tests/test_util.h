@@ -197,6 +197,23 @@ inline onnx::ModelProto MakeNestedIfModel(int levels, onnx::GraphProto** innermo
   return model;
 }
 
+// Appends a float initializer `name` of `dims` to `graph`: every element
+// 0.5, or without `with_data` no data (its shape is all some rules read).
+inline onnx::TensorProto* AddInitializer(onnx::GraphProto* graph, const std::string& name,
+                                         const std::vector<std::int64_t>& dims,
+                                         bool with_data = true) {
+  onnx::TensorProto* t = graph->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  std::int64_t count = 1;
+  for (std::int64_t d : dims) {
+    t->add_dims(d);
+    count *= d;
+  }
+  for (std::int64_t i = 0; with_data && i < count; ++i) t->add_float_data(0.5f);
+  return t;
+}
+
 inline std::string Serialize(const onnx::ModelProto& model) {
   std::string bytes;
   model.SerializeToString(&bytes);

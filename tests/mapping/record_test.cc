@@ -257,18 +257,6 @@ TEST_CASE("embed writes one record and leaves every other byte", "[record]") {
   CHECK(ReadBytes(out) == after);
 }
 
-TEST_CASE("the record's doc_string line keeps the rest of the doc and is found again", "[record]") {
-  using semmap::internal::RecordDocLine;
-  using semmap::internal::WithRecordDocLine;
-  CHECK(WithRecordDocLine("", "v") == "semmap.record=v");
-  CHECK(WithRecordDocLine("a graph\nof two lines\n", "v") == "a graph\nof two lines\nsemmap.record=v");
-  CHECK(WithRecordDocLine("a\nsemmap.record=old\nb", "new") == "a\nb\nsemmap.record=new");
-  CHECK(WithRecordDocLine("a\nsemmap.record=old", "") == "a");
-  CHECK(RecordDocLine("a\nsemmap.record=v\nb") == "v");
-  CHECK(RecordDocLine("no record here").empty());
-  CHECK(RecordDocLine(" semmap.record=not at a line's start").empty());
-}
-
 TEST_CASE("a model whose metadata a tool dropped maps with the doc_string's record", "[record]") {
   // What onnx-graphsurgeon and Polygraphy write: the ModelProto rebuilt,
   // its metadata_props gone, the graph's doc_string kept.

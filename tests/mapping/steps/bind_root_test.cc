@@ -1,13 +1,12 @@
-// The mapper's first steps on their own: grouping nodes by scope
-// (mapping/steps/group_scopes.h), binding the ONNX root to the manifest
-// (mapping/steps/bind_root.h) and resolving each scope once
-// (mapping/steps/resolve_scopes.h).
+// Binding the ONNX root to the manifest (mapping/steps/bind_root.h), and
+// resolving every scope under the binding chosen.
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "catch2/catch.hpp"
+#include "context_parts.h"
 #include "mapping/core/confidence.h"
 #include "mapping/core/evidence_store.h"
 #include "mapping/core/scope_resolver.h"
@@ -26,36 +25,11 @@ using semmap::Manifest;
 using semmap::ModuleId;
 using semmap::RootBinding;
 using semmap::Rules;
-using semmap_test::Fixture;
+using semmap_test::LoadGraph;
+using semmap_test::LoadManifest;
+using semmap_test::NamedGraph;
 
 constexpr char kBert[] = "bert-seqcls.torchscript";
-
-Graph LoadGraph(const std::string& dir) {
-  auto g = Graph::Load(Fixture(dir, "model.onnx"));
-  REQUIRE(g.ok());
-  return *std::move(g);
-}
-
-Manifest LoadManifest(const std::string& dir) {
-  auto m = Manifest::Load(Fixture(dir, "manifest.json"));
-  REQUIRE(m.ok());
-  return *std::move(m);
-}
-
-// A graph of nodes named `names` (op Relu, chained), for scope-level
-// behaviour that real exports do not isolate.
-Graph NamedGraph(const std::vector<std::string>& names) {
-  onnx::ModelProto model = semmap_test::MakeModel();
-  std::string previous = "x";
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string out = "v" + std::to_string(i);
-    semmap_test::AddNode(model.mutable_graph(), names[i], "Relu", {previous}, {out});
-    previous = out;
-  }
-  auto g = Graph::Parse(semmap_test::Serialize(model), "test");
-  REQUIRE(g.ok());
-  return *std::move(g);
-}
 
 // The paths of `manifest` below `prefix` ("bert."), without it: the base
 // model's manifest of a task model.
@@ -67,99 +41,6 @@ Manifest Submanifest(const Manifest& manifest, const std::string& prefix) {
     }
   }
   return Manifest::FromModulePaths(paths);
-}
-
-TEST_CASE("GroupScopes groups nodes by scope and parses each once") {
-  const Graph g = NamedGraph({"/enc/layer.0/MatMul", "/enc/layer.0/Add", "/enc/layer.1/MatMul",
-                              "Identity_3", "/enc/layer.0/Relu"});
-  const semmap::internal::GraphScopes scopes = semmap::internal::GroupScopes(g, Rules::Default());
-  REQUIRE(scopes.of_node.size() == 5);
-  CHECK(scopes.all.size() == 2);
-  REQUIRE(scopes.of_node[0] != nullptr);
-  CHECK(scopes.of_node[0] == scopes.of_node[1]);
-  CHECK(scopes.of_node[0] == scopes.of_node[4]);
-  CHECK(scopes.of_node[0]->nodes == 3);
-  CHECK(scopes.of_node[2]->nodes == 1);
-  CHECK(scopes.of_node[3] == nullptr);  // no scope, no metadata
-  REQUIRE(scopes.ordered.size() == 2);
-  CHECK(scopes.ordered[0] == scopes.of_node[0]);  // layer.0 sorts before layer.1
-  const std::vector<std::pair<std::string, std::string>> derived =
-      semmap::internal::DerivedModulePaths(scopes);
-  REQUIRE(derived.size() == 2);
-  CHECK(derived[0].first == "enc.layer.0");
-  CHECK(derived[1].first == "enc.layer.1");
-}
-
-TEST_CASE("GroupScopes on a graph large enough to be read on two cores") {
-  // 70,000 nodes (above internal::kParallelNodes): name scopes alternating
-  // in runs, one with a derived name, and module stacks in both halves.
-  // Every node must get the scope a one-node graph of it would give.
-  constexpr int kNodes = 70000;
-  onnx::ModelProto model = semmap_test::MakeModel();
-  std::string previous = "x";
-  for (int i = 0; i < kNodes; ++i) {
-    const std::string out = "v" + std::to_string(i);
-    std::string name = "/enc/layer." + std::to_string(i / 3 % 50) + "/Relu_" + std::to_string(i);
-    if (i >= 60000 && i % 10 == 1) name = "/late/Relu_" + std::to_string(i);  // second half only
-    if (i % 1000 == 7) name = "stack_" + std::to_string(i);
-    if (i == 5) name = "/enc/x_output_0_QuantizeLinear";  // derived: no scope
-    onnx::NodeProto* node = semmap_test::AddNode(model.mutable_graph(), name, "Relu",
-                                                 {previous}, {out});
-    if (i % 1000 == 7) {
-      const std::string block =
-          i >= 50000 && i % 2000 == 7 ? "late" : std::to_string(i / 1000 % 4);
-      semmap_test::AddNodeMetadata(node, "pkg.torch.onnx.name_scopes",
-                                   "['', 'dec', 'dec.block." + block + "', 'relu']");
-      semmap_test::AddNodeMetadata(node, "pkg.torch.onnx.class_hierarchy",
-                                   "['M', 'D', 'B" + std::to_string(i) + "', 'relu']");
-    }
-    previous = out;
-  }
-  auto g = Graph::Parse(semmap_test::Serialize(model), "test");
-  REQUIRE(g.ok());
-  const auto scopes = semmap::internal::GroupScopes(*g, Rules::Default());
-  REQUIRE(scopes.of_node.size() == static_cast<std::size_t>(kNodes));
-  CHECK(scopes.all.size() == 50 + 4 + 2);
-  CHECK(scopes.of_node[5] == nullptr);
-  std::size_t counted = 0;
-  for (const auto& scope : scopes.all) counted += scope.nodes;
-  CHECK(counted == static_cast<std::size_t>(kNodes) - 1);
-  for (int i = 0; i < kNodes; ++i) {
-    if (i == 5) continue;
-    const semmap::internal::Scope* s = scopes.of_node[static_cast<std::size_t>(i)];
-    REQUIRE(s != nullptr);
-    if (i % 1000 == 7) {
-      REQUIRE(s->from_metadata);
-      CHECK(s->text == "dec.block." + (i >= 50000 && i % 2000 == 7
-                                           ? std::string("late")
-                                           : std::to_string(i / 1000 % 4)));
-    } else if (i >= 60000 && i % 10 == 1) {
-      REQUIRE_FALSE(s->from_metadata);
-      CHECK(s->key == "/late");
-      REQUIRE(s->segments.size() == 1);
-      CHECK(s->segments[0] == "late");
-    } else {
-      REQUIRE_FALSE(s->from_metadata);
-      REQUIRE(s->segments.size() == 2);
-      CHECK(s->segments[1] == "layer." + std::to_string(i / 3 % 50));
-    }
-  }
-  // The class is the first node's that named the stack (node order, not
-  // the order of the halves).
-  const semmap::internal::Scope* block1 = scopes.of_node[1007];
-  CHECK(block1->qualified_class == "B1007");
-  CHECK(scopes.of_node[50007]->qualified_class == "B50007");  // first met in the second half
-  CHECK(scopes.of_node[52007] == scopes.of_node[50007]);
-  // Scopes are numbered in the order the nodes first name them, across
-  // the halves: the first half's, then the second half's new ones.
-  std::vector<const semmap::internal::Scope*> first_met;
-  for (const semmap::internal::Scope* s : scopes.of_node) {
-    if (s != nullptr && std::find(first_met.begin(), first_met.end(), s) == first_met.end()) {
-      first_met.push_back(s);
-    }
-  }
-  REQUIRE(first_met.size() == scopes.all.size());
-  for (std::size_t k = 0; k < first_met.size(); ++k) CHECK(first_met[k] == &scopes.all[k]);
 }
 
 TEST_CASE("Many scopes resolve on two cores as they do one by one") {
@@ -236,26 +117,6 @@ TEST_CASE("Many scopes resolve on two cores as they do one by one") {
     CHECK(again.ordered[i]->resolution.module == scopes.ordered[i]->resolution.module);
     CHECK(again.ordered[i]->resolution.resolved == scopes.ordered[i]->resolution.resolved);
   }
-}
-
-TEST_CASE("The evidence store interns texts once and keeps whole texts apart") {
-  semmap::internal::EvidenceStore store;
-  const absl::string_view a = store.Intern("scope /a");
-  CHECK(store.Intern(std::string("scope /a")).data() == a.data());  // one copy
-  const std::string whole = "scope /bscope /c";
-  const absl::string_view kept = store.Keep(whole);
-  CHECK(kept == whole);
-  CHECK(kept.data() != whole.data());  // a copy, owned by the store
-  // Kept texts are not looked up: interning one makes another copy.
-  const absl::string_view b = store.Intern("scope /bscope /c");
-  CHECK(b == kept);
-  CHECK(b.data() != kept.data());
-  // A text longer than a block, then small ones after it, all intact.
-  const std::string big(100000, 'x');
-  CHECK(store.Intern(big) == big);
-  CHECK(store.Intern("scope /d") == "scope /d");
-  CHECK(a == "scope /a");
-  CHECK(store.Keep("").empty());
 }
 
 TEST_CASE("Root binding of a real export against its own manifest is the identity") {
@@ -353,50 +214,6 @@ TEST_CASE("Binding candidates are capped") {
   const auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
   const auto candidates = semmap::internal::RootBindingCandidates(m, scopes.ordered, 2);
   CHECK(candidates.size() == 256);
-}
-
-TEST_CASE("ScopeOutcomes gives each scope its outcome and confidence") {
-  const Manifest m = Manifest::FromModulePaths({{"enc.layer.0.attn", ""}, {"enc.relu", ""}});
-  const Graph g = NamedGraph(
-      {"/enc/layer.0/attn/MatMul", "/enc/relu_1/Relu", "/enc/layer.0/nowhere/Add", "/other/Add"});
-  auto scopes = semmap::internal::GroupScopes(g, Rules::Default());
-  semmap::internal::EvidenceStore store;
-  RootBinding binding;
-  semmap::internal::ResolveScopesUnder(m, binding, scopes.ordered);
-  semmap::internal::ScopeOutcomes(m, /*derived=*/false, &scopes, &binding, &store);
-  std::vector<semmap::internal::MappingRecord> mappings(g.size());
-  semmap::internal::ApplyScopeOutcomes(scopes, &mappings);
-  namespace conf = semmap::internal::confidence::scope;
-
-  CHECK(m.path(mappings[0].module) == "enc.layer.0.attn");
-  CHECK(mappings[0].strategy == semmap::Strategy::kExactScope);
-  CHECK(mappings[0].confidence == conf::kExact);
-  CHECK(mappings[0].evidence == "scope /enc/layer.0/attn");
-
-  CHECK(m.path(mappings[1].module) == "enc.relu");  // "_1" folded
-  CHECK(mappings[1].confidence == conf::kExactCallSuffix);
-  CHECK(mappings[1].evidence == "scope /enc/relu_1 (call suffix folded)");
-
-  CHECK(m.path(mappings[2].module) == "enc.layer.0");
-  CHECK(mappings[2].strategy == semmap::Strategy::kScopePrefix);
-  CHECK(mappings[2].confidence == conf::kPrefix);
-  CHECK(mappings[2].evidence == "scope /enc/layer.0/nowhere: resolved 2 of 3 segments");
-
-  CHECK_FALSE(mappings[3].mapped());
-  // With a manifest, the binding's counts are ChooseRootBinding's business.
-  CHECK(binding.scoped_nodes == 0);
-
-  // A derived manifest lowers every confidence and counts the nodes.
-  auto derived_scopes = semmap::internal::GroupScopes(g, Rules::Default());
-  RootBinding derived_binding;
-  semmap::internal::ResolveScopesUnder(m, derived_binding, derived_scopes.ordered);
-  semmap::internal::ScopeOutcomes(m, /*derived=*/true, &derived_scopes, &derived_binding,
-                                  &store);
-  std::vector<semmap::internal::MappingRecord> derived(g.size());
-  semmap::internal::ApplyScopeOutcomes(derived_scopes, &derived);
-  CHECK(derived[0].confidence == conf::kExact * semmap::internal::confidence::kNoManifestFactor);
-  CHECK(derived_binding.scoped_nodes == 4);
-  CHECK(derived_binding.resolved_nodes == 2);
 }
 
 }  // namespace

@@ -1,0 +1,196 @@
+// Pairing the nodes of a post-processed copy with the export it came from
+// (mapping/strategies/reference_match.h): by name, by structure, constants
+// by position, fused nodes by the span they replaced; spans bounded.
+#include <string>
+#include <vector>
+
+#include "catch2/catch.hpp"
+#include "context_parts.h"
+#include "mapping/strategies/reference_match.h"
+#include "semmap/semmap.h"
+#include "test_util.h"
+
+using semmap::Graph;
+using semmap::NodeId;
+using semmap::Rules;
+using semmap::internal::MatchRule;
+using semmap::internal::MatchToReference;
+using semmap::internal::NodeMatch;
+using semmap_test::AddInitializer;
+using semmap_test::AddNode;
+using semmap_test::MakeModel;
+using semmap_test::ParseGraph;
+
+namespace {
+
+std::vector<NodeMatch> Match(const Graph& p, const Graph& r) {
+  return MatchToReference(p, r, Rules::Default());
+}
+
+// The R node a P node was paired with, by R node name ("" when none).
+std::string PairedName(const std::vector<NodeMatch>& m, const Graph& p, const Graph& r,
+                       const std::string& p_name) {
+  const NodeId id = p.find(p_name);
+  REQUIRE(id != semmap::kNoNode);
+  if (m[id].reference_nodes.size() != 1) return "";
+  return std::string(r.node(m[id].reference_nodes[0]).name);
+}
+
+}  // namespace
+
+TEST_CASE("Structural numbering pairs renamed nodes and values", "[reference]") {
+  // R: x -> Shape -> Gather(_, const) ; x + w -> Relu -> Add(_, w2) -> y
+  onnx::ModelProto r = MakeModel();
+  auto* rg = r.mutable_graph();
+  rg->add_input()->set_name("x");
+  AddInitializer(rg, "enc.w", {4});
+  AddInitializer(rg, "enc.w2", {4});
+  AddNode(rg, "/enc/Shape", "Shape", {"x"}, {"/enc/Shape_output_0"});
+  AddNode(rg, "/enc/Constant", "Constant", {}, {"/enc/Constant_output_0"});
+  AddNode(rg, "/enc/Gather", "Gather", {"/enc/Shape_output_0", "/enc/Constant_output_0"},
+          {"/enc/Gather_output_0"});
+  AddNode(rg, "/enc/Add", "Add", {"x", "enc.w"}, {"/enc/Add_output_0"});
+  AddNode(rg, "/enc/act/Relu", "Relu", {"/enc/Add_output_0"}, {"/enc/act/Relu_output_0"});
+  AddNode(rg, "/enc/Add_1", "Add", {"/enc/act/Relu_output_0", "enc.w2"}, {"y"});
+  rg->add_output()->set_name("y");
+
+  // P: names n<i>, values v<i>, reordered, operands of the commutative Add
+  // swapped.
+  onnx::ModelProto p = MakeModel();
+  auto* pg = p.mutable_graph();
+  pg->add_input()->set_name("x");
+  AddInitializer(pg, "enc.w", {4});
+  AddInitializer(pg, "enc.w2", {4});
+  AddNode(pg, "n0", "Add", {"enc.w", "x"}, {"v0"});
+  AddNode(pg, "n1", "Relu", {"v0"}, {"v1"});
+  AddNode(pg, "n2", "Add", {"v1", "enc.w2"}, {"y"});
+  AddNode(pg, "n3", "Constant", {}, {"v3"});
+  AddNode(pg, "n4", "Shape", {"x"}, {"v4"});
+  AddNode(pg, "n5", "Gather", {"v4", "v3"}, {"v5"});
+  pg->add_output()->set_name("y");
+
+  const Graph rgraph = ParseGraph(r), pgraph = ParseGraph(p);
+  const auto m = Match(pgraph, rgraph);
+  CHECK(PairedName(m, pgraph, rgraph, "n0") == "/enc/Add");
+  CHECK(PairedName(m, pgraph, rgraph, "n1") == "/enc/act/Relu");
+  CHECK(PairedName(m, pgraph, rgraph, "n2") == "/enc/Add_1");
+  CHECK(PairedName(m, pgraph, rgraph, "n4") == "/enc/Shape");
+  CHECK(PairedName(m, pgraph, rgraph, "n5") == "/enc/Gather");
+  CHECK(PairedName(m, pgraph, rgraph, "n3") == "/enc/Constant");
+  CHECK(m[pgraph.find("n1")].rule == MatchRule::kStructure);
+  CHECK(m[pgraph.find("n3")].rule == MatchRule::kConstantOf);
+}
+
+TEST_CASE("A node with different inputs is not paired", "[reference]") {
+  onnx::ModelProto r = MakeModel();
+  auto* rg = r.mutable_graph();
+  rg->add_input()->set_name("x");
+  AddInitializer(rg, "w", {4});
+  AddNode(rg, "/a/Sub", "Sub", {"x", "w"}, {"s"});
+  onnx::ModelProto p = MakeModel();
+  auto* pg = p.mutable_graph();
+  pg->add_input()->set_name("x");
+  AddInitializer(pg, "w", {4});
+  AddNode(pg, "n0", "Sub", {"w", "x"}, {"v0"});  // Sub is not commutative
+  AddNode(pg, "n1", "Div", {"x", "w"}, {"v1"});  // another op
+  const Graph rgraph = ParseGraph(r), pgraph = ParseGraph(p);
+  const auto m = Match(pgraph, rgraph);
+  CHECK(m[0].rule == MatchRule::kNone);
+  CHECK(m[1].rule == MatchRule::kNone);
+}
+
+TEST_CASE("Fused nodes stand for the span they replaced; derived names", "[reference]") {
+  // R: MatMul -> Add(bias) -> LayerNormalization, plus an unrelated branch.
+  onnx::ModelProto r = MakeModel();
+  auto* rg = r.mutable_graph();
+  rg->add_input()->set_name("x");
+  AddInitializer(rg, "w", {4, 4});
+  AddInitializer(rg, "b", {4});
+  AddNode(rg, "/l/dense/MatMul", "MatMul", {"x", "w"}, {"/l/dense/MatMul_output_0"});
+  AddNode(rg, "/l/dense/Add", "Add", {"/l/dense/MatMul_output_0", "b"}, {"/l/dense/Add_output_0"});
+  AddNode(rg, "/l/norm/LayerNormalization", "LayerNormalization", {"/l/dense/Add_output_0"},
+          {"/l/norm/LayerNormalization_output_0"});
+  AddNode(rg, "/l/other/Relu", "Relu", {"x"}, {"/l/other/Relu_output_0"});
+
+  onnx::ModelProto p = MakeModel();
+  auto* pg = p.mutable_graph();
+  pg->add_input()->set_name("x");
+  AddInitializer(pg, "w_quantized", {4, 4});
+  AddInitializer(pg, "w_scale", {1});
+  AddInitializer(pg, "b", {4});
+  // Keeps the output name of the last node it replaced.
+  AddNode(pg, "Fused_0", "FusedDenseNorm", {"x", "w", "b"},
+          {"/l/norm/LayerNormalization_output_0"});
+  AddNode(pg, "/l/dense/MatMul_quant", "MatMulInteger", {"x", "w_quantized"}, {"q"});
+  AddNode(pg, "/l/dense/MatMul_output_0_QuantizeLinear", "DynamicQuantizeLinear",
+          {"/l/dense/MatMul_output_0"}, {"dq"});
+  AddNode(pg, "n9", "MatMul", {"x", "w_quantized"}, {"v9"});  // shape kept: the weight
+
+  const Graph rgraph = ParseGraph(r), pgraph = ParseGraph(p);
+  const auto m = Match(pgraph, rgraph);
+  const NodeMatch& fused = m[pgraph.find("Fused_0")];
+  CHECK(fused.rule == MatchRule::kSpan);
+  CHECK(fused.reference_nodes.size() == 3);  // MatMul, Add, LayerNormalization
+  CHECK(m[pgraph.find("/l/dense/MatMul_quant")].rule == MatchRule::kDerivedName);
+  CHECK(PairedName(m, pgraph, rgraph, "/l/dense/MatMul_quant") == "/l/dense/MatMul");
+  // Named after a value: no claim on the value's producer.
+  CHECK(m[pgraph.find("/l/dense/MatMul_output_0_QuantizeLinear")].rule == MatchRule::kNone);
+  CHECK(PairedName(m, pgraph, rgraph, "n9") == "/l/dense/MatMul");
+}
+
+TEST_CASE("Span walks are bounded; long chains match in linear time", "[reference]") {
+  constexpr int kChain = 20000;
+  onnx::ModelProto r = MakeModel();
+  onnx::ModelProto p = MakeModel();
+  auto* rg = r.mutable_graph();
+  auto* pg = p.mutable_graph();
+  rg->add_input()->set_name("x");
+  pg->add_input()->set_name("x");
+  for (int i = 0; i < kChain; ++i) {
+    const std::string in = i == 0 ? "x" : "r" + std::to_string(i - 1);
+    AddNode(rg, "/m/Relu_" + std::to_string(i), "Relu", {in}, {"r" + std::to_string(i)});
+    const std::string pin = i == 0 ? "x" : "p" + std::to_string(i - 1);
+    AddNode(pg, "n" + std::to_string(i), "Relu", {pin}, {"p" + std::to_string(i)});
+  }
+  // A fused node writing the chain's last value from the graph input: its
+  // span would be the whole chain.
+  AddNode(pg, "Fused", "Whole", {"x"}, {"r" + std::to_string(kChain - 1)});
+  const Graph rgraph = ParseGraph(r), pgraph = ParseGraph(p);
+  semmap::internal::MatchLimits limits;
+  limits.max_span_nodes = 100;
+  const auto m = MatchToReference(pgraph, rgraph, Rules::Default(), limits);
+  std::size_t structural = 0;
+  for (int i = 0; i < kChain; ++i) structural += m[i].rule == MatchRule::kStructure;
+  CHECK(structural == kChain);
+  const NodeMatch& fused = m[pgraph.find("Fused")];
+  CHECK(fused.rule == MatchRule::kSpan);
+  CHECK(fused.reference_nodes.size() == 1);  // fell back to the producer
+}
+
+TEST_CASE("Span walks are bounded by the consumer edges they visit", "[reference]") {
+  // A value read by many nodes (a mask read by every layer), and a fused
+  // node reading it: the forward walk stops instead of scanning them all.
+  constexpr int kFanOut = 1000;
+  onnx::ModelProto r = MakeModel();
+  auto* rg = r.mutable_graph();
+  rg->add_input()->set_name("x");
+  AddNode(rg, "/m/Relu", "Relu", {"x"}, {"mask"});
+  for (int i = 0; i < kFanOut; ++i) {
+    AddNode(rg, "/l/Add_" + std::to_string(i), "Add", {"mask", "x"}, {"a" + std::to_string(i)});
+  }
+  AddNode(rg, "/l/Neg", "Neg", {"a7"}, {"out"});
+  onnx::ModelProto p = MakeModel();
+  auto* pg = p.mutable_graph();
+  pg->add_input()->set_name("x");
+  AddNode(pg, "/m/Relu", "Relu", {"x"}, {"mask"});
+  AddNode(pg, "Fused", "AddNeg", {"mask", "x"}, {"out"});
+  const Graph rgraph = ParseGraph(r), pgraph = ParseGraph(p);
+  semmap::internal::MatchLimits limits;
+  limits.max_span_nodes = 16;  // 64 edges
+  const NodeMatch wide = MatchToReference(pgraph, rgraph, Rules::Default(), limits)[1];
+  CHECK(wide.rule == MatchRule::kSpan);
+  REQUIRE(wide.reference_nodes.size() == 1);
+  CHECK(rgraph.node(wide.reference_nodes[0]).name == "/l/Neg");
+  const NodeMatch full = MatchToReference(pgraph, rgraph, Rules::Default())[1];
+  CHECK(full.reference_nodes.size() == 2);  // Add_7 and Neg
+}
