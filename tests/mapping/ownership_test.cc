@@ -1,7 +1,7 @@
 // What the zero-copy Graph and the owning mapper promise: views stay valid
 // as long as any handle lives, nothing a mapper hands out dangles when the
 // objects it was made from are gone, and value ids agree with the lookups
-// by name. Also the prefix-sharing scope resolver against the plain one.
+// by name.
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -13,11 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "mapping/core/evidence_store.h"
-#include "mapping/core/scope_resolver.h"
 #include "semmap/graph.h"
 #include "semmap/manifest.h"
 #include "semmap/mapper.h"
-#include "semmap/scope_path.h"
 #include "temp_dir.h"
 #include "test_util.h"
 
@@ -161,47 +159,6 @@ TEST_CASE("Open loads, maps and names the files at fault") {
   REQUIRE(absl::IsFailedPrecondition(misfit.status()));
   CHECK(misfit.status().message().find("bert-seqcls.torchscript") != absl::string_view::npos);
   CHECK(misfit.status().message().find(other) != absl::string_view::npos);
-}
-
-// The prefix-sharing resolver gives exactly the plain resolver's answers,
-// in any order of the scopes (sorted is only faster), for every binding.
-TEST_CASE("PrefixResolver agrees with ScopeResolver") {
-  for (const char* dir : {kBert, "gpt2-causal-lm.torchscript", "bart-seq2seq-lm.torchscript"}) {
-    auto g = Graph::Load(Fixture(dir, "model.onnx"));
-    auto m = Manifest::Load(Fixture(dir, "manifest.json"));
-    REQUIRE(g.ok());
-    REQUIRE(m.ok());
-    std::vector<semmap::ScopePath::Segments> scopes;
-    for (const semmap::Node& n : g->nodes()) {
-      if (!n.name.empty() && n.name.front() == '/') {
-        scopes.push_back(semmap::ScopePath::Parse(n.name).segments());
-      }
-    }
-    REQUIRE(scopes.size() > 50);
-    const semmap::internal::ScopeResolver plain(*m);
-    const std::vector<std::string> no_wrapper;
-    const std::vector<std::string> wrapper = {std::string(scopes[0][0])};
-    for (const auto* w : {&no_wrapper, &wrapper}) {
-      for (semmap::ModuleId root : {m->root(), m->module(m->root()).children.empty()
-                                                   ? m->root()
-                                                   : m->module(m->root()).children[0]}) {
-        semmap::internal::PrefixResolver prefix(plain, root, *w);
-        for (int pass = 0; pass < 2; ++pass) {
-          if (pass == 1) std::sort(scopes.begin(), scopes.end());
-          for (const auto& s : scopes) {
-            const auto a = plain.Resolve(s, root, *w);
-            const auto b = prefix.Resolve(s);
-            CHECK(a.module == b.module);
-            CHECK(a.resolved == b.resolved);
-            CHECK(a.total == b.total);
-            CHECK(a.call_suffix == b.call_suffix);
-            CHECK(a.ambiguous == b.ambiguous);
-            CHECK(a.indirect == b.indirect);
-          }
-        }
-      }
-    }
-  }
 }
 
 }  // namespace

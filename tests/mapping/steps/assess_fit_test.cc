@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "catch2/catch.hpp"
+#include "context_parts.h"
 #include "nlohmann/json.hpp"
 #include "semmap/semmap.h"
 #include "test_util.h"
@@ -169,54 +170,8 @@ TEST_CASE("A scope counts for the fit where the manifest has its path, step by s
 
 namespace {
 
-// One manifest module for ManifestWithTensors: path, class, qualified
-// class, own tensors as "name:d0xd1".
-struct Module {
-  std::string path;
-  std::string class_name;
-  std::string qualified;
-  std::vector<std::string> tensors;
-};
-
-std::string ManifestWithTensors(const std::vector<Module>& modules) {
-  nlohmann::json out = {{"format", "semmap.manifest"},
-                        {"schema_version", 1},
-                        {"model", {{"class", "M"}, {"qualified_class", "t.M"}}}};
-  nlohmann::json list = nlohmann::json::array();
-  std::vector<Module> all = {{"", "M", "t.M", {}}};
-  all.insert(all.end(), modules.begin(), modules.end());
-  for (const Module& m : all) {
-    const std::size_t dot = m.path.rfind('.');
-    nlohmann::json entry = {{"path", m.path}, {"class", m.class_name},
-                            {"qualified_class", m.qualified}, {"buffers", nlohmann::json::array()}};
-    entry["parent"] = m.path.empty() ? nlohmann::json()
-                                     : nlohmann::json(dot == std::string::npos ? "" : m.path.substr(0, dot));
-    nlohmann::json children = nlohmann::json::array();
-    for (const Module& c : all) {
-      if (c.path.empty() || c.path == m.path) continue;
-      const std::size_t cd = c.path.rfind('.');
-      if ((cd == std::string::npos ? "" : c.path.substr(0, cd)) == m.path) children.push_back(c.path);
-    }
-    entry["children"] = children;
-    nlohmann::json params = nlohmann::json::array();
-    for (const std::string& t : m.tensors) {
-      const std::size_t colon = t.find(':');
-      nlohmann::json shape = nlohmann::json::array();
-      std::size_t start = colon + 1;
-      while (start <= t.size()) {
-        const std::size_t x = t.find('x', start);
-        shape.push_back(std::stoll(t.substr(start, x == std::string::npos ? std::string::npos : x - start)));
-        if (x == std::string::npos) break;
-        start = x + 1;
-      }
-      params.push_back({{"name", t.substr(0, colon)}, {"shape", shape}, {"dtype", "float32"}});
-    }
-    entry["parameters"] = params;
-    list.push_back(entry);
-  }
-  out["modules"] = list;
-  return out.dump();
-}
+using Module = semmap_test::ManifestModule;
+using semmap_test::ManifestWithTensors;
 
 // A chain of Relu nodes, one per scope, and float initializers by name and dims.
 semmap::Graph ChainGraph(const std::vector<std::string>& scopes,

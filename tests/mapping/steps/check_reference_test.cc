@@ -49,3 +49,27 @@ TEST_CASE("CheckSameModel weighs initializer names and shapes", "[reference]") {
     CHECK_THAT(std::string(s.message()), Catch::Contains("a.weight [4,3] vs [2,3]"));
   }
 }
+
+// Pins NamingOf on the three ways the corpus names modules: TorchScript's
+// scoped node names, the dynamo exporter's module stacks, and none (names
+// stripped), with the distinct scopes each names.
+TEST_CASE("NamingOf tells scoped names, module stacks and stripped names apart",
+          "[reference][fixture]") {
+  const struct {
+    const char* dir;
+    semmap::NodeNaming scheme;
+  } cases[] = {{"bert-seqcls.torchscript", semmap::NodeNaming::kScopes},
+               {"bert-seqcls.dynamo", semmap::NodeNaming::kMetadata},
+               {"bert-seqcls.torchscript.stripped", semmap::NodeNaming::kNone}};
+  for (const auto& c : cases) {
+    CAPTURE(c.dir);
+    const semmap::internal::GraphNaming naming =
+        semmap::internal::NamingOf(semmap_test::LoadGraph(c.dir));
+    CHECK(naming.scheme == c.scheme);
+    if (c.scheme == semmap::NodeNaming::kNone) {
+      CHECK(naming.scopes == 0);
+    } else {
+      CHECK(naming.scopes > 20);  // a BERT's embeddings, layers and head
+    }
+  }
+}

@@ -1,7 +1,6 @@
-// Nodes that do several modules' work (mapping/strategies/fused_nodes.h,
-// mapping/core/origin_table.h): which part a fused op type names, when a folded
-// module is found beside its Conv, and the origins and primary answers on
-// real exports against their truth.
+// Nodes that do several modules' work (mapping/strategies/fused_nodes.h):
+// when a folded module is found beside its Conv, and the origins and
+// primary answers on real exports against their truth.
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -25,47 +24,13 @@
 namespace {
 
 using semmap::Graph;
-using semmap::kNoModule;
 using semmap::Manifest;
 using semmap::ModuleId;
 using semmap::NodeId;
 using semmap::internal::MappingRecord;
 using semmap::internal::OpTraits;
-using semmap::internal::OpTypeOverlap;
 using semmap::internal::OriginTable;
 using semmap::internal::RecordFoldedNeighbours;
-
-TEST_CASE("OpTypeOverlap: a part's op type on the fused op type's word boundaries") {
-  CHECK(OpTypeOverlap("Conv", "Conv") == 4);
-  CHECK(OpTypeOverlap("FusedConv", "Conv") == 4);
-  CHECK(OpTypeOverlap("ConvInteger", "Conv") == 4);
-  CHECK(OpTypeOverlap("QLinearConv", "Conv") == 4);
-  CHECK(OpTypeOverlap("SkipLayerNormalization", "LayerNormalization") == 18);
-  CHECK(OpTypeOverlap("MatMulInteger", "MatMul") == 6);
-  // "Mul" is a word of "MatMul" too: the longer part wins in DominantPart.
-  CHECK(OpTypeOverlap("FusedMatMul", "Mul") == 3);
-  CHECK(OpTypeOverlap("FusedMatMul", "MatMul") == 6);
-  // Not on a word boundary, or not there at all.
-  CHECK(OpTypeOverlap("Convolution", "Conv") == 0);
-  CHECK(OpTypeOverlap("Attention", "MatMul") == 0);
-  CHECK(OpTypeOverlap("Attention", "Softmax") == 0);
-  CHECK(OpTypeOverlap("Gemm", "Add") == 0);
-  CHECK(OpTypeOverlap("Conv", "FusedConv") == 0);
-  CHECK(OpTypeOverlap("Conv", "") == 0);
-}
-
-TEST_CASE("OriginTable keeps two or more distinct modules, sorted") {
-  OriginTable table;
-  table.Set(3, {5, 2, 5});
-  REQUIRE(table.Of(3).size() == 2);
-  CHECK(table.Of(3)[0] == 2);
-  CHECK(table.Of(3)[1] == 5);
-  table.Set(4, {7, 7, kNoModule});  // one module: no fusion
-  CHECK(table.Of(4).empty());
-  table.Set(3, {1});  // overwriting with one module clears
-  CHECK(table.Of(3).empty());
-  CHECK(table.size() == 0);
-}
 
 // block.conv (weight [4,3,3,3], no bias), block.bn (per-channel vectors of
 // `bn_channels` and a scalar step count; with `statistics` false only a

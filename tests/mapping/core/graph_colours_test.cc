@@ -1,0 +1,161 @@
+// Colour refinement over a graph's main body (mapping/core/graph_colours.h):
+// what makes two nodes' colours equal, after kNearRounds and once stable.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "catch2/catch.hpp"
+#include "context_parts.h"
+#include "mapping/core/graph_colours.h"
+#include "mapping/core/op_traits.h"
+#include "semmap/graph.h"
+#include "semmap/rules.h"
+#include "test_util.h"
+
+namespace {
+
+using semmap::Graph;
+using semmap::NodeId;
+using semmap::internal::ColourInput;
+using semmap::internal::GraphColours;
+using semmap::internal::OpTraits;
+using semmap_test::AddNode;
+
+// A graph's colours, values without a producer anchored by `anchor`.
+struct Coloured {
+  explicit Coloured(const Graph& graph) : g(graph), ops(graph, semmap::Rules::Default()),
+                                           constant(graph.size(), 0) {}
+  ColourInput input(std::function<std::uint64_t(absl::string_view)> anchor) const {
+    return {&g, std::move(anchor), &constant, &ops};
+  }
+  std::uint64_t near(const std::string& node) const { return colours.near[Find(node)]; }
+  std::uint64_t far(const std::string& node) const { return colours.far[Find(node)]; }
+  NodeId Find(const std::string& node) const {
+    const NodeId id = g.find(node);
+    REQUIRE(id != semmap::kNoNode);
+    return id;
+  }
+  const Graph& g;
+  const OpTraits ops;
+  std::vector<char> constant;
+  GraphColours colours;
+};
+
+std::uint64_t NoAnchor(absl::string_view) { return 0; }
+
+void Colour(Coloured* a, Coloured* b,
+            const std::function<std::uint64_t(absl::string_view)>& anchor = NoAnchor) {
+  semmap::internal::ColourGraphs(a->input(anchor), b->input(anchor), &a->colours, &b->colours);
+}
+
+// Two chains from x, alike for `relus` Relus, then a Sigmoid or a Tanh;
+// node names carry `tag`.
+Graph TwoChains(int relus, const std::string& tag) {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  onnx::GraphProto* g = model.mutable_graph();
+  g->add_input()->set_name("x");
+  for (const std::string end : {"Sigmoid", "Tanh"}) {
+    std::string previous = "x";
+    for (int i = 0; i <= relus; ++i) {
+      const std::string name = tag + end + std::to_string(i);
+      AddNode(g, name, i < relus ? "Relu" : end, {previous}, {name + "_out"});
+      previous = name + "_out";
+    }
+  }
+  return semmap_test::ParseGraph(model);
+}
+
+// Pins that names play no part (a renamed copy colours node for node the
+// same), that kNearRounds see three hops and no further, and that the
+// stable colours tell apart what differs farther downstream.
+TEST_CASE("Colours see neighbourhoods, not names: near within three hops, far until stable") {
+  const Graph a = TwoChains(6, "a_"), b = TwoChains(6, "renamed_");
+  Coloured ca(a), cb(b);
+  Colour(&ca, &cb);
+  REQUIRE(ca.colours.near.size() == a.size());
+  REQUIRE(ca.colours.far.size() == a.size());
+  for (NodeId i = 0; i < static_cast<NodeId>(a.size()); ++i) {
+    CHECK(ca.colours.near[i] == cb.colours.near[i]);
+    CHECK(ca.colours.far[i] == cb.colours.far[i]);
+  }
+  // The chains' first Relus differ six hops downstream only.
+  CHECK(ca.near("a_Sigmoid0") == ca.near("a_Tanh0"));
+  CHECK(ca.far("a_Sigmoid0") != ca.far("a_Tanh0"));
+  // Their third Relus are three hops from the end.
+  CHECK(ca.near("a_Sigmoid3") != ca.near("a_Tanh3"));
+  // In a chain of two the first Relus see the end within the near rounds.
+  const Graph short_chains = TwoChains(2, "s_");
+  Coloured cs(short_chains), cs2(short_chains);
+  Colour(&cs, &cs2);
+  CHECK(cs.near("s_Sigmoid0") != cs.near("s_Tanh0"));
+}
+
+// y = op(x, w) for one op and input order.
+Graph Binary(const std::string& op, bool swapped, const std::string& weight = "w") {
+  onnx::ModelProto model = semmap_test::MakeModel();
+  onnx::GraphProto* g = model.mutable_graph();
+  g->add_input()->set_name("x");
+  semmap_test::AddInitializer(g, weight, {4}, /*with_data=*/false);
+  if (swapped) {
+    AddNode(g, "n", op, {weight, "x"}, {"y"});
+  } else {
+    AddNode(g, "n", op, {"x", weight}, {"y"});
+  }
+  AddNode(g, "after", "Relu", {"y"}, {"z"});
+  return semmap_test::ParseGraph(model);
+}
+
+// Pins the anchors (values without a producer coloured by the name the
+// caller gives them, unknown ones alike) and the commutative ops' inputs
+// compared as a multiset.
+TEST_CASE("Anchors and commutative inputs decide the colours of what reads them") {
+  const auto by_name = [](absl::string_view v) -> std::uint64_t {
+    return v == "x" ? 11 : v == "w" ? 22 : v == "w2" ? 33 : 0;
+  };
+  {
+    const Graph a = Binary("Add", false), b = Binary("Add", true);
+    Coloured ca(a), cb(b);
+    Colour(&ca, &cb, by_name);
+    CHECK(ca.far("n") == cb.far("n"));  // Add commutes
+    CHECK(ca.far("after") == cb.far("after"));
+  }
+  {
+    const Graph a = Binary("Sub", false), b = Binary("Sub", true);
+    Coloured ca(a), cb(b);
+    Colour(&ca, &cb, by_name);
+    CHECK(ca.far("n") != cb.far("n"));  // Sub does not
+  }
+  {
+    const Graph a = Binary("Sub", false), b = Binary("Sub", false, "w2");
+    Coloured ca(a), cb(b);
+    Colour(&ca, &cb, by_name);
+    CHECK(ca.near("n") != cb.near("n"));  // another weight
+    Coloured ua(a), ub(b);
+    Colour(&ua, &ub);  // unknown anchors: the weights' names play no part
+    CHECK(ua.near("n") == ub.near("n"));
+  }
+}
+
+// Pins that nodes of subgraph bodies get colour 0 and that a node marked
+// constant is told apart from the same op unmarked.
+TEST_CASE("Subgraph nodes are not coloured; constant nodes are told apart") {
+  onnx::GraphProto* body = nullptr;
+  onnx::ModelProto model = semmap_test::MakeNestedIfModel(1, &body);
+  AddNode(body, "inner", "Relu", {"c"}, {"d"});
+  AddNode(model.mutable_graph(), "k1", "Constant", {}, {"k1_out"});
+  AddNode(model.mutable_graph(), "k2", "Constant", {}, {"k2_out"});
+  const Graph g = semmap_test::ParseGraph(model);
+  Coloured a(g), b(g);
+  b.constant[a.Find("k2")] = 1;
+  Colour(&a, &b);
+  CHECK(a.far("inner") == 0);
+  CHECK(a.near("inner") == 0);
+  CHECK(a.far("/If") != 0);
+  CHECK(a.far("k1") == a.far("k2"));
+  CHECK(b.far("k1") != b.far("k2"));
+}
+
+}  // namespace
