@@ -11,6 +11,13 @@ tests go"):
     check_sources.py strategies REPO     semmap.Strategy (python/semmap/_strategy.py)
                                          and the type stub's list (python/semmap/_core.pyi)
                                          are SEMMAP_STRATEGIES of include/semmap/strategy.h
+    check_sources.py tests REPO          every source of src/mapping/{core,steps,
+                                         strategies} has its <name>_test.cc in
+                                         the same folder of tests/mapping/ (but
+                                         the parts of a split unit and the named
+                                         exceptions below), every test there is
+                                         named after a source, and each is listed
+                                         in tests/CMakeLists.txt
     check_sources.py catches             each check above fails on a made-up
                                          tree that breaks its rule
 
@@ -304,6 +311,72 @@ def check_strategies(repo: Path) -> int:
     return 1 if failures else 0
 
 
+# --- Tests beside their sources -------------------------------------------------
+
+# The mapping's folders, whose units each have a test of their name.
+TEST_FOLDERS = ("core", "steps", "strategies")
+# Sources of those folders without a test of their own, each with why. A
+# source that gains its test, or is removed, must leave the list.
+TEST_EXCEPTIONS = {}
+
+
+def _split_unit(name: str, sources, tests):
+    """The unit `name` is a part of ("op_calls" for "op_calls_reads"): a
+    source `<unit>.cc` beside it that has its test; None when there is none."""
+    parts = name.split("_")
+    for cut in range(len(parts) - 1, 0, -1):
+        unit = "_".join(parts[:cut])
+        if unit in sources and unit in tests:
+            return unit
+    return None
+
+
+def check_tests(repo: Path, exceptions=None) -> int:
+    exceptions = TEST_EXCEPTIONS if exceptions is None else exceptions
+    failures = []
+    listed_file = repo / "tests/CMakeLists.txt"
+    listed = listed_file.read_text(encoding="utf-8") if listed_file.is_file() else ""
+    counts = {"tested": 0, "parts": 0}
+    for folder in TEST_FOLDERS:
+        src = repo / "src/mapping" / folder
+        test_dir = repo / "tests/mapping" / folder
+        sources = {p.stem for p in src.glob("*.cc")} if src.is_dir() else set()
+        tests = ({p.name[:-len("_test.cc")] for p in test_dir.glob("*_test.cc")}
+                 if test_dir.is_dir() else set())
+        for name in sorted(sources):
+            rel = f"src/mapping/{folder}/{name}.cc"
+            if name in tests:
+                counts["tested"] += 1
+                if rel in exceptions:
+                    failures.append(f"{rel}: has tests/mapping/{folder}/{name}_test.cc: remove it "
+                                    "from TEST_EXCEPTIONS")
+                continue
+            if rel in exceptions:
+                continue
+            unit = _split_unit(name, sources, tests)
+            if unit is not None:
+                counts["parts"] += 1
+                continue
+            failures.append(f"{rel}: no tests/mapping/{folder}/{name}_test.cc (nor a unit "
+                            f"<unit>.cc with its test that {name}.cc is a part of)")
+        for name in sorted(tests):
+            rel = f"tests/mapping/{folder}/{name}_test.cc"
+            if name not in sources:
+                failures.append(f"{rel}: src/mapping/{folder}/{name}.cc does not exist: a "
+                                "test here is named after the source it tests")
+            if f"mapping/{folder}/{name}_test.cc" not in listed:
+                failures.append(f"{rel}: not listed in tests/CMakeLists.txt (semmap_tests)")
+    for rel in exceptions:
+        if not (repo / rel).is_file():
+            failures.append(f"{rel}: listed in TEST_EXCEPTIONS but not found")
+    print(f"{counts['tested']} mapping sources with their test, {counts['parts']} parts of a "
+          f"split unit, {len(exceptions)} exceptions"
+          + ("".join(f"\n  {rel}: {why}" for rel, why in exceptions.items())))
+    for failure in failures:
+        print(failure)
+    return 1 if failures else 0
+
+
 def check_catches() -> int:
     """Each check, run on small trees that keep and break its rule."""
     import tempfile
@@ -347,6 +420,30 @@ def check_catches() -> int:
           "python/semmap/_strategy.py": strategy_py, "python/semmap/_core.pyi": stub},
          check_strategies, 1),
     ]
+    listed = "add_executable(semmap_tests\n  mapping/steps/a_test.cc\n  mapping/strategies/u_test.cc\n)\n"
+    tested = {"src/mapping/steps/a.cc": "", "tests/mapping/steps/a_test.cc": "",
+              "tests/CMakeLists.txt": listed}
+    cases += [
+        ("a source with its test", tested, check_tests, 0),
+        ("a source without its test", {**tested, "src/mapping/steps/b.cc": ""}, check_tests, 1),
+        ("the parts of a split unit beside its test",
+         {**tested, "src/mapping/strategies/u.cc": "", "src/mapping/strategies/u_part_two.cc": "",
+          "tests/mapping/strategies/u_test.cc": ""}, check_tests, 0),
+        ("a part of no unit with a source",
+         {**tested, "src/mapping/strategies/u_part.cc": "",
+          "tests/mapping/strategies/u_test.cc": ""}, check_tests, 1),
+        ("a test named after no source",
+         {**tested, "tests/mapping/steps/gone_test.cc": "",
+          "tests/CMakeLists.txt": listed + "mapping/steps/gone_test.cc\n"}, check_tests, 1),
+        ("a test not listed in tests/CMakeLists.txt",
+         {**tested, "src/mapping/core/c.cc": "", "tests/mapping/core/c_test.cc": ""},
+         check_tests, 1),
+        ("a source without its test, listed as an exception",
+         {**tested, "src/mapping/core/thin.cc": ""}, "exception", 0),
+        ("an exception that has its test now",
+         {**tested, "src/mapping/core/thin.cc": "", "tests/mapping/core/thin_test.cc": "",
+          "tests/CMakeLists.txt": listed + "mapping/core/thin_test.cc\n"}, "exception", 1),
+    ]
     wrong = 0
     for what, files, check, expected in cases:
         with tempfile.TemporaryDirectory() as tmp:
@@ -358,6 +455,10 @@ def check_catches() -> int:
                 got = check_size(root, exceptions={})
             elif check is check_long_comments:
                 got = check_long_comments(root, stale={})
+            elif check is check_tests:
+                got = check_tests(root, exceptions={})
+            elif check == "exception":
+                got = check_tests(root, exceptions={"src/mapping/core/thin.cc": "a thin struct"})
             else:
                 got = check(root)
         status = "ok" if got == expected else "WRONG"
@@ -369,12 +470,12 @@ def check_catches() -> int:
 def main(argv) -> int:
     if len(argv) == 2 and argv[1] == "catches":
         return check_catches()
-    if len(argv) != 3 or argv[1] not in ("size", "long-comments", "strategies"):
+    if len(argv) != 3 or argv[1] not in ("size", "long-comments", "strategies", "tests"):
         print(__doc__)
         return 2
     repo = Path(argv[2])
     return {"size": check_size, "long-comments": check_long_comments,
-            "strategies": check_strategies}[argv[1]](repo)
+            "strategies": check_strategies, "tests": check_tests}[argv[1]](repo)
 
 
 if __name__ == "__main__":
