@@ -236,8 +236,9 @@ def measure(pairs: list[tuple[str, str]], stats: dict, local: dict, iso: Isolati
             if cut is not None:
                 _isolated_run(cut, iso, units, ra, dep_samples[n], local, dep_run, timer)  # type: ignore[arg-type]
             del ra, da
-        cache.clear()
+            cache.clear()  # the first sample's values: done with
         return
+    ref_info.session = dep_info.session = None  # two sessions at most, from here on
     cache.clear()
     for group in _batches(pairs, lambda p: [("r", p[0]), ("d", p[1])], size, budget):
         ref_names = list(dict.fromkeys(r for r, _ in group))
@@ -319,7 +320,7 @@ def _batches(items: list, keys: Any, size: dict, budget: int):
 def repaired_final_errors(modules: list[str], paired_leaf: dict, dep: G.GraphView, dep_info: Info,
                           iso: Isolation | None, ref_run: R.Runner, dep_run: R.Runner, samples: list,
                           dep_samples: list, ref_out_names: list[str], dep_out_names: list[str],
-                          timer: R.Timer, batches: dict[str, int]) -> dict[str, float]:
+                          timer: R.Timer, batches: dict[str, int], budget: int) -> dict[str, float]:
     """Per module of `modules` (leaf view): the outputs' largest relative L2 error when
     the deployed copy runs with that module's own error taken out — every reader
     outside it of one of its paired boundary values reads instead the deployed value
@@ -327,9 +328,10 @@ def repaired_final_errors(modules: list[str], paired_leaf: dict, dep: G.GraphVie
     what the module would hand on without its own error, its inputs' error kept), or
     the reference's value where the module was not isolated. A graph output that is
     one of them is replaced the same way. What keeping the module in float would
-    gain, to first order (docs/numerics.md, "Impact"). One session of each model
-    capturing the values, one isolating session for every module, and one repairing
-    session per module."""
+    gain, to first order (docs/numerics.md, "Impact"). Per group of modules whose
+    values for every sample fit in the budget: one session of each model capturing
+    them, then one isolating session, then one repairing session per module, each
+    closed before the next is made."""
     dtype = {n: dt for n, (_, dt) in dep_info.shapes.items()}
     plans: dict[str, tuple[list[tuple[int, int, str]], list[tuple[str, Any]], dict[str, G.Pair]]] = {}
     for m in modules:
@@ -351,42 +353,73 @@ def repaired_final_errors(modules: list[str], paired_leaf: dict, dep: G.GraphVie
             plans[m] = (rewire, list(feeds.items()), fixed)
     if not plans:
         return {}
-    isolated = [m for m in plans if iso is not None and m in iso.units]
-    iso_ref, iso_dep, iso_rewire, iso_feeds = iso.batch(isolated) if isolated else ([], [], [], [])
-    dep_names = list(dict.fromkeys(d for plan in plans.values() for d in plan[2]))
-    ref_names = list(dict.fromkeys([*ref_out_names, *iso_ref,
-                                    *(p.reference for plan in plans.values() for p in plan[2].values())]))
-    t = time.perf_counter()
-    rs = ref_run.capturing(ref_names)
-    ds = dep_run.capturing(dep_names)
-    cut = dep_run.capturing(iso_dep, rewire=iso_rewire, feeds=iso_feeds) if isolated else None
-    sessions = {m: dep_run.capturing([], rewire=plan[0], feeds=plan[1]) for m, plan in plans.items()}
-    timer.add("capture_sessions", t)
-    batches["repair"] = batches.get("repair", 0) + len(sessions)
     stats = {m: [R.Stats() for _ in ref_out_names] for m in plans}
-    for n in range(len(samples)):
+
+    def needs(m: str) -> list[tuple[str, str]]:
+        keys = [("d", d) for d in plans[m][2]]
+        if iso is not None and m in iso.units:
+            keys += [("d", p.deployed) for p in iso.units[m][0]] + [("c", d) for d, _, _ in iso.units[m][1]]
+        return keys
+
+    size = {("d", n): int(np.prod(s)) * 4 for n, (s, _) in dep_info.shapes.items()}
+    size.update({("c", n): v for (_, n), v in size.items()})
+    # Modules whose values for every sample fit in the budget together; per group,
+    # two sessions at most at any time: the captures, then the isolating copy, then
+    # one repairing copy after another, each run on the values kept.
+    for group in _batches(list(plans), needs, {k: v * 2 * len(samples) for k, v in size.items()}, budget):
+        _repair_group(group, plans, stats, iso, ref_run, dep_run, samples, dep_samples, ref_out_names,
+                      dep_out_names, dtype, timer, batches)
+    return {m: max((s.rel_l2 for s in ss if s.elements), default=0.0) for m, ss in stats.items()}
+
+
+def _repair_group(group: list[str], plans: dict, stats: dict, iso: Isolation | None, ref_run: R.Runner,
+                  dep_run: R.Runner, samples: list, dep_samples: list, ref_out_names: list[str],
+                  dep_out_names: list[str], dtype: dict, timer: R.Timer, batches: dict[str, int]) -> None:
+    isolated = [m for m in group if iso is not None and m in iso.units]
+    iso_ref, iso_dep, iso_rewire, iso_feeds = iso.batch(isolated) if isolated else ([], [], [], [])
+    dep_names = list(dict.fromkeys(d for m in group for d in plans[m][2]))
+    ref_names = list(dict.fromkeys([*ref_out_names, *iso_ref,
+                                    *(p.reference for m in group for p in plans[m][2].values())]))
+    t = time.perf_counter()
+    rs, ds = ref_run.capturing(ref_names), dep_run.capturing(dep_names)
+    timer.add("capture_sessions", t)
+    t = time.perf_counter()
+    ra = [dict(zip(ref_names, ref_run.run(rs, samples[n], ref_names))) for n in range(len(samples))]
+    da = [dict(zip(dep_names, dep_run.run(ds, dep_samples[n], dep_names))) for n in range(len(samples))]
+    timer.add("capture_runs", t)
+    del rs, ds
+    alone: list[dict] = [{} for _ in samples]
+    if isolated:
         t = time.perf_counter()
-        ra = dict(zip(ref_names, ref_run.run(rs, samples[n], ref_names)))
-        da = dict(zip(dep_names, dep_run.run(ds, dep_samples[n], dep_names)))
-        alone = (dict(zip(iso_dep, dep_run.run(cut, {**dep_samples[n], **iso.feeds(isolated, ra)}, iso_dep,
-                                               "deployed (isolating copy)")))
-                 if cut is not None else {})
-        for m, (_, _, fixed) in plans.items():
+        cut = dep_run.capturing(iso_dep, rewire=iso_rewire, feeds=iso_feeds)
+        timer.add("capture_sessions", t)
+        t = time.perf_counter()
+        alone = [dict(zip(iso_dep, dep_run.run(cut, {**dep_samples[n], **iso.feeds(isolated, ra[n])},  # type: ignore[union-attr]
+                                               iso_dep, "deployed (isolating copy)")))
+                 for n in range(len(samples))]
+        timer.add("capture_runs", t)
+        del cut
+    for m in group:
+        rewire, feed_types, fixed = plans[m]
+        t = time.perf_counter()
+        session = dep_run.capturing([], rewire=rewire, feeds=feed_types)
+        timer.add("capture_sessions", t)
+        batches["repair"] = batches.get("repair", 0) + 1
+        t = time.perf_counter()
+        for n in range(len(samples)):
             value = {}
             for d, p in fixed.items():
-                r = np.asarray(ra[p.reference], np.float32)
-                if m in isolated and d in alone:
-                    v = np.asarray(da[d], np.float32) - (np.asarray(alone[d], np.float32) - r)
+                r = np.asarray(ra[n][p.reference], np.float32)
+                if m in isolated and d in alone[n]:
+                    v = np.asarray(da[n][d], np.float32) - (np.asarray(alone[n][d], np.float32) - r)
                 else:
                     v = r
                 value[d] = _cast(v, dtype[d])
-            feeds = {name: value[name[len(FEED):]] for name, _ in plans[m][1]}
-            out = dep_run.run(sessions[m], {**dep_samples[n], **feeds}, dep_out_names,
-                              "deployed (repairing copy)")
+            feeds = {name: value[name[len(FEED):]] for name, _ in feed_types}
+            out = dep_run.run(session, {**dep_samples[n], **feeds}, dep_out_names, "deployed (repairing copy)")
             for i, (rn, dn) in enumerate(zip(ref_out_names, dep_out_names)):
                 got = value[dn] if dn in value else out[i]
-                if np.asarray(ra[rn]).dtype.kind == "f":
-                    stats[m][i].add(np.asarray(ra[rn]), np.asarray(got))
+                if np.asarray(ra[n][rn]).dtype.kind == "f":
+                    stats[m][i].add(np.asarray(ra[n][rn]), np.asarray(got))
         timer.add("capture_runs", t)
-        del ra, da, alone
-    return {m: max((s.rel_l2 for s in ss if s.elements), default=0.0) for m, ss in stats.items()}
+        del session

@@ -69,7 +69,7 @@ def suggestions(d: dict[str, Any], k: int, view: str = "leaf") -> list[str]:
     return [r["module"] for r in (first + measured + rest)[: max(0, k)]]
 
 
-def document(ref_map: Any, dep_map: Any, ref: G.GraphView, dep: G.GraphView, given: R.Inputs,
+def document(ref_doc: dict[str, Any], dep_doc: dict[str, Any], ref: G.GraphView, dep: G.GraphView, given: R.Inputs,
               paired: dict, stats: dict, local: dict, iso: Isolation | None, out_stats: list,
               ref_out_names: list[str], dep_out_names: list[str], ref_info: Info, dep_info: Info,
               drift: dict, rank_by: str) -> dict[str, Any]:
@@ -167,8 +167,8 @@ def document(ref_map: Any, dep_map: Any, ref: G.GraphView, dep: G.GraphView, giv
     return {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "reference": _model_doc(ref_map, ref),
-        "deployed": _model_doc(dep_map, dep),
+        "reference": ref_doc,
+        "deployed": dep_doc,
         "inputs": _inputs_doc(given),
         "provider": "",
         "final_error": final,
@@ -182,7 +182,8 @@ def document(ref_map: Any, dep_map: Any, ref: G.GraphView, dep: G.GraphView, giv
     }
 
 
-def _model_doc(m: Any, g: G.GraphView) -> dict[str, Any]:
+def model_doc(m: Any, g: G.GraphView) -> dict[str, Any]:
+    """The document's part on one model: `m` its semmap.MappedModel, `g` its graph."""
     prov = m.provenance
     return {"path": m.path, "nodes": len(g.nodes), "manifest": m.manifest_path,
             "manifest_from": prov.get("manifest"), "reference_from": prov.get("reference"),

@@ -16,7 +16,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from ._numerics_graph import FLOAT_TYPES
 
@@ -71,13 +70,145 @@ def has_external_data(proto: onnx.ModelProto) -> bool:
 
 
 def load_proto(path: str) -> onnx.ModelProto:
-    """The model, with external data left where it is (sessions find it, below)."""
+    """The model without its weights' bytes: external data left where it is, and the
+    raw bytes of a self-contained file's large initializers replaced by references
+    to where they lie in the file itself (location, offset, length), which ONNX
+    Runtime reads from there (`Runner`). The protobuf is parsed from the file with
+    those bytes left out (`light_model_bytes`), so no copy of the weights is ever
+    held in Python, and every session's source is small. A file whose layout that
+    reader does not take is loaded whole."""
     try:
+        light = light_model_bytes(os.path.realpath(path))
+    except OSError:
+        light = None  # onnx.load below says what is wrong with the file
+    except ValueError:
+        light = None  # not a well-formed message: onnx's error below
+    try:
+        if light is not None:
+            proto = onnx.ModelProto()
+            proto.ParseFromString(light)
+            return proto
         return onnx.load(path, load_external_data=False)
     except FileNotFoundError:
         raise
     except Exception as e:  # protobuf's DecodeError and the like
         raise NumericsError(f"{path}: not an ONNX model onnx can read: {e}") from None
+
+
+LIGHT_MIN_BYTES = 1024  # initializers with fewer raw bytes stay in the protobuf
+
+
+def light_model_bytes(path: str) -> bytes | None:
+    """The serialized ModelProto of the file at `path` with the raw bytes of each
+    initializer of its main graph (ModelProto.graph = 7, GraphProto.initializer = 5,
+    TensorProto.raw_data = 9) of at least LIGHT_MIN_BYTES replaced by external data
+    entries (TensorProto.external_data = 13, data_location = 14) that point at
+    them in the file: location its base name, offset and length. None when no
+    initializer qualifies (a file with external data, or none large). The file is
+    read through a memory map, and the weights' pages are never touched.
+    ValueError for bytes that are not a well-formed message."""
+    import mmap
+
+    location = os.path.basename(path).encode("utf-8", "surrogateescape")
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            out = bytearray()
+            moved = 0
+            for num, wire, field, start, end in _wire_fields(buf, 0, len(buf)):
+                if num != 7 or wire != 2:
+                    out += buf[field:end]
+                    continue
+                graph = bytearray()
+                for gnum, gwire, gfield, gstart, gend in _wire_fields(buf, start, end):
+                    piece = None
+                    if gnum == 5 and gwire == 2:
+                        piece = _light_tensor(buf, gstart, gend, location)
+                    if piece is None:
+                        graph += buf[gfield:gend]
+                    else:
+                        graph += _key(5, 2) + _encode_varint(len(piece)) + piece
+                        moved += 1
+                out += _key(7, 2) + _encode_varint(len(graph)) + graph
+            return bytes(out) if moved else None
+
+
+def _light_tensor(buf: Any, start: int, end: int, location: bytes) -> bytes | None:
+    """The TensorProto in buf[start:end] with its raw_data replaced by an external
+    data reference to it, or None to keep it as it is."""
+    raw = None
+    for num, wire, _, s, e in _wire_fields(buf, start, end):
+        if num in (13, 14):
+            return None  # already external
+        if num == 9 and wire == 2:
+            raw = (s, e)
+    if raw is None or raw[1] - raw[0] < LIGHT_MIN_BYTES:
+        return None
+    out = bytearray()
+    for num, _, field, _, e in _wire_fields(buf, start, end):
+        if num != 9:
+            out += buf[field:e]
+    for key, value in ((b"location", location), (b"offset", str(raw[0]).encode()),
+                       (b"length", str(raw[1] - raw[0]).encode())):
+        entry = _key(1, 2) + _encode_varint(len(key)) + key + _key(2, 2) + _encode_varint(len(value)) + value
+        out += _key(13, 2) + _encode_varint(len(entry)) + entry
+    out += _key(14, 0) + _encode_varint(onnx.TensorProto.EXTERNAL)
+    return bytes(out)
+
+
+def _key(num: int, wire: int) -> bytes:
+    return _encode_varint(num << 3 | wire)
+
+
+def _encode_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _wire_fields(buf: Any, start: int, end: int):
+    """(field number, wire type, field start, value start, value end) of each field of
+    the message in buf[start:end]."""
+    i = start
+    while i < end:
+        field = i
+        key, i = _varint(buf, i, end)
+        num, wire = key >> 3, key & 7
+        if wire == 0:
+            _, j = _varint(buf, i, end)
+        elif wire == 1:
+            j = i + 8
+        elif wire == 2:
+            n, i = _varint(buf, i, end)
+            j = i + n
+        elif wire == 5:
+            j = i + 4
+        else:
+            raise ValueError(f"wire type {wire} at byte {i}")
+        if j > end:
+            raise ValueError(f"a field runs past its message at byte {i}")
+        yield num, wire, field, i, j
+        i = j
+
+
+def _varint(buf: Any, i: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if i >= end or shift > 63:
+            raise ValueError(f"a truncated varint at byte {i}")
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, i
+        shift += 7
 
 
 def inferred_types_and_shapes(proto: onnx.ModelProto, bound: dict[str, int],
@@ -140,19 +271,15 @@ def estimate_bytes(elem_type: int, shape: tuple | None, fallback: int) -> int:
     return int(np.prod(shape, dtype=np.int64)) * _ITEMSIZE.get(elem_type, 4)
 
 
-SHARED = "semmap-shared-initializer"  # the location of the weights every session is handed
-
-
 class Runner:
     """ONNX Runtime sessions of one model: the file as it is, and copies that also
-    output given values, serialized in memory without their weights. The weights
-    of a self-contained file are taken out of `proto` once, into arrays every copy's
-    session is handed (SessionOptions.add_external_initializers), so that neither
-    the protobuf nor each session's source holds a copy; a model that keeps its
-    weights in external data files has them read from its directory
-    (session.model_external_initializers_file_folder_path). optimization: ONNX
-    Runtime's graph optimization level for every session ("all", its default;
-    "extended", "basic", "disabled")."""
+    output given values, serialized in memory without their weights. `proto` is
+    `load_proto`'s: its weights are references to external data files or to the
+    model file itself, which every session reads from the model's directory
+    (session.model_external_initializers_file_folder_path), so neither Python nor a
+    session's source holds a copy of them. optimization: ONNX Runtime's graph
+    optimization level for every session ("all", its default; "extended",
+    "basic", "disabled")."""
 
     def __init__(self, path: str, proto: onnx.ModelProto, providers: list[str], label: str,
                  optimization: str = "all"):
@@ -161,29 +288,7 @@ class Runner:
         self.providers = providers
         self.label = label
         self.optimization = optimization
-        self.external = has_external_data(proto)
         self.hint = ""  # what a failed run's message adds
-        self._shared: tuple[list[str], list[Any]] | None = None
-        self._share_weights()  # now: the sessions made later reuse the protobuf's memory
-
-    def _share_weights(self) -> None:
-        import onnxruntime as ort
-
-        if self._shared is not None or self.external:
-            return
-        names, values = [], []
-        for t in self.proto.graph.initializer:
-            if t.data_type not in _NP_OF or t.ByteSize() < 1024:
-                continue
-            names.append(t.name)
-            values.append(ort.OrtValue.ortvalue_from_numpy(numpy_helper.to_array(t)))
-            for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
-                t.ClearField(f)
-            t.data_location = onnx.TensorProto.EXTERNAL
-            del t.external_data[:]
-            e = t.external_data.add()
-            e.key, e.value = "location", SHARED
-        self._shared = (names, values)
 
     def _options(self) -> Any:
         import onnxruntime as ort
@@ -196,27 +301,19 @@ class Runner:
             "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
             "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
         }[self.optimization]
-        if self.external:
-            o.add_session_config_entry("session.model_external_initializers_file_folder_path",
-                                       str(Path(self.path).resolve().parent))
-        elif self._shared is not None and self._shared[0]:
-            o.add_external_initializers(*self._shared)
         return o
 
     def plain(self) -> Any:
         """The file as it is (its own weights)."""
         import onnxruntime as ort
 
-        o = self._options()
-        if self._shared is not None and self._shared[0]:
-            o = ort.SessionOptions()  # no shared weights for the file itself
-            o.log_severity_level = 4
-            o.graph_optimization_level = self._options().graph_optimization_level
         try:
-            return ort.InferenceSession(self.path, o, providers=self.providers)
+            session = ort.InferenceSession(self.path, self._options(), providers=self.providers)
         except Exception as e:
             raise NumericsError(f"{self.path}: ONNX Runtime cannot load the {self.label} model: "
                                 f"{_first_line(e)}") from None
+        release_freed_memory()
+        return session
 
     def capturing(self, values: Sequence[str], *, rewire: Sequence[tuple[int, int, str]] = (),
                   feeds: Sequence[tuple[str, np.dtype]] = ()) -> Any:
@@ -225,7 +322,6 @@ class Runner:
         value `name` instead, a graph input added for each of `feeds` (name, dtype)."""
         import onnxruntime as ort
 
-        self._share_weights()
         g = self.proto.graph
         kept_out, kept_in = len(g.output), len(g.input)
         have = {o.name for o in g.output}
@@ -247,11 +343,21 @@ class Runner:
             del g.input[kept_in:]
             for j, slot, name in saved:
                 g.node[j].input[slot] = name
+        o = self._options()
+        # No arena: each run's values go back to the allocator when dropped, instead
+        # of each capturing session keeping the most it ever held.
+        o.enable_cpu_mem_arena = False
+        # Where the weights are: the external data files, or the model file itself.
+        o.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                   str(Path(os.path.realpath(self.path)).parent))
         try:
-            return ort.InferenceSession(source, self._options(), providers=self.providers)
+            session = ort.InferenceSession(source, o, providers=self.providers)
         except Exception as e:
             raise NumericsError(f"{self.path}: ONNX Runtime cannot load the {self.label} model with "
                                 f"its intermediate values as outputs: {_first_line(e)}") from None
+        del source
+        release_freed_memory()
+        return session
 
     def run(self, session: Any, feeds: Mapping[str, np.ndarray], names: Sequence[str] | None,
             label: str | None = None) -> list[np.ndarray]:
@@ -262,6 +368,28 @@ class Runner:
         except Exception as e:
             raise NumericsError(f"{self.path}: ONNX Runtime cannot run the {label or self.label} model on "
                                 f"these inputs{self.hint}: {_first_line(e)}") from None
+
+
+_TRIM: Any = None
+
+
+def release_freed_memory() -> None:
+    """Hands the memory freed since the last call back to the system (glibc's
+    malloc_trim): building a session with every optimization frees hundreds of MB
+    of its own work in the allocator's per-thread arenas, which would otherwise stay
+    in the process and add to every later session's. Nothing where there is no
+    glibc."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL(None).malloc_trim
+            _TRIM.argtypes = [ctypes.c_size_t]
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
 
 
 def _first_line(e: BaseException) -> str:

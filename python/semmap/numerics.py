@@ -142,7 +142,9 @@ def compare_numerics(
 
     ref_run = R.Runner(ref_path, ref_proto, providers, "reference", optimization)
     dep_run = R.Runner(dep_path, dep_proto, providers, "deployed", optimization)
-    doc = _compare(ref_map, dep_map, ref_run, dep_run, given, (seed, int(samples)),
+    maps = [ref_map, dep_map]
+    del ref_map, dep_map, ref_proto, dep_proto  # _compare drops them once read (their files unmapped)
+    doc = _compare(maps, ref_run, dep_run, given, (seed, int(samples)),
                    max(1, int(max_capture_bytes)), timer, isolate, rank_by, int(impact))
     timer.add("total", start_all)
     doc["cost"] = D.cost(timer.seconds, doc.pop("_batches"))
@@ -177,7 +179,7 @@ def _mappings(reference: Any, deployed: Any, manifest: Any, deployed_manifest: A
     return ref_map, dep_map
 
 
-def _compare(ref_map: Any, dep_map: Any, ref_run: R.Runner, dep_run: R.Runner,
+def _compare(maps: list[Any], ref_run: R.Runner, dep_run: R.Runner,
              given: R.Inputs | None, generate: tuple[int, int], budget: int,
              timer: R.Timer, isolate: bool, rank_by: str, impact: int) -> dict[str, Any]:
     # Plain inference: the files as they are, for the final outputs and the cost.
@@ -252,6 +254,7 @@ def _compare(ref_map: Any, dep_map: Any, ref_run: R.Runner, dep_run: R.Runner,
     ref_types, ref_shapes_est = R.inferred_types_and_shapes(ref_run.proto, bound, samples[0])
     dep_types, dep_shapes_est = R.inferred_types_and_shapes(
         dep_run.proto, _bound_dims(dep_run.proto, dep_samples[0]), dep_samples[0])
+    ref_map, dep_map = maps
     ref = G.read_graph(ref_run.path, ref_run.proto, ref_map, ref_types)
     dep = G.read_graph(dep_run.path, dep_run.proto, dep_map, dep_types)
     G.merge_fusions(ref, dep)
@@ -262,6 +265,10 @@ def _compare(ref_map: Any, dep_map: Any, ref_run: R.Runner, dep_run: R.Runner,
         for row in m.tree()["modules"]:
             if row.get("class"):
                 graph.classes.setdefault(row["path"], row["class"])
+    models = D.model_doc(ref_map, ref), D.model_doc(dep_map, dep)
+    # The mappings are read: dropped (unless the caller holds them), with what they map.
+    maps.clear()
+    del ref_map, dep_map, m
     timer.add("analysis", t)
 
     # Phase 1: every candidate of each graph on the first sample, for shapes and types.
@@ -304,14 +311,14 @@ def _compare(ref_map: Any, dep_map: Any, ref_run: R.Runner, dep_run: R.Runner,
     ref_info.session = dep_info.session = None
 
     t = time.perf_counter()
-    doc = D.document(ref_map, dep_map, ref, dep, given, paired, stats, local, iso, out_stats,
+    doc = D.document(*models, ref, dep, given, paired, stats, local, iso, out_stats,
                     ref_out_names, dep_out_names, ref_info, dep_info, drift, rank_by)
     timer.add("compare", t)
     if impact and doc["final_error"] is not None:
         rows = [r for r in doc["views"]["leaf"] if r["rank"] is not None][:impact]
         repaired = C.repaired_final_errors([r["module"] for r in rows], paired["leaf"], dep, dep_info, iso,
                                            ref_run, dep_run, samples, dep_samples, ref_out_names,
-                                           dep_out_names, timer, batches)
+                                           dep_out_names, timer, batches, budget)
         for r in rows:
             if r["module"] in repaired:
                 r["repaired_final_error"] = repaired[r["module"]]
