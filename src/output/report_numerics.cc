@@ -1,6 +1,7 @@
 #include "output/report_numerics.h"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <new>
@@ -183,6 +184,9 @@ void Column(JsonWriter& w, const std::vector<NumericsRow>& rows, Fn value) {
 
 // One view's rows, one array per field (keys sorted).
 void WriteView(JsonWriter& w, const std::vector<NumericsRow>& rows, const ModuleTree& tree) {
+  std::vector<int> index;
+  index.reserve(rows.size());
+  for (const NumericsRow& r : rows) index.push_back(tree.find(r.module));
   w.BeginObject();
   Column(w.Key("added"), rows, [&](const NumericsRow& r) { FigureValue(w, r.added_error); });
   Column(w.Key("class"), rows, [&](const NumericsRow& r) { w.String(r.class_name); });
@@ -191,9 +195,20 @@ void WriteView(JsonWriter& w, const std::vector<NumericsRow>& rows, const Module
   Column(w.Key("impact"), rows, [&](const NumericsRow& r) { FigureValue(w, r.impact); });
   Column(w.Key("in"), rows, [&](const NumericsRow& r) { FigureValue(w, r.input_error); });
   Column(w.Key("local"), rows, [&](const NumericsRow& r) { FigureValue(w, r.local_rel_l2); });
-  Column(w.Key("m"), rows, [&](const NumericsRow& r) { w.Integer(tree.find(r.module)); });
+  w.Key("m").BeginArray();
+  for (int m : index) w.Integer(m);
+  w.EndArray();
   Column(w.Key("max_abs"), rows, [&](const NumericsRow& r) { FigureValue(w, r.max_abs); });
-  Column(w.Key("module"), rows, [&](const NumericsRow& r) { w.String(r.module); });
+  // A module of the tree is named by `m` alone (modules.path holds it).
+  w.Key("module").BeginArray();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (index[r] >= 0) {
+      w.Null();
+    } else {
+      w.String(rows[r].module);
+    }
+  }
+  w.EndArray();
   Column(w.Key("nonfinite"), rows, [&](const NumericsRow& r) { w.Integer(r.introduces_nonfinite ? 1 : 0); });
   Column(w.Key("order"), rows, [&](const NumericsRow& r) { w.Integer(r.order); });
   Column(w.Key("out"), rows, [&](const NumericsRow& r) { FigureValue(w, r.output_rel_l2); });

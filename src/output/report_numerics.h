@@ -20,7 +20,8 @@ std::string NumericsSide(const ReportNumerics& numerics, const std::string& mode
 
 // Writes the value of the data's "numerics" member: the comparison's files
 // and figures, `side`, and each view's rows as columns, `m` being the row's
-// module in `tree` (-1 when the report's model has no such module).
+// module in `tree` (-1 when the report's model has no such module) and
+// `module` its path only then (null otherwise: the tree's path is it).
 void WriteNumericsData(JsonWriter& w, const ReportNumerics& numerics, const ModuleTree& tree,
                        const std::string& numerics_path, const std::string& model_path);
 
