@@ -44,6 +44,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "semmap/export.h"
 #include "semmap/mapper.h"
 #include "semmap/profile.h"
@@ -90,6 +91,10 @@ struct SEMMAP_EXPORT ReportNumerics {
 //                    JSON pointer); larger than `max_bytes`
 SEMMAP_EXPORT absl::StatusOr<ReportNumerics> ReadReportNumerics(
     const std::string& path, std::uint64_t max_bytes = std::uint64_t{1} << 30);
+// The same from text; `origin` starts every message.
+SEMMAP_EXPORT absl::StatusOr<ReportNumerics> ParseReportNumerics(
+    absl::string_view text, absl::string_view origin,
+    std::uint64_t max_bytes = std::uint64_t{1} << 30);
 
 struct SEMMAP_EXPORT ReportOptions {
   // Shown in the page and recorded in the data; also the files WriteReport

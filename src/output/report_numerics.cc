@@ -246,6 +246,18 @@ absl::StatusOr<ReportNumerics> ReadReportNumerics(const std::string& path,
   return internal::OutOfMemory(path, "reading the numerics");
 }
 
+absl::StatusOr<ReportNumerics> ParseReportNumerics(absl::string_view text,
+                                                   absl::string_view origin,
+                                                   std::uint64_t max_bytes) try {
+  SEMMAP_ASSIGN_OR_RETURN(const JsonDocument doc,
+                          JsonDocument::Parse(text, origin, {max_bytes, kMaxNesting}));
+  return ReadDocument(doc.root());
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "reading the numerics");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "reading the numerics");
+}
+
 namespace internal {
 
 std::string NumericsSide(const ReportNumerics& numerics, const std::string& model_path) {
