@@ -187,6 +187,11 @@ def check_numerics(browser, binary, tmp, screenshot):
     png = page.screenshot()
     if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 20000:
         sys.exit(f"numerics screenshot: not a plausible screenshot ({len(png)} bytes)")
+    # Past 20 rows, a button shows every ranked row.
+    page.js("document.querySelector('#numerics-leaf').parentElement.querySelector('button').click()")
+    every = page.js("[...document.querySelectorAll('#numerics-leaf tbody tr')].map((t) => Number(t.dataset.rank))")
+    if every != [r["rank"] for r in ranked]:
+        sys.exit(f"{html}: 'show all' gave ranks {every}, expected 1 to {len(ranked)}")
     screenshot.parent.mkdir(parents=True, exist_ok=True)
     screenshot.with_name("report-numerics-screenshot.png").write_bytes(png)
     print(f"ok numerics tab: {len(state['bars'])} bars in graph order, {len(state['worst'])} highlighted "
