@@ -201,6 +201,31 @@ def signature_seeds(fixtures: pathlib.Path, out: pathlib.Path, stripped_model: b
         write(out / "fuzz_rules" / f"{name}.json", json.dumps(doc).encode())
 
 
+def numerics_seeds(document: pathlib.Path, out: pathlib.Path) -> None:
+    """fuzz_report_numerics: the real compare-numerics document of tests/data,
+    minified (each row's outputs cut to one), and small edits of one row:
+    hostile names, a module of no tree, nulls, the other ranking."""
+    shutil.rmtree(out, ignore_errors=True)
+    doc = json.loads(document.read_text())
+    for rows in doc["views"].values():
+        for r in rows:
+            r["outputs"] = r["outputs"][:1]
+    write(out / "bert-quantized.json", json.dumps(doc, separators=(",", ":")).encode())
+    row = dict(doc["views"]["leaf"][0])
+    small = {k: doc[k] for k in ("format", "version", "reference", "deployed", "provider",
+                                 "final_error", "ranked_by")}
+    edits = {
+        "hostile": dict(row, module="encoder</script><img src=x>", fused=["<!--&amp;"]),
+        "tree-module": dict(row, module="encoder.layer", rank=None, output_error=None),
+        "nulls": dict(row, added_error=None, input_error=None, local_error=None, impact=None,
+                      introduces_nonfinite=True, order=None),
+    }
+    for name, r in edits.items():
+        d = dict(small, views={"leaf": [r], "subtree": [dict(r, module="")]},
+                 ranked_by={"leaf": "added", "subtree": "added"})
+        write(out / f"{name}.json", json.dumps(d, separators=(",", ":")).encode())
+
+
 def main() -> None:
     root = pathlib.Path(__file__).resolve().parent.parent
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -272,6 +297,9 @@ def main() -> None:
                "follow_consumers_ops": {"pattern": pattern},
                "categories": [{"category": "x", "class": pattern, "repeated_child": True}]}
         write(args.out / "fuzz_rules" / f"{key}.json", json.dumps(doc).encode())
+
+    numerics_seeds(root / "tests" / "data" / "bert-seqcls.dynamo.quantized.numerics.json",
+                   args.out / "fuzz_report_numerics")
 
     total = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(f"wrote {sum(1 for p in args.out.rglob('*') if p.is_file())} seeds, {total} bytes, "

@@ -19,6 +19,15 @@
 // '<', '>' and '&' escaped (so no "</script>" can end the element early)
 // and the page inserts text only through textContent, never as HTML.
 //
+// With numerics (ReadReportNumerics: a "semmap.numerics" document of
+// `semmap compare-numerics`, docs/numerics.md) the page gains a "numerics"
+// tab: the error along the model (leaf modules in graph order, log scale,
+// the ten first of the ranking highlighted and numbered) and the ranked
+// tables, each row linking to its module; the tree and the selected module
+// show each module's error. Modules are matched by path: both files of a
+// comparison share them, so either side can be reported on (the page says
+// which, or that the model is neither).
+//
 // Errors from WriteReport (messages start with the output path):
 //   InvalidArgument   output is the model or manifest file (without
 //                     allow_overwrite), or a directory
@@ -28,15 +37,64 @@
 #ifndef SEMMAP_INCLUDE_SEMMAP_REPORT_H_
 #define SEMMAP_INCLUDE_SEMMAP_REPORT_H_
 
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "semmap/export.h"
 #include "semmap/mapper.h"
 #include "semmap/profile.h"
 
 namespace semmap {
+
+// One row of a view of a "semmap.numerics" document. A figure the document
+// gives as null (not measured, not finite, or absent) is NaN.
+struct SEMMAP_EXPORT NumericsRow {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  std::string module;      // module path; "" is the root
+  std::string class_name;  // "class"
+  int rank = 0;            // 1 for the most error; 0: not ranked (nothing paired)
+  std::int64_t order = -1;  // the module's first node in the reference; -1 unknown
+  double added_error = kNone;
+  double input_error = kNone;
+  double output_rel_l2 = kNone;  // output_error's figures
+  double sqnr_db = kNone;        // NaN also when the values are identical
+  double cosine = kNone;
+  double max_abs = kNone;
+  double local_rel_l2 = kNone;  // local_error.rel_l2 (leaf view, isolated run)
+  double impact = kNone;
+  bool introduces_nonfinite = false;
+  std::vector<std::string> fused;  // modules merged into this row (leaf view)
+};
+
+// What the report shows of a "semmap.numerics" document (format version 1).
+struct SEMMAP_EXPORT ReportNumerics {
+  std::string reference_path;  // the two files compared, as the document names them
+  std::string deployed_path;
+  std::string provider;
+  std::string inputs_note;      // how the inputs were made or read
+  std::string leaf_ranked_by;   // "local" or "added"
+  double final_error = NumericsRow::kNone;
+  std::vector<NumericsRow> leaf;     // each module's own nodes, in the file's order
+  std::vector<NumericsRow> subtree;  // each module with everything below it
+};
+
+// Reads `path`, a document of `semmap compare-numerics --json`. Messages
+// start with the path:
+//   NotFound         no such file
+//   InvalidArgument  not JSON (with the byte offset), not "semmap.numerics",
+//                    another version, or a field of the wrong type (with its
+//                    JSON pointer); larger than `max_bytes`
+SEMMAP_EXPORT absl::StatusOr<ReportNumerics> ReadReportNumerics(
+    const std::string& path, std::uint64_t max_bytes = std::uint64_t{1} << 30);
+// The same from text; `origin` starts every message.
+SEMMAP_EXPORT absl::StatusOr<ReportNumerics> ParseReportNumerics(
+    absl::string_view text, absl::string_view origin,
+    std::uint64_t max_bytes = std::uint64_t{1} << 30);
 
 struct SEMMAP_EXPORT ReportOptions {
   // Shown in the page and recorded in the data; also the files WriteReport
@@ -56,6 +114,10 @@ struct SEMMAP_EXPORT ReportOptions {
   // attribution of another graph is ignored.
   const ProfileAttribution* profile = nullptr;
   std::string profile_path;  // shown in the page; protected like the model
+  // Per-module error from ReadReportNumerics, or null. With it the data
+  // gains "numerics" (docs/report.md).
+  const ReportNumerics* numerics = nullptr;
+  std::string numerics_path;  // shown in the page; protected like the model
 };
 
 // The embedded data document (JSON text, not yet escaped for HTML).

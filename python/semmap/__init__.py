@@ -296,10 +296,14 @@ class MappedModel:
         result["output"] = os.fsdecode(result["output"])
         return result
 
-    def report(self, path: PathLike, *, allow_overwrite: bool = False) -> dict[str, int | str]:
+    def report(self, path: PathLike, *, allow_overwrite: bool = False,
+               numerics: PathLike | None = None) -> dict[str, int | str]:
         """Writes the self-contained HTML report (`semmap report`) to `path`; returns
-        what `semmap report` prints, as annotate() does: output, modules, nodes, mapped."""
-        self._core.write_report(_core_path(path), allow_overwrite)
+        what `semmap report` prints, as annotate() does: output, modules, nodes, mapped.
+        numerics: a `semmap compare-numerics --json` document of this model (`--numerics`),
+        which adds the numerics tab."""
+        self._core.write_report(_core_path(path), allow_overwrite,
+                                b"" if numerics is None else _core_path(numerics))
         return {
             "output": os.fsdecode(path),
             "modules": self._core.module_count,

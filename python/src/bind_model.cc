@@ -118,6 +118,28 @@ nb::dict AnnotateModel(Model& m, const nb::bytes& output_path, bool allow_overwr
   return d;
 }
 
+// `semmap report`; `numerics` empty: without --numerics.
+void WriteModelReport(Model& m, const nb::bytes& output, bool allow_overwrite,
+                      const nb::bytes& numerics) {
+  semmap::ReportOptions options;
+  options.model_path = m.modelPath();
+  options.manifest_path = m.manifestPath();
+  options.protected_paths = m.otherInputs();
+  options.allow_overwrite = allow_overwrite;
+  options.numerics_path = PathOf(numerics);
+  absl::Status s;
+  {
+    nb::gil_scoped_release release;
+    absl::StatusOr<semmap::ReportNumerics> read;
+    if (!options.numerics_path.empty()) read = semmap::ReadReportNumerics(options.numerics_path);
+    if (read.ok()) options.numerics = &*read;
+    s = read.ok() || options.numerics_path.empty()
+            ? semmap::WriteReport(m.mapper(), PathOf(output), options)
+            : read.status();
+  }
+  ThrowIfError(s);
+}
+
 semmap::SidecarOptions SidecarOptionsOf(const Model& m, bool model_specific) {
   semmap::SidecarOptions options;
   options.model_path = m.modelPath();
@@ -260,21 +282,7 @@ void BindModel(nb::module_& mod) {
            nb::sig("def embed(self, target: bytes, output: bytes, allow_overwrite: bool) -> str"),
            "Writes `target` (this model's file when empty) with this model's record; the "
            "result as JSON (`semmap embed --json`).")
-      .def("write_report",
-           [](Model& m, const nb::bytes& output, bool allow_overwrite) {
-             semmap::ReportOptions options;
-             options.model_path = m.modelPath();
-             options.manifest_path = m.manifestPath();
-             options.protected_paths = m.otherInputs();
-             options.allow_overwrite = allow_overwrite;
-             absl::Status s;
-             {
-               nb::gil_scoped_release release;
-               s = semmap::WriteReport(m.mapper(), PathOf(output), options);
-             }
-             ThrowIfError(s);
-           },
-           "output"_a, "allow_overwrite"_a)
+      .def("write_report", &WriteModelReport, "output"_a, "allow_overwrite"_a, "numerics"_a)
       .def("columns", &Columns, nb::sig("def columns(self) -> dict[str, list[typing.Any]]"))
       .def_prop_ro("model_path", [](Model& m) { return Bytes(m.modelPath()); })
       .def_prop_ro("manifest_path", [](Model& m) { return Bytes(m.manifestPath()); })

@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "io/atomic_write.h"
 #include "io/json_writer.h"
+#include "output/report_numerics.h"
 #include "output/report_template.h"
 #include "semmap/tree.h"
 #include "semmap/version.h"
@@ -237,6 +238,10 @@ std::string ReportDataJson(const SemanticMapper& mapper, const ReportOptions& op
   Integers(w.Key("subgraph"), node_subgraph);
   if (profile != nullptr) Integers(w.Key("time_us"), profile->node_us);
   w.EndObject();
+  if (options.numerics != nullptr) {
+    internal::WriteNumericsData(w.Key("numerics"), *options.numerics, tree, options.numerics_path,
+                                options.model_path);
+  }
   if (profile != nullptr) {
     w.Key("profile").BeginObject();
     w.Key("attributed_nodes").Integer(profile->attributed_nodes);
@@ -267,7 +272,8 @@ absl::Status WriteReport(const SemanticMapper& mapper, const std::string& output
       output,
       {{options.model_path, "the model"},
        {options.manifest_path, "the manifest"},
-       {options.profile_path, "the profile"}},
+       {options.profile_path, "the profile"},
+       {options.numerics_path, "the numerics"}},
       options.protected_paths, options.allow_overwrite));
   return internal::WriteFileAtomically(output, ReportHtml(mapper, options));
 } catch (const std::bad_alloc&) {

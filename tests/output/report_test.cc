@@ -151,3 +151,151 @@ TEST_CASE("A profile adds kernel time to the report's data", "[report][profile][
   const semmap::NodeId id = f->graph->find(query);
   CHECK(data["nodes"]["time_us"][id] == 25);
 }
+
+namespace {
+
+// `semmap compare-numerics` of the torch-2.15 dynamo BERT and its
+// quantize_dynamic copy (tests/data/README.md says how it was made).
+std::string NumericsFixture() {
+  return std::string(SEMMAP_SOURCE_DIR) + "/tests/data/bert-seqcls.dynamo.quantized.numerics.json";
+}
+
+}  // namespace
+
+TEST_CASE("A numerics document is embedded in the report's data", "[report][numerics][fixture]") {
+  auto read = semmap::ReadReportNumerics(NumericsFixture());
+  REQUIRE(read.ok());
+  const nlohmann::json doc = nlohmann::json::parse(semmap_test::ReadBytes(NumericsFixture()));
+  CHECK(read->leaf.size() == doc["views"]["leaf"].size());
+  CHECK(read->subtree.size() == doc["views"]["subtree"].size());
+  CHECK(read->leaf_ranked_by == doc["ranked_by"]["leaf"]);
+  CHECK(read->deployed_path == doc["deployed"]["path"]);
+
+  auto f = LoadMapped("torch-2.15/bert-seqcls.dynamo.quantized");
+  semmap::ReportOptions options;
+  options.model_path = f->model_path();
+  options.numerics = &*read;
+  options.numerics_path = "numerics.json";
+  const std::string html = semmap::ReportHtml(*f->mapper, options);
+  const nlohmann::json data = nlohmann::json::parse(EmbeddedData(html));
+  const nlohmann::json& n = data.at("numerics");
+  CHECK(n.at("path") == "numerics.json");
+  CHECK(n.at("reference") == doc["reference"]["path"]);
+  const nlohmann::json& paths = data.at("modules").at("path");
+  for (const char* view : {"leaf", "subtree"}) {
+    const nlohmann::json& rows = doc["views"][view];
+    const nlohmann::json& columns = n.at(view);
+    for (const auto& [key, column] : columns.items()) CHECK(column.size() == rows.size());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const std::string module = rows[r]["module"];
+      CAPTURE(view, module);
+      // Both files of the comparison share module paths: each is in this tree.
+      const int m = columns.at("m").at(r);
+      REQUIRE(m >= 0);
+      CHECK(paths.at(m) == module);
+      CHECK(columns.at("module").at(r).is_null());  // named by m
+      CHECK(columns.at("rank").at(r) == rows[r]["rank"]);
+      CHECK(columns.at("added").at(r) == rows[r]["added_error"]);
+      if (!rows[r]["output_error"].is_null()) {
+        CHECK(columns.at("out").at(r) == rows[r]["output_error"]["rel_l2"]);
+      }
+      if (rows[r].contains("local_error")) {
+        CHECK(columns.at("local").at(r) == rows[r]["local_error"]["rel_l2"]);
+      }
+    }
+  }
+
+  // The same document naming this model's file: the page says it is the deployed side.
+  TempDir tmp;
+  nlohmann::json here = doc;
+  here["deployed"]["path"] = f->model_path();
+  semmap_test::WriteBytes(tmp.file("n.json"), here.dump());
+  auto mine = semmap::ReadReportNumerics(tmp.file("n.json"));
+  REQUIRE(mine.ok());
+  options.numerics = &*mine;
+  CHECK(nlohmann::json::parse(semmap::ReportDataJson(*f->mapper, options))["numerics"]["side"] ==
+        "deployed");
+  // Naming neither file (another string, and no file from here): null, and
+  // the report is still written.
+  nlohmann::json elsewhere = doc;
+  elsewhere["reference"]["path"] = tmp.file("a/model.onnx");
+  elsewhere["deployed"]["path"] = "model.onnx";
+  semmap_test::WriteBytes(tmp.file("e.json"), elsewhere.dump());
+  auto other = semmap::ReadReportNumerics(tmp.file("e.json"));
+  REQUIRE(other.ok());
+  options.numerics = &*other;
+  CHECK(nlohmann::json::parse(semmap::ReportDataJson(*f->mapper, options))["numerics"]["side"]
+            .is_null());
+  REQUIRE(semmap::WriteReport(*f->mapper, tmp.file("r.html"), options).ok());
+  // The numerics file is an input, protected like the model.
+  options.numerics_path = tmp.file("n.json");
+  CHECK(semmap::WriteReport(*f->mapper, tmp.file("n.json"), options).code() ==
+        absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("A wrong or broken numerics document is refused with the file and the cause",
+          "[report][numerics]") {
+  TempDir tmp;
+  const std::string valid = semmap_test::ReadBytes(NumericsFixture());
+  nlohmann::json doc = nlohmann::json::parse(valid);
+  nlohmann::json other_format = doc, other_version = doc, bad_figure = doc, no_views = doc,
+                 bad_rank = doc;
+  other_format["format"] = "semmap.report";
+  other_version["version"] = 2;
+  bad_figure["views"]["leaf"][0]["added_error"] = "0.1";
+  no_views.erase("views");
+  bad_rank["views"]["subtree"][1]["rank"] = 0;
+  auto [name, text, cause] = GENERATE_COPY(table<std::string, std::string, std::string>({
+      {"truncated", valid.substr(0, valid.size() / 2), "not valid JSON at byte"},
+      {"not an object", "[1, 2]", "expected an object, found array"},
+      {"another format", other_format.dump(), "/format: not a \"semmap.numerics\" document "
+                                              "(format \"semmap.report\")"},
+      {"another version", other_version.dump(), "/version: version 2, this semmap reads "
+                                                "semmap.numerics version 1"},
+      {"a figure as text", bad_figure.dump(), "/views/leaf/0/added_error: expected a number or "
+                                              "null, found string"},
+      {"no views", no_views.dump(), "missing required field \"views\""},
+      {"rank 0", bad_rank.dump(), "/views/subtree/1/rank: expected a rank (1, 2, ...) or null"},
+  }));
+  CAPTURE(name);
+  const std::string path = tmp.file(name + ".json");
+  semmap_test::WriteBytes(path, text);
+  auto read = semmap::ReadReportNumerics(path);
+  REQUIRE_FALSE(read.ok());
+  CHECK(read.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(read.status().message()).rfind(path, 0) == 0);
+  CHECK_THAT(std::string(read.status().message()), Catch::Matchers::Contains(cause));
+
+  auto missing = semmap::ReadReportNumerics(tmp.file("missing.json"));
+  CHECK(missing.status().code() == absl::StatusCode::kNotFound);
+  CHECK(std::string(missing.status().message()).rfind(tmp.file("missing.json"), 0) == 0);
+}
+
+TEST_CASE("Hostile module names in a numerics document cannot close the script element",
+          "[report][numerics]") {
+  const std::string hostile = "a</script><img src=x onerror=alert(1)>";
+  nlohmann::json doc = nlohmann::json::parse(semmap_test::ReadBytes(NumericsFixture()));
+  doc["views"]["leaf"][0]["module"] = hostile;
+  doc["views"]["leaf"][0]["class"] = "<!--&amp;";
+  doc["views"]["leaf"][0]["fused"] = {hostile};
+  doc["deployed"]["path"] = "</script><b>deployed</b>";
+  TempDir tmp;
+  semmap_test::WriteBytes(tmp.file("n.json"), doc.dump());
+  auto read = semmap::ReadReportNumerics(tmp.file("n.json"));
+  REQUIRE(read.ok());
+  auto f = LoadMapped("torch-2.15/bert-seqcls.dynamo.quantized");
+  semmap::ReportOptions options;
+  options.numerics = &*read;
+  const std::string html = semmap::ReportHtml(*f->mapper, options);
+  CHECK(Count(html, "</script") == 2);
+  CHECK(Count(html, "<!--") == 0);
+  const std::string json = EmbeddedData(html);
+  CHECK(json.find('<') == std::string::npos);
+  CHECK(json.find('&') == std::string::npos);
+  const nlohmann::json n = nlohmann::json::parse(json).at("numerics");
+  CHECK(n["leaf"]["module"][0] == hostile);
+  CHECK(n["leaf"]["m"][0] == -1);  // no such module in this model
+  CHECK(n["leaf"]["class"][0] == "<!--&amp;");
+  CHECK(n["leaf"]["fused"][0][0] == hostile);
+  CHECK(n["deployed"] == "</script><b>deployed</b>");
+}

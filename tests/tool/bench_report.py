@@ -12,11 +12,15 @@ Chromium over the DevTools protocol (tests/tool/cdp.py) and measured:
             filtered tree (median and max);
   rows      the node table of the root module (every mapped node) swept by
             scrolling from top to bottom: how many distinct rows were
-            rendered, out of how many nodes.
+            rendered, out of how many nodes;
+  numerics  with --numerics, each case again with a numerics document
+            (label "CASE+num"), and the time from a click on the numerics
+            tab to the first frame painted with it drawn.
 
     bench_report.py [--semmap BIN] [--baseline-semmap BIN] [--synth BIN]
                     [--sizes 5000,50000] [--fixtures DIR] [--loads N]
-                    [--page LABEL=REPORT.html ...] [--query TEXT] [--json] [--check]
+                    [--page LABEL=REPORT.html ...] [--query TEXT] [--numerics]
+                    [--json] [--check]
 
 --baseline-semmap also writes every case with another semmap binary (an
 older version) and measures it in the same browser, labelled "CASE/base".
@@ -24,10 +28,16 @@ older version) and measures it in the same browser, labelled "CASE/base".
 fixture's query, other labels the synthetic one).
 --check exits 1 when a functional property fails: the page is not ready,
 the search shows no module, or some node row cannot be reached by
-scrolling. Timing is printed, not asserted.
+scrolling, or a numerics tab draws no bar. Timing is printed, not asserted.
+The numerics documents of --numerics are made up for the benchmark's models
+(which ONNX Runtime cannot run): one leaf row per module without children and
+one subtree row per module, in the manifest's order, with seeded random
+errors; the real tool's document is tests/data's, which report_browser reads.
 """
 import argparse
 import json
+import math
+import random
 import statistics
 import subprocess
 import sys
@@ -106,6 +116,50 @@ SWEEP = """
 """
 
 
+# Clicks the numerics tab and waits for the frame after it is drawn.
+NUMERICS_TAB = """
+(async () => {
+  const tab = document.getElementById("tab-numerics");
+  if (!tab || tab.closest("[hidden]")) return null;
+  const t0 = performance.now();
+  tab.click();
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  void document.documentElement.offsetHeight;
+  return { ms: performance.now() - t0, bars: document.querySelectorAll("#plot rect.bar").length };
+})()
+"""
+
+
+def synthetic_numerics(manifest_path, model_path, out):
+    """A "semmap.numerics" document over a manifest's modules, figures made up (seed 0)."""
+    modules = json.loads(Path(manifest_path).read_text())["modules"]
+    rng = random.Random(0)
+
+    def row(m, order):
+        out_err, in_err = 10 ** rng.uniform(-4, -1), 10 ** rng.uniform(-4, -1.5)
+        local = out_err * rng.uniform(0.05, 1)
+        fig = {"rel_l2": out_err, "sqnr_db": -20 * math.log10(out_err), "cosine": 1 - out_err ** 2 / 2,
+               "max_abs": out_err * 3}
+        return {"module": m["path"], "class": m["class"], "depth": m["path"].count(".") + 1,
+                "order": order, "fused": [], "rank": None, "added_error": out_err - in_err,
+                "input_error": in_err, "output_error": fig, "outputs": [], "unpaired": 0,
+                "local_error": dict(fig, rel_l2=local, inputs_fed=1, inputs_not_fed=0)}
+
+    leaf = [row(m, k) for k, m in enumerate(modules) if not m.get("children")]
+    subtree = [row(m, k) for k, m in enumerate(modules)]
+    for rows, key in ((leaf, lambda r: -r["local_error"]["rel_l2"]), (subtree, lambda r: -r["added_error"])):
+        rows.sort(key=key)
+        for k, r in enumerate(rows):
+            r["rank"] = k + 1
+    doc = {"format": "semmap.numerics", "version": 1,
+           "reference": {"path": str(model_path)}, "deployed": {"path": "deployed.onnx"},
+           "inputs": {"source": "generated", "note": "made up for the benchmark"},
+           "provider": "CPUExecutionProvider", "final_error": 0.05,
+           "ranked_by": {"leaf": "local", "subtree": "added"},
+           "views": {"leaf": leaf, "subtree": subtree}, "unpaired": []}
+    Path(out).write_text(json.dumps(doc))
+
+
 def find_binary(explicit, names):
     if explicit:
         return Path(explicit)
@@ -150,9 +204,12 @@ def measure(browser, label, html, query, loads):
         visible = r["visible"]
     clear = [page.js(f"({KEYSTROKE.strip()})('\\b')")["ms"] for _ in query]
     sweep = page.js(SWEEP)
+    tab = page.js(NUMERICS_TAB)
     page.send("Page.close")
     counts = model_counts(html)
     return {
+        "numerics_tab_ms": None if tab is None else round(tab["ms"]),
+        "numerics_bars": None if tab is None else tab["bars"],
         "case": label,
         "nodes": counts["nodes"],
         "html_mb": round(html.stat().st_size / 1048576, 2),
@@ -180,6 +237,8 @@ def main():
     ap.add_argument("--query", default="layers.1")
     ap.add_argument("--fixture-query", default="h.1.attn")
     ap.add_argument("--loads", type=int, default=3, help="page loads per case (median)")
+    ap.add_argument("--numerics", action="store_true",
+                    help="each case also with a made-up numerics document (CASE+num)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
@@ -212,6 +271,13 @@ def main():
                     run(binary, "report", d / "model.onnx", "--manifest", d / "manifest.json",
                         "-o", html)
                     pages.append((label + suffix, html, query))
+                    if args.numerics and not suffix:
+                        doc = tmp / f"{label}.numerics.json"
+                        synthetic_numerics(d / "manifest.json", d / "model.onnx", doc)
+                        html = tmp / f"{label}-num.html"
+                        run(binary, "report", d / "model.onnx", "--manifest", d / "manifest.json",
+                            "--numerics", doc, "-o", html)
+                        pages.append((label + "+num", html, query))
         rows = []
         with Browser() as browser:
             # A first load pays for starting the renderer; it is not counted.
@@ -232,6 +298,8 @@ def main():
         if r["rows_reachable"] != r["rows_expected"]:
             failures.append(f"{r['case']}: {r['rows_reachable']} of {r['rows_expected']} node rows "
                             "reachable by scrolling")
+        if r["numerics_bars"] == 0:
+            failures.append(f"{r['case']}: the numerics tab draws no bar")
     if args.json:
         print(json.dumps({"results": rows}))
     for f in failures:
@@ -243,11 +311,12 @@ def print_row(r, header):
     if header:
         print(f"{'case':>10} {'nodes':>7} {'HTML MB':>8} {'ready ms':>9} {'painted ms':>10}"
               f" {'key med ms':>10} {'key max ms':>10} {'del med ms':>10} {'del max ms':>10}"
-              f" {'rows':>13}")
+              f" {'rows':>13} {'numerics tab ms':>15}")
     print(f"{r['case']:>10} {r['nodes']:>7} {r['html_mb']:>8.2f} {r['ready_ms']:>9} {r['painted_ms']:>10}"
           f" {r['keystroke_median_ms']:>10.1f} {r['keystroke_max_ms']:>10.1f}"
           f" {r['delete_median_ms']:>10.1f} {r['delete_max_ms']:>10.1f}"
-          f" {str(r['rows_reachable']) + '/' + str(r['rows_expected']):>13}", flush=True)
+          f" {str(r['rows_reachable']) + '/' + str(r['rows_expected']):>13}"
+          f" {'' if r['numerics_tab_ms'] is None else r['numerics_tab_ms']:>15}", flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ page's JavaScript rendered: one row per module of the manifest, the search
 (pre-filled from the URL fragment #q=..., or typed into the search box)
 showing exactly the matching modules and their ancestors, every node row of
 the node table reachable by scrolling, hostile node names shown as text and
-never run, and a screenshot of a selected module.
+never run, and a screenshot of a selected module; with a numerics document of
+semmap compare-numerics, the numerics tab's plot, tables and links.
 
 The tree and the node table render only the rows in view, so rows are
 collected by scrolling each list from top to bottom (tests/tool/cdp.py drives the
@@ -131,6 +132,116 @@ def hostile_model(path):
     onnx.save(model, path)
 
 
+def ranking_score(row, by):
+    """What the leaf view is ranked by (docs/numerics.md): local error where measured."""
+    if by == "local" and "local_error" in row:
+        return row["local_error"]["rel_l2"]
+    return row["added_error"]
+
+
+def check_numerics(browser, binary, tmp, screenshot):
+    """`semmap report --numerics` with a real semmap compare-numerics document: the
+    numerics tab's plot (a bar per leaf module in graph order, the ten first of the
+    ranking red and numbered), its tables, the link from a row to the module, the
+    tree's error column, a note for a model that is neither file, hostile names."""
+    repo = Path(__file__).resolve().parents[2]
+    doc_path = repo / "tests" / "data" / "bert-seqcls.dynamo.quantized.numerics.json"
+    doc = json.loads(doc_path.read_text())
+    deployed, by = doc["deployed"], doc["ranked_by"]["leaf"]
+    html = tmp / "numerics.html"
+    # From the repository's root, where the document was made: the same paths.
+    run(str(binary), "report", deployed["path"], "--manifest", deployed["manifest"],
+        "--numerics", str(doc_path.relative_to(repo)), "-o", str(html), cwd=repo)
+    leaf = doc["views"]["leaf"]
+    plotted = sorted((r for r in leaf if r["output_error"] is not None), key=lambda r: r["order"])
+    bars = [r["module"] for r in plotted if ranking_score(r, by) > 0]
+    worst = {r["rank"] for r in plotted if r["rank"] is not None and r["rank"] <= 10}
+    worst_bars = {r["rank"] for r in plotted if r["rank"] is not None and r["rank"] <= 10
+                  and ranking_score(r, by) > 0}
+    page = open_report(browser, html, "v=numerics")
+    state = page.js("""({
+      tab: !document.getElementById('numerics').hidden && document.querySelector('main').hidden,
+      bars: [...document.querySelectorAll('#plot rect.bar')]
+        .sort((a, b) => a.getBoundingClientRect().x - b.getBoundingClientRect().x).map((b) => b.dataset.module),
+      worst: [...document.querySelectorAll('#plot rect.bar.worst')].map((b) => Number(b.dataset.rank)),
+      heights: [...document.querySelectorAll('#plot rect.bar.worst')].map((b) => b.getBoundingClientRect().height),
+      marks: [...document.querySelectorAll('#plot text.mark')].map((t) => Number(t.textContent)),
+      rows: [...document.querySelectorAll('#numerics-leaf tbody tr')].map((t) => t.children[1].textContent),
+      red: document.querySelectorAll('#numerics-leaf tbody tr.worst').length,
+      subtree: document.querySelectorAll('#numerics-subtree tbody tr').length,
+      note: !!document.getElementById('numerics-note'),
+      text: document.getElementById('numerics').textContent })""")
+    if not state["tab"]:
+        sys.exit(f"{html}#v=numerics: the numerics tab is not the one shown")
+    if state["bars"] != bars:
+        sys.exit(f"{html}: plot bars {state['bars']}, expected the leaf modules in graph order {bars}")
+    if sorted(state["worst"]) != sorted(worst_bars) or len(state["worst"]) != len(worst_bars):
+        sys.exit(f"{html}: highlighted bars of ranks {sorted(state['worst'])}, expected {sorted(worst_bars)}")
+    if sorted(state["marks"]) != sorted(worst) or min(state["heights"], default=0) <= 0:
+        sys.exit(f"{html}: rank marks {state['marks']} (expected {sorted(worst)}), bar heights {state['heights']}")
+    ranked = sorted((r for r in leaf if r["rank"] is not None), key=lambda r: r["rank"])
+    if state["rows"] != [r["module"] or "<root>" for r in ranked[:20]] or state["red"] != len(worst):
+        sys.exit(f"{html}: leaf table rows {state['rows']} ({state['red']} red)")
+    if not state["subtree"] or state["note"] or "(this report's model)" not in state["text"]:
+        sys.exit(f"{html}: subtree table rows {state['subtree']}, note {state['note']}, side not said")
+    png = page.screenshot()
+    if png[:8] != b"\x89PNG\r\n\x1a\n" or len(png) < 20000:
+        sys.exit(f"numerics screenshot: not a plausible screenshot ({len(png)} bytes)")
+    # Past 20 rows, a button shows every ranked row.
+    page.js("document.querySelector('#numerics-leaf').parentElement.querySelector('button').click()")
+    every = page.js("[...document.querySelectorAll('#numerics-leaf tbody tr')].map((t) => Number(t.dataset.rank))")
+    if every != [r["rank"] for r in ranked]:
+        sys.exit(f"{html}: 'show all' gave ranks {every}, expected 1 to {len(ranked)}")
+    screenshot.parent.mkdir(parents=True, exist_ok=True)
+    screenshot.with_name("report-numerics-screenshot.png").write_bytes(png)
+    print(f"ok numerics tab: {len(state['bars'])} bars in graph order, {len(state['worst'])} highlighted "
+          f"(ranks {sorted(state['worst'])}), {len(state['rows'])} + {state['subtree']} table rows")
+
+    # The first row's link: the modules tab, that module selected, its error shown.
+    first = ranked[0]["module"]
+    page.js("document.querySelector('#numerics-leaf tbody tr a').click()")
+    picked = page.js("""({
+      tab: document.getElementById('numerics').hidden && !document.querySelector('main').hidden,
+      title: document.querySelector('#details h2').textContent, hash: location.hash,
+      own: [...document.querySelectorAll('#details .kv')].map((k) => k.textContent)
+        .filter((t) => t.startsWith('error (own nodes)')),
+      badge: [...document.querySelectorAll('#treebody .mod.selected .err')].map((b) => b.textContent) })""")
+    if (not picked["tab"] or picked["title"] != first or "m=" not in picked["hash"]
+            or not picked["own"] or "rank 1 of" not in picked["own"][0] or not picked["badge"]
+            or not picked["badge"][0].startswith("#1 ")):
+        sys.exit(f"{html}: the link to {first} gave {picked}")
+    page.send("Page.close")
+    print(f"ok numerics link: {first} selected, tree badge {picked['badge'][0]!r}")
+
+    # A report of a model that is neither file: allowed, with a note.
+    other = tmp / "numerics-other.html"
+    run(str(binary), "report", "fixtures/bert-seqcls.dynamo/model.onnx", "--manifest",
+        "fixtures/bert-seqcls.dynamo/manifest.json", "--numerics", str(doc_path), "-o", str(other), cwd=repo)
+    page = open_report(browser, other, "v=numerics")
+    note = page.js("(document.getElementById('numerics-note') || {}).textContent")
+    if not note or "neither file of the comparison" not in note:
+        sys.exit(f"{other}: no note that the model is neither file: {note!r}")
+    page.send("Page.close")
+    print(f"ok numerics of another file: {note}")
+
+    # Hostile names in the document: text, never markup.
+    hostile_doc = json.loads(doc_path.read_text())
+    hostile_doc["views"]["leaf"][0]["module"] = HOSTILE
+    hostile_doc["views"]["subtree"][0]["class"] = HOSTILE
+    hostile_doc["inputs"]["note"] = HOSTILE
+    hostile_path = tmp / "hostile-numerics.json"
+    hostile_path.write_text(json.dumps(hostile_doc))
+    hostile_html = tmp / "hostile-numerics.html"
+    run(str(binary), "report", deployed["path"], "--numerics", str(hostile_path), "-o", str(hostile_html), cwd=repo)
+    page = open_report(browser, hostile_html, "v=numerics")
+    if page.js("document.querySelectorAll('img').length") or page.js("document.body.dataset.pwned"):
+        sys.exit(f"{hostile_html}: a name from the numerics document was inserted as HTML")
+    if page.js("document.getElementById('numerics').textContent").count("<img src=x onerror") < 2:
+        sys.exit(f"{hostile_html}: the hostile names are not shown as text")
+    page.send("Page.close")
+    print("ok hostile numerics names rendered as text")
+
+
 def main():
     binary, fixtures, screenshot = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     if shutil.which("chromium") is None:
@@ -214,6 +325,8 @@ def main():
         screenshot.with_name("report-time-screenshot.png").write_bytes(timed_png)
         page.send("Page.close")
         print(f"ok report with a profile: {len(badges)} time badges, root {root[0][1]}")
+
+        check_numerics(browser, Path(binary).resolve(), tmp, screenshot)
 
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         page = open_report(browser, html, "q=query&m=bert.encoder.layer.1.attention.self")

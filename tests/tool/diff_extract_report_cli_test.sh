@@ -68,5 +68,30 @@ expect 2 "refusing to overwrite" report "$tmp/model.onnx" --manifest "$bert/mani
 expect 2 "output directory $tmp/nodir does not exist" report "${model[@]}" -o "$tmp/nodir/r.html"
 no_file "$tmp/nodir" "report into a missing directory"
 
+# report --numerics: a real semmap compare-numerics document (tests/data/README.md)
+numerics="$(cd "$(dirname "${BASH_SOURCE[0]}")/../data" && pwd)/bert-seqcls.dynamo.quantized.numerics.json"
+quantized=("$fixtures/torch-2.15/bert-seqcls.dynamo.quantized/model.onnx"
+           --manifest "$fixtures/torch-2.15/bert-seqcls.dynamo.quantized/manifest.json")
+expect_stdout "report of 51 modules, 181 nodes (181 mapped), error of 34 modules" \
+  report "${quantized[@]}" --numerics "$numerics" -o "$tmp/numerics.html"
+grep -q '"numerics":{"deployed":"fixtures/torch-2.15/bert-seqcls.dynamo.quantized/model.onnx"' \
+  "$tmp/numerics.html" && passes=$((passes + 1)) || fail "report --numerics lacks the numerics data"
+expect 2 "$tmp/missing.json: no such file" report "${quantized[@]}" --numerics "$tmp/missing.json" \
+  -o "$tmp/n.html"
+no_file "$tmp/n.html" "report with a missing numerics file"
+head -c 300 "$numerics" >"$tmp/cut.json"
+expect 2 "$tmp/cut.json: not valid JSON at byte" report "${quantized[@]}" --numerics "$tmp/cut.json" \
+  -o "$tmp/n.html"
+echo '{"format": "semmap.report", "schema_version": 2}' >"$tmp/other.json"
+expect 2 "$tmp/other.json: /format: not a \"semmap.numerics\" document (format \"semmap.report\")" \
+  report "${quantized[@]}" --numerics "$tmp/other.json" -o "$tmp/n.html"
+sed 's/"version": 1,/"version": 7,/' "$numerics" >"$tmp/v7.json"
+expect 2 "$tmp/v7.json: /version: version 7, this semmap reads semmap.numerics version 1" \
+  report "${quantized[@]}" --numerics "$tmp/v7.json" -o "$tmp/n.html"
+no_file "$tmp/n.html" "report with a bad numerics file"
+cp "$numerics" "$tmp/numerics.json"
+expect 2 "refusing to overwrite" report "${quantized[@]}" --numerics "$tmp/numerics.json" -o "$tmp/numerics.json"
+cmp -s "$tmp/numerics.json" "$numerics" && passes=$((passes + 1)) || fail "report touched its numerics"
+
 echo "$passes passed, $failures failed"
 [ "$failures" -eq 0 ]

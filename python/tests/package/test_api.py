@@ -319,6 +319,22 @@ def test_report_and_write_sidecar(bert, tmp_path):
         bert.write_sidecar(BERT / "manifest.json")
 
 
+def test_report_with_numerics(tmp_path):
+    # `semmap report --numerics`: the library reads the compare-numerics document.
+    numerics = REPO / "tests" / "data" / "bert-seqcls.dynamo.quantized.numerics.json"
+    quantized = FIXTURES / "torch-2.15" / "bert-seqcls.dynamo.quantized"
+    m = semmap.load(quantized / "model.onnx", quantized / "manifest.json")
+    assert m.report(tmp_path / "q.html", numerics=numerics)["modules"] == 51
+    html = (tmp_path / "q.html").read_text()
+    assert '"numerics":{"deployed":"fixtures/torch-2.15/bert-seqcls.dynamo.quantized/model.onnx"' in html
+    (tmp_path / "other.json").write_text('{"format": "semmap.report"}')
+    with pytest.raises(ValueError, match=r'other\.json: /format: not a "semmap.numerics" document'):
+        m.report(tmp_path / "r.html", numerics=tmp_path / "other.json")
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        m.report(tmp_path / "r.html", numerics=tmp_path / "missing.json")
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_diff_against_the_ort_optimized_export(bert):
     optimized = FIXTURES / "bert-seqcls.torchscript.ort-optimized" / "model.onnx"
     d = semmap.diff(bert, optimized, manifest=BERT / "manifest.json")
