@@ -317,28 +317,27 @@ def _batches(items: list, keys: Any, size: dict, budget: int):
         yield group
 
 
-def repaired_final_errors(sets: list[tuple[str, ...]], paired_leaf: dict, dep: G.GraphView, dep_info: Info,
+def repaired_final_errors(modules: list[str], paired_leaf: dict, dep: G.GraphView, dep_info: Info,
                           iso: Isolation | None, ref_run: R.Runner, dep_run: R.Runner, samples: list,
                           dep_samples: list, ref_out_names: list[str], dep_out_names: list[str],
-                          timer: R.Timer, batches: dict[str, int], budget: int) -> dict[tuple[str, ...], float]:
-    """Per set of modules of `sets` (leaf view; one module, or several repaired
-    together): the outputs' largest relative L2 error when the deployed copy runs
-    with those modules' own error taken out — every reader outside a module of one
-    of its paired boundary values reads instead the deployed value less the
-    module's local error (its isolated run's output minus the reference's: what the
-    module would hand on without its own error, its inputs' error kept), or the
-    reference's value where the module was not isolated. A graph output that is
-    one of them is replaced the same way. What keeping the modules in float would
-    gain, to first order (docs/numerics.md, "Impact"). Per group of sets whose
+                          timer: R.Timer, batches: dict[str, int], budget: int) -> dict[str, float]:
+    """Per module of `modules` (leaf view): the outputs' largest relative L2 error when
+    the deployed copy runs with that module's own error taken out — every reader
+    outside it of one of its paired boundary values reads instead the deployed value
+    less the module's local error (its isolated run's output minus the reference's:
+    what the module would hand on without its own error, its inputs' error kept), or
+    the reference's value where the module was not isolated. A graph output that is
+    one of them is replaced the same way. What keeping the module in float would
+    gain, to first order (docs/numerics.md, "Impact"). Per group of modules whose
     values for every sample fit in the budget: one session of each model capturing
-    them, then one isolating session, then one repairing session per set, each
+    them, then one isolating session, then one repairing session per module, each
     closed before the next is made."""
     dtype = {n: dt for n, (_, dt) in dep_info.shapes.items()}
-    one: dict[str, tuple[list[tuple[int, int, str]], dict[str, Any], dict[str, tuple[G.Pair, str]]]] = {}
-    for m in dict.fromkeys(m for ms in sets for m in ms):
+    plans: dict[str, tuple[list[tuple[int, int, str]], list[tuple[str, Any]], dict[str, G.Pair]]] = {}
+    for m in modules:
         rewire: list[tuple[int, int, str]] = []
         feeds: dict[str, Any] = {}
-        fixed: dict[str, tuple[G.Pair, str]] = {}  # deployed value -> its pair, its module
+        fixed: dict[str, G.Pair] = {}  # deployed value -> its pair
         for p in paired_leaf.get(m, ([], []))[0]:
             if p.deployed not in dtype:
                 continue
@@ -347,52 +346,40 @@ def repaired_final_errors(sets: list[tuple[str, ...]], paired_leaf: dict, dep: G
                     rewire.extend((k, i, FEED + p.deployed) for i, v in enumerate(dep.nodes[k].input)
                                   if v == p.deployed)
                     feeds[FEED + p.deployed] = dtype[p.deployed]
-                    fixed[p.deployed] = (p, m)
+                    fixed[p.deployed] = p
             if p.deployed in dep_out_names:
-                fixed[p.deployed] = (p, m)
+                fixed[p.deployed] = p
         if fixed:
-            one[m] = (rewire, feeds, fixed)
-    # A set's plan: its modules' together (a node of one reading another's value
-    # reads the repaired value; that module's own values are replaced anyway).
-    plans: dict[tuple[str, ...], tuple[list[tuple[int, int, str]], list[tuple[str, Any]], dict]] = {}
-    for ms in sets:
-        parts = [one[m] for m in ms if m in one]
-        if len(parts) != len(ms):
-            continue  # a module with nothing to repair: no figure for the set
-        plans[ms] = ([r for part in parts for r in part[0]],
-                     list({k: v for part in parts for k, v in part[1].items()}.items()),
-                     {k: v for part in parts for k, v in part[2].items()})
+            plans[m] = (rewire, list(feeds.items()), fixed)
     if not plans:
         return {}
-    stats = {ms: [R.Stats() for _ in ref_out_names] for ms in plans}
+    stats = {m: [R.Stats() for _ in ref_out_names] for m in plans}
 
-    def needs(ms: tuple[str, ...]) -> list[tuple[str, str]]:
-        keys = [("d", d) for d in plans[ms][2]]
-        for m in ms:
-            if iso is not None and m in iso.units:
-                keys += [("d", p.deployed) for p in iso.units[m][0]] + [("c", d) for d, _, _ in iso.units[m][1]]
+    def needs(m: str) -> list[tuple[str, str]]:
+        keys = [("d", d) for d in plans[m][2]]
+        if iso is not None and m in iso.units:
+            keys += [("d", p.deployed) for p in iso.units[m][0]] + [("c", d) for d, _, _ in iso.units[m][1]]
         return keys
 
     size = {("d", n): int(np.prod(s)) * 4 for n, (s, _) in dep_info.shapes.items()}
     size.update({("c", n): v for (_, n), v in size.items()})
-    # Sets whose values for every sample fit in the budget together; per group,
+    # Modules whose values for every sample fit in the budget together; per group,
     # two sessions at most at any time: the captures, then the isolating copy, then
     # one repairing copy after another, each run on the values kept.
     for group in _batches(list(plans), needs, {k: v * 2 * len(samples) for k, v in size.items()}, budget):
         _repair_group(group, plans, stats, iso, ref_run, dep_run, samples, dep_samples, ref_out_names,
                       dep_out_names, dtype, timer, batches)
-    return {ms: max((s.rel_l2 for s in ss if s.elements), default=0.0) for ms, ss in stats.items()}
+    return {m: max((s.rel_l2 for s in ss if s.elements), default=0.0) for m, ss in stats.items()}
 
 
-def _repair_group(group: list[tuple[str, ...]], plans: dict, stats: dict, iso: Isolation | None,
-                  ref_run: R.Runner, dep_run: R.Runner, samples: list, dep_samples: list,
-                  ref_out_names: list[str], dep_out_names: list[str], dtype: dict, timer: R.Timer,
-                  batches: dict[str, int]) -> None:
-    isolated = [m for m in dict.fromkeys(m for ms in group for m in ms) if iso is not None and m in iso.units]
+def _repair_group(group: list[str], plans: dict, stats: dict, iso: Isolation | None, ref_run: R.Runner,
+                  dep_run: R.Runner, samples: list, dep_samples: list, ref_out_names: list[str],
+                  dep_out_names: list[str], dtype: dict, timer: R.Timer, batches: dict[str, int]) -> None:
+    isolated = [m for m in group if iso is not None and m in iso.units]
     iso_ref, iso_dep, iso_rewire, iso_feeds = iso.batch(isolated) if isolated else ([], [], [], [])
-    dep_names = list(dict.fromkeys(d for ms in group for d in plans[ms][2]))
+    dep_names = list(dict.fromkeys(d for m in group for d in plans[m][2]))
     ref_names = list(dict.fromkeys([*ref_out_names, *iso_ref,
-                                    *(p.reference for ms in group for p, _ in plans[ms][2].values())]))
+                                    *(p.reference for m in group for p in plans[m][2].values())]))
     t = time.perf_counter()
     rs, ds = ref_run.capturing(ref_names), dep_run.capturing(dep_names)
     timer.add("capture_sessions", t)
@@ -412,8 +399,8 @@ def _repair_group(group: list[tuple[str, ...]], plans: dict, stats: dict, iso: I
                  for n in range(len(samples))]
         timer.add("capture_runs", t)
         del cut
-    for ms in group:
-        rewire, feed_types, fixed = plans[ms]
+    for m in group:
+        rewire, feed_types, fixed = plans[m]
         t = time.perf_counter()
         session = dep_run.capturing([], rewire=rewire, feeds=feed_types)
         timer.add("capture_sessions", t)
@@ -421,7 +408,7 @@ def _repair_group(group: list[tuple[str, ...]], plans: dict, stats: dict, iso: I
         t = time.perf_counter()
         for n in range(len(samples)):
             value = {}
-            for d, (p, m) in fixed.items():
+            for d, p in fixed.items():
                 r = np.asarray(ra[n][p.reference], np.float32)
                 if m in isolated and d in alone[n]:
                     v = np.asarray(da[n][d], np.float32) - (np.asarray(alone[n][d], np.float32) - r)
@@ -433,6 +420,6 @@ def _repair_group(group: list[tuple[str, ...]], plans: dict, stats: dict, iso: I
             for i, (rn, dn) in enumerate(zip(ref_out_names, dep_out_names)):
                 got = value[dn] if dn in value else out[i]
                 if np.asarray(ra[n][rn]).dtype.kind == "f":
-                    stats[ms][i].add(np.asarray(ra[n][rn]), np.asarray(got))
+                    stats[m][i].add(np.asarray(ra[n][rn]), np.asarray(got))
         timer.add("capture_runs", t)
         del session

@@ -56,21 +56,14 @@ def ranking_score(row: dict[str, Any], rank_by: str) -> float:
 
 def suggestions(d: dict[str, Any], k: int, view: str = "leaf") -> list[str]:
     """The `k` modules to keep in float: a module that introduces NaN or Inf first;
-    then, where the repaired runs measured it (`impact`), the module whose repair
-    lowers the final error most, then those whose repair together with it
-    (`joint_impact`) lowers it further, most first, then the other measured ones
-    whose repair lowers it; then the ranking's first unmeasured modules that
+    then, where the repaired runs measured it (`impact`), those whose repair lowers
+    the final error, most first; then the ranking's first unmeasured modules that
     make some error by its measure."""
     by = d["ranked_by"][view]
     rows = [r for r in d["views"][view] if r["rank"] is not None]
     first = [r for r in rows if r.get("introduces_nonfinite")]
     measured = sorted((r for r in rows if r.get("impact") is not None and r["impact"] > 0
                        and not r.get("introduces_nonfinite")), key=lambda r: -r["impact"])
-    if measured:  # after the first, the modules that add most to its repair (errors that cancel)
-        head = measured[0]
-        gain = sorted((r for r in rows if r.get("joint_impact") is not None and r["joint_impact"] > head["impact"]
-                       and not r.get("introduces_nonfinite")), key=lambda r: -r["joint_impact"])
-        measured = [head, *gain, *(r for r in measured[1:] if r not in gain)]
     rest = [r for r in rows if "impact" not in r and not r.get("introduces_nonfinite")
             and ranking_score(r, by) > 0]
     return [r["module"] for r in (first + measured + rest)[: max(0, k)]]
@@ -316,10 +309,8 @@ def text(d: dict[str, Any], top: int, suggest: int) -> str:
             lines.append(f"repaired (each module's own error taken out of its outputs), final error "
                          f"{num(d['final_error'])} ->")
             for r in sorted(measured, key=lambda r: -r["impact"])[:top]:
-                joint = (f"; with the first: impact {num(r['joint_impact'])}"
-                         if r.get("joint_impact") is not None else "")
                 lines.append(f"  {r['module'] or '<root>'}: {num(r['repaired_final_error'])} "
-                             f"(impact {num(r['impact'])}{joint})")
+                             f"(impact {num(r['impact'])})")
         lines.append(f"keep in float (--suggest-float {suggest}): " +
                      (", ".join(m or "<root>" for m in keep) or "(no module adds error)"))
     return "\n".join(lines) + "\n"

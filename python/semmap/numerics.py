@@ -316,24 +316,13 @@ def _compare(maps: list[Any], ref_run: R.Runner, dep_run: R.Runner,
     timer.add("compare", t)
     if impact and doc["final_error"] is not None:
         rows = [r for r in doc["views"]["leaf"] if r["rank"] is not None][:impact]
-        args = (paired["leaf"], dep, dep_info, iso, ref_run, dep_run, samples, dep_samples, ref_out_names,
-                dep_out_names, timer, batches, budget)
-        repaired = C.repaired_final_errors([(r["module"],) for r in rows], *args)
+        repaired = C.repaired_final_errors([r["module"] for r in rows], paired["leaf"], dep, dep_info, iso,
+                                           ref_run, dep_run, samples, dep_samples, ref_out_names,
+                                           dep_out_names, timer, batches, budget)
         for r in rows:
-            if (r["module"],) in repaired:
-                r["repaired_final_error"] = repaired[(r["module"],)]
-                r["impact"] = doc["final_error"] - repaired[(r["module"],)]
-        # Errors that cancel: a module whose repair alone gains nothing may gain with
-        # the first suggestion's (a greedy second step: each other measured module
-        # repaired together with the one of the largest impact).
-        measured = [r for r in rows if "impact" in r and not r.get("introduces_nonfinite")]
-        head = max(measured, key=lambda r: r["impact"], default=None)
-        if head is not None and head["impact"] > 0 and len(measured) > 1:
-            others = [r for r in measured if r is not head]
-            joint = C.repaired_final_errors([(head["module"], r["module"]) for r in others], *args)
-            for r in others:
-                if (head["module"], r["module"]) in joint:
-                    r["joint_impact"] = doc["final_error"] - joint[(head["module"], r["module"])]
+            if r["module"] in repaired:
+                r["repaired_final_error"] = repaired[r["module"]]
+                r["impact"] = doc["final_error"] - repaired[r["module"]]
     doc["_batches"] = batches
     return doc
 

@@ -110,8 +110,7 @@ def test_sessions_alive_at_once(quantized, alive, options, most):
     assert report.final_error > 0
     assert alive[1] == most
     if options.get("impact"):
-        # each module alone, then each other with the first: one session after another
-        assert report.to_dict()["cost"]["batches"]["repair"] == 2 * options["impact"] - 1
+        assert report.to_dict()["cost"]["batches"]["repair"] == options["impact"]
 
 
 def test_batched_repairs_give_the_figures_of_one_batch(quantized):
