@@ -29,6 +29,8 @@ class EvidenceStore {
   absl::string_view Keep(absl::string_view text);
 
  private:
+  absl::string_view Store(absl::string_view text);  // a copy in the blocks
+
   static constexpr std::size_t kBlockBytes = 64 * 1024;
   absl::flat_hash_set<absl::string_view> index_;
   std::vector<std::unique_ptr<char[]>> blocks_;
