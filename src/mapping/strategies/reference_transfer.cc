@@ -167,7 +167,12 @@ void TransferPairs(const MappingContext& context, const Graph& reference,
     m.confidence = confidence;
     m.strategy = Strategy::kReference;
     PairEvidence(match, first, dominant != kNoModule, &evidence);
-    m.evidence = context.evidence.Intern(evidence);
+    // A reference node paired one to one (claimed by one node of P) gives
+    // its text to one node: not worth an index entry.
+    const bool one_to_one = match.rule == MatchRule::kSameName ||
+                            match.rule == MatchRule::kStructure ||
+                            match.rule == MatchRule::kConstantOf;
+    m.evidence = one_to_one ? context.evidence.Append(evidence) : context.evidence.Intern(evidence);
     // Shares only where the node replaced several of the export's nodes (a
     // fusion); one node standing for one keeps that node's origins as they
     // are (an exporter's fold, whose parts have no count).
