@@ -1,6 +1,6 @@
 #include "base/text.h"
 
-#include <vector>
+#include <array>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -20,15 +20,19 @@ absl::string_view FindEmbeddedName(absl::string_view name,
   const auto ends_before = [](char c) { return c == '_' || c == ':' || c == '/'; };
   // Ends, longest first: the end of the name, then before each separator
   // from the right (a run of separators counts once).
-  std::vector<std::size_t> ends = {name.size()};
-  for (std::size_t i = name.size(); i-- > 1 && ends.size() < kMaxEmbeddedEnds;) {
-    if (ends_before(name[i]) && !ends_before(name[i - 1])) ends.push_back(i);
+  // (On the stack: every value name of a graph is asked.)
+  std::array<std::size_t, kMaxEmbeddedEnds> ends;
+  std::size_t end_count = 0;
+  ends[end_count++] = name.size();
+  for (std::size_t i = name.size(); i-- > 1 && end_count < ends.size();) {
+    if (ends_before(name[i]) && !ends_before(name[i - 1])) ends[end_count++] = i;
   }
   int starts = 0;
   for (std::size_t start = 0; start < name.size() && starts < kMaxEmbeddedStarts; ++start) {
     if (start > 0 && !(starts_after(name[start - 1]) && !starts_after(name[start]))) continue;
     ++starts;
-    for (std::size_t end : ends) {
+    for (std::size_t e = 0; e < end_count; ++e) {
+      const std::size_t end = ends[e];
       if (end <= start) break;
       if (start == 0 && end == name.size()) continue;  // the name itself
       const absl::string_view part = name.substr(start, end - start);

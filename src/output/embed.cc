@@ -67,7 +67,7 @@ absl::StatusOr<std::string> ManifestText(const SemanticMapper& source,
       return absl::FailedPreconditionError(
           absl::StrCat(source_path, ": its record is gone; was the file changed?"));
     }
-    text = std::move(record->manifest_text);
+    text = std::string(record->manifest_text);
     origin = absl::StrCat(source_path, "'s record");
   } else {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -8,8 +8,11 @@ namespace internal {
 
 absl::string_view EvidenceStore::Intern(absl::string_view text) {
   if (text.empty()) return absl::string_view();
-  auto it = index_.find(text);
-  if (it != index_.end()) return *it;
+  // One probe: a text not found is stored where the probe ended.
+  return *index_.lazy_emplace(text, [&](const auto& construct) { construct(Store(text)); });
+}
+
+absl::string_view EvidenceStore::Store(absl::string_view text) {
   char* at;
   if (text.size() > left_) {
     // A text longer than a block gets a block of its own.
@@ -22,9 +25,7 @@ absl::string_view EvidenceStore::Intern(absl::string_view text) {
     left_ -= text.size();
   }
   std::memcpy(at, text.data(), text.size());
-  const absl::string_view stored(at, text.size());
-  index_.insert(stored);
-  return stored;
+  return absl::string_view(at, text.size());
 }
 
 absl::string_view EvidenceStore::Keep(absl::string_view text) {

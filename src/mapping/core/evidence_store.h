@@ -27,8 +27,17 @@ class EvidenceStore {
   // many texts known to be distinct, written one after the other, of which
   // callers take views of parts. Intern does not find them.
   absl::string_view Keep(absl::string_view text);
+  // A view of a stored copy of `text` in the shared blocks, not looked up
+  // and not indexed: for texts known to be distinct (each names another
+  // node), whose index would cost a probe and a slot apiece. Intern does
+  // not find them.
+  absl::string_view Append(absl::string_view text) {
+    return text.empty() ? absl::string_view() : Store(text);
+  }
 
  private:
+  absl::string_view Store(absl::string_view text);  // a copy in the blocks
+
   static constexpr std::size_t kBlockBytes = 64 * 1024;
   absl::flat_hash_set<absl::string_view> index_;
   std::vector<std::unique_ptr<char[]>> blocks_;

@@ -183,5 +183,62 @@ void ColourGraphs(const ColourInput& a, const ColourInput& b, GraphColours* out_
   out_b->far = std::move(rb.colour());
 }
 
+// About 60 lines: the written values paired place by place first, so that
+// an input read before its producer (an unsorted graph) is judged too.
+bool ColouredAlikeByPosition(const ColourInput& a, const ColourInput& b) {
+  const Graph& ga = *a.graph;
+  const Graph& gb = *b.graph;
+  if (ga.size() != gb.size()) return false;
+  const auto n = static_cast<NodeId>(ga.size());
+  std::vector<ValueId> written_as(ga.valueCount(), kNoValue);  // a's value -> b's
+  std::vector<char> b_written(gb.valueCount(), 0);
+  for (NodeId i = 0; i < n; ++i) {
+    const Node x = ga.node(i);
+    const Node y = gb.node(i);
+    if (x.subgraph != 0 || y.subgraph != 0 || x.op_type != y.op_type || x.domain != y.domain ||
+        x.inputs.size() != y.inputs.size() || x.outputs.size() != y.outputs.size() ||
+        (*a.constant)[i] != (*b.constant)[i] ||
+        IsCommutative(*a.ops, i, x) != IsCommutative(*b.ops, i, y)) {
+      return false;
+    }
+    for (std::size_t j = 0; j < x.outputs.size(); ++j) {
+      const ValueId u = x.output_values[j], v = y.output_values[j];
+      if ((u < 0) != (v < 0)) return false;
+      if (u < 0) continue;
+      ValueId& slot = written_as[static_cast<std::size_t>(u)];
+      if (slot == v) continue;
+      if (slot != kNoValue || b_written[static_cast<std::size_t>(v)]) return false;
+      slot = v;
+      b_written[static_cast<std::size_t>(v)] = 1;
+    }
+  }
+  // Values without a producer: b's value first read at the place a's is,
+  // whose anchors were found equal.
+  std::vector<ValueId> anchored_as(ga.valueCount(), kNoValue);
+  for (NodeId i = 0; i < n; ++i) {
+    const Node x = ga.node(i);
+    const Node y = gb.node(i);
+    for (std::size_t k = 0; k < x.inputs.size(); ++k) {
+      const ValueId u = x.input_values[k], v = y.input_values[k];
+      if (x.inputs[k].empty() != y.inputs[k].empty()) return false;
+      if (u < 0 || v < 0) {
+        if (u >= 0 || v >= 0 || !x.inputs[k].empty()) return false;
+        continue;
+      }
+      const bool u_written = ga.producer(u) != kNoNode;
+      if (u_written != (gb.producer(v) != kNoNode)) return false;
+      if (u_written) {
+        if (written_as[static_cast<std::size_t>(u)] != v) return false;
+        continue;
+      }
+      ValueId& seen = anchored_as[static_cast<std::size_t>(u)];
+      if (seen == v) continue;
+      if (a.anchor(x.inputs[k]) != b.anchor(y.inputs[k])) return false;
+      if (seen == kNoValue) seen = v;
+    }
+  }
+  return true;
+}
+
 }  // namespace internal
 }  // namespace semmap

@@ -53,6 +53,19 @@ struct ColourInput {
 void ColourGraphs(const ColourInput& a, const ColourInput& b, GraphColours* out_a,
                   GraphColours* out_b);
 
+// Whether ColourGraphs would give node i of `a` exactly the colours of node
+// i of `b`, for every i, without running it: the same number of nodes,
+// each of the same op, domain, constancy, commutativity and input and
+// output counts, the values written at each place one-to-one, each input
+// read at the same place written by the same node at the same output, and
+// each value without a producer anchored alike. A refinement reads nothing
+// else, so its rounds are then the same on both. Linear; false for graphs
+// with subgraphs (their outer reads count as the owners') or an input that
+// names a value defined nowhere, which only the refinement itself compares.
+// A copy whose tool renamed its nodes and values but kept their order
+// passes; a re-sorted or rewired one does not.
+bool ColouredAlikeByPosition(const ColourInput& a, const ColourInput& b);
+
 }  // namespace internal
 }  // namespace semmap
 

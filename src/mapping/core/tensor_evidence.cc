@@ -407,6 +407,10 @@ absl::string_view TensorEvidence::EmbeddedParameter(absl::string_view value) con
 }
 
 ModuleId TensorEvidence::SuffixedOwner(absl::string_view value) const {
+  // A scoped value name ("/m/Add_output_0") owns nothing, and neither does
+  // what the rules strip from its end: a part that starts as it does, or
+  // nothing (LiteralOwner). Most of a graph's values are such.
+  if (!value.empty() && value.front() == '/') return kNoModule;
   // The name as written first: a parameter may end like a suffix the rules
   // strip from derived values ("features.1.0.layer_scale" is no
   // "features.1.0.layer" plus a quantizer's "_scale").

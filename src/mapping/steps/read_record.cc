@@ -233,9 +233,9 @@ absl::Status ReadAnswers(absl::string_view text, absl::string_view where, std::s
 absl::Status ReadManifestAndAnswers(absl::string_view manifest, absl::string_view answers,
                                     absl::string_view where, std::size_t nodes,
                                     DecodedRecord* record) {
-  record->manifest_text = std::string(manifest);
+  record->manifest_text = manifest;
   SEMMAP_ASSIGN_OR_RETURN(Manifest parsed,
-                          Manifest::Parse(record->manifest_text,
+                          Manifest::Parse(manifest,
                                           absl::StrCat(where, ": ", kRecordManifestKey)));
   record->manifest = std::make_shared<const Manifest>(std::move(parsed));
   return ReadAnswers(answers, absl::StrCat(where, ": ", kRecordAnswersKey), nodes, record);

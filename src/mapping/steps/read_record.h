@@ -75,7 +75,10 @@ struct DecodedRecord {
   // the record states (always set once read).
   std::optional<Graph> source;
   std::shared_ptr<const Manifest> manifest;
-  std::string manifest_text;  // as stored, for writing the record again
+  // As stored, for writing the record again: a view into `source`'s
+  // metadata, valid as long as it (a copy of its 48 MB at 1M nodes would
+  // be alive for the whole mapping).
+  absl::string_view manifest_text;
   std::vector<MappingRecord> answers;  // per node of `source`
   OriginTable origins;                 // of `source`'s nodes
   std::uint64_t fingerprint = 0;

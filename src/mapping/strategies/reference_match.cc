@@ -105,7 +105,12 @@ class Matcher {
   std::vector<NodeMatch> Run() {
     IndexReference();
     SeedValues();
-    ColourBoth();
+    if (limits_.colours_on_demand) {
+      aligned_ = ColouredAlikeByPosition(ColourInputOf(Side::kProcessed),
+                                         ColourInputOf(Side::kReference));
+    } else {
+      ColourBoth();
+    }
     MatchByName();
     MatchStructure();
     for (NodeId p = 0; p < static_cast<NodeId>(p_.size()); ++p) {
@@ -114,6 +119,8 @@ class Matcher {
     }
     return std::move(out_);
   }
+
+  MatchTrace trace() const { return {aligned_, coloured_}; }
 
  private:
   void IndexReference() {
@@ -246,19 +253,32 @@ class Matcher {
     }
   }
 
-  // Colours of both graphs, to break ties between equal signatures: values
-  // without a producer count by the R name they carry.
+  enum class Side { kProcessed, kReference };
+
+  // How a graph is coloured, to break ties between equal signatures:
+  // values without a producer count by the R name they carry (what the
+  // seeds say: the numbering maps only values nodes write, so the anchors
+  // are the same whenever they are read).
+  ColourInput ColourInputOf(Side side) const {
+    const auto named = [](absl::string_view v) -> std::uint64_t {
+      return absl::Hash<absl::string_view>()(v) | 1;
+    };
+    if (side == Side::kReference) {
+      return {&r_, [this, named](absl::string_view v) -> std::uint64_t {
+                return r_.value(v, 0) != kNoValue ? named(v) : 0;
+              }, &r_constant_, &r_ops_};
+    }
+    return {&p_, [this, named](absl::string_view v) -> std::uint64_t {
+              const ValueId mapped = Mapped(p_.value(v, 0), v);
+              return mapped == kNoValue ? 0 : named(r_.valueName(mapped));
+            }, &p_constant_, &p_ops_};
+  }
+
   void ColourBoth() {
-    const absl::Hash<absl::string_view> hash;
-    auto named = [&hash](absl::string_view v) -> std::uint64_t { return hash(v) | 1; };
-    ColourInput r{&r_, [&](absl::string_view v) -> std::uint64_t {
-                    return r_.value(v, 0) != kNoValue ? named(v) : 0;
-                  }, &r_constant_, &r_ops_};
-    ColourInput p{&p_, [&](absl::string_view v) -> std::uint64_t {
-                    const ValueId mapped = Mapped(p_.value(v, 0), v);
-                    return mapped == kNoValue ? 0 : named(r_.valueName(mapped));
-                  }, &p_constant_, &p_ops_};
-    ColourGraphs(p, r, &p_colours_, &r_colours_);
+    if (coloured_) return;
+    coloured_ = true;
+    ColourGraphs(ColourInputOf(Side::kProcessed), ColourInputOf(Side::kReference), &p_colours_,
+                 &r_colours_);
   }
 
   // The R node an equal signature pairs p with: the first unclaimed one
@@ -268,6 +288,14 @@ class Matcher {
     while (c.next < c.nodes.size() && r_claimed_[c.nodes[c.next]]) ++c.next;
     *alike = false;
     if (c.next == c.nodes.size()) return kNoNode;
+    // Colours choose only between two or more; an aligned P's node p has R
+    // node p's colours, the first unclaimed one's when that is p.
+    if (c.nodes.size() == 1) return c.nodes[c.next];
+    if (aligned_ && c.nodes[c.next] == p) {
+      *alike = true;
+      return p;
+    }
+    ColourBoth();
     NodeId near = kNoNode;
     const std::size_t end = std::min(c.nodes.size(), c.next + kMaxTieCandidates);
     for (std::size_t k = c.next; k < end; ++k) {
@@ -524,7 +552,9 @@ class Matcher {
   const OpTraits p_ops_, r_ops_;  // for IsCommutative
   absl::flat_hash_map<absl::string_view, NodeId> r_by_name_;  // unique names
   absl::flat_hash_map<std::uint64_t, Candidates> r_signatures_;  // by SignatureHash
-  GraphColours p_colours_, r_colours_;
+  GraphColours p_colours_, r_colours_;  // once ColourBoth ran
+  bool coloured_ = false;
+  bool aligned_ = false;  // ColouredAlikeByPosition(p_, r_)
   mutable std::vector<ValueId> scratch_;  // SameSignature's tokens
   // P main-graph value -> R main-graph value it carries (kNoValue: none yet).
   std::vector<ValueId> value_map_;
@@ -533,8 +563,12 @@ class Matcher {
 }  // namespace
 
 std::vector<NodeMatch> MatchToReference(const Graph& processed, const Graph& reference,
-                                        const Rules& rules, const MatchLimits& limits) {
-  return Matcher(processed, reference, rules, limits).Run();
+                                        const Rules& rules, const MatchLimits& limits,
+                                        MatchTrace* trace) {
+  Matcher matcher(processed, reference, rules, limits);
+  std::vector<NodeMatch> matches = matcher.Run();
+  if (trace != nullptr) *trace = matcher.trace();
+  return matches;
 }
 
 }  // namespace internal

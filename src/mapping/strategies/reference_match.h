@@ -52,6 +52,18 @@ struct MatchLimits {
   // the spans kept stay linear in the files whatever their shape. A span
   // found after that falls back to the producers of its outputs.
   std::size_t span_work_per_reference_item = 8;
+  // Colour refinement, which tells apart R nodes of one signature, runs only
+  // once a choice between two or more needs it (a copy that keeps R's
+  // order and structure, checked node by node, needs it nowhere: its node
+  // i has R node i's colours). false: both graphs are coloured first. The
+  // pairs are the same either way.
+  bool colours_on_demand = true;
+};
+
+// How a match went, for tests and measurements.
+struct MatchTrace {
+  bool aligned = false;   // P is R node for node (ColouredAlikeByPosition)
+  bool coloured = false;  // the colour refinement ran
 };
 
 // The span work every match may do whatever the size of R.
@@ -60,7 +72,8 @@ inline constexpr std::size_t kSpanWorkFloor = std::size_t{1} << 16;
 // One NodeMatch per node of P. Only P's main graph is matched by structure
 // and spans; nodes of subgraph bodies match by name.
 std::vector<NodeMatch> MatchToReference(const Graph& processed, const Graph& reference,
-                                        const Rules& rules, const MatchLimits& limits = {});
+                                        const Rules& rules, const MatchLimits& limits = {},
+                                        MatchTrace* trace = nullptr);
 
 }  // namespace internal
 }  // namespace semmap

@@ -123,14 +123,20 @@ double PairFactor(const NodeMatch& match, const Node& first, const Graph& proces
   }
 }
 
-std::string PairEvidence(const NodeMatch& match, const Node& first, bool dominant) {
+// Written into `out`, reused from one node to the next (a distinct text
+// per node: no allocation for most).
+void PairEvidence(const NodeMatch& match, const Node& first, bool dominant, std::string* out) {
+  out->clear();
+  constexpr std::size_t kMaxId = 80;
+  const std::string abbreviated = first.id.size() > kMaxId ? Abbreviate(first.id, kMaxId) : "";
+  const absl::string_view id = first.id.size() > kMaxId ? abbreviated : first.id;
   if (match.reference_nodes.size() == 1) {
-    return absl::StrCat("reference node ", Abbreviate(first.id, 80), " (", RuleWords(match.rule),
-                        ")");
+    absl::StrAppend(out, "reference node ", id, " (", RuleWords(match.rule), ")");
+    return;
   }
-  return absl::StrCat("reference: ", RuleWords(match.rule), "; replaced ",
-                      match.reference_nodes.size(), " nodes from ", Abbreviate(first.id, 80),
-                      dominant ? "; it still does the operation of one" : "");
+  absl::StrAppend(out, "reference: ", RuleWords(match.rule), "; replaced ",
+                  match.reference_nodes.size(), " nodes from ", id,
+                  dominant ? "; it still does the operation of one" : "");
 }
 
 // The first pass: each paired node takes the module of the reference nodes
@@ -140,6 +146,7 @@ void TransferPairs(const MappingContext& context, const Graph& reference,
                    TransferStats* stats) {
   const Graph& processed = context.graph;
   Pairing pairing;
+  std::string evidence;
   for (NodeId p = 0; p < static_cast<NodeId>(processed.size()); ++p) {
     const NodeMatch& match = matches[p];
     ++stats->by_rule[static_cast<int>(match.rule)];
@@ -159,7 +166,13 @@ void TransferPairs(const MappingContext& context, const Graph& reference,
     m.module = dominant != kNoModule ? dominant : pairing.module;
     m.confidence = confidence;
     m.strategy = Strategy::kReference;
-    m.evidence = context.evidence.Intern(PairEvidence(match, first, dominant != kNoModule));
+    PairEvidence(match, first, dominant != kNoModule, &evidence);
+    // A reference node paired one to one (claimed by one node of P) gives
+    // its text to one node: not worth an index entry.
+    const bool one_to_one = match.rule == MatchRule::kSameName ||
+                            match.rule == MatchRule::kStructure ||
+                            match.rule == MatchRule::kConstantOf;
+    m.evidence = one_to_one ? context.evidence.Append(evidence) : context.evidence.Intern(evidence);
     // Shares only where the node replaced several of the export's nodes (a
     // fusion); one node standing for one keeps that node's origins as they
     // are (an exporter's fold, whose parts have no count).

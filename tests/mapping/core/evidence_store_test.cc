@@ -26,6 +26,13 @@ TEST_CASE("The evidence store interns texts once and keeps whole texts apart") {
   CHECK(store.Intern("scope /d") == "scope /d");
   CHECK(a == "scope /a");
   CHECK(store.Keep("").empty());
+  // Appended texts share the blocks and are neither looked up nor found.
+  const absl::string_view appended = store.Append("reference node n1 (same name)");
+  CHECK(appended == "reference node n1 (same name)");
+  CHECK(store.Append("reference node n1 (same name)").data() != appended.data());
+  CHECK(store.Intern("reference node n1 (same name)").data() != appended.data());
+  CHECK(store.Append("").empty());
+  CHECK(a == "scope /a");
 }
 
 }  // namespace

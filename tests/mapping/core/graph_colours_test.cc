@@ -158,4 +158,86 @@ TEST_CASE("Subgraph nodes are not coloured; constant nodes are told apart") {
   CHECK(b.far("k1") != b.far("k2"));
 }
 
+// Pins ColouredAlikeByPosition: true exactly where the refinement could not
+// tell node i of one graph from node i of the other (a renamed copy in the
+// same order), false for a copy re-sorted, rewired, anchored otherwise or
+// with subgraphs, whose colours it leaves to the refinement.
+TEST_CASE("Graphs coloured alike by position: renamed copies, not re-sorted or rewired ones") {
+  using semmap::internal::ColouredAlikeByPosition;
+  const auto by_name = [](absl::string_view v) -> std::uint64_t {
+    return v == "x" ? 11 : v == "w" ? 22 : v == "w2" ? 33 : 0;
+  };
+  {
+    const Graph a = TwoChains(4, "a_"), b = TwoChains(4, "renamed_");
+    Coloured ca(a), cb(b);
+    CHECK(ColouredAlikeByPosition(ca.input(NoAnchor), cb.input(NoAnchor)));
+    Colour(&ca, &cb);
+    CHECK(ca.colours.far == cb.colours.far);
+    CHECK(ca.colours.near == cb.colours.near);
+  }
+  {
+    // The same nodes, the two chains in the other order.
+    onnx::ModelProto model = semmap_test::MakeModel();
+    onnx::GraphProto* g = model.mutable_graph();
+    g->add_input()->set_name("x");
+    for (const std::string end : {"Tanh", "Sigmoid"}) {
+      std::string previous = "x";
+      for (int i = 0; i <= 4; ++i) {
+        const std::string name = "b_" + end + std::to_string(i);
+        AddNode(g, name, i < 4 ? "Relu" : end, {previous}, {name + "_out"});
+        previous = name + "_out";
+      }
+    }
+    const Graph a = TwoChains(4, "a_"), resorted = semmap_test::ParseGraph(model);
+    Coloured ca(a), cb(resorted);
+    CHECK_FALSE(ColouredAlikeByPosition(ca.input(NoAnchor), cb.input(NoAnchor)));
+  }
+  {
+    // Sub's operands swapped: the same ops and values, read at other places.
+    const Graph a = Binary("Sub", false), b = Binary("Sub", true);
+    Coloured ca(a), cb(b);
+    CHECK_FALSE(ColouredAlikeByPosition(ca.input(by_name), cb.input(by_name)));
+    // Add's too: its inputs are a multiset to the refinement, but not here.
+    const Graph c = Binary("Add", false), d = Binary("Add", true);
+    Coloured cc(c), cd(d);
+    CHECK_FALSE(ColouredAlikeByPosition(cc.input(by_name), cd.input(by_name)));
+  }
+  {
+    // Another weight at the same place: alike only when the anchors agree.
+    const Graph a = Binary("Sub", false), b = Binary("Sub", false, "w2");
+    Coloured ca(a), cb(b);
+    CHECK_FALSE(ColouredAlikeByPosition(ca.input(by_name), cb.input(by_name)));
+    CHECK(ColouredAlikeByPosition(ca.input(NoAnchor), cb.input(NoAnchor)));
+  }
+  {
+    // One node reading the first Relu's output instead of the second's.
+    const Graph a = TwoChains(4, "a_");
+    onnx::ModelProto model = semmap_test::MakeModel();
+    onnx::GraphProto* g = model.mutable_graph();
+    g->add_input()->set_name("x");
+    for (const std::string end : {"Sigmoid", "Tanh"}) {
+      std::string previous = "x";
+      for (int i = 0; i <= 4; ++i) {
+        const std::string name = "r_" + end + std::to_string(i);
+        AddNode(g, name, i < 4 ? "Relu" : end,
+                {end == "Tanh" && i == 3 ? "r_Sigmoid1_out" : previous}, {name + "_out"});
+        previous = name + "_out";
+      }
+    }
+    const Graph rewired = semmap_test::ParseGraph(model);
+    Coloured ca(a), cb(rewired);
+    CHECK_FALSE(ColouredAlikeByPosition(ca.input(NoAnchor), cb.input(NoAnchor)));
+    Colour(&ca, &cb);
+    CHECK(ca.colours.far != cb.colours.far);
+  }
+  {
+    onnx::GraphProto* body = nullptr;
+    onnx::ModelProto model = semmap_test::MakeNestedIfModel(1, &body);
+    AddNode(body, "inner", "Relu", {"c"}, {"d"});
+    const Graph g = semmap_test::ParseGraph(model);
+    Coloured ca(g), cb(g);
+    CHECK_FALSE(ColouredAlikeByPosition(ca.input(NoAnchor), cb.input(NoAnchor)));
+  }
+}
+
 }  // namespace

@@ -1,12 +1,15 @@
 // Pairing the nodes of a post-processed copy with the export it came from
 // (mapping/strategies/reference_match.h): by name, by structure, constants
 // by position, fused nodes by the span they replaced; spans bounded.
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "catch2/catch.hpp"
 #include "context_parts.h"
 #include "mapping/strategies/reference_match.h"
+#include "onnx/onnx_pb.h"
 #include "semmap/semmap.h"
 #include "test_util.h"
 
@@ -193,4 +196,71 @@ TEST_CASE("Span walks are bounded by the consumer edges they visit", "[reference
   CHECK(rgraph.node(wide.reference_nodes[0]).name == "/l/Neg");
   const NodeMatch full = MatchToReference(pgraph, rgraph, Rules::Default())[1];
   CHECK(full.reference_nodes.size() == 2);  // Add_7 and Neg
+}
+
+namespace {
+
+// Matches compared field by field; the first difference named.
+void CheckSameMatches(const std::vector<NodeMatch>& a, const std::vector<NodeMatch>& b) {
+  REQUIRE(a.size() == b.size());
+  std::size_t differing = 0, first = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].rule == b[i].rule && a[i].reference_nodes == b[i].reference_nodes &&
+        a[i].ambiguous == b[i].ambiguous) {
+      continue;
+    }
+    if (differing++ == 0) first = i;
+  }
+  CAPTURE(first);
+  CHECK(differing == 0);
+}
+
+onnx::ModelProto LoadModelProto(const std::string& dir) {
+  std::ifstream in(semmap_test::Fixture(dir, "model.onnx"), std::ios::binary);
+  REQUIRE(in);
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromIstream(&in));
+  return model;
+}
+
+}  // namespace
+
+// Pins the colours on demand (MatchLimits::colours_on_demand): a copy that
+// keeps the export's node order pairs without the refinement, and every
+// copy pairs exactly as with both graphs coloured first: a re-sorted one
+// and one rewired so slightly that only one node's input changed.
+TEST_CASE("Colours on demand pair as colouring first: kept order, re-sorted, rewired",
+          "[reference]") {
+  const std::string source = "torch-2.15/bert-seqcls.torchscript";
+  const Graph r = semmap_test::LoadGraph(source);
+  semmap::internal::MatchLimits eager;
+  eager.colours_on_demand = false;
+  const auto compare = [&](const Graph& p, bool aligned) {
+    semmap::internal::MatchTrace trace, eager_trace;
+    const auto on_demand = MatchToReference(p, r, Rules::Default(), {}, &trace);
+    const auto first = MatchToReference(p, r, Rules::Default(), eager, &eager_trace);
+    CHECK(trace.aligned == aligned);
+    CHECK(trace.coloured != aligned);
+    CHECK(eager_trace.coloured);
+    CheckSameMatches(on_demand, first);
+    std::size_t structural = 0;
+    for (const NodeMatch& m : on_demand) structural += m.rule == MatchRule::kStructure;
+    CHECK(structural * 2 > p.size());
+  };
+  SECTION("names stripped, order kept") {
+    compare(semmap_test::LoadGraph(source + ".stripped"), true);
+  }
+  SECTION("names stripped, re-sorted") {
+    compare(semmap_test::LoadGraph(source + ".stripped-resorted"), false);
+  }
+  SECTION("names stripped, one MatMul's operands swapped") {
+    onnx::ModelProto model = LoadModelProto(source + ".stripped");
+    onnx::NodeProto* swapped = nullptr;
+    for (onnx::NodeProto& n : *model.mutable_graph()->mutable_node()) {
+      if (n.op_type() == "MatMul" && n.input_size() == 2) swapped = &n;
+    }
+    REQUIRE(swapped != nullptr);
+    std::swap(*swapped->mutable_input(0), *swapped->mutable_input(1));
+    compare(ParseGraph(model), false);
+  }
 }
