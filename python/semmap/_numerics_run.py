@@ -65,10 +65,6 @@ def input_specs(proto: onnx.ModelProto) -> list[InputSpec]:
     return specs
 
 
-def has_external_data(proto: onnx.ModelProto) -> bool:
-    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in proto.graph.initializer)
-
-
 def load_proto(path: str) -> onnx.ModelProto:
     """The model without its weights' bytes: external data left where it is, and the
     raw bytes of a self-contained file's large initializers replaced by references
