@@ -51,17 +51,29 @@ void Colour(Coloured* a, Coloured* b,
   semmap::internal::ColourGraphs(a->input(anchor), b->input(anchor), &a->colours, &b->colours);
 }
 
+// How TwoChains departs from the plain pair: the Tanh chain written first,
+// and its node `rewired` (-1: none) reading `reads` instead of the node
+// before it.
+struct ChainEdits {
+  bool tanh_first = false;
+  int rewired = -1;
+  std::string reads;
+};
+
 // Two chains from x, alike for `relus` Relus, then a Sigmoid or a Tanh;
 // node names carry `tag`.
-Graph TwoChains(int relus, const std::string& tag) {
+Graph TwoChains(int relus, const std::string& tag, const ChainEdits& edits = {}) {
   onnx::ModelProto model = semmap_test::MakeModel();
   onnx::GraphProto* g = model.mutable_graph();
   g->add_input()->set_name("x");
-  for (const std::string end : {"Sigmoid", "Tanh"}) {
+  const std::vector<std::string> ends = edits.tanh_first ? std::vector<std::string>{"Tanh", "Sigmoid"}
+                                                         : std::vector<std::string>{"Sigmoid", "Tanh"};
+  for (const std::string& end : ends) {
     std::string previous = "x";
     for (int i = 0; i <= relus; ++i) {
       const std::string name = tag + end + std::to_string(i);
-      AddNode(g, name, i < relus ? "Relu" : end, {previous}, {name + "_out"});
+      const bool rewired = end == "Tanh" && i == edits.rewired;
+      AddNode(g, name, i < relus ? "Relu" : end, {rewired ? edits.reads : previous}, {name + "_out"});
       previous = name + "_out";
     }
   }
@@ -177,18 +189,9 @@ TEST_CASE("Graphs coloured alike by position: renamed copies, not re-sorted or r
   }
   {
     // The same nodes, the two chains in the other order.
-    onnx::ModelProto model = semmap_test::MakeModel();
-    onnx::GraphProto* g = model.mutable_graph();
-    g->add_input()->set_name("x");
-    for (const std::string end : {"Tanh", "Sigmoid"}) {
-      std::string previous = "x";
-      for (int i = 0; i <= 4; ++i) {
-        const std::string name = "b_" + end + std::to_string(i);
-        AddNode(g, name, i < 4 ? "Relu" : end, {previous}, {name + "_out"});
-        previous = name + "_out";
-      }
-    }
-    const Graph a = TwoChains(4, "a_"), resorted = semmap_test::ParseGraph(model);
+    ChainEdits reordered;
+    reordered.tanh_first = true;
+    const Graph a = TwoChains(4, "a_"), resorted = TwoChains(4, "b_", reordered);
     Coloured ca(a), cb(resorted);
     CHECK_FALSE(ColouredAlikeByPosition(ca.input(NoAnchor), cb.input(NoAnchor)));
   }
@@ -212,19 +215,10 @@ TEST_CASE("Graphs coloured alike by position: renamed copies, not re-sorted or r
   {
     // One node reading the first Relu's output instead of the second's.
     const Graph a = TwoChains(4, "a_");
-    onnx::ModelProto model = semmap_test::MakeModel();
-    onnx::GraphProto* g = model.mutable_graph();
-    g->add_input()->set_name("x");
-    for (const std::string end : {"Sigmoid", "Tanh"}) {
-      std::string previous = "x";
-      for (int i = 0; i <= 4; ++i) {
-        const std::string name = "r_" + end + std::to_string(i);
-        AddNode(g, name, i < 4 ? "Relu" : end,
-                {end == "Tanh" && i == 3 ? "r_Sigmoid1_out" : previous}, {name + "_out"});
-        previous = name + "_out";
-      }
-    }
-    const Graph rewired = semmap_test::ParseGraph(model);
+    ChainEdits rewire;
+    rewire.rewired = 3;
+    rewire.reads = "r_Sigmoid1_out";
+    const Graph rewired = TwoChains(4, "r_", rewire);
     Coloured ca(a), cb(rewired);
     CHECK_FALSE(ColouredAlikeByPosition(ca.input(NoAnchor), cb.input(NoAnchor)));
     Colour(&ca, &cb);
