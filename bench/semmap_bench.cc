@@ -4,16 +4,27 @@
 //   semmap_bench MODEL.onnx MANIFEST.json [--loader wire|protobuf]
 //                [--repeat N] [--no-map]
 //   semmap_bench --manifest-only MANIFEST.json [--repeat N]
+//   semmap_bench --open MODEL.onnx MANIFEST.json|- [--reference REF.onnx]
+//                [--no-record] [--repeat N]
 //
 // Loads the graph, loads the manifest, maps every node, writes what
 // `semmap map --json` writes (WriteSummaryJson, into a stream that counts
 // and discards), and prints one JSON line: nodes, load_s, manifest_s,
 // map_s, total_s (load + manifest + map), write_s and json_bytes, nodes/s
 // of each step, mapped nodes, peak_rss_mb (VmHWM) and the file size. With
-// --repeat the fastest of N rounds is reported for each step.
+// --repeat the fastest of N rounds is reported for each step, and
+// map_phases, the map step's own phases of its fastest round (name and
+// seconds, in the order they ended; side-by-side phases overlap).
 // --manifest-only loads only the manifest and prints modules, manifest_s,
 // modules/s, peak_rss_mb (the manifest's alone, the process's start-up
 // included) and the file size.
+// --open times SemanticMapper::Open (the one load path of the tool: model
+// and manifest on two threads, then the reference, the record and the
+// map; "-" names no manifest, so a model carrying a provenance record is
+// mapped with it) and the summary's write, and prints open_s, write_s,
+// the mapper's phases of the fastest round (name and seconds, in the order
+// they ended; side-by-side phases overlap), peak_rss_mb and how the record
+// was used.
 // Exit codes: 0 ok, 2 bad usage or input.
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -30,6 +41,7 @@
 #include <string>
 
 #include "base/parallel.h"  // the thread threshold, printed with the figures
+#include "mapping/core/mapper_access.h"  // the phases of Open
 #include "semmap/semmap.h"
 
 namespace {
@@ -84,7 +96,8 @@ class CountingBuffer : public std::streambuf {
 int Usage() {
   std::cerr << "usage: semmap_bench MODEL.onnx MANIFEST.json [--loader wire|protobuf] "
                "[--repeat N] [--no-map]\n"
-               "       semmap_bench --open MODEL.onnx MANIFEST.json [--repeat N]\n"
+               "       semmap_bench --open MODEL.onnx MANIFEST.json|- [--reference REF.onnx] "
+               "[--no-record] [--repeat N]\n"
                "       semmap_bench --manifest-only MANIFEST.json [--repeat N]\n";
   return 2;
 }
@@ -117,23 +130,63 @@ int ManifestOnly(const std::string& path, int repeat) {
   return 0;
 }
 
-// SemanticMapper::Open: model and manifest read on two threads, then mapped.
-int OpenOnly(const std::string& model, const std::string& manifest, int repeat) {
-  double best = std::numeric_limits<double>::infinity();
-  std::size_t nodes = 0;
+// A JSON string of `text`, which holds no byte that needs escaping but '"'
+// and '\\' (the phases' names, a record use's name).
+std::string Quoted(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The mapper's phases (MapperAccess::Phases) as JSON array elements:
+// ["name",seconds],...
+std::string PhasesJson(const semmap::SemanticMapper& mapper) {
+  std::string out;
+  for (const auto& phase : semmap::internal::MapperAccess::Phases(mapper).phases()) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.6f", phase.seconds);
+    out += (out.empty() ? "[" : ",[") + Quoted(phase.name) + "," + seconds + "]";
+  }
+  return out;
+}
+
+// SemanticMapper::Open (model and manifest read on two threads, then the
+// reference, the record and the map) and the summary's write.
+int OpenOnly(const std::string& model, const std::string& manifest,
+             const semmap::SemanticMapper::OpenOptions& options, int repeat) {
+  double best = std::numeric_limits<double>::infinity(), write_s = best;
+  std::size_t nodes = 0, mapped = 0;
+  std::string phases, record;
   for (int round = 0; round < repeat; ++round) {
     const double t0 = Now();
-    auto mapper = semmap::SemanticMapper::Open(model, manifest);
+    auto mapper = semmap::SemanticMapper::Open(model, manifest, options);
     const double t1 = Now();
     if (!mapper.ok()) {
       std::cerr << "semmap_bench: " << mapper.status().message() << "\n";
       return 2;
     }
+    CountingBuffer counter;
+    std::ostream out(&counter);
+    semmap::JsonSources sources;
+    sources.model = model;
+    sources.manifest = manifest;
+    semmap::WriteSummaryJson(out, *mapper, sources);
+    write_s = std::min(write_s, Now() - t1);
     nodes = mapper->graph().size();
-    best = std::min(best, t1 - t0);
+    mapped = mapper->mappedCount();
+    if (t1 - t0 < best) {
+      best = t1 - t0;
+      phases = PhasesJson(*mapper);
+    }
+    record = std::string(semmap::RecordUseName(mapper->provenance().record));
   }
-  std::printf("{\"nodes\":%zu,\"open_s\":%.6f,\"threads\":2,\"peak_rss_mb\":%.1f}\n", nodes,
-              best, PeakRssMb());
+  std::printf(
+      "{\"nodes\":%zu,\"mapped\":%zu,\"open_s\":%.6f,\"write_s\":%.6f,\"threads\":2,"
+      "\"peak_rss_mb\":%.1f,\"record\":%s,\"phases\":[%s]}\n",
+      nodes, mapped, best, write_s, PeakRssMb(), Quoted(record).c_str(), phases.c_str());
   return 0;
 }
 
@@ -145,6 +198,7 @@ int main(int argc, char** argv) {
   bool map = true;
   bool manifest_only = false;
   bool open = false;
+  semmap::SemanticMapper::OpenOptions open_options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--loader" && i + 1 < argc) {
@@ -155,11 +209,15 @@ int main(int argc, char** argv) {
       map = false;
     } else if (arg == "--open") {
       open = true;
+    } else if (arg == "--reference" && i + 1 < argc) {
+      open_options.reference_path = argv[++i];
+    } else if (arg == "--no-record") {
+      open_options.use_record = false;
     } else if (arg == "--manifest-only") {
       manifest_only = true;
     } else if (!arg.empty() && arg[0] != '-' && model.empty()) {
       model = arg;
-    } else if (!arg.empty() && arg[0] != '-' && manifest_path.empty()) {
+    } else if ((arg == "-" || (!arg.empty() && arg[0] != '-')) && manifest_path.empty()) {
       manifest_path = arg;
     } else {
       return Usage();
@@ -171,7 +229,7 @@ int main(int argc, char** argv) {
     return ManifestOnly(model, repeat);
   }
   if (model.empty() || manifest_path.empty()) return Usage();
-  if (open) return OpenOnly(model, manifest_path, repeat);
+  if (open) return OpenOnly(model, manifest_path == "-" ? "" : manifest_path, open_options, repeat);
   semmap::GraphOptions options;
   if (loader_name == "wire") {
     options.loader = semmap::Loader::kWireScan;
@@ -186,6 +244,7 @@ int main(int argc, char** argv) {
   std::size_t nodes = 0, mapped = 0, json_bytes = 0;
   // Resident memory after each step of the last round: where the peak goes.
   double rss_load = 0, rss_manifest = 0, rss_map = 0;
+  std::string map_phases;  // of the fastest map step
   for (int round = 0; round < repeat; ++round) {
     const double t0 = Now();
     auto graph = semmap::Graph::Load(model, options);
@@ -214,6 +273,7 @@ int main(int argc, char** argv) {
       }
       mapped = mapper->mappedCount();
       rss_map = CurrentRssMb();
+      if (t3 - t2 < map_s) map_phases = PhasesJson(*mapper);
       CountingBuffer counter;
       std::ostream out(&counter);
       semmap::JsonSources sources;
@@ -238,9 +298,10 @@ int main(int argc, char** argv) {
       "\"map_s\":%.6f,\"total_s\":%.6f,\"load_nodes_per_s\":%.0f,\"map_nodes_per_s\":%.0f,"
       "\"peak_rss_mb\":%.1f,\"rss_after_load_mb\":%.1f,\"rss_after_manifest_mb\":%.1f,"
       "\"rss_after_map_mb\":%.1f,\"file_mb\":%.1f,\"threads\":%d,\"write_s\":%.6f,"
-      "\"json_bytes\":%zu}\n",
+      "\"json_bytes\":%zu,\"map_phases\":[%s]}\n",
       loader_name.c_str(), nodes, mapped, load_s, manifest_s, map_s, total_s,
       load_s > 0 ? n / load_s : 0.0, map && map_s > 0 ? n / map_s : 0.0, PeakRssMb(), rss_load, rss_manifest,
-      rss_map, file_mb, nodes >= semmap::internal::kParallelNodes ? 2 : 1, write_s, json_bytes);
+      rss_map, file_mb, nodes >= semmap::internal::kParallelNodes ? 2 : 1, write_s, json_bytes,
+      map_phases.c_str());
   return 0;
 }

@@ -119,15 +119,26 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
                                                     const OpenOptions& options) try {
   absl::StatusOr<Graph> graph = absl::UnknownError("not loaded");
   absl::StatusOr<Manifest> loaded_manifest = absl::UnknownError("not loaded");
+  internal::PhaseTimes phases;
+  double manifest_s = 0, graph_s = 0;
   // An exception on either thread is rethrown here once both are done.
   internal::RunBoth(
       !manifest_path.empty(),
       [&] {
         if (!manifest_path.empty()) {
+          const internal::PhaseClock clock;
           loaded_manifest = Manifest::Load(manifest_path, options.manifest);
+          manifest_s = clock.Seconds();
         }
       },
-      [&] { graph = Graph::Load(model_path, options.graph); });
+      [&] {
+        const internal::PhaseClock clock;
+        graph = Graph::Load(model_path, options.graph);
+        graph_s = clock.Seconds();
+      });
+  phases.Add("load", graph_s);
+  if (!manifest_path.empty()) phases.Add("manifest (beside load)", manifest_s);
+  internal::PhaseClock clock;
   if (!graph.ok()) return graph.status();
   std::shared_ptr<const Manifest> manifest;
   if (!manifest_path.empty()) {
@@ -143,6 +154,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
   }
   std::optional<Graph> reference;
   if (!options.reference_path.empty()) {
+    clock.Lap();
     absl::StatusOr<Graph> loaded = Graph::Load(options.reference_path, options.graph);
     if (!loaded.ok()) {
       return absl::Status(loaded.status().code(),
@@ -150,6 +162,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
     }
     reference.emplace(*std::move(loaded));
     mapper_options.reference = &*reference;
+    phases.Add("reference load", clock.Lap());
   }
   Provenance provenance;
   provenance.manifest = manifest ? InputSource::kFile : InputSource::kNone;
@@ -161,7 +174,9 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
       provenance.note = reference ? "a reference file was named; it replaces the record"
                                   : "the record was not read, as asked";
     } else {
+      clock.Lap();
       SEMMAP_ASSIGN_OR_RETURN(record, internal::ReadRecord(*graph, model_path, options.graph));
+      phases.Add("record read", clock.Lap());
     }
   }
   absl::StatusOr<SemanticMapper> mapper =
@@ -177,6 +192,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Open(const std::string& model_pat
   }
   mapper->impl_->owned_rules = std::move(rules);
   mapper->impl_->provenance = std::move(provenance);
+  mapper->impl_->phases.Prepend(phases);
   return mapper;
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory(model_path, "mapping");
@@ -210,6 +226,8 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   internal::EvidenceStore& store = mapper.evidence;
   const Graph& graph = mapper.graph;
   mapper.has_manifest = shared != nullptr;
+  internal::PhaseTimes& phases = mapper.phases;
+  internal::PhaseClock clock;
   // The scopes, beside what needs only the graph: the mappings' memory
   // and each op's traits.
   internal::GraphScopes scopes;
@@ -222,6 +240,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
       },
       [&] { scopes = internal::GroupScopes(graph, rules); });
   const internal::OpTraits& ops = *op_traits;
+  phases.Add("scopes and op traits", clock.Lap());
 
   // The unprocessed export, mapped first with the same manifest (or with
   // the module paths derived from its own scopes, then shared); and the
@@ -243,6 +262,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
           mapper.reference_check,
           internal::CheckReference(graph, *reference_graph, rules,
                                    given != nullptr ? given->naming : nullptr));
+      phases.Add("reference check", clock.Lap());
     }
     MapperOptions reference_options = options;
     reference_options.reference = nullptr;
@@ -253,10 +273,14 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
       SEMMAP_ASSIGN_OR_RETURN(reference, Create(*options.reference, shared, reference_options));
       reference_answers = &reference->impl_->records;
       reference_origins = &reference->impl_->origins;
+      phases.Append("reference", reference->impl_->phases);
+      clock.Lap();
     }
     if (shared == nullptr) {
       reference_options.allow_manifest_mismatch = true;  // a misfit is refused below
       SEMMAP_ASSIGN_OR_RETURN(own, Create(graph, shared, reference_options));
+      phases.Append("own", own->impl_->phases);
+      clock.Lap();
     }
   }
   const bool derived = !mapper.has_manifest;
@@ -280,6 +304,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   internal::ScopeOutcomes(manifest, derived, &scopes, &mapper.binding, &store);
   internal::ApplyScopeOutcomes(scopes, &mapper.records);
   mapper.kind = internal::ReadGraphKind(ops, mapper.records);
+  phases.Add("resolve the scopes", clock.Lap());
   const internal::TensorEvidence tensors(graph, manifest, rules, ops, mapper.binding.root,
                                          mapper.binding.wrapper);
   const internal::MappingContext context{
@@ -290,10 +315,13 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
   std::optional<OwnAnswers> own_answers;
   const bool transfers = reference_answers != nullptr && !mapper.reference_check.same_graph;
   std::vector<internal::NodeMatch> matches;
+  phases.Add("tensor evidence", clock.Lap());
+  double own_s = 0, pairing_s = 0;
   internal::RunBoth(
       graph.size() >= internal::kParallelNodes,
       [&] {
         if (reference_answers == nullptr || derived) return;
+        const internal::PhaseClock own_clock;
         own_answers.emplace(mapper.records);
         OwnAnswers& o = *own_answers;
         const internal::MappingContext own_context{
@@ -302,16 +330,24 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
         Infer(own_context, shape, /*factor=*/1.0, options);
         internal::RecordFoldedNeighbours(own_context);
         FinishMappings(rules, /*calibrate=*/true, mapper.kind, &o.records);
+        own_s = own_clock.Seconds();
       },
       [&] {
-        if (transfers) matches = internal::MatchToReference(graph, *reference_graph, rules);
+        if (!transfers) return;
+        const internal::PhaseClock pairing_clock;
+        matches = internal::MatchToReference(graph, *reference_graph, rules);
+        pairing_s = pairing_clock.Seconds();
       });
+  if (own_answers) phases.Add("own answers (beside pairing)", own_s);
+  if (transfers) phases.Add("pairing", pairing_s);
+  clock.Lap();
   // A record's answers, before they are carried over: against the graph's
   // own (MapWithRecord refuses a record that disagrees).
   if (given != nullptr && transfers && own_answers) {
     mapper.record_answers = internal::CheckRecordAnswers(
         internal::PairedAnswers(matches, *reference_answers, own_answers->records, manifest),
         own_answers->records);
+    phases.Add("record answers check", clock.Lap());
   }
   tensors.WidenRewrittenNodes(&mapper.records, &mapper.evidence, &mapper.origins);
   if (transfers) {
@@ -321,23 +357,32 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
     transfer.check = &mapper.reference_check;
     transfer.matches = &matches;
     internal::TransferFromReference(context, *reference_graph, transfer);
+    phases.Add("transfer", clock.Lap());
   }
   // The manifest's fit and the modules' categories only read what is
   // settled by now, the remaining steps write the mappings: on a large
   // graph the two run on two cores. A manifest that does not fit is refused
   // once both are done.
+  double check_s = 0, infer_s = 0;
   auto check = [&] {
+    const internal::PhaseClock check_clock;
     if (!derived) {
       mapper.fit = internal::AssessManifestFit(context, internal::ScopeSamples(scopes),
                                                 internal::ResolvedModulesOfNodes(scopes),
                                                 mapper.binding);
     }
     mapper.categories = rules.categoriesOf(manifest);
+    check_s = check_clock.Seconds();
   };
   auto infer = [&] {
+    const internal::PhaseClock infer_clock;
     Infer(context, shape, derived ? internal::confidence::kNoManifestFactor : 1.0, options);
+    infer_s = infer_clock.Seconds();
   };
   internal::RunBoth(graph.size() >= internal::kParallelNodes, check, infer);
+  phases.Add("fit (beside inference)", check_s);
+  phases.Add("inference", infer_s);
+  clock.Lap();
   if (!derived && !mapper.fit.fits && !options.allow_manifest_mismatch) {
     return absl::FailedPreconditionError(
         absl::StrCat("the manifest does not fit the graph: ", mapper.fit.evidence));
@@ -351,6 +396,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Build(Graph graph_handle,
         own_answers ? manifest : own->manifest(), manifest, mapper.reference_check.ancestor(),
         &mapper.records, &store);
   }
+  phases.Add("finish", clock.Lap());
   return SemanticMapper(std::move(impl));
 } catch (const std::bad_alloc&) {
   return internal::OutOfMemory("the model", "mapping");
@@ -401,6 +447,10 @@ std::vector<absl::string_view> SemanticMapper::originPathsOf(NodeId node) const 
 absl::Span<const internal::MappingRecord> internal::MapperAccess::Records(
     const SemanticMapper& mapper) {
   return mapper.impl_->records;
+}
+
+const internal::PhaseTimes& internal::MapperAccess::Phases(const SemanticMapper& mapper) {
+  return mapper.impl_->phases;
 }
 
 Mapping internal::MappingAt(const SemanticMapper* mapper, std::ptrdiff_t index) {

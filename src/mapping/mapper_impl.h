@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/phase_times.h"
 #include "mapping/core/evidence_store.h"
 #include "mapping/core/mapping_record.h"
 #include "mapping/core/origin_table.h"
@@ -36,6 +37,7 @@ struct SemanticMapper::Impl {
   std::vector<std::string> categories;            // per manifest module
   const Rules* rules = nullptr;                   // what it mapped with
   std::shared_ptr<const Rules> owned_rules;       // when Open() loaded them
+  internal::PhaseTimes phases;                    // of its making (MapperAccess::Phases)
 };
 
 }  // namespace semmap

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/phase_times.h"
 #include "base/text.h"
 #include "graph/weightless_copy.h"
 #include "mapping/mapper_impl.h"
@@ -118,7 +119,13 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
     if (mapped.ok()) provenance->record = RecordUse::kSource;
     return mapped;
   };
-  if (record.fingerprint == internal::GraphFingerprint(graph)) {
+  // The verdicts' own phases, before the pipeline's where the record is
+  // used (MapperAccess::Phases).
+  internal::PhaseTimes verdicts;
+  internal::PhaseClock clock;
+  const bool same_fingerprint = record.fingerprint == internal::GraphFingerprint(graph);
+  verdicts.Add("fingerprint", clock.Lap());
+  if (same_fingerprint) {
     ReferenceCheck same;
     same.checked = true;
     same.same_graph = true;
@@ -126,6 +133,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   }
   absl::StatusOr<ReferenceCheck> check =
       internal::CheckReference(graph, *record.source, rules, &record.naming);
+  verdicts.Add("record graph check", clock.Lap());
   if (!check.ok()) {
     return without(absl::StrCat("it was made from another model: ", check.status().message()),
                    false);
@@ -143,6 +151,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
   given.naming = &record.naming;
   given.check = &*check;
   absl::StatusOr<SemanticMapper> mapped = Build(graph, manifest, options, &given);
+  clock.Lap();
   if (absl::IsFailedPrecondition(mapped.status()) && !own_manifest) {
     return without(absl::StrCat("its manifest does not fit the model: ",
                                 mapped.status().message()),
@@ -179,6 +188,8 @@ absl::StatusOr<SemanticMapper> SemanticMapper::MapWithRecord(
         items - unused_here),
         false);
   }
+  mapped->impl_->phases.Prepend(verdicts);
+  mapped->impl_->phases.Add("repeated items check", clock.Lap());
   provenance->record = RecordUse::kUsed;
   provenance->reference = InputSource::kRecord;
   return mapped;

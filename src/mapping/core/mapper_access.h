@@ -8,6 +8,7 @@
 #define SEMMAP_SRC_MAPPING_CORE_MAPPER_ACCESS_H_
 
 #include "absl/types/span.h"
+#include "base/phase_times.h"
 #include "mapping/core/mapping_record.h"
 
 namespace semmap {
@@ -23,6 +24,11 @@ struct MapperAccess {
   // mapper lives. A record holds exactly the module, confidence, strategy
   // and evidence of the node's Mapping.
   static absl::Span<const MappingRecord> Records(const SemanticMapper& mapper);
+  // The phases of its making, in the order they ended (base/phase_times.h):
+  // Open()'s reads, the record's checks, then the pipeline's steps (a
+  // reference's own mapping prefixed "reference: "). Side-by-side phases
+  // overlap.
+  static const PhaseTimes& Phases(const SemanticMapper& mapper);
 };
 
 }  // namespace internal
