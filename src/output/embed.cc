@@ -143,10 +143,11 @@ absl::StatusOr<EmbedResult> Embed(const SemanticMapper& source, const std::strin
       internal::AppendLenField(&record_model, internal::model_field::kMetadataProps, entry);
     }
   }
-  record_model += copy;
-  copy = std::string();
-  SEMMAP_ASSIGN_OR_RETURN(std::string compressed, internal::Deflate(record_model));
+  // The entries, then the copy: one stream of the two, never joined.
+  const absl::string_view record_pieces[] = {record_model, copy};
+  SEMMAP_ASSIGN_OR_RETURN(std::string compressed, internal::Deflate(record_pieces));
   record_model = std::string();
+  copy = std::string();
   // "semmap-record/1:<zlib stream bytes>:<base64>": the length tells a
   // value cut short from a whole one without inflating all of it.
   std::string value = absl::StrCat(internal::kRecordValuePrefix, kRecordFormatVersion, ":",
