@@ -14,8 +14,9 @@ namespace semmap {
 namespace internal {
 
 // semmap's steps run on at most two threads (std::thread; on one when none
-// can be started), except the wire walk of a large graph's nodes, which
-// runs on every core (RunWorkers). Work over the nodes of a graph goes on
+// can be started), except the wire walk of a large graph's nodes and the
+// deflation of a large provenance record (io/deflate.h), which run on
+// every core (RunWorkers). Work over the nodes of a graph goes on
 // two cores from this many nodes on (loading's indexes, the mapping);
 // below, starting a thread costs more than it saves. SemanticMapper::Open
 // reads the model and the manifest on two whatever their size.
