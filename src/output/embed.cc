@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/parallel.h"
 #include "base/status_macros.h"
 #include "graph/model_metadata_edit.h"
 #include "graph/onnx_fields.h"
@@ -99,17 +100,25 @@ absl::StatusOr<EmbedResult> Embed(const SemanticMapper& source, const std::strin
         source_path, ": embedding a record needs the model's manifest (none was given)"));
   }
   EmbedResult result;
-  SEMMAP_ASSIGN_OR_RETURN(const std::string manifest_text,
-                          ManifestText(source, source_path, options));
+  // The manifest's text and the weightless copy of the source (which must
+  // be the graph mapped) share nothing: on a large graph, on two cores.
+  absl::StatusOr<std::string> manifest_read = absl::UnknownError("not read");
+  absl::StatusOr<std::string> copy_made = absl::UnknownError("not made");
+  internal::RunBoth(
+      source.graph().size() >= internal::kParallelNodes,
+      [&] { manifest_read = ManifestText(source, source_path, options); },
+      [&] {
+        absl::StatusOr<internal::MappedFile> file =
+            internal::MappedFile::Open(source_path, options.max_file_bytes);
+        copy_made = file.ok() ? internal::WeightlessCopy(file->bytes(), source_path,
+                                                         options.max_subgraph_depth)
+                              : file.status();
+      });
+  SEMMAP_RETURN_IF_ERROR(manifest_read.status());
+  SEMMAP_RETURN_IF_ERROR(copy_made.status());
+  const std::string manifest_text = *std::move(manifest_read);
   result.manifest_bytes = manifest_text.size();
-  // The weightless copy of the source, which must be the graph mapped.
-  std::string copy;
-  {
-    SEMMAP_ASSIGN_OR_RETURN(internal::MappedFile file,
-                            internal::MappedFile::Open(source_path, options.max_file_bytes));
-    SEMMAP_ASSIGN_OR_RETURN(copy, internal::WeightlessCopy(file.bytes(), source_path,
-                                                           options.max_subgraph_depth));
-  }
+  std::string copy = *std::move(copy_made);
   const std::uint64_t fingerprint = internal::GraphFingerprint(source.graph());
   {
     GraphOptions graph_options;
