@@ -210,7 +210,7 @@ absl::StatusOr<SemanticMapper> SemanticMapper::Create(Graph graph,
 // reference export's answers over (strategies/reference_transfer.h), check
 // the fit and read tensor names (steps/assess_fit.h, core/tensor_evidence.h),
 // then the graph's structure and neighbourhood (strategies/structure.h,
-// strategies/neighbourhood.h), and finish. About 150 lines: a few per step,
+// strategies/neighbourhood.h), and finish. About 190 lines: a few per step,
 // in order, so the pipeline reads here whole, and a reference's share (its
 // own mapping, the graph's own answers) beside the steps it feeds; steps
 // that share nothing they write run as pairs on two threads
