@@ -42,15 +42,9 @@ class Outliner {
         return false;
       }
       out->members.push_back({key, {value_begin, i_}});
-      Space();
-      if (At(',')) {
-        ++i_;
-        Space();
-        continue;
-      }
-      if (!At('}')) return false;
-      ++i_;
-      break;
+      const After after = Separator('}');
+      if (after == After::kBroken) return false;
+      if (after == After::kClosed) break;
     }
     Space();
     return found && i_ == t_.size();
@@ -61,6 +55,20 @@ class Outliner {
   static bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
   void Space() {
     while (i_ < t_.size() && IsSpace(t_[i_])) ++i_;
+  }
+  // After a member or an element: a comma (the next follows), the
+  // container's `close`, or neither.
+  enum class After { kNext, kClosed, kBroken };
+  After Separator(char close) {
+    Space();
+    if (At(',')) {
+      ++i_;
+      Space();
+      return After::kNext;
+    }
+    if (!At(close)) return After::kBroken;
+    ++i_;
+    return After::kClosed;
   }
   void Progress() {
     if (i_ < next_report_) return;
@@ -139,15 +147,8 @@ class Outliner {
       if (!Value(2)) return false;
       elements->push_back({begin, i_});
       Progress();
-      Space();
-      if (At(',')) {
-        ++i_;
-        Space();
-        continue;
-      }
-      if (!At(']')) return false;
-      ++i_;
-      return true;
+      const After after = Separator(']');
+      if (after != After::kNext) return after == After::kClosed;
     }
   }
 

@@ -45,6 +45,16 @@ absl::Status OnlyFields(const JsonValue& object, absl::Span<const absl::string_v
   });
 }
 
+// An object holding no fields but `keys` (schema order): out[k] is the
+// value of keys[k], as JsonValue::Lookup gives it.
+absl::Status Fields(const JsonValue& object, absl::Span<const absl::string_view> keys,
+                    absl::Span<std::optional<JsonValue>> out) {
+  if (!object.is_object()) return object.Error("expected an object");
+  SEMMAP_RETURN_IF_ERROR(OnlyFields(object, keys));
+  object.Lookup(keys, out);
+  return absl::OkStatus();
+}
+
 // A module's "forward" events (schema version 2): {"call": path} or
 // {"op": name, "reads": [names]}, at most kMaxForwardEvents of them; each
 // name read is one of the module's own parameters or buffers (read before
@@ -76,11 +86,9 @@ absl::Status ReadForward(const JsonValue& list, std::size_t i, ManifestBuilder* 
   absl::flat_hash_set<absl::string_view> read_set;  // reads, once they are many
   std::size_t event = 0;
   return list.ForEachElement([&](const JsonValue& e) -> absl::Status {
-    if (!e.is_object()) return e.Error("expected an object");
     static constexpr absl::string_view kKeys[] = {"call", "op", "reads"};
-    SEMMAP_RETURN_IF_ERROR(OnlyFields(e, kKeys));
     std::optional<JsonValue> f[3];
-    e.Lookup(kKeys, absl::MakeSpan(f));
+    SEMMAP_RETURN_IF_ERROR(Fields(e, kKeys, absl::MakeSpan(f)));
     if (f[0].has_value() == f[1].has_value()) {
       return e.Error("expected exactly one of \"call\" and \"op\"");
     }
@@ -133,11 +141,9 @@ absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
     return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
   }
   return list.ForEachElement([&](const JsonValue& t) -> absl::Status {
-    if (!t.is_object()) return t.Error("expected an object");
     static constexpr absl::string_view kKeys[] = {"name", "dtype", "shape"};
-    SEMMAP_RETURN_IF_ERROR(OnlyFields(t, kKeys));
     std::optional<JsonValue> f[3];
-    t.Lookup(kKeys, absl::MakeSpan(f));
+    SEMMAP_RETURN_IF_ERROR(Fields(t, kKeys, absl::MakeSpan(f)));
     if (!f[0]) return t.Error("missing required field \"name\"");
     SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, f[0]->AsString(false));
     if (!f[1]) return t.Error("missing required field \"dtype\"");
@@ -163,13 +169,11 @@ absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
 
 absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ManifestBuilder* builder,
                         Links* links, std::vector<std::int64_t>* shape) {
-  if (!m.is_object()) return m.Error("expected an object");
   static constexpr absl::string_view kKeys[] = {"path",     "class",      "qualified_class",
                                                 "parent",   "children",   "parameters",
                                                 "buffers",  "forward"};
-  SEMMAP_RETURN_IF_ERROR(OnlyFields(m, kKeys));
   std::optional<JsonValue> f[8];
-  m.Lookup(kKeys, absl::MakeSpan(f));
+  SEMMAP_RETURN_IF_ERROR(Fields(m, kKeys, absl::MakeSpan(f)));
   absl::string_view text[3];
   for (int k = 0; k < 3; ++k) {
     if (!f[k]) return m.Error(absl::StrCat("missing required field \"", kKeys[k], "\""));
