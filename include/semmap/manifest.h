@@ -100,6 +100,7 @@ struct SEMMAP_EXPORT ManifestOptions {
 
 namespace internal {
 struct ManifestRep;
+class ManifestReader;
 // Module `index` of `rep`, assembled from its record (Manifest::module()).
 SEMMAP_EXPORT ModuleInfo ModuleAt(const ManifestRep* rep, std::ptrdiff_t index);
 }  // namespace internal
@@ -191,11 +192,8 @@ class SEMMAP_EXPORT Manifest {
   ModuleId lowestCommonAncestor(ModuleId a, ModuleId b) const;
 
  private:
+  friend class internal::ManifestReader;  // Load's and Parse's work
   explicit Manifest(std::shared_ptr<const internal::ManifestRep> rep) : rep_(std::move(rep)) {}
-  // Parse's work. When `owned` holds the text (Load), it is released once
-  // the JSON is parsed, before the modules are built.
-  static absl::StatusOr<Manifest> ParseText(absl::string_view text, absl::string_view origin,
-                                            const ManifestOptions& options, std::string* owned);
 
   // Never null; immutable once built.
   std::shared_ptr<const internal::ManifestRep> rep_;

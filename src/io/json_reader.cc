@@ -443,6 +443,19 @@ JsonDocument::~JsonDocument() = default;
 
 absl::StatusOr<JsonDocument> JsonDocument::Parse(absl::string_view text, absl::string_view origin,
                                                  const JsonLimits& limits, bool text_is_padded) {
+  JsonDocument doc;
+  doc.origin_ = std::string(origin);
+  doc.limits_ = limits;
+  absl::Status parsed = doc.ParseInto(text, text_is_padded);
+  if (!parsed.ok()) return parsed;
+  return doc;
+}
+
+absl::Status JsonDocument::Reparse(absl::string_view text) { return ParseInto(text, false); }
+
+absl::Status JsonDocument::ParseInto(absl::string_view text, bool text_is_padded) {
+  const absl::string_view origin = origin_;
+  const JsonLimits& limits = limits_;
   if (text.size() > limits.max_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": JSON text is ", text.size(),
                                                    " bytes, above the limit of ",
@@ -453,20 +466,22 @@ absl::StatusOr<JsonDocument> JsonDocument::Parse(absl::string_view text, absl::s
         origin, ": JSON text is ", text.size(), " bytes, above the ",
         simdjson::SIMDJSON_MAXSIZE_BYTES, " bytes the JSON reader handles"));
   }
-  JsonDocument doc;
-  doc.origin_ = std::string(origin);
-  // Sized for this text only (simdjson's minimum is 32 bytes).
-  doc.parser_ = std::make_unique<simdjson::dom::parser>();
-  simdjson::error_code error = doc.parser_->allocate(
-      std::max<std::size_t>(text.size(), 32), static_cast<std::size_t>(std::max(limits.max_depth, 1)));
+  simdjson::error_code error = simdjson::SUCCESS;
+  if (parser_ == nullptr) {
+    // Sized for this text only (simdjson's minimum is 32 bytes); a larger
+    // text given to Reparse grows it.
+    parser_ = std::make_unique<simdjson::dom::parser>();
+    error = parser_->allocate(std::max<std::size_t>(text.size(), 32),
+                              static_cast<std::size_t>(std::max(limits.max_depth, 1)));
+  }
   if (error == simdjson::SUCCESS) {
     // An empty view may point nowhere; simdjson copies from the pointer even
     // for zero bytes, so it gets a real (empty) buffer instead.
     const bool empty = text.empty();
-    error = doc.parser_->parse(empty ? "" : text.data(), text.size(), empty || !text_is_padded)
-                .get(doc.root_);
+    error = parser_->parse(empty ? "" : text.data(), text.size(), empty || !text_is_padded)
+                .get(root_);
   }
-  if (error == simdjson::SUCCESS) return doc;
+  if (error == simdjson::SUCCESS) return absl::OkStatus();
   if (error == simdjson::MEMALLOC) throw std::bad_alloc();
   // Nesting first, over the whole text, as a reader that checks it before
   // parsing would report it; then the first syntax error and its byte.

@@ -141,6 +141,12 @@ class JsonDocument {
                                             const JsonLimits& limits,
                                             bool text_is_padded = false);
 
+  // Parses `text` (copied, never padded) in place of this document with the
+  // same origin and limits, reusing the parser's buffers: a reader of many
+  // small values allocates once for the largest. Every JsonValue and string
+  // of the previous text is gone. Errors as Parse, offsets in `text`.
+  absl::Status Reparse(absl::string_view text);
+
   JsonDocument(JsonDocument&&) noexcept;
   JsonDocument& operator=(JsonDocument&&) noexcept;
   ~JsonDocument();
@@ -150,11 +156,13 @@ class JsonDocument {
 
  private:
   JsonDocument() = default;
+  absl::Status ParseInto(absl::string_view text, bool text_is_padded);
   // Owns the tape and the unescaped strings every JsonValue refers to;
   // heap-held so that moving the document keeps them in place.
   std::unique_ptr<simdjson::dom::parser> parser_;
   simdjson::dom::element root_;
   std::string origin_;
+  JsonLimits limits_;
 };
 
 // The first byte at which `text` stops being one valid JSON value (RFC 8259)

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -173,6 +174,17 @@ bool MappedFile::truncated() const {
   if (g_slots[slot_].faulted.load()) return true;
   struct stat st;
   return fd_ >= 0 && ::fstat(fd_, &st) == 0 && static_cast<std::uint64_t>(st.st_size) < size_;
+}
+
+void MappedFile::Release(std::size_t begin, std::size_t end) const {
+  if (data_ == nullptr) return;
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t first = (std::min(begin, size_) + page - 1) / page * page;
+  // The mapping starts on a page and ends on one (its last page partly
+  // past the file), so offsets and addresses align alike; a refusal only
+  // leaves the pages resident.
+  const std::size_t last = end >= size_ ? (size_ + page - 1) / page * page : end / page * page;
+  if (first < last) ::madvise(static_cast<char*>(data_) + first, last - first, MADV_DONTNEED);
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

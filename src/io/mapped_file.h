@@ -13,6 +13,7 @@
 #ifndef SEMMAP_SRC_IO_MAPPED_FILE_H_
 #define SEMMAP_SRC_IO_MAPPED_FILE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -46,6 +47,13 @@ class MappedFile {
     if (data_ == nullptr) return copy_;
     return absl::string_view(static_cast<const char*>(data_), size_);
   }
+
+  // Gives back the resident pages that lie wholly inside bytes [begin, end)
+  // (madvise MADV_DONTNEED): a reader done with a part of a large file
+  // keeps it from counting in the process's memory. The bytes stay
+  // readable; reading them again maps them in again from the file. Does
+  // nothing for a file read into memory.
+  void Release(std::size_t begin, std::size_t end) const;
 
   // True when the file shrank while mapped: a read hit a page the file no
   // longer has (bytes() then holds zeros there), or the file is now shorter

@@ -19,212 +19,22 @@
 #include "base/status_macros.h"
 #include "base/text.h"
 #include "io/file_io.h"
+#include "io/json_outline.h"
 #include "io/json_reader.h"
+#include "io/mapped_file.h"
+#include "manifest/manifest_reader.h"
 #include "manifest/manifest_rep.h"
+#include "manifest/module_reader.h"
 
 namespace semmap {
 namespace {
 
 using internal::JsonValue;
+using internal::Links;
 using internal::ManifestBuilder;
 using internal::ManifestRep;
 
 constexpr int kMaxJsonNesting = 256;
-// A module's forward events (schema "maxItems"): the writer leaves a longer
-// forward out rather than write it.
-constexpr std::size_t kMaxForwardEvents = 10000;
-
-// What a module says of its parent and children, as views of the JSON
-// document's strings; resolved once every module is known.
-struct Links {
-  std::vector<absl::string_view> parent;  // per module; unused for the root
-  std::vector<absl::string_view> children;  // every module's, back to back
-  std::vector<std::size_t> first_child;     // per module, plus the end
-  // Forward calls (schema version 2): module, event index, callee path.
-  struct Call {
-    std::size_t module;
-    std::size_t event;
-    absl::string_view path;
-  };
-  std::vector<Call> calls;
-};
-
-// The schema lets a module, a tensor and a forward event hold only the
-// fields it names (additionalProperties: false): anything else is refused.
-absl::Status OnlyFields(const JsonValue& object, absl::Span<const absl::string_view> keys) {
-  return object.ForEachField([&](absl::string_view key, const JsonValue&) -> absl::Status {
-    if (std::find(keys.begin(), keys.end(), key) != keys.end()) return absl::OkStatus();
-    return object.ErrorAt(key, absl::StrCat("unknown field \"", internal::Abbreviate(std::string(key)),
-                                            "\" (the schema allows no other fields here)"));
-  });
-}
-
-// A module's "forward" events (schema version 2): {"call": path} or
-// {"op": name, "reads": [names]}, at most kMaxForwardEvents of them; each
-// name read is one of the module's own parameters or buffers (read before
-// this), once. Callees are resolved once every module is known
-// (links->calls).
-absl::Status ReadForward(const JsonValue& list, std::size_t i, ManifestBuilder* builder,
-                         Links* links) {
-  if (!list.is_array()) return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
-  if (list.size() > kMaxForwardEvents) {
-    return list.Error(absl::StrCat(list.size(), " events, above the schema's limit of ",
-                                   kMaxForwardEvents, " (the writer leaves such a forward out)"));
-  }
-  builder->StartForward();
-  // The module's own tensors, for the names its operations read.
-  const absl::Span<const TensorSpec> own = builder->LastTensors();
-  // A module holds a few tensors and an operation reads fewer: lists are
-  // searched. Past kSearched entries, hashed (a hostile file's million
-  // names would otherwise cost a million squared comparisons).
-  constexpr std::size_t kSearched = 16;
-  absl::flat_hash_set<absl::string_view> own_set;
-  if (own.size() > kSearched) {
-    for (const TensorSpec& t : own) own_set.insert(t.name);
-  }
-  const auto owned = [&](absl::string_view name) {
-    if (own.size() > kSearched) return own_set.contains(name);
-    return std::any_of(own.begin(), own.end(), [&](const TensorSpec& t) { return t.name == name; });
-  };
-  std::vector<absl::string_view> reads;
-  absl::flat_hash_set<absl::string_view> read_set;  // reads, once they are many
-  std::size_t event = 0;
-  return list.ForEachElement([&](const JsonValue& e) -> absl::Status {
-    if (!e.is_object()) return e.Error("expected an object");
-    static constexpr absl::string_view kKeys[] = {"call", "op", "reads"};
-    SEMMAP_RETURN_IF_ERROR(OnlyFields(e, kKeys));
-    std::optional<JsonValue> f[3];
-    e.Lookup(kKeys, absl::MakeSpan(f));
-    if (f[0].has_value() == f[1].has_value()) {
-      return e.Error("expected exactly one of \"call\" and \"op\"");
-    }
-    if (f[0]) {
-      if (f[2]) return f[2]->Error("\"reads\" goes with an \"op\", not a \"call\"");
-      SEMMAP_ASSIGN_OR_RETURN(absl::string_view callee, f[0]->AsString(/*allow_empty=*/true));
-      links->calls.push_back({i, event++, callee});
-      builder->AddCall();
-      return absl::OkStatus();
-    }
-    SEMMAP_ASSIGN_OR_RETURN(absl::string_view op, f[1]->AsString(/*allow_empty=*/false));
-    reads.clear();
-    read_set.clear();
-    if (f[2]) {
-      const JsonValue& list_of_reads = *f[2];
-      if (!list_of_reads.is_array()) return list_of_reads.Error("expected an array");
-      if (list_of_reads.size() == 0) {
-        return list_of_reads.Error("must not be empty (left out when nothing is read)");
-      }
-      SEMMAP_RETURN_IF_ERROR(list_of_reads.ForEachElement([&](const JsonValue& r) -> absl::Status {
-        SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, r.AsString(/*allow_empty=*/false));
-        if (!owned(name)) {
-          return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
-                                      "\" is not a parameter or buffer of this module"));
-        }
-        if (reads.size() == kSearched) read_set.insert(reads.begin(), reads.end());
-        const bool twice = reads.size() < kSearched
-                               ? std::find(reads.begin(), reads.end(), name) != reads.end()
-                               : !read_set.insert(name).second;
-        if (twice) {
-          return r.Error(absl::StrCat("\"", internal::Abbreviate(std::string(name)),
-                                      "\" is listed twice"));
-        }
-        reads.push_back(name);
-        return absl::OkStatus();
-      }));
-    }
-    ++event;
-    builder->AddOp(op, reads);
-    return absl::OkStatus();
-  });
-}
-
-absl::Status ReadTensors(const JsonValue& module, absl::string_view key,
-                         const std::optional<JsonValue>& field, bool buffers,
-                         ManifestBuilder* builder, std::vector<std::int64_t>* shape) {
-  if (!field) return module.Error(absl::StrCat("missing required field \"", key, "\""));
-  const JsonValue& list = *field;
-  if (!list.is_array()) {
-    return list.Error(absl::StrCat("expected an array, found ", list.type_name()));
-  }
-  return list.ForEachElement([&](const JsonValue& t) -> absl::Status {
-    if (!t.is_object()) return t.Error("expected an object");
-    static constexpr absl::string_view kKeys[] = {"name", "dtype", "shape"};
-    SEMMAP_RETURN_IF_ERROR(OnlyFields(t, kKeys));
-    std::optional<JsonValue> f[3];
-    t.Lookup(kKeys, absl::MakeSpan(f));
-    if (!f[0]) return t.Error("missing required field \"name\"");
-    SEMMAP_ASSIGN_OR_RETURN(absl::string_view name, f[0]->AsString(false));
-    if (!f[1]) return t.Error("missing required field \"dtype\"");
-    SEMMAP_ASSIGN_OR_RETURN(absl::string_view dtype, f[1]->AsString(false));
-    if (!f[2]) return t.Error("missing required field \"shape\"");
-    const JsonValue& dims = *f[2];
-    if (!dims.is_array()) return dims.Error("expected an array");
-    shape->clear();
-    SEMMAP_RETURN_IF_ERROR(dims.ForEachElement([shape](const JsonValue& dim) -> absl::Status {
-      // An integer above INT64_MAX is unsigned: not a dimension either.
-      if (!dim.is_integer() || dim.is_unsigned() || dim.int64() < 0) {
-        return dim.Error("expected a non-negative integer");
-      }
-      shape->push_back(dim.int64());
-      return absl::OkStatus();
-    }));
-    builder->AddTensor(buffers, name, *shape, dtype);
-    return absl::OkStatus();
-  });
-}
-
-// One module object, fields checked in schema order (path, class,
-// qualified_class, parent, children, parameters, buffers; from schema
-// version 2, forward).
-absl::Status ReadModule(const JsonValue& m, std::size_t i, int version, ManifestBuilder* builder,
-                        Links* links, std::vector<std::int64_t>* shape) {
-  if (!m.is_object()) return m.Error("expected an object");
-  static constexpr absl::string_view kKeys[] = {"path",     "class",      "qualified_class",
-                                                "parent",   "children",   "parameters",
-                                                "buffers",  "forward"};
-  SEMMAP_RETURN_IF_ERROR(OnlyFields(m, kKeys));
-  std::optional<JsonValue> f[8];
-  m.Lookup(kKeys, absl::MakeSpan(f));
-  absl::string_view text[3];
-  for (int k = 0; k < 3; ++k) {
-    if (!f[k]) return m.Error(absl::StrCat("missing required field \"", kKeys[k], "\""));
-    SEMMAP_ASSIGN_OR_RETURN(text[k], f[k]->AsString(/*allow_empty=*/k == 0));
-  }
-  builder->AddModule(text[0], text[1], text[2]);
-  if (!f[3]) return m.Error("missing required field \"parent\"");
-  const JsonValue& parent = *f[3];
-  absl::string_view parent_path;
-  if (parent.is_null()) {
-    if (i != 0 || !text[0].empty()) {
-      return parent.Error("only the root (the first module, path \"\") has no parent");
-    }
-  } else if (parent.is_string()) {
-    if (i == 0) return parent.Error("the root module must have parent null");
-    parent_path = parent.string();
-  } else {
-    return parent.Error("expected a string or null");
-  }
-  links->parent.push_back(parent_path);
-  if (!f[4]) return m.Error("missing required field \"children\"");
-  const JsonValue& children = *f[4];
-  if (!children.is_array()) return children.Error("expected an array");
-  SEMMAP_RETURN_IF_ERROR(children.ForEachElement([links](const JsonValue& c) -> absl::Status {
-    if (!c.is_string()) return c.Error("expected a string");
-    links->children.push_back(c.string());
-    return absl::OkStatus();
-  }));
-  links->first_child.push_back(links->children.size());
-  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "parameters", f[5], false, builder, shape));
-  SEMMAP_RETURN_IF_ERROR(ReadTensors(m, "buffers", f[6], true, builder, shape));
-  if (f[7]) {
-    if (version < 2) {
-      return f[7]->Error(
-          "a forward signature needs schema_version 2 (this file says 1, whose readers ignore it)");
-    }
-    SEMMAP_RETURN_IF_ERROR(ReadForward(*f[7], i, builder, links));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status ReadModules(const JsonValue& doc, int version, ManifestBuilder* builder,
                          Links* links, std::size_t max_modules) {
@@ -244,35 +54,9 @@ absl::Status ReadModules(const JsonValue& doc, int version, ManifestBuilder* bui
   std::vector<std::int64_t> shape;  // scratch for each tensor's
   return list.ForEachElement([&](const JsonValue& m) {
     const std::size_t index = i++;
-    return ReadModule(m, index, version, builder, links, &shape);
+    return internal::ReadModule(m, index, version, builder, links, &shape);
   });
 }
-
-}  // namespace
-
-absl::StatusOr<Manifest> Manifest::Load(const std::string& path,
-                                        const ManifestOptions& options) try {
-  // Read with the reader's padding: parsed in place, never copied.
-  SEMMAP_ASSIGN_OR_RETURN(std::string text,
-                          internal::ReadFile(path, options.max_file_bytes, internal::kJsonPadding));
-  return ParseText(text, path, options, &text);
-} catch (const std::bad_alloc&) {
-  return internal::OutOfMemory(path, "loading the manifest");
-} catch (const std::length_error&) {
-  return internal::OutOfMemory(path, "loading the manifest");
-}
-
-absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
-                                         absl::string_view origin,
-                                         const ManifestOptions& options) try {
-  return ParseText(text, origin, options, nullptr);
-} catch (const std::bad_alloc&) {
-  return internal::OutOfMemory(origin, "loading the manifest");
-} catch (const std::length_error&) {
-  return internal::OutOfMemory(origin, "loading the manifest");
-}
-
-namespace {
 
 // InvalidArgument at /modules/<i>/<where> of `origin`.
 absl::Status ModuleError(absl::string_view origin, std::size_t i, absl::string_view where,
@@ -447,25 +231,11 @@ absl::Status LinkCalls(absl::string_view origin, const Links& links, const Manif
   return CheckCallsAcyclic(origin, m);
 }
 
-}  // namespace
-
-// Long (about 85 lines): the top-level fields in the schema's order, each
-// checked where it is read so that every error names its JSON pointer,
-// then the modules read, indexed and linked.
-absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::string_view origin,
-                                             const ManifestOptions& options, std::string* owned) {
-  if (text.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected a JSON manifest"));
-  }
-  const bool padded = owned != nullptr && owned->data() == text.data() &&
-                      owned->capacity() >= text.size() + internal::kJsonPadding;
-  SEMMAP_ASSIGN_OR_RETURN(
-      const internal::JsonDocument json,
-      internal::JsonDocument::Parse(text, origin, {options.max_file_bytes, kMaxJsonNesting},
-                                    padded));
-  // The document holds its own copies of the strings: the text can go.
-  if (owned != nullptr) std::string().swap(*owned);
-  const JsonValue doc = json.root();
+// The top-level fields but the modules, in the schema's order, each checked
+// where it is read so that every error names its JSON pointer, into `rep`;
+// the schema_version's value.
+absl::StatusOr<JsonValue> ReadTop(const JsonValue& doc, absl::string_view origin,
+                                  ManifestRep* rep) {
   if (!doc.is_object()) {
     return doc.Error(absl::StrCat("expected a JSON object, found ", doc.type_name()));
   }
@@ -477,10 +247,6 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
   if (!version || !version->is_integer()) {
     return doc.ErrorAt("schema_version", "missing or not an integer");
   }
-  auto rep = std::make_shared<ManifestRep>();
-  // The manifest being built: its lookups work once the paths are indexed.
-  Manifest m(rep);
-  ManifestBuilder builder(rep.get());
   // Compared as read: a narrowing conversion would wrap 2^32 + 1 to 1.
   if (version->is_unsigned() || version->int64() < 1 || version->int64() > kManifestSchemaVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -503,7 +269,7 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
   if (const std::optional<JsonValue> config = model.Find("config")) {
     if (!config->is_object()) return config->Error("expected an object");
     SEMMAP_RETURN_IF_ERROR(
-        config->ForEachField([&rep](absl::string_view key, const JsonValue& value) -> absl::Status {
+        config->ForEachField([rep](absl::string_view key, const JsonValue& value) -> absl::Status {
           if (value.is_array() || value.is_object()) {
             return value.Error("expected a string, number, boolean or null");
           }
@@ -519,27 +285,182 @@ absl::StatusOr<Manifest> Manifest::ParseText(absl::string_view text, absl::strin
           return value.is_string() ? absl::OkStatus() : value.Error("expected a string");
         }));
   }
-  Links links;
-  SEMMAP_RETURN_IF_ERROR(
-      ReadModules(doc, rep->schema_version, &builder, &links, options.max_modules));
-  if (rep->schema_version == 2 &&
-      std::none_of(rep->modules.begin(), rep->modules.end(),
+  return *version;
+}
+
+// Once every module is read: the checks over all of them, the paths
+// indexed, then parents, children and calls linked and checked.
+absl::Status LinkModules(absl::string_view origin, const JsonValue& version, const Links& links,
+                         const Manifest& m, const ManifestRep& rep, ManifestBuilder* builder) {
+  if (rep.schema_version == 2 &&
+      std::none_of(rep.modules.begin(), rep.modules.end(),
                    [](const internal::ModuleRecord& r) { return r.traced; })) {
-    return version->Error(
+    return version.Error(
         "version 2 needs a \"forward\" on at least one module (a file without forward "
         "signatures is version 1)");
   }
-  if (rep->modules[0].path_size != 0) {
+  if (rep.modules[0].path_size != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": /modules/0/path: the first module must be the root, path \"\""));
   }
-  SEMMAP_RETURN_IF_ERROR(builder.IndexPaths(origin));
+  SEMMAP_RETURN_IF_ERROR(builder->IndexPaths(origin));
   // Resolve parent and children links and check they agree.
-  SEMMAP_RETURN_IF_ERROR(LinkParents(origin, links, m, *rep, &builder));
-  SEMMAP_RETURN_IF_ERROR(LinkChildren(origin, links, m, *rep, &builder));
-  SEMMAP_RETURN_IF_ERROR(LinkCalls(origin, links, m, &builder));
-  builder.FinishLinks();
+  SEMMAP_RETURN_IF_ERROR(LinkParents(origin, links, m, rep, builder));
+  SEMMAP_RETURN_IF_ERROR(LinkChildren(origin, links, m, rep, builder));
+  SEMMAP_RETURN_IF_ERROR(LinkCalls(origin, links, m, builder));
+  builder->FinishLinks();
+  return absl::OkStatus();
+}
+
+// Pages of the mapped file given back behind the module pass, about this
+// many bytes at a time.
+constexpr std::size_t kReleaseBytes = std::size_t{4} << 20;
+
+}  // namespace
+
+namespace internal {
+
+absl::StatusOr<Manifest> ManifestReader::Read(absl::string_view text, absl::string_view origin,
+                                              const ManifestOptions& options, Way way,
+                                              std::string* owned, const MappedFile* mapped) {
+  if (way != Way::kOneDocument) {
+    absl::StatusOr<Manifest> outlined = ReadOutlined(text, origin, options, mapped);
+    if (outlined.ok() || way == Way::kOutlined) return outlined;
+  }
+  return ReadOneDocument(text, origin, options, owned, mapped);
+}
+
+absl::StatusOr<Manifest> ManifestReader::ReadOneDocument(absl::string_view text,
+                                                         absl::string_view origin,
+                                                         const ManifestOptions& options,
+                                                         std::string* owned,
+                                                         const MappedFile* mapped) {
+  if (text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": empty file, expected a JSON manifest"));
+  }
+  const bool padded = owned != nullptr && owned->data() == text.data() &&
+                      owned->capacity() >= text.size() + kJsonPadding;
+  SEMMAP_ASSIGN_OR_RETURN(
+      const JsonDocument json,
+      JsonDocument::Parse(text, origin, {options.max_file_bytes, kMaxJsonNesting}, padded));
+  // The document holds its own copies of the strings: the text can go.
+  if (owned != nullptr) std::string().swap(*owned);
+  if (mapped != nullptr) mapped->Release(0, text.size());
+  const JsonValue doc = json.root();
+  auto rep = std::make_shared<ManifestRep>();
+  SEMMAP_ASSIGN_OR_RETURN(const JsonValue version, ReadTop(doc, origin, rep.get()));
+  // The manifest being built: its lookups work once the paths are indexed.
+  Manifest m(rep);
+  ManifestBuilder builder(rep.get());
+  Links links;
+  SEMMAP_RETURN_IF_ERROR(
+      ReadModules(doc, rep->schema_version, &builder, &links, options.max_modules));
+  SEMMAP_RETURN_IF_ERROR(LinkModules(origin, version, links, m, *rep, &builder));
   return m;
+}
+
+// Long (about 65 lines): the outline, the document of the rest, each module
+// parsed and read, the pages given back behind each pass, then the links.
+// Any error is the one-document reading's to word.
+absl::StatusOr<Manifest> ManifestReader::ReadOutlined(absl::string_view text,
+                                                      absl::string_view origin,
+                                                      const ManifestOptions& options,
+                                                      const MappedFile* mapped) {
+  const absl::Status hand_over = absl::UnavailableError(
+      absl::StrCat(origin, ": the outlined reading hands over to the one-document reading"));
+  if (text.empty() || text.size() > options.max_file_bytes ||
+      text.size() >= simdjson::SIMDJSON_MAXSIZE_BYTES) {
+    return hand_over;
+  }
+  std::size_t released = 0;
+  const auto release = [&](std::size_t upto) {
+    if (mapped != nullptr && upto > released) mapped->Release(released, upto);
+    released = upto;
+  };
+  std::optional<JsonOutline> outline = OutlineJson(text, "modules", kMaxJsonNesting, release);
+  release(text.size());
+  // The modules' pass maps the pages in again, a piece at a time.
+  released = 0;
+  if (!outline || outline->elements.empty() || outline->elements.size() > options.max_modules) {
+    return hand_over;
+  }
+  const JsonLimits limits{options.max_file_bytes, kMaxJsonNesting};
+  auto rep = std::make_shared<ManifestRep>();
+  std::optional<JsonDocument> top;
+  {
+    // The document of the rest, whose modules read as [].
+    const JsonRange modules = outline->members[outline->array_member].value;
+    const std::string rest = absl::StrCat(text.substr(0, modules.begin), "[]",
+                                          text.substr(modules.end));
+    SEMMAP_ASSIGN_OR_RETURN(JsonDocument parsed, JsonDocument::Parse(rest, origin, limits));
+    top.emplace(std::move(parsed));
+  }
+  const JsonValue doc = top->root();
+  SEMMAP_ASSIGN_OR_RETURN(const JsonValue version, ReadTop(doc, origin, rep.get()));
+  Manifest m(rep);
+  ManifestBuilder builder(rep.get());
+  Links links;
+  StringKeeper keeper;  // the links' strings outlive each module's document
+  links.keeper = &keeper;
+  const std::vector<JsonRange>& elements = outline->elements;
+  links.parent.reserve(elements.size());
+  links.first_child.reserve(elements.size() + 1);
+  links.first_child.push_back(0);
+  std::optional<JsonDocument> module;
+  std::vector<std::int64_t> shape;  // scratch for each tensor's
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    const absl::string_view piece =
+        text.substr(elements[i].begin, elements[i].end - elements[i].begin);
+    if (module) {
+      SEMMAP_RETURN_IF_ERROR(module->Reparse(piece));
+    } else {
+      SEMMAP_ASSIGN_OR_RETURN(JsonDocument parsed, JsonDocument::Parse(piece, origin, limits));
+      module.emplace(std::move(parsed));
+    }
+    SEMMAP_RETURN_IF_ERROR(
+        ReadModule(module->root(), i, rep->schema_version, &builder, &links, &shape));
+    if (elements[i].begin - released >= kReleaseBytes) release(elements[i].begin);
+  }
+  release(text.size());
+  module.reset();
+  outline.reset();
+  SEMMAP_RETURN_IF_ERROR(LinkModules(origin, version, links, m, *rep, &builder));
+  return m;
+}
+
+}  // namespace internal
+
+absl::StatusOr<Manifest> Manifest::Load(const std::string& path,
+                                        const ManifestOptions& options) try {
+  using internal::ManifestReader;
+  absl::StatusOr<internal::MappedFile> mapped =
+      internal::MappedFile::Open(path, options.max_file_bytes);
+  if (mapped.ok()) {
+    absl::StatusOr<Manifest> m = ManifestReader::Read(mapped->bytes(), path, options,
+                                                      ManifestReader::Way::kAny, nullptr, &*mapped);
+    SEMMAP_RETURN_IF_ERROR(internal::NotTruncated(*mapped, path));
+    return m;
+  }
+  // Read instead, with the reader's padding (parsed in place, never copied),
+  // and with the reading's own errors.
+  SEMMAP_ASSIGN_OR_RETURN(std::string text,
+                          internal::ReadFile(path, options.max_file_bytes, internal::kJsonPadding));
+  return ManifestReader::Read(text, path, options, ManifestReader::Way::kAny, &text);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(path, "loading the manifest");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(path, "loading the manifest");
+}
+
+absl::StatusOr<Manifest> Manifest::Parse(absl::string_view text,
+                                         absl::string_view origin,
+                                         const ManifestOptions& options) try {
+  return internal::ManifestReader::Read(text, origin, options,
+                                        internal::ManifestReader::Way::kAny);
+} catch (const std::bad_alloc&) {
+  return internal::OutOfMemory(origin, "loading the manifest");
+} catch (const std::length_error&) {
+  return internal::OutOfMemory(origin, "loading the manifest");
 }
 
 }  // namespace semmap

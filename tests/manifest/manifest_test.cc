@@ -1,12 +1,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "catch2/catch.hpp"
+#include "manifest/manifest_reader.h"
 #include "semmap/manifest.h"
 #include "test_util.h"
 
@@ -348,5 +351,166 @@ TEST_CASE("findTensor gives a module's tensor by local name, searched or hashed"
     CHECK(m->findTensor(mod, "p") == nullptr);
     CHECK(m->findTensor(mod, absl::StrCat("p", count)) == nullptr);
     CHECK(m->findTensor(m->root(), "p0") == nullptr);
+  }
+}
+
+namespace {
+
+using Way = semmap::internal::ManifestReader::Way;
+
+absl::StatusOr<Manifest> ReadAs(const std::string& text, Way way) {
+  return semmap::internal::ManifestReader::Read(text, "m.json", {}, way);
+}
+
+void DumpTensors(absl::Span<const semmap::TensorSpec> tensors, std::string* out) {
+  for (const semmap::TensorSpec& t : tensors) {
+    absl::StrAppend(out, " [", t.name, " ", t.dtype);
+    for (std::int64_t d : t.shape) absl::StrAppend(out, " ", d);
+    out->append("]");
+  }
+}
+
+// Everything a Manifest tells of its file, as text, to compare two readings.
+std::string Dump(const Manifest& m) {
+  std::string out = absl::StrCat(m.schemaVersion(), " ", m.modelClass(), " ",
+                                 m.modelQualifiedClass(), " ", m.modelType(), "\n");
+  for (const auto& [key, value] : m.config()) absl::StrAppend(&out, key, "=", value, "\n");
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    const semmap::ModuleInfo info = m.module(static_cast<semmap::ModuleId>(i));
+    absl::StrAppend(&out, i, " '", info.path, "' ", info.class_name, " ", info.qualified_class,
+                    " parent ", info.parent, " depth ", info.depth, " var ", info.variable_name,
+                    info.numbered_children ? " numbered" : "", info.traced ? " traced" : "",
+                    "\n children");
+    for (semmap::ModuleId c : info.children) absl::StrAppend(&out, " ", c);
+    out.append("\n parameters");
+    DumpTensors(info.parameters, &out);
+    out.append("\n buffers");
+    DumpTensors(info.buffers, &out);
+    out.append("\n forward");
+    for (const semmap::ForwardEvent& e : info.forward) {
+      absl::StrAppend(&out, " [", e.call, " ", e.op);
+      for (absl::string_view r : e.reads) absl::StrAppend(&out, " ", r);
+      out.append("]");
+    }
+    out.append("\n");
+  }
+  return out;
+}
+
+// The outlined reading and the one-document reading of `text` agree: the
+// same manifest (and then the outlined reading did not hand over), or the
+// same error from Parse as from the one document.
+void CheckReadingsAgree(const std::string& text) {
+  const absl::StatusOr<Manifest> one = ReadAs(text, Way::kOneDocument);
+  const absl::StatusOr<Manifest> any = ReadAs(text, Way::kAny);
+  if (one.ok()) {
+    const absl::StatusOr<Manifest> outlined = ReadAs(text, Way::kOutlined);
+    REQUIRE(outlined.ok());
+    REQUIRE(any.ok());
+    CHECK(Dump(*outlined) == Dump(*one));
+    CHECK(Dump(*any) == Dump(*one));
+  } else {
+    REQUIRE_FALSE(any.ok());
+    CHECK(any.status() == one.status());
+  }
+}
+
+std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A schema 1 manifest of a root and its one child "a": the child written
+// `child`, the rest of the file (after the modules) `after`.
+std::string TwoModules(const std::string& child, const std::string& after = "") {
+  return R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[{"path":"","class":"M","qualified_class":"q","parent":null,"children":["a"],"parameters":[],"buffers":[]},)" +
+         child + "]" + after + "}";
+}
+
+}  // namespace
+
+TEST_CASE("The outlined reading gives the one document's manifest on every fixture",
+          "[manifest]") {
+  std::size_t read = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(SEMMAP_FIXTURES_DIR)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+    const std::string text = ReadText(entry.path());
+    if (text.find("\"semmap.manifest\"") == std::string::npos) continue;
+    CAPTURE(entry.path().string());
+    CheckReadingsAgree(text);
+    if (ReadAs(text, Way::kOneDocument).ok()) ++read;
+  }
+  CHECK(read >= 10);
+  // Load (the mapped file, its pages given back) gives the same manifest.
+  const std::string path = Fixture("bert-seqcls.torchscript", "manifest.json");
+  const absl::StatusOr<Manifest> loaded = Manifest::Load(path);
+  REQUIRE(loaded.ok());
+  CHECK(Dump(*loaded) == Dump(*ReadAs(ReadText(path), Way::kOneDocument)));
+}
+
+TEST_CASE("The outlined reading and the one document agree on edge cases", "[manifest]") {
+  const std::string tensor = R"({"name":"w","dtype":"f","shape":[2,3]})";
+  auto text = GENERATE_COPY(values<std::string>({
+      // Escapes and unicode in names, keys written with escapes in a module.
+      TwoModules(R"({"path":"a","class":"L\u00e9\n\"q\"","qualified_class":"t.\u4e2d\ud83d\ude00","parent":"","children":[],"parameters":[)" + tensor + R"(],"buffers":[]})"),
+      TwoModules(R"({"p\u0061th":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})"),
+      TwoModules(R"({"path":"a","class":"\u00fcber \\ / \/","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})"),
+      // A repeated key in a module: the last one counts.
+      TwoModules(R"({"path":"a","class":"First","class":"Last","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})"),
+      // Repeated and escaped top-level keys: "modules" twice, "model" twice,
+      // a key that spells "modules" with an escape.
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})",
+                 R"(,"modules":[])"),
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})",
+                 R"(,"model":{"class":"N","qualified_class":"t.N","config":{"k":[1]}})"),
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})",
+                 R"(,"modul\u0065s":5)"),
+      // Whitespace everywhere the grammar allows it; brackets inside strings.
+      " \n" + TwoModules(R"( { "path" : "a" , "class" : "L]}[{" , "qualified_class" : "q\"]" , "parent" : "" , "children" : [ ] , "parameters" : [ ] , "buffers" : [ ] } )",
+                        "\t\r\n") + " \n",
+      // Modules not an array, or none.
+      R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":{"path":""}})",
+      R"({"format":"semmap.manifest","schema_version":1,"model":{"class":"M","qualified_class":"t.M"},"modules":[]})",
+      // A meaning error inside a module, then a syntax error after the
+      // modules member: the syntax error is reported.
+      TwoModules(R"({"path":"a","class":5,"qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})",
+                 R"(,"generator":{"a": })"),
+      TwoModules(R"({"path":"a","class":5,"qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})",
+                 R"(,"generator":{"a":"\x"})"),
+      // Syntax errors inside a module, between modules, after the object.
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[01],"buffers":[]})"),
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]} {})"),
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})") + " x",
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]],)"),
+      TwoModules(std::string(R"({"path":"a","class":")") + "\xff" +
+                 R"(","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})"),
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[]})").substr(0, 300),
+      // A meaning error in a module (the pointer names its index).
+      TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[{"name":"w","dtype":"f","shape":[-1]}],"buffers":[]})"),
+  }));
+  CAPTURE(text);
+  CheckReadingsAgree(text);
+}
+
+TEST_CASE("The outlined reading keeps the nesting limit of the whole file", "[manifest]") {
+  // The modules sit two levels down (the object, the array): a module
+  // nested to 254 more levels is within the limit of 256, one more is not.
+  const auto nested = [](int levels) {
+    return TwoModules(R"({"path":"a","class":"L","qualified_class":"q","parent":"","children":[],"parameters":[],"buffers":[],"x":)" +
+                      std::string(static_cast<std::size_t>(levels - 1), '[') +
+                      std::string(static_cast<std::size_t>(levels - 1), ']') + "}");
+  };
+  for (int levels : {254, 255}) {
+    CAPTURE(levels);
+    const std::string text = nested(levels);
+    CheckReadingsAgree(text);
+    const absl::StatusOr<Manifest> any = ReadAs(text, Way::kAny);
+    REQUIRE_FALSE(any.ok());
+    const std::string message(any.status().message());
+    CAPTURE(message);
+    CHECK((message.find("nested deeper than 256 levels") != std::string::npos) == (levels == 255));
+    CHECK((message.find("unknown field \"x\"") != std::string::npos) == (levels == 254));
   }
 }
