@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/string_blocks.h"
 #include "graph/onnx_fields.h"
 #include "graph/wire_reader.h"
 
@@ -51,30 +52,8 @@ void AppendEntry(std::string* out, absl::string_view key, absl::string_view valu
 
 }  // namespace
 
-// Stable storage for the bytes the pieces point to: blocks never move.
-class ModelRewrite::Arena {
- public:
-  absl::string_view Store(absl::string_view bytes) {
-    if (bytes.empty()) return absl::string_view();
-    if (left_ < bytes.size()) {
-      const std::size_t size = std::max(kBlock, bytes.size());
-      blocks_.push_back(std::make_unique<char[]>(size));
-      next_ = blocks_.back().get();
-      left_ = size;
-    }
-    std::memcpy(next_, bytes.data(), bytes.size());
-    absl::string_view stored(next_, bytes.size());
-    next_ += bytes.size();
-    left_ -= bytes.size();
-    return stored;
-  }
-
- private:
-  static constexpr std::size_t kBlock = std::size_t{1} << 20;
-  std::vector<std::unique_ptr<char[]>> blocks_;
-  char* next_ = nullptr;
-  std::size_t left_ = 0;
-};
+// Stable storage for the bytes the pieces point to (base/string_blocks.h).
+class ModelRewrite::Arena : public StringBlocks {};
 
 ModelRewrite::ModelRewrite() : arena_(std::make_unique<Arena>()) {}
 ModelRewrite::ModelRewrite(ModelRewrite&&) noexcept = default;

@@ -400,7 +400,7 @@ absl::StatusOr<Manifest> ManifestReader::ReadOutlined(absl::string_view text,
   Manifest m(rep);
   ManifestBuilder builder(rep.get());
   Links links;
-  StringKeeper keeper;  // the links' strings outlive each module's document
+  StringBlocks keeper;  // the links' strings outlive each module's document
   links.keeper = &keeper;
   const std::vector<JsonRange>& elements = outline->elements;
   links.parent.reserve(elements.size());

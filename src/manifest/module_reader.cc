@@ -1,7 +1,6 @@
 #include "manifest/module_reader.h"
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <string>
 
@@ -12,22 +11,6 @@
 
 namespace semmap {
 namespace internal {
-
-absl::string_view StringKeeper::Keep(absl::string_view s) {
-  if (s.empty()) return absl::string_view();
-  if (s.size() > left_) {
-    // A string longer than a block gets a block of its own.
-    const std::size_t size = std::max(s.size(), kBlockBytes);
-    blocks_.push_back(std::make_unique<char[]>(size));
-    next_ = blocks_.back().get();
-    left_ = size;
-  }
-  std::memcpy(next_, s.data(), s.size());
-  const absl::string_view kept(next_, s.size());
-  next_ += s.size();
-  left_ -= s.size();
-  return kept;
-}
 
 namespace {
 

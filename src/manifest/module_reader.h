@@ -9,29 +9,16 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "base/string_blocks.h"
 #include "io/json_reader.h"
 #include "manifest/manifest_rep.h"
 
 namespace semmap {
 namespace internal {
-
-// Copies of strings in blocks that never move, for views that must outlive
-// the JSON document they were read from.
-class StringKeeper {
- public:
-  absl::string_view Keep(absl::string_view s);
-
- private:
-  static constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
-  std::vector<std::unique_ptr<char[]>> blocks_;
-  char* next_ = nullptr;
-  std::size_t left_ = 0;
-};
 
 // What the modules say of their parents, children and callees, as views:
 // of the JSON document's strings while it lives, or (with a keeper) of
@@ -47,10 +34,10 @@ struct Links {
     absl::string_view path;
   };
   std::vector<Call> calls;
-  StringKeeper* keeper = nullptr;
+  StringBlocks* keeper = nullptr;
 
   absl::string_view Keep(absl::string_view s) const {
-    return keeper == nullptr ? s : keeper->Keep(s);
+    return keeper == nullptr ? s : keeper->Store(s);
   }
 };
 
